@@ -1,0 +1,89 @@
+package h4r
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes: a small fixed set, each mapped to one HTTP status in
+// errorStatus. Every error that crosses an API boundary carries one of them.
+const (
+	EINVALID     = "invalid_argument"
+	ENOTFOUND    = "not_found"
+	EUNAUTH      = "unauthenticated"
+	EFORBIDDEN   = "permission_denied"
+	EEXHAUSTED   = "resource_exhausted"
+	EUNAVAILABLE = "unavailable"
+	EDEADLINE    = "deadline_exceeded"
+	EINTERNAL    = "internal"
+)
+
+// Error is the one error shape of H4R. Field names the offending input (a
+// JSON path such as "payload.query.type" or "items[3].metadata.trust") when
+// the error is about input.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (field %s)", e.Code, e.Message, e.Field)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Errorf returns an *Error with the given code, offending field (may be
+// empty) and formatted message.
+func Errorf(code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, EINTERNAL
+// for any other non-nil error, and "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the message of the first *Error in err's chain; for
+// other errors it returns "internal error" so that internals are not leaked
+// to clients (they are logged instead).
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// HTTPStatus returns the HTTP status for an error code (500 for unknown
+// codes). This switch is the single table from code to status.
+func HTTPStatus(code string) int {
+	switch code {
+	case EINVALID:
+		return http.StatusBadRequest
+	case ENOTFOUND:
+		return http.StatusNotFound
+	case EUNAUTH:
+		return http.StatusUnauthorized
+	case EFORBIDDEN:
+		return http.StatusForbidden
+	case EEXHAUSTED:
+		return http.StatusTooManyRequests
+	case EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	case EDEADLINE:
+		return http.StatusGatewayTimeout
+	default:
+		return http.StatusInternalServerError
+	}
+}

@@ -1,0 +1,173 @@
+package h4r
+
+// Reasons an item is kept or left out of a pack. Every ranked candidate ends
+// with exactly one of them in the pack's explainability.
+const (
+	ReasonKept         = "kept"
+	ReasonPolicy       = "policy"        // denied by policy, or its decision could not be made
+	ReasonMinScore     = "min_score"     // ranked under the request's min_score
+	ReasonBudgetBytes  = "budget_bytes"  // did not fit the byte budget
+	ReasonBudgetTokens = "budget_tokens" // did not fit the token budget
+	ReasonBudgetItems  = "budget_items"  // past the item budget (or the request's limit)
+)
+
+// Pack statuses: degraded means part of the pipeline (a generator, the
+// deadline) failed and the pack says what in Warnings.
+const (
+	StatusOK       = "ok"
+	StatusDegraded = "degraded"
+)
+
+// Pack is a context pack: the payload of an A2A ContextResult and the body
+// of a POST /v1/context-pack answer.
+type Pack struct {
+	RequestID       string                 `json:"request_id,omitempty"`
+	Status          string                 `json:"status"`
+	Results         []Result               `json:"results"`
+	TotalCount      int                    `json:"total_count"`
+	QueryDurationMs float64                `json:"query_duration_ms"`
+	Sources         map[string]SourceStats `json:"sources"`
+	AgentSlice      AgentSlice             `json:"agentSlice"`
+	Explainability  Explainability         `json:"explainability"`
+}
+
+// Result is one delivered item, as policy left it.
+type Result struct {
+	ID          string         `json:"id"`
+	Kind        string         `json:"kind,omitempty"`
+	Text        string         `json:"text"`
+	Content     map[string]any `json:"content,omitempty"`
+	Score       float64        `json:"score"`
+	Signals     *Signals       `json:"signals,omitempty"`
+	Reason      string         `json:"reason"`
+	Explanation string         `json:"explanation"`
+	Metadata    ResultMetadata `json:"metadata"`
+}
+
+// ResultMetadata describes how a result was found and delivered.
+type ResultMetadata struct {
+	Source         string   `json:"source"` // generators that found it, "+"-joined: "fulltext+graph"
+	CreatedAt      string   `json:"createdAt,omitempty"`
+	Redacted       bool     `json:"redacted"`
+	RedactedFields []string `json:"redactedFields,omitempty"`
+	ByteSize       int      `json:"byteSize"`
+	Tokens         int      `json:"tokens"`
+	Version        int      `json:"version,omitempty"`
+}
+
+// SourceStats counts and times one candidate generator's work.
+type SourceStats struct {
+	Candidates int     `json:"candidates"`
+	Ms         float64 `json:"ms"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// AgentSlice is the specialist-specific minimal context: what an agent puts
+// into its prompt when it has no room for the whole pack.
+type AgentSlice struct {
+	SpecialistID  string   `json:"specialistId"`
+	SecurityLevel string   `json:"securityLevel"`
+	Summary       string   `json:"summary"`
+	ItemIDs       []string `json:"itemIds"`
+	Actions       []string `json:"actions"`
+}
+
+// Explainability answers "why was this retrieved, and why was that not?".
+type Explainability struct {
+	TLDR        TLDR              `json:"tldr"`
+	Affordances []Affordance      `json:"affordances"`
+	CausalGraph *CausalGraph      `json:"causalGraph,omitempty"`
+	Slicing     SlicingStats      `json:"slicing"`
+	Timings     Timings           `json:"timings"`
+	Weights     Weights           `json:"weights"`
+	Warnings    []string          `json:"warnings"`
+	Items       []ItemExplanation `json:"items"`
+}
+
+// ItemExplanation is the verdict on one ranked candidate.
+type ItemExplanation struct {
+	ID          string  `json:"id"`
+	Rank        int     `json:"rank"` // 1-based position in the ranking
+	Score       float64 `json:"score"`
+	Signals     Signals `json:"signals"`
+	Reason      string  `json:"reason"`           // ReasonKept or why it was left out
+	Detail      string  `json:"detail,omitempty"` // policy reason, budget numbers
+	Redacted    bool    `json:"redacted,omitempty"`
+	Explanation string  `json:"explanation"`
+}
+
+// TLDR is an extractive summary of the evidence.
+type TLDR struct {
+	Text      string     `json:"text"`
+	Sentences []Sentence `json:"sentences"`
+	Citations []string   `json:"citations"`
+}
+
+// Sentence is one TL;DR sentence and the item it comes from.
+type Sentence struct {
+	Text   string  `json:"text"`
+	ItemID string  `json:"itemId"`
+	Score  float64 `json:"score"`
+}
+
+// Affordance is a suggested next action.
+type Affordance struct {
+	Type        string         `json:"type"`
+	Description string         `json:"description"`
+	Confidence  float64        `json:"confidence"`
+	Parameters  map[string]any `json:"parameters,omitempty"`
+	Evidence    []string       `json:"evidence,omitempty"` // ids of the items that triggered it
+}
+
+// CausalGraph holds the delivered items and the links among them.
+type CausalGraph struct {
+	Nodes []GraphNode `json:"nodes"`
+	Edges []GraphEdge `json:"edges"`
+}
+
+// GraphNode is one evidence item in the causal graph.
+type GraphNode struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind,omitempty"`
+}
+
+// GraphEdge is a directed, typed link between two evidence items.
+type GraphEdge struct {
+	Source   string  `json:"source"`
+	Target   string  `json:"target"`
+	Type     string  `json:"type"`
+	Strength float64 `json:"strength"`
+}
+
+// SlicingStats reports what the policy slicer did.
+type SlicingStats struct {
+	TotalCandidates    int         `json:"totalCandidates"`
+	TotalKept          int         `json:"totalKept"`
+	TotalRedacted      int         `json:"totalRedacted"`
+	TotalDroppedBudget int         `json:"totalDroppedBudget"`
+	TotalDroppedPolicy int         `json:"totalDroppedPolicy"`
+	TotalDroppedScore  int         `json:"totalDroppedScore"`
+	BudgetUsed         BudgetUsage `json:"budgetUsed"`
+	BudgetLimit        BudgetUsage `json:"budgetLimit"`
+	PolicyRevision     string      `json:"policyRevision,omitempty"`
+	FallbackUsed       bool        `json:"fallbackUsed"`
+}
+
+// BudgetUsage counts bytes, tokens and items. The token count is exact
+// (tiktoken); the JSON name follows DESIGN.md.
+type BudgetUsage struct {
+	Bytes           int `json:"bytes"`
+	EstimatedTokens int `json:"estimatedTokens"`
+	Items           int `json:"items"`
+}
+
+// Timings of the stages, in milliseconds. RetrievalMs is CandidateMs +
+// RankingMs.
+type Timings struct {
+	CandidateMs     float64 `json:"candidateMs"`
+	RankingMs       float64 `json:"rankingMs"`
+	RetrievalMs     float64 `json:"retrievalMs"`
+	SlicingMs       float64 `json:"slicingMs"`
+	SummarizationMs float64 `json:"summarizationMs"`
+	TotalMs         float64 `json:"totalMs"`
+}

@@ -1,0 +1,236 @@
+package h4r
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// QueryType selects the candidate generators of a request.
+type QueryType string
+
+// Query types. keyword uses full-text only, semantic vectors only, hybrid
+// both; causal drives the pack by hops from the anchors.
+const (
+	QuerySemantic QueryType = "semantic"
+	QueryKeyword  QueryType = "keyword"
+	QueryHybrid   QueryType = "hybrid"
+	QueryCausal   QueryType = "causal"
+)
+
+// Limits on a request, checked by Validate.
+const (
+	DefaultLimit         = 10
+	MaxLimit             = 1000
+	MaxQueryTextBytes    = 4096
+	MaxAnchors           = 100
+	MaxFilters           = 32
+	MaxTLDRSentences     = 50
+	MaxHopsLimit         = 10
+	DefaultQueryType     = QueryHybrid
+	maxFilterValueLength = 1024
+)
+
+// Query is what the specialist asks.
+type Query struct {
+	Type    QueryType      `json:"type,omitempty"`
+	Text    string         `json:"text"`
+	Filters map[string]any `json:"filters,omitempty"`
+}
+
+// Budget caps a context pack. Zero means "the server's configured value".
+type Budget struct {
+	MaxBytes  int `json:"maxBytes,omitempty"`
+	MaxTokens int `json:"maxTokens,omitempty"`
+	MaxItems  int `json:"maxItems,omitempty"`
+}
+
+// ContextRequest is the payload of an A2A ContextRequest envelope and the
+// body of POST /v1/context-pack (which may add Specialist). Optional fields
+// are pointers or zero values meaning "use the configured default".
+type ContextRequest struct {
+	Specialist    *Specialist        `json:"specialist,omitempty"`
+	Query         Query              `json:"query"`
+	Limit         int                `json:"limit,omitempty"`
+	IncludeScores *bool              `json:"include_scores,omitempty"`
+	Weights       map[string]float64 `json:"weights,omitempty"`
+	Anchors       []string           `json:"anchors,omitempty"`
+	MaxHops       int                `json:"max_hops,omitempty"`
+	Directed      bool               `json:"directed,omitempty"`
+	Budget        *Budget            `json:"budget,omitempty"`
+	MinScore      float64            `json:"min_score,omitempty"`
+	IncludeGraph  *bool              `json:"include_graph,omitempty"`
+	TLDRSentences *int               `json:"tldr_sentences,omitempty"`
+}
+
+// Validate checks the request and fills defaults (query type, limit). field
+// is the JSON path of the request in its envelope ("payload" for A2A, "" for
+// a context-pack body) and prefixes every offending field in errors.
+func (r *ContextRequest) Validate(field string) error {
+	at := func(name string) string {
+		if field == "" {
+			return name
+		}
+		return field + "." + name
+	}
+	switch r.Query.Type {
+	case "":
+		r.Query.Type = DefaultQueryType
+	case QuerySemantic, QueryKeyword, QueryHybrid, QueryCausal:
+	default:
+		return Errorf(EINVALID, at("query.type"), "unknown query type %q (want semantic, keyword, hybrid or causal)", r.Query.Type)
+	}
+	if len(r.Query.Text) > MaxQueryTextBytes {
+		return Errorf(EINVALID, at("query.text"), "query text is %d bytes, the limit is %d", len(r.Query.Text), MaxQueryTextBytes)
+	}
+	if strings.TrimSpace(r.Query.Text) == "" && !(r.Query.Type == QueryCausal && len(r.Anchors) > 0) {
+		return Errorf(EINVALID, at("query.text"), "query text is required (a causal query may give anchors instead)")
+	}
+	if _, err := ParseFilters(at("query.filters"), r.Query.Filters); err != nil {
+		return err
+	}
+	switch {
+	case r.Limit < 0:
+		return Errorf(EINVALID, at("limit"), "limit must be >= 0, got %d", r.Limit)
+	case r.Limit > MaxLimit:
+		return Errorf(EINVALID, at("limit"), "limit must be <= %d, got %d", MaxLimit, r.Limit)
+	case r.Limit == 0:
+		r.Limit = DefaultLimit
+	}
+	for name, v := range r.Weights {
+		if _, ok := ParseSignal(name); !ok {
+			return Errorf(EINVALID, at("weights."+name), "unknown signal %q (want one of relevance, recency, frequency, importance, causality, novelty, trust, sensitivity)", name)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return Errorf(EINVALID, at("weights."+name), "weight must be a finite number >= 0, got %v", v)
+		}
+	}
+	if len(r.Anchors) > MaxAnchors {
+		return Errorf(EINVALID, at("anchors"), "at most %d anchors, got %d", MaxAnchors, len(r.Anchors))
+	}
+	for i, a := range r.Anchors {
+		if strings.TrimSpace(a) == "" {
+			return Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "anchor id must not be empty")
+		}
+	}
+	if r.MaxHops < 0 || r.MaxHops > MaxHopsLimit {
+		return Errorf(EINVALID, at("max_hops"), "max_hops must be between 0 and %d, got %d", MaxHopsLimit, r.MaxHops)
+	}
+	if b := r.Budget; b != nil {
+		for name, v := range map[string]int{"maxBytes": b.MaxBytes, "maxTokens": b.MaxTokens, "maxItems": b.MaxItems} {
+			if v < 0 {
+				return Errorf(EINVALID, at("budget."+name), "budget must be >= 0, got %d", v)
+			}
+		}
+	}
+	if math.IsNaN(r.MinScore) || r.MinScore < 0 || r.MinScore > 1 {
+		return Errorf(EINVALID, at("min_score"), "min_score must be in [0, 1], got %v", r.MinScore)
+	}
+	if n := r.TLDRSentences; n != nil && (*n < 0 || *n > MaxTLDRSentences) {
+		return Errorf(EINVALID, at("tldr_sentences"), "tldr_sentences must be between 0 and %d, got %d", MaxTLDRSentences, *n)
+	}
+	if s := r.Specialist; s != nil && strings.TrimSpace(s.ID) == "" {
+		return Errorf(EINVALID, at("specialist.id"), "specialist id must not be empty")
+	}
+	return nil
+}
+
+// Filters narrow the candidates. They come from query.filters, where the
+// reserved keys "kind" (string or list), "tags" (list, all required),
+// "createdAfter" and "createdBefore" (RFC 3339) have their own meaning and
+// every other key is an equality test on a metadata value (string, number or
+// boolean).
+type Filters struct {
+	Kinds         []string
+	Tags          []string
+	CreatedAfter  time.Time
+	CreatedBefore time.Time
+	Metadata      map[string]any
+}
+
+// Empty reports whether f filters nothing.
+func (f Filters) Empty() bool {
+	return len(f.Kinds) == 0 && len(f.Tags) == 0 && f.CreatedAfter.IsZero() && f.CreatedBefore.IsZero() && len(f.Metadata) == 0
+}
+
+// metadataKey is what a metadata filter key may look like; stores build
+// JSON paths from it, so it must not contain quotes or path syntax.
+var metadataKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_\-]{0,63}$`)
+
+// ParseFilters turns a query.filters object into Filters. field names the
+// object in errors ("payload.query.filters").
+func ParseFilters(field string, raw map[string]any) (Filters, error) {
+	var f Filters
+	if len(raw) > MaxFilters {
+		return f, Errorf(EINVALID, field, "at most %d filters, got %d", MaxFilters, len(raw))
+	}
+	for key, v := range raw {
+		at := field + "." + key
+		switch key {
+		case "kind":
+			kinds, err := stringList(at, v)
+			if err != nil {
+				return f, err
+			}
+			f.Kinds = kinds
+		case "tags":
+			tags, err := stringList(at, v)
+			if err != nil {
+				return f, err
+			}
+			f.Tags = tags
+		case "createdAfter", "createdBefore":
+			s, ok := v.(string)
+			if !ok {
+				return f, Errorf(EINVALID, at, "must be an RFC 3339 timestamp string")
+			}
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return f, Errorf(EINVALID, at, "must be an RFC 3339 timestamp such as 2026-11-20T10:00:00Z, got %q", s)
+			}
+			if key == "createdAfter" {
+				f.CreatedAfter = t
+			} else {
+				f.CreatedBefore = t
+			}
+		default:
+			if !metadataKey.MatchString(key) {
+				return f, Errorf(EINVALID, at, "filter key must match %s", metadataKey)
+			}
+			switch x := v.(type) {
+			case string:
+				if len(x) > maxFilterValueLength {
+					return f, Errorf(EINVALID, at, "filter value is longer than %d bytes", maxFilterValueLength)
+				}
+			case float64, bool:
+			default:
+				return f, Errorf(EINVALID, at, "metadata filter value must be a string, number or boolean")
+			}
+			if f.Metadata == nil {
+				f.Metadata = map[string]any{}
+			}
+			f.Metadata[key] = v
+		}
+	}
+	return f, nil
+}
+
+func stringList(field string, v any) ([]string, error) {
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case []any:
+		out := make([]string, 0, len(x))
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, Errorf(EINVALID, fmt.Sprintf("%s[%d]", field, i), "must be a string")
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, Errorf(EINVALID, field, "must be a string or a list of strings")
+}

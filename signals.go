@@ -1,0 +1,166 @@
+package h4r
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Signal names one of the eight ranking signals. Its value indexes Signals
+// and Weights.
+type Signal int
+
+// The eight signals, in the order DESIGN.md lists them. Novelty and
+// Sensitivity hold the inverted values (1 − metadata value), so that for
+// every signal higher means "rank higher".
+const (
+	Relevance Signal = iota
+	Recency
+	Frequency
+	Importance
+	Causality
+	Novelty
+	Trust
+	Sensitivity
+	NumSignals = 8
+)
+
+// String returns the signal's JSON key ("relevance", "recency", …).
+func (s Signal) String() string {
+	switch s {
+	case Relevance:
+		return "relevance"
+	case Recency:
+		return "recency"
+	case Frequency:
+		return "frequency"
+	case Importance:
+		return "importance"
+	case Causality:
+		return "causality"
+	case Novelty:
+		return "novelty"
+	case Trust:
+		return "trust"
+	case Sensitivity:
+		return "sensitivity"
+	}
+	return "signal(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseSignal returns the signal whose JSON key is name.
+func ParseSignal(name string) (Signal, bool) {
+	for s := Signal(0); s < NumSignals; s++ {
+		if s.String() == name {
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// Signals holds one item's eight signal values, each in [0, 1]. It marshals
+// to a JSON object with the eight keys in DESIGN.md order.
+type Signals [NumSignals]float64
+
+// Weights holds the eight ranking weights. The final score is Σ wᵢ·sᵢ.
+type Weights [NumSignals]float64
+
+// Score returns Σ wᵢ·sᵢ.
+func (w Weights) Score(s Signals) float64 {
+	var sum float64
+	for i := range w {
+		sum += w[i] * s[i]
+	}
+	return sum
+}
+
+// Sum returns Σ wᵢ.
+func (w Weights) Sum() float64 {
+	var sum float64
+	for _, v := range w {
+		sum += v
+	}
+	return sum
+}
+
+// Validate checks that every weight is finite and non-negative and that at
+// least one is positive. field prefixes the offending key in the error
+// ("weights" gives "weights.recency").
+func (w Weights) Validate(field string) error {
+	for i, v := range w {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return Errorf(EINVALID, field+"."+Signal(i).String(), "weight must be a finite number >= 0, got %v", v)
+		}
+	}
+	if w.Sum() == 0 {
+		return Errorf(EINVALID, field, "at least one weight must be positive")
+	}
+	return nil
+}
+
+// Normalized returns the weights scaled to sum to 1, and whether they had to
+// be scaled (callers report that as a warning). It assumes Validate passed.
+func (w Weights) Normalized() (Weights, bool) {
+	sum := w.Sum()
+	if math.Abs(sum-1) < 1e-9 {
+		return w, false
+	}
+	var n Weights
+	for i, v := range w {
+		n[i] = v / sum
+	}
+	return n, true
+}
+
+// Override returns w with the values in byName replacing its own; keys are
+// signal names. An unknown key is an invalid_argument error naming
+// field.key.
+func (w Weights) Override(field string, byName map[string]float64) (Weights, error) {
+	for name, v := range byName {
+		s, ok := ParseSignal(name)
+		if !ok {
+			return w, Errorf(EINVALID, field+"."+name, "unknown signal %q (want one of relevance, recency, frequency, importance, causality, novelty, trust, sensitivity)", name)
+		}
+		w[s] = v
+	}
+	return w, nil
+}
+
+func (s Signals) MarshalJSON() ([]byte, error) { return marshalVector(s) }
+func (w Weights) MarshalJSON() ([]byte, error) { return marshalVector(w) }
+
+func (s *Signals) UnmarshalJSON(b []byte) error { return unmarshalVector(b, (*[NumSignals]float64)(s)) }
+func (w *Weights) UnmarshalJSON(b []byte) error { return unmarshalVector(b, (*[NumSignals]float64)(w)) }
+
+func marshalVector(v [NumSignals]float64) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, x := range v {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("signal %s is not finite: %v", Signal(i), x)
+		}
+		fmt.Fprintf(&buf, "%q:%s", Signal(i).String(), strconv.FormatFloat(x, 'f', -1, 64))
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+func unmarshalVector(b []byte, v *[NumSignals]float64) error {
+	var m map[string]float64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for name, x := range m {
+		s, ok := ParseSignal(name)
+		if !ok {
+			return fmt.Errorf("unknown signal %q", name)
+		}
+		v[s] = x
+	}
+	return nil
+}

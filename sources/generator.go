@@ -1,0 +1,91 @@
+package sources
+
+import (
+	"context"
+
+	"github.com/h4r/h4r"
+)
+
+// Generator names. A candidate's evidence is keyed by them and they appear
+// in a pack's "sources".
+const (
+	GenFullText = "fulltext"
+	GenVector   = "vector"
+	GenGraph    = "graph"
+)
+
+// DefaultMaxHops bounds causal hops when neither the request nor the
+// configuration says otherwise.
+const DefaultMaxHops = 3
+
+// Query is what a generator is asked. Text generators use Text; the graph
+// generator uses Anchors, MaxHops and Directed. Every generator applies
+// Filters, so that a filtered-out item never becomes a candidate.
+type Query struct {
+	Text     string
+	Filters  h4r.Filters
+	Limit    int // at most this many hits; 0 means the generator's default
+	Anchors  []string
+	MaxHops  int
+	Directed bool // follow links only from source to target
+}
+
+// Hit is one item a generator found, with its raw evidence: Score for text
+// and vector generators (higher is better, not normalised), Distance for
+// the graph generator (hops from the nearest anchor, 0 for an anchor).
+type Hit struct {
+	Item     *Item
+	Score    float64
+	Distance int
+}
+
+// Generator finds candidate items for a query. Implementations must be safe
+// for concurrent use and must respect ctx's deadline.
+type Generator interface {
+	Name() string
+	Generate(ctx context.Context, q Query) ([]Hit, error)
+}
+
+// Evidence is what one generator said about a candidate.
+type Evidence struct {
+	Generator string
+	Score     float64 // raw generator score (text, vector)
+	Rank      int     // 1-based rank within that generator's hits
+	Distance  int     // hops from the anchors (graph)
+}
+
+// Candidate is an item found by one or more generators, merged by id.
+type Candidate struct {
+	Item     *Item
+	Evidence []Evidence
+}
+
+// Find returns the evidence of the named generator.
+func (c *Candidate) Find(generator string) (Evidence, bool) {
+	for _, e := range c.Evidence {
+		if e.Generator == generator {
+			return e, true
+		}
+	}
+	return Evidence{}, false
+}
+
+// Merge folds each generator's hits into candidates keyed by item id,
+// keeping the first-seen order. hits maps a generator name to its hits in
+// rank order.
+func Merge(order []string, hits map[string][]Hit) []*Candidate {
+	byID := map[string]*Candidate{}
+	var out []*Candidate
+	for _, gen := range order {
+		for i, h := range hits[gen] {
+			c, ok := byID[h.Item.ID]
+			if !ok {
+				c = &Candidate{Item: h.Item}
+				byID[h.Item.ID] = c
+				out = append(out, c)
+			}
+			c.Evidence = append(c.Evidence, Evidence{Generator: gen, Score: h.Score, Rank: i + 1, Distance: h.Distance})
+		}
+	}
+	return out
+}

@@ -1,0 +1,361 @@
+package sources
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/h4r/h4r"
+)
+
+// Defaults for metadata scores an item does not give. They are neutral: an
+// item without a trust score is neither trusted nor denied for low trust.
+const (
+	DefaultImportance  = 0.5
+	DefaultTrust       = 0.5
+	DefaultSensitivity = 0.0
+	DefaultNovelty     = 0.0
+)
+
+// Limits on one ingested item.
+const (
+	MaxIDBytes       = 256
+	MaxTextBytes     = 64 << 10
+	MaxItemBytes     = 1 << 20 // the whole item as JSON
+	MaxLinks         = 256
+	MaxTags          = 64
+	MaxMetadataDepth = 8
+)
+
+// Item is one memory. Text is what search indexes; Content is delivered to
+// the agent and is where redaction paths ($.content.…) point.
+type Item struct {
+	ID       string         `json:"id"`
+	Kind     string         `json:"kind,omitempty"`
+	Text     string         `json:"text"`
+	Content  map[string]any `json:"content,omitempty"`
+	Metadata Metadata       `json:"metadata"`
+	Links    []Link         `json:"links,omitempty"`
+}
+
+// Link is a directed, typed edge from the item that holds it to Target.
+type Link struct {
+	Type     string  `json:"type"`
+	Target   string  `json:"target"`
+	Strength float64 `json:"strength,omitempty"`
+}
+
+// Metadata holds the well-known metadata keys as fields and every other key
+// in Extra. It marshals back to one flat JSON object, as policies see it.
+// Score pointers are nil when the item did not give them; the accessors
+// return the documented defaults.
+type Metadata struct {
+	CreatedAt          time.Time
+	Importance         *float64
+	Trust              *float64
+	Sensitivity        *float64
+	Novelty            *float64
+	ContainsPII        bool
+	PIIFields          []string
+	HasCredentials     bool
+	RestrictedToGroups []string
+	Tags               []string
+	Source             string
+
+	// Maintained by the store; ignored on ingest.
+	UpdatedAt      time.Time
+	Version        int
+	AccessCount    int64
+	LastAccessedAt time.Time
+	ByteSize       int
+	Tokens         int
+
+	// Extra holds every other key (test_type, status, …), used by filters
+	// and policies.
+	Extra map[string]any
+}
+
+// ImportanceValue, TrustValue, SensitivityValue and NoveltyValue return the
+// score or, when the item did not give it, its default.
+func (m Metadata) ImportanceValue() float64  { return valueOr(m.Importance, DefaultImportance) }
+func (m Metadata) TrustValue() float64       { return valueOr(m.Trust, DefaultTrust) }
+func (m Metadata) SensitivityValue() float64 { return valueOr(m.Sensitivity, DefaultSensitivity) }
+func (m Metadata) NoveltyValue() float64     { return valueOr(m.Novelty, DefaultNovelty) }
+
+func valueOr(p *float64, def float64) float64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// wellKnown lists the metadata keys that are fields of Metadata.
+func isWellKnown(key string) bool {
+	switch key {
+	case "createdAt", "importance", "trust", "sensitivity", "novelty", "containsPII", "piiFields",
+		"hasCredentials", "restrictedToGroups", "tags", "source",
+		"updatedAt", "version", "accessCount", "lastAccessedAt", "byteSize", "tokens":
+		return true
+	}
+	return false
+}
+
+// metadataJSON is the wire form of the well-known keys.
+type metadataJSON struct {
+	CreatedAt          *time.Time `json:"createdAt,omitempty"`
+	Importance         *float64   `json:"importance,omitempty"`
+	Trust              *float64   `json:"trust,omitempty"`
+	Sensitivity        *float64   `json:"sensitivity,omitempty"`
+	Novelty            *float64   `json:"novelty,omitempty"`
+	ContainsPII        bool       `json:"containsPII"`
+	PIIFields          []string   `json:"piiFields,omitempty"`
+	HasCredentials     bool       `json:"hasCredentials"`
+	RestrictedToGroups []string   `json:"restrictedToGroups,omitempty"`
+	Tags               []string   `json:"tags,omitempty"`
+	Source             string     `json:"source,omitempty"`
+	UpdatedAt          *time.Time `json:"updatedAt,omitempty"`
+	Version            int        `json:"version,omitempty"`
+	AccessCount        int64      `json:"accessCount"`
+	LastAccessedAt     *time.Time `json:"lastAccessedAt,omitempty"`
+	ByteSize           int        `json:"byteSize,omitempty"`
+	Tokens             int        `json:"tokens,omitempty"`
+}
+
+// MarshalJSON writes one flat object: the well-known keys, then Extra.
+func (m Metadata) MarshalJSON() ([]byte, error) {
+	w := metadataJSON{
+		Importance: m.Importance, Trust: m.Trust, Sensitivity: m.Sensitivity, Novelty: m.Novelty,
+		ContainsPII: m.ContainsPII, PIIFields: m.PIIFields, HasCredentials: m.HasCredentials,
+		RestrictedToGroups: m.RestrictedToGroups, Tags: m.Tags, Source: m.Source,
+		Version: m.Version, AccessCount: m.AccessCount, ByteSize: m.ByteSize, Tokens: m.Tokens,
+	}
+	if !m.CreatedAt.IsZero() {
+		w.CreatedAt = &m.CreatedAt
+	}
+	if !m.UpdatedAt.IsZero() {
+		w.UpdatedAt = &m.UpdatedAt
+	}
+	if !m.LastAccessedAt.IsZero() {
+		w.LastAccessedAt = &m.LastAccessedAt
+	}
+	known, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Extra) == 0 {
+		return known, nil
+	}
+	extra, err := json.Marshal(m.Extra) // map keys come out sorted
+	if err != nil {
+		return nil, err
+	}
+	// Merge {"a":…} and {"b":…} into {"a":…,"b":…}.
+	var buf bytes.Buffer
+	buf.Write(known[:len(known)-1])
+	buf.WriteByte(',')
+	buf.Write(extra[1:])
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads a flat object. Errors name the offending key
+// ("metadata.trust") so that validation messages can point at it.
+func (m *Metadata) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return h4r.Errorf(h4r.EINVALID, "metadata", "metadata must be a JSON object")
+	}
+	var w metadataJSON
+	*m = Metadata{}
+	for key, val := range raw {
+		if !isWellKnown(key) {
+			var v any
+			if err := json.Unmarshal(val, &v); err != nil {
+				return h4r.Errorf(h4r.EINVALID, "metadata."+key, "invalid JSON value")
+			}
+			if m.Extra == nil {
+				m.Extra = map[string]any{}
+			}
+			m.Extra[key] = v
+			continue
+		}
+		one, _ := json.Marshal(map[string]json.RawMessage{key: val})
+		if err := json.Unmarshal(one, &w); err != nil {
+			return h4r.Errorf(h4r.EINVALID, "metadata."+key, "wrong type for %s: %s", key, jsonTypeHint(key))
+		}
+	}
+	if w.CreatedAt != nil {
+		m.CreatedAt = *w.CreatedAt
+	}
+	if w.UpdatedAt != nil {
+		m.UpdatedAt = *w.UpdatedAt
+	}
+	if w.LastAccessedAt != nil {
+		m.LastAccessedAt = *w.LastAccessedAt
+	}
+	m.Importance, m.Trust, m.Sensitivity, m.Novelty = w.Importance, w.Trust, w.Sensitivity, w.Novelty
+	m.ContainsPII, m.PIIFields, m.HasCredentials = w.ContainsPII, w.PIIFields, w.HasCredentials
+	m.RestrictedToGroups, m.Tags, m.Source = w.RestrictedToGroups, w.Tags, w.Source
+	m.Version, m.AccessCount, m.ByteSize, m.Tokens = w.Version, w.AccessCount, w.ByteSize, w.Tokens
+	return nil
+}
+
+func jsonTypeHint(key string) string {
+	switch key {
+	case "createdAt", "updatedAt", "lastAccessedAt":
+		return "want an RFC 3339 timestamp string"
+	case "importance", "trust", "sensitivity", "novelty":
+		return "want a number in [0, 1]"
+	case "containsPII", "hasCredentials":
+		return "want true or false"
+	case "piiFields", "restrictedToGroups", "tags":
+		return "want a list of strings"
+	case "source":
+		return "want a string"
+	}
+	return "want a number"
+}
+
+// Validate checks an item for ingest. field prefixes the offending field in
+// errors ("items[3]" gives "items[3].metadata.trust"). It does not change the
+// item; see Normalize for defaults.
+func (it *Item) Validate(field string) error {
+	at := func(name string) string {
+		if field == "" {
+			return name
+		}
+		return field + "." + name
+	}
+	id := strings.TrimSpace(it.ID)
+	switch {
+	case id == "":
+		return h4r.Errorf(h4r.EINVALID, at("id"), "id is required")
+	case id != it.ID:
+		return h4r.Errorf(h4r.EINVALID, at("id"), "id must not start or end with white space")
+	case len(it.ID) > MaxIDBytes:
+		return h4r.Errorf(h4r.EINVALID, at("id"), "id is longer than %d bytes", MaxIDBytes)
+	case !utf8.ValidString(it.ID):
+		return h4r.Errorf(h4r.EINVALID, at("id"), "id is not valid UTF-8")
+	}
+	if strings.TrimSpace(it.Text) == "" {
+		return h4r.Errorf(h4r.EINVALID, at("text"), "text is required: it is what search indexes")
+	}
+	if len(it.Text) > MaxTextBytes {
+		return h4r.Errorf(h4r.EINVALID, at("text"), "text is %d bytes, the limit is %d", len(it.Text), MaxTextBytes)
+	}
+	if !utf8.ValidString(it.Text) {
+		return h4r.Errorf(h4r.EINVALID, at("text"), "text is not valid UTF-8")
+	}
+	if d := depth(it.Content); d > MaxMetadataDepth {
+		return h4r.Errorf(h4r.EINVALID, at("content"), "content nests %d levels deep, the limit is %d", d, MaxMetadataDepth)
+	}
+	m := it.Metadata
+	for _, s := range []struct {
+		name string
+		v    *float64
+	}{{"importance", m.Importance}, {"trust", m.Trust}, {"sensitivity", m.Sensitivity}, {"novelty", m.Novelty}} {
+		if s.v != nil && (math.IsNaN(*s.v) || *s.v < 0 || *s.v > 1) {
+			return h4r.Errorf(h4r.EINVALID, at("metadata."+s.name), "%s must be in [0, 1], got %v", s.name, *s.v)
+		}
+	}
+	for i, p := range m.PIIFields {
+		if !strings.HasPrefix(p, "$.") {
+			return h4r.Errorf(h4r.EINVALID, fmt.Sprintf("%s[%d]", at("metadata.piiFields"), i), "a PII field is a JSONPath starting with \"$.\", got %q", p)
+		}
+	}
+	if len(m.Tags) > MaxTags {
+		return h4r.Errorf(h4r.EINVALID, at("metadata.tags"), "at most %d tags, got %d", MaxTags, len(m.Tags))
+	}
+	if d := depth(m.Extra); d > MaxMetadataDepth {
+		return h4r.Errorf(h4r.EINVALID, at("metadata"), "metadata nests %d levels deep, the limit is %d", d, MaxMetadataDepth)
+	}
+	if len(it.Links) > MaxLinks {
+		return h4r.Errorf(h4r.EINVALID, at("links"), "at most %d links, got %d", MaxLinks, len(it.Links))
+	}
+	for i, l := range it.Links {
+		lf := fmt.Sprintf("%s[%d]", at("links"), i)
+		switch {
+		case strings.TrimSpace(l.Target) == "":
+			return h4r.Errorf(h4r.EINVALID, lf+".target", "link target is required")
+		case strings.TrimSpace(l.Type) == "":
+			return h4r.Errorf(h4r.EINVALID, lf+".type", "link type is required (caused_by, fixes, …)")
+		case math.IsNaN(l.Strength) || l.Strength < 0 || l.Strength > 1:
+			return h4r.Errorf(h4r.EINVALID, lf+".strength", "strength must be in [0, 1], got %v", l.Strength)
+		}
+	}
+	return nil
+}
+
+// Normalize fills what ingest derives: createdAt defaults to now, tags and
+// groups are de-duplicated, and a link without strength gets 1. It also
+// clears the store-maintained fields so that a client cannot set them.
+func (it *Item) Normalize(now time.Time) {
+	m := &it.Metadata
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = now
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	m.Tags = dedupe(m.Tags)
+	m.RestrictedToGroups = dedupe(m.RestrictedToGroups)
+	m.UpdatedAt, m.Version, m.AccessCount, m.LastAccessedAt, m.ByteSize, m.Tokens = time.Time{}, 0, 0, time.Time{}, 0, 0
+	for i := range it.Links {
+		if it.Links[i].Strength == 0 {
+			it.Links[i].Strength = 1
+		}
+	}
+}
+
+func dedupe(s []string) []string {
+	if len(s) == 0 {
+		return s
+	}
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// depth returns how deeply v nests maps and lists (a scalar is 0).
+func depth(v any) int {
+	switch x := v.(type) {
+	case map[string]any:
+		d := 0
+		for _, e := range x {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	case []any:
+		d := 0
+		for _, e := range x {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+// Delivered is the form of an item an agent receives, and the one that byte
+// and token budgets measure.
+type Delivered struct {
+	ID      string         `json:"id"`
+	Kind    string         `json:"kind,omitempty"`
+	Text    string         `json:"text"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// Delivered returns the item as an agent receives it before redaction.
+func (it *Item) Delivered() Delivered {
+	return Delivered{ID: it.ID, Kind: it.Kind, Text: it.Text, Content: it.Content}
+}
+
+// Encode returns the JSON bytes that budgets measure.
+func (d Delivered) Encode() ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("encoding delivered item %q: %w", d.ID, err)
+	}
+	return b, nil
+}
