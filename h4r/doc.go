@@ -1,0 +1,12 @@
+// Package ranker is the ranking stage of H4R, which the design card calls
+// "h4r" (hence its directory); the module's root package already has that
+// name, so this one is called ranker.
+//
+// Rank turns merged candidates into a scored, ordered list. Each candidate
+// gets the eight signals of DESIGN.md, each in [0, 1]: relevance (the text
+// generators' scores normalised within the candidate set and fused),
+// recency, frequency, importance, causality, novelty⁻, trust and
+// sensitivity⁻. The score is their weighted sum with weights normalised to
+// sum to 1. Ranking is a pure function of its input and the injected clock:
+// the same candidates always come out in the same order.
+package ranker

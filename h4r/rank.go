@@ -1,0 +1,222 @@
+package ranker
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// DefaultLambda is the recency decay per day when Options.Lambda is zero
+// (H4R_RECENCY_DECAY_LAMBDA): an item loses about 10% of its recency a day
+// and half of it in a week.
+const DefaultLambda = 0.1
+
+// Options configure one ranking.
+type Options struct {
+	// Weights of the eight signals, validated by the caller. Rank normalises
+	// them to sum to 1 and says so in a warning when it had to.
+	Weights h4r.Weights
+	// Lambda is the recency decay per day; zero means DefaultLambda.
+	Lambda float64
+	// Now is the clock recency is measured against; zero means time.Now().
+	Now time.Time
+	// Fusion says how text generators' scores become relevance.
+	Fusion Fusion
+}
+
+// Ranked is one candidate with its signals, score and a one-line
+// explanation of the score.
+type Ranked struct {
+	Candidate   *sources.Candidate
+	Signals     h4r.Signals
+	Score       float64
+	Explanation string // "Score 0.743 (top signals: relevance=0.91, recency=0.85, importance=0.70)"
+}
+
+// Rank scores every candidate and returns them best first. Ties break by
+// recency (newer first), then by id, so the order is fully determined by the
+// input. Warnings say what Rank had to adjust (weights not summing to 1, an
+// unknown fusion method); they belong in the pack's warnings.
+func Rank(cands []*sources.Candidate, opts Options) (ranked []Ranked, warnings []string) {
+	weights, warnings := normalisedWeights(opts.Weights)
+
+	lambda := opts.Lambda
+	switch {
+	case lambda == 0:
+		lambda = DefaultLambda
+	case lambda < 0 || math.IsNaN(lambda) || math.IsInf(lambda, 0):
+		warnings = append(warnings, "recency decay lambda "+formatFloat(lambda)+" is not a finite number >= 0: "+formatFloat(DefaultLambda)+" applies")
+		lambda = DefaultLambda
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+
+	relevance, fusionWarnings := opts.Fusion.relevance(cands)
+	warnings = append(warnings, fusionWarnings...)
+
+	// Frequency is normalised by the largest log-count among the candidates.
+	var maxLogAccess float64
+	for _, c := range cands {
+		maxLogAccess = max(maxLogAccess, logAccess(c.Item))
+	}
+
+	scored := make([]Ranked, len(cands))
+	for i, c := range cands {
+		m := c.Item.Metadata
+		var s h4r.Signals
+		s[h4r.Relevance] = relevance[i]
+		s[h4r.Recency] = recency(m.CreatedAt, now, lambda)
+		if maxLogAccess > 0 {
+			s[h4r.Frequency] = logAccess(c.Item) / maxLogAccess
+		}
+		s[h4r.Importance] = m.ImportanceValue()
+		s[h4r.Causality] = causality(c)
+		s[h4r.Novelty] = 1 - m.NoveltyValue()
+		s[h4r.Trust] = m.TrustValue()
+		s[h4r.Sensitivity] = 1 - m.SensitivityValue()
+		score := weights.Score(s)
+		scored[i] = Ranked{Candidate: c, Signals: s, Score: score, Explanation: explain(score, weights, s)}
+	}
+	// Sort positions rather than the (large) results. The input position is
+	// the last tie-break, so that even duplicate ids (which Merge never
+	// produces) come out in a determined order.
+	order := make([]int, len(scored))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		a, b := &scored[i], &scored[j]
+		return cmp.Or(
+			cmp.Compare(b.Score, a.Score),
+			cmp.Compare(b.Signals[h4r.Recency], a.Signals[h4r.Recency]),
+			strings.Compare(a.Candidate.Item.ID, b.Candidate.Item.ID),
+			cmp.Compare(i, j),
+		)
+	})
+	ranked = make([]Ranked, len(order))
+	for k, i := range order {
+		ranked[k] = scored[i]
+	}
+	return ranked, warnings
+}
+
+// normalisedWeights scales w to sum to 1. Weights that cannot be scaled
+// (all zero, negative, not finite) are the caller's error; rather than divide
+// by zero, every weight becomes 0, every score 0, and the order falls back
+// to the tie-breaks.
+func normalisedWeights(w h4r.Weights) (h4r.Weights, []string) {
+	if err := w.Validate("weights"); err != nil {
+		return h4r.Weights{}, []string{"weights cannot be normalised (" + h4r.ErrorMessage(err) + "): every score is 0 and the order falls back to recency, then id"}
+	}
+	n, scaled := w.Normalized()
+	if !scaled {
+		return n, nil
+	}
+	return n, []string{"weights summed to " + formatFloat(w.Sum()) + ", not 1: they were normalised to sum to 1"}
+}
+
+// recency is exp(−λ·age in days). A future createdAt counts as age 0; an
+// item without createdAt is as old as can be.
+func recency(createdAt, now time.Time, lambda float64) float64 {
+	if createdAt.IsZero() {
+		return 0
+	}
+	age := now.Sub(createdAt)
+	if age < 0 {
+		age = 0
+	}
+	return math.Exp(-lambda * age.Hours() / 24)
+}
+
+// logAccess is log(accessCount + 1), the un-normalised frequency.
+func logAccess(it *sources.Item) float64 {
+	return math.Log1p(float64(max(it.Metadata.AccessCount, 0)))
+}
+
+// causality is 1/(1+d) for d hops from the nearest anchor, 0 when the graph
+// generator did not reach the item.
+func causality(c *sources.Candidate) float64 {
+	e, ok := c.Find(sources.GenGraph)
+	if !ok {
+		return 0
+	}
+	return 1 / (1 + float64(max(e.Distance, 0)))
+}
+
+// explain writes "Score 0.743 (top signals: relevance=0.91, …)" with the
+// (at most) three signals that contributed most to the score (wᵢ·sᵢ).
+// Signals that contributed nothing are not "top signals".
+func explain(score float64, w h4r.Weights, s h4r.Signals) string {
+	type contribution struct {
+		signal h4r.Signal
+		value  float64
+	}
+	top := make([]contribution, 0, h4r.NumSignals)
+	for i := range s {
+		if c := w[i] * s[i]; c > 0 {
+			top = append(top, contribution{h4r.Signal(i), c})
+		}
+	}
+	// Stable: equal contributions keep DESIGN.md's signal order.
+	slices.SortStableFunc(top, func(a, b contribution) int { return cmp.Compare(b.value, a.value) })
+	var b strings.Builder
+	b.WriteString("Score ")
+	b.WriteString(strconv.FormatFloat(score, 'f', 3, 64))
+	if len(top) == 0 {
+		b.WriteString(" (no signal contributed)")
+		return b.String()
+	}
+	b.WriteString(" (top signals: ")
+	for i, c := range top[:min(3, len(top))] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c.signal.String())
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatFloat(s[c.signal], 'f', 2, 64))
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// SourceLabel names the generators that found c, "+"-joined in a fixed
+// order: "fulltext+vector+graph", then any other generator alphabetically.
+func SourceLabel(c *sources.Candidate) string {
+	names := make([]string, 0, len(c.Evidence))
+	for _, e := range c.Evidence {
+		if !slices.Contains(names, e.Generator) {
+			names = append(names, e.Generator)
+		}
+	}
+	slices.SortFunc(names, compareGenerators)
+	return strings.Join(names, "+")
+}
+
+// compareGenerators orders generator names: full-text, vector, graph, then
+// any other by name. Fusion sums in this order too, so that relevance does
+// not depend on which generator answered first.
+func compareGenerators(a, b string) int {
+	return cmp.Or(cmp.Compare(generatorOrder(a), generatorOrder(b)), strings.Compare(a, b))
+}
+
+func generatorOrder(name string) int {
+	switch name {
+	case sources.GenFullText:
+		return 0
+	case sources.GenVector:
+		return 1
+	case sources.GenGraph:
+		return 2
+	}
+	return 3
+}
+
+func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }

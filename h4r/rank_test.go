@@ -1,0 +1,662 @@
+package ranker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// now is the fixed clock of these tests.
+var testNow = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+
+const tolerance = 1e-12
+
+// only returns weights that score by one signal.
+func only(s h4r.Signal) h4r.Weights {
+	var w h4r.Weights
+	w[s] = 1
+	return w
+}
+
+func ptr(x float64) *float64 { return &x }
+
+// cand builds a candidate created at testNow, found by the given evidence.
+func cand(id string, ev ...sources.Evidence) *sources.Candidate {
+	return &sources.Candidate{
+		Item:     &sources.Item{ID: id, Text: "text of " + id, Metadata: sources.Metadata{CreatedAt: testNow}},
+		Evidence: ev,
+	}
+}
+
+func ft(score float64, rank int) sources.Evidence {
+	return sources.Evidence{Generator: sources.GenFullText, Score: score, Rank: rank}
+}
+
+func vec(score float64, rank int) sources.Evidence {
+	return sources.Evidence{Generator: sources.GenVector, Score: score, Rank: rank}
+}
+
+func hops(d int) sources.Evidence { return sources.Evidence{Generator: sources.GenGraph, Distance: d} }
+
+// signalByID ranks cands and returns signal s of each item by id.
+func signalByID(t *testing.T, cands []*sources.Candidate, opts Options, s h4r.Signal) map[string]float64 {
+	t.Helper()
+	if opts.Weights == (h4r.Weights{}) {
+		opts.Weights = only(s)
+	}
+	if opts.Now.IsZero() {
+		opts.Now = testNow
+	}
+	ranked, _ := Rank(cands, opts)
+	if len(ranked) != len(cands) {
+		t.Fatalf("Rank returned %d results for %d candidates", len(ranked), len(cands))
+	}
+	got := map[string]float64{}
+	for _, r := range ranked {
+		got[r.Candidate.Item.ID] = r.Signals[s]
+	}
+	return got
+}
+
+func assertValues(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	for id, w := range want {
+		g, ok := got[id]
+		if !ok {
+			t.Errorf("%s: missing from the ranking", id)
+			continue
+		}
+		if math.Abs(g-w) > tolerance {
+			t.Errorf("%s = %.15g, want %.15g", id, g, w)
+		}
+	}
+}
+
+func TestRelevanceRelative(t *testing.T) {
+	tests := []struct {
+		name   string
+		cands  []*sources.Candidate
+		fusion Fusion
+		want   map[string]float64
+	}{
+		{
+			name:  "single hit gets 1",
+			cands: []*sources.Candidate{cand("a", ft(3.2, 1))},
+			want:  map[string]float64{"a": 1},
+		},
+		{
+			name:  "min-max within the candidate set",
+			cands: []*sources.Candidate{cand("a", ft(11, 1)), cand("b", ft(5, 2)), cand("c", ft(2, 3))},
+			want:  map[string]float64{"a": 1, "b": 1.0 / 3, "c": 0},
+		},
+		{
+			name:  "negative raw scores normalise the same way",
+			cands: []*sources.Candidate{cand("a", ft(-1, 1)), cand("b", ft(-3, 2)), cand("c", ft(-5, 3))},
+			want:  map[string]float64{"a": 1, "b": 0.5, "c": 0},
+		},
+		{
+			name:  "all equal scores get 1",
+			cands: []*sources.Candidate{cand("a", ft(4, 1)), cand("b", ft(4, 2))},
+			want:  map[string]float64{"a": 1, "b": 1},
+		},
+		{
+			name: "two generators with equal weights take the mean, a miss counts 0",
+			cands: []*sources.Candidate{
+				cand("a", ft(10, 1), vec(0.2, 3)),
+				cand("b", ft(4, 2), vec(0.8, 1)),
+				cand("c", vec(0.5, 2)),
+			},
+			// fulltext: a 1, b 0; vector: a 0, b 1, c 0.5.
+			want: map[string]float64{"a": 0.5, "b": 0.5, "c": 0.25},
+		},
+		{
+			name: "generator weights",
+			cands: []*sources.Candidate{
+				cand("a", ft(10, 1), vec(0.2, 3)),
+				cand("b", ft(4, 2), vec(0.8, 1)),
+				cand("c", vec(0.5, 2)),
+			},
+			fusion: Fusion{Weights: map[string]float64{sources.GenFullText: 3}},
+			want:   map[string]float64{"a": 0.75, "b": 0.25, "c": 0.125},
+		},
+		{
+			name:  "a generator without hits in this request does not dilute",
+			cands: []*sources.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))},
+			// vector is weighted but found nothing, so fulltext alone decides.
+			fusion: Fusion{Weights: map[string]float64{sources.GenVector: 5}},
+			want:   map[string]float64{"a": 1, "b": 0},
+		},
+		{
+			name:   "a zero-weight generator is ignored",
+			cands:  []*sources.Candidate{cand("a", ft(9, 1), vec(0.1, 2)), cand("b", ft(1, 2), vec(0.9, 1))},
+			fusion: Fusion{Weights: map[string]float64{sources.GenVector: 0}},
+			want:   map[string]float64{"a": 1, "b": 0},
+		},
+		{
+			name:   "all text generators weighted zero gives 0, not NaN",
+			cands:  []*sources.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))},
+			fusion: Fusion{Weights: map[string]float64{sources.GenFullText: 0}},
+			want:   map[string]float64{"a": 0, "b": 0},
+		},
+		{
+			name:  "found only by hops has relevance 0",
+			cands: []*sources.Candidate{cand("a", ft(9, 1), hops(0)), cand("b", hops(1))},
+			want:  map[string]float64{"a": 1, "b": 0},
+		},
+		{
+			name:  "only hops in the request",
+			cands: []*sources.Candidate{cand("a", hops(0)), cand("b", hops(2))},
+			want:  map[string]float64{"a": 0, "b": 0},
+		},
+		{
+			name:  "a non-finite raw score counts as the worst",
+			cands: []*sources.Candidate{cand("a", ft(8, 1)), cand("b", ft(math.NaN(), 2)), cand("c", ft(4, 3))},
+			want:  map[string]float64{"a": 1, "b": 0, "c": 0},
+		},
+		{
+			name:  "another text generator (a Postgres one, say) counts as text",
+			cands: []*sources.Candidate{cand("a", sources.Evidence{Generator: "pgfts", Score: 2, Rank: 1}), cand("b", ft(5, 1))},
+			want:  map[string]float64{"a": 0.5, "b": 0.5},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := signalByID(t, tt.cands, Options{Fusion: tt.fusion}, h4r.Relevance)
+			assertValues(t, got, tt.want)
+		})
+	}
+}
+
+func TestRelevanceRRF(t *testing.T) {
+	rrf := Fusion{Method: FusionRRF}
+	tests := []struct {
+		name   string
+		cands  []*sources.Candidate
+		fusion Fusion
+		want   map[string]float64
+	}{
+		{
+			name:   "single generator, default k 60",
+			cands:  []*sources.Candidate{cand("a", ft(9, 1)), cand("b", ft(8, 2)), cand("c", ft(1, 3))},
+			fusion: rrf,
+			want:   map[string]float64{"a": 1, "b": 61.0 / 62, "c": 61.0 / 63},
+		},
+		{
+			name:   "equal raw scores still keep their ranks",
+			cands:  []*sources.Candidate{cand("a", ft(5, 1)), cand("b", ft(5, 2))},
+			fusion: rrf,
+			want:   map[string]float64{"a": 1, "b": 61.0 / 62},
+		},
+		{
+			name: "two generators, first everywhere is 1",
+			cands: []*sources.Candidate{
+				cand("a", ft(9, 1), vec(0.9, 1)),
+				cand("b", ft(3, 2), vec(0.4, 2)),
+				cand("c", vec(0.3, 3)),
+			},
+			fusion: rrf,
+			// best possible = 2/61.
+			want: map[string]float64{"a": 1, "b": 61.0 / 62, "c": (1.0 / 63) / (2.0 / 61)},
+		},
+		{
+			name:   "custom k and generator weights",
+			cands:  []*sources.Candidate{cand("a", ft(9, 1), vec(0.1, 2)), cand("b", vec(0.9, 1))},
+			fusion: Fusion{Method: FusionRRF, RRFK: 1, Weights: map[string]float64{sources.GenVector: 3}},
+			// best = 1/2 + 3/2 = 2; a = 1/2 + 3/3 = 1.5; b = 3/2.
+			want: map[string]float64{"a": 0.75, "b": 0.75},
+		},
+		{
+			name:   "an unset rank counts as first",
+			cands:  []*sources.Candidate{cand("a", ft(1, 0))},
+			fusion: rrf,
+			want:   map[string]float64{"a": 1},
+		},
+		{
+			name:   "found only by hops has relevance 0",
+			cands:  []*sources.Candidate{cand("a", ft(1, 1)), cand("b", hops(1))},
+			fusion: rrf,
+			want:   map[string]float64{"a": 1, "b": 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := signalByID(t, tt.cands, Options{Fusion: tt.fusion}, h4r.Relevance)
+			assertValues(t, got, tt.want)
+		})
+	}
+}
+
+// TestSingleGeneratorOrderPreserved checks that ranking by relevance alone
+// reproduces one generator's order exactly, whatever the other metadata:
+// the benchmark harness compares it against BM25's own order.
+func TestSingleGeneratorOrderPreserved(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 300
+	// BM25-like scores: distinct, some very close together.
+	scores := make([]float64, n)
+	for i := range scores {
+		scores[i] = 25 * rng.Float64()
+	}
+	scores[7] = scores[3] + 1e-9
+	slices.SortFunc(scores, func(a, b float64) int { return -compareFloat(a, b) })
+	for _, gen := range []string{sources.GenFullText, sources.GenVector} {
+		for _, method := range []string{FusionRelative, FusionRRF} {
+			t.Run(gen+"/"+method, func(t *testing.T) {
+				var cands []*sources.Candidate
+				for i, s := range scores {
+					c := cand(fmt.Sprintf("doc-%03d", n-i)) // ids run against the order
+					c.Evidence = []sources.Evidence{{Generator: gen, Score: s, Rank: i + 1}}
+					c.Item.Metadata.CreatedAt = testNow.Add(-time.Duration(rng.IntN(1000)) * time.Hour)
+					c.Item.Metadata.Importance = ptr(rng.Float64())
+					c.Item.Metadata.AccessCount = rng.Int64N(50)
+					cands = append(cands, c)
+				}
+				// Shuffle the input: the order must come from the scores.
+				want := idsOf(cands)
+				rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+				ranked, _ := Rank(cands, Options{Weights: only(h4r.Relevance), Now: testNow, Fusion: Fusion{Method: method}})
+				got := make([]string, len(ranked))
+				for i, r := range ranked {
+					got[i] = r.Candidate.Item.ID
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("order differs from the generator's\n got %v\nwant %v", got[:10], want[:10])
+				}
+			})
+		}
+	}
+}
+
+func compareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func idsOf(cands []*sources.Candidate) []string {
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = c.Item.ID
+	}
+	return ids
+}
+
+func TestRecency(t *testing.T) {
+	day := 24 * time.Hour
+	tests := []struct {
+		name      string
+		createdAt time.Time
+		lambda    float64
+		want      float64
+		warns     bool
+	}{
+		{name: "created now", createdAt: testNow, want: 1},
+		{name: "one day old, default lambda", createdAt: testNow.Add(-day), want: math.Exp(-0.1)},
+		{name: "ten days old", createdAt: testNow.Add(-10 * day), want: math.Exp(-1)},
+		{name: "half a day old", createdAt: testNow.Add(-12 * time.Hour), want: math.Exp(-0.05)},
+		{name: "custom lambda", createdAt: testNow.Add(-2 * day), lambda: 0.5, want: math.Exp(-1)},
+		{name: "future date counts as age 0", createdAt: testNow.Add(3 * day), want: 1},
+		{name: "missing createdAt is as old as can be", createdAt: time.Time{}, want: 0},
+		{name: "negative lambda falls back to the default", createdAt: testNow.Add(-day), lambda: -1, want: math.Exp(-0.1), warns: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cand("a")
+			c.Item.Metadata.CreatedAt = tt.createdAt
+			ranked, warnings := Rank([]*sources.Candidate{c}, Options{Weights: only(h4r.Recency), Lambda: tt.lambda, Now: testNow})
+			if got := ranked[0].Signals[h4r.Recency]; math.Abs(got-tt.want) > tolerance {
+				t.Errorf("recency = %.15g, want %.15g", got, tt.want)
+			}
+			if got := len(warnings) > 0; got != tt.warns {
+				t.Errorf("warnings = %q, want some: %v", warnings, tt.warns)
+			}
+		})
+	}
+}
+
+func TestFrequency(t *testing.T) {
+	tests := []struct {
+		name   string
+		counts []int64
+		want   []float64
+	}{
+		{name: "all zero gives 0", counts: []int64{0, 0}, want: []float64{0, 0}},
+		{name: "single accessed item gets 1", counts: []int64{5}, want: []float64{1}},
+		{name: "normalised by the largest log", counts: []int64{0, 9, 99}, want: []float64{0, math.Log(10) / math.Log(100), 1}},
+		{name: "a negative count counts as 0", counts: []int64{-4, 3}, want: []float64{0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cands []*sources.Candidate
+			want := map[string]float64{}
+			for i, n := range tt.counts {
+				c := cand(fmt.Sprintf("i%d", i))
+				c.Item.Metadata.AccessCount = n
+				cands = append(cands, c)
+				want[c.Item.ID] = tt.want[i]
+			}
+			assertValues(t, signalByID(t, cands, Options{}, h4r.Frequency), want)
+		})
+	}
+}
+
+func TestMetadataSignals(t *testing.T) {
+	tests := []struct {
+		name string
+		meta sources.Metadata
+		want map[h4r.Signal]float64
+	}{
+		{
+			name: "defaults when metadata is missing",
+			meta: sources.Metadata{},
+			want: map[h4r.Signal]float64{h4r.Importance: 0.5, h4r.Trust: 0.5, h4r.Novelty: 1, h4r.Sensitivity: 1},
+		},
+		{
+			name: "given values, novelty and sensitivity inverted",
+			meta: sources.Metadata{Importance: ptr(0.7), Trust: ptr(0.9), Novelty: ptr(0.1), Sensitivity: ptr(0.2)},
+			want: map[h4r.Signal]float64{h4r.Importance: 0.7, h4r.Trust: 0.9, h4r.Novelty: 0.9, h4r.Sensitivity: 0.8},
+		},
+		{
+			name: "extremes",
+			meta: sources.Metadata{Importance: ptr(0), Trust: ptr(1), Novelty: ptr(1), Sensitivity: ptr(0)},
+			want: map[h4r.Signal]float64{h4r.Importance: 0, h4r.Trust: 1, h4r.Novelty: 0, h4r.Sensitivity: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cand("a")
+			c.Item.Metadata = tt.meta
+			for s, want := range tt.want {
+				got := signalByID(t, []*sources.Candidate{c}, Options{Weights: only(s)}, s)["a"]
+				if math.Abs(got-want) > tolerance {
+					t.Errorf("%s = %v, want %v", s, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestCausality(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   []sources.Evidence
+		want float64
+	}{
+		{name: "not reached by hops", ev: []sources.Evidence{ft(3, 1)}, want: 0},
+		{name: "an anchor", ev: []sources.Evidence{hops(0)}, want: 1},
+		{name: "one hop", ev: []sources.Evidence{ft(3, 1), hops(1)}, want: 0.5},
+		{name: "three hops", ev: []sources.Evidence{hops(3)}, want: 0.25},
+		{name: "negative distance counts as an anchor", ev: []sources.Evidence{hops(-2)}, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := signalByID(t, []*sources.Candidate{cand("a", tt.ev...)}, Options{}, h4r.Causality)
+			assertValues(t, got, map[string]float64{"a": tt.want})
+		})
+	}
+}
+
+func TestWeightNormalisation(t *testing.T) {
+	// Every signal of this candidate is known: relevance 1 (single hit),
+	// recency 1, frequency 0, importance 0.7, causality 0.5, novelty 0.9,
+	// trust 0.6, sensitivity 0.8.
+	c := cand("a", ft(2, 1), hops(1))
+	c.Item.Metadata.Importance, c.Item.Metadata.Trust = ptr(0.7), ptr(0.6)
+	c.Item.Metadata.Novelty, c.Item.Metadata.Sensitivity = ptr(0.1), ptr(0.2)
+	seed := h4r.Weights{0, 0.25, 0.15, 0.20, 0.15, 0.10, 0.10, 0.05}
+	seedScore := 0.25*1 + 0.15*0 + 0.20*0.7 + 0.15*0.5 + 0.10*0.9 + 0.10*0.6 + 0.05*0.8
+
+	tests := []struct {
+		name      string
+		weights   h4r.Weights
+		wantScore float64
+		wantWarn  string // substring; "" means no warning
+	}{
+		{name: "sum 1 is used as is", weights: seed, wantScore: seedScore},
+		{name: "sum 1 within rounding is not a warning", weights: h4r.Weights{0.1, 0.2, 0.3, 0.4 + 1e-12}, wantScore: 0.1*1 + 0.2*1 + 0.3*0 + (0.4+1e-12)*0.7},
+		{name: "doubled weights give the same score", weights: scale(seed, 2), wantScore: seedScore, wantWarn: "summed to 2"},
+		{name: "a single weight of 4 is scaled to 1", weights: h4r.Weights{h4r.Importance: 4}, wantScore: 0.7, wantWarn: "normalised"},
+		{name: "all zero does not divide by zero", weights: h4r.Weights{}, wantScore: 0, wantWarn: "every score is 0"},
+		{name: "a negative weight is not used", weights: h4r.Weights{h4r.Trust: -1, h4r.Importance: 1}, wantScore: 0, wantWarn: "every score is 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ranked, warnings := Rank([]*sources.Candidate{c}, Options{Weights: tt.weights, Now: testNow})
+			if got := ranked[0].Score; math.IsNaN(got) || math.Abs(got-tt.wantScore) > 1e-9 {
+				t.Errorf("score = %v, want %v", got, tt.wantScore)
+			}
+			switch {
+			case tt.wantWarn == "" && len(warnings) > 0:
+				t.Errorf("unexpected warnings %q", warnings)
+			case tt.wantWarn != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], tt.wantWarn)):
+				t.Errorf("warnings = %q, want one containing %q", warnings, tt.wantWarn)
+			}
+		})
+	}
+}
+
+func scale(w h4r.Weights, f float64) h4r.Weights {
+	for i := range w {
+		w[i] *= f
+	}
+	return w
+}
+
+func TestTieBreaking(t *testing.T) {
+	older := func(id string, d time.Duration) *sources.Candidate {
+		c := cand(id)
+		c.Item.Metadata.CreatedAt = testNow.Add(-d)
+		return c
+	}
+	tests := []struct {
+		name    string
+		cands   []*sources.Candidate
+		weights h4r.Weights
+		want    []string
+	}{
+		{
+			name:    "higher score first",
+			cands:   []*sources.Candidate{cand("a", ft(1, 2)), cand("b", ft(3, 1))},
+			weights: only(h4r.Relevance),
+			want:    []string{"b", "a"},
+		},
+		{
+			name:    "equal scores: newer first",
+			cands:   []*sources.Candidate{older("a", 48*time.Hour), older("b", time.Hour), older("c", 24*time.Hour)},
+			weights: only(h4r.Importance),
+			want:    []string{"b", "c", "a"},
+		},
+		{
+			name:    "equal scores and recency: id ascending",
+			cands:   []*sources.Candidate{cand("m"), cand("b"), cand("z"), cand("a")},
+			weights: only(h4r.Trust),
+			want:    []string{"a", "b", "m", "z"},
+		},
+		{
+			name:    "all-zero weights fall back to recency, then id",
+			cands:   []*sources.Candidate{older("b", time.Hour), older("a", time.Hour), older("c", 0)},
+			weights: h4r.Weights{},
+			want:    []string{"c", "a", "b"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Every rotation of the input must give the same order.
+			for shift := range tt.cands {
+				in := append(slices.Clone(tt.cands[shift:]), tt.cands[:shift]...)
+				ranked, _ := Rank(in, Options{Weights: tt.weights, Now: testNow})
+				got := make([]string, len(ranked))
+				for i, r := range ranked {
+					got[i] = r.Candidate.Item.ID
+				}
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("input rotated by %d: order %v, want %v", shift, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestExplanation(t *testing.T) {
+	tests := []struct {
+		name    string
+		cand    *sources.Candidate
+		weights h4r.Weights
+		want    string
+	}{
+		{
+			name: "top three by weighted contribution, not by raw value",
+			// relevance 1, recency 1, importance 0.7, causality 0.5,
+			// novelty 0.9, trust 0.6, sensitivity 0.8, frequency 0.
+			cand: func() *sources.Candidate {
+				c := cand("a", ft(1, 1), hops(1))
+				c.Item.Metadata.Importance, c.Item.Metadata.Trust = ptr(0.7), ptr(0.6)
+				c.Item.Metadata.Novelty, c.Item.Metadata.Sensitivity = ptr(0.1), ptr(0.2)
+				return c
+			}(),
+			// contributions: relevance .1, recency .05, frequency 0,
+			// importance .21, causality .05, novelty .09, trust .12,
+			// sensitivity .04.
+			weights: h4r.Weights{0.1, 0.05, 0.1, 0.3, 0.1, 0.1, 0.2, 0.05},
+			want:    "Score 0.660 (top signals: importance=0.70, trust=0.60, relevance=1.00)",
+		},
+		{
+			name:    "fewer than three contributing signals",
+			cand:    cand("a", ft(1, 1)),
+			weights: h4r.Weights{h4r.Relevance: 0.75, h4r.Frequency: 0.25},
+			want:    "Score 0.750 (top signals: relevance=1.00)",
+		},
+		{
+			name:    "nothing contributed",
+			cand:    cand("a", hops(0)),
+			weights: only(h4r.Relevance),
+			want:    "Score 0.000 (no signal contributed)",
+		},
+		{
+			name: "equal contributions keep the signal order",
+			cand: func() *sources.Candidate {
+				c := cand("a", ft(1, 1))
+				c.Item.Metadata.Importance, c.Item.Metadata.Trust = ptr(1), ptr(1)
+				return c
+			}(),
+			weights: h4r.Weights{h4r.Relevance: 1, h4r.Importance: 1, h4r.Trust: 1, h4r.Recency: 1},
+			want:    "Score 1.000 (top signals: relevance=1.00, recency=1.00, importance=1.00)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ranked, _ := Rank([]*sources.Candidate{tt.cand}, Options{Weights: tt.weights, Now: testNow})
+			if got := ranked[0].Explanation; got != tt.want {
+				t.Errorf("explanation\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSourceLabel(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   []sources.Evidence
+		want string
+	}{
+		{name: "full-text only", ev: []sources.Evidence{ft(1, 1)}, want: "fulltext"},
+		{name: "fixed order whatever the evidence order", ev: []sources.Evidence{hops(1), vec(1, 1), ft(1, 1)}, want: "fulltext+vector+graph"},
+		{name: "graph only", ev: []sources.Evidence{hops(0)}, want: "graph"},
+		{name: "duplicates once", ev: []sources.Evidence{ft(1, 1), ft(2, 2)}, want: "fulltext"},
+		{name: "unknown generators last, by name", ev: []sources.Evidence{{Generator: "zeta"}, {Generator: "alpha"}, hops(0)}, want: "graph+alpha+zeta"},
+		{name: "no evidence", ev: nil, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SourceLabel(cand("a", tt.ev...)); got != tt.want {
+				t.Errorf("SourceLabel = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFusionValidate(t *testing.T) {
+	tests := []struct {
+		name      string
+		fusion    Fusion
+		wantField string // "" means valid
+	}{
+		{name: "zero value", fusion: Fusion{}},
+		{name: "rrf with weights", fusion: Fusion{Method: FusionRRF, RRFK: 10, Weights: map[string]float64{"vector": 2}}},
+		{name: "unknown method", fusion: Fusion{Method: "borda"}, wantField: "fusion.method"},
+		{name: "negative weight", fusion: Fusion{Weights: map[string]float64{"vector": -1}}, wantField: "fusion.weights.vector"},
+		{name: "NaN weight", fusion: Fusion{Weights: map[string]float64{"fulltext": math.NaN()}}, wantField: "fusion.weights.fulltext"},
+		{name: "negative k", fusion: Fusion{Method: FusionRRF, RRFK: -5}, wantField: "fusion.rrfK"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.fusion.Validate("fusion")
+			if tt.wantField == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			var e *h4r.Error
+			if !errors.As(err, &e) || e.Code != h4r.EINVALID || e.Field != tt.wantField {
+				t.Fatalf("Validate = %v, want invalid_argument on %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestInvalidFusionFallsBackWithWarning(t *testing.T) {
+	cands := []*sources.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))}
+	ranked, warnings := Rank(cands, Options{Weights: only(h4r.Relevance), Now: testNow, Fusion: Fusion{Method: "borda"}})
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "borda") {
+		t.Errorf("warnings = %q, want one naming the method", warnings)
+	}
+	// Relative fusion applied: b is the minimum, so 0 (RRF would give 61/62).
+	if got := ranked[1].Signals[h4r.Relevance]; got != 0 {
+		t.Errorf("relevance of the weaker hit = %v, want 0 (relative fusion)", got)
+	}
+}
+
+func TestRankEmpty(t *testing.T) {
+	ranked, warnings := Rank(nil, Options{Weights: only(h4r.Relevance)})
+	if len(ranked) != 0 || len(warnings) != 0 {
+		t.Errorf("Rank(nil) = %v, %q; want nothing", ranked, warnings)
+	}
+}
+
+func BenchmarkRank1000(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	cands := make([]*sources.Candidate, 1000)
+	for i := range cands {
+		c := cand(fmt.Sprintf("mem-%04d", i), ft(20*rng.Float64(), i+1), vec(rng.Float64(), 1000-i))
+		if i%3 == 0 {
+			c.Evidence = append(c.Evidence, hops(rng.IntN(4)))
+		}
+		m := &c.Item.Metadata
+		m.CreatedAt = testNow.Add(-time.Duration(rng.IntN(2000)) * time.Hour)
+		m.AccessCount = rng.Int64N(100)
+		m.Importance, m.Trust = ptr(rng.Float64()), ptr(rng.Float64())
+		cands[i] = c
+	}
+	w := h4r.Weights{0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05}
+	for _, method := range []string{FusionRelative, FusionRRF} {
+		b.Run(method, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Rank(cands, Options{Weights: w, Now: testNow, Fusion: Fusion{Method: method}})
+			}
+		})
+	}
+}
