@@ -1,0 +1,184 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/h4r/h4r"
+)
+
+// Config holds every setting of an H4R process. The zero value is not
+// useful: start from Default or FromEnv.
+type Config struct {
+	Addr    string // H4R_ADDR: where the HTTP server listens
+	DataDir string // H4R_DATA_DIR: the SQLite file is DataDir/h4r.db
+
+	Weights            h4r.Weights // H4R_WEIGHT_RELEVANCE … H4R_WEIGHT_SENSITIVITY
+	RecencyDecayLambda float64     // H4R_RECENCY_DECAY_LAMBDA: recency = exp(−λ·age_days)
+	MaxHops            int         // H4R_MAX_HOPS: causal hops from the anchors
+
+	// External backends; empty means the embedded default.
+	DatabaseURL string // DATABASE_URL (Postgres)
+	QdrantURL   string // QDRANT_URL
+	Neo4jURL    string // NEO4J_URL
+
+	MaxBytesDefault  int // SCS_MAX_BYTES_DEFAULT
+	MaxTokensDefault int // SCS_MAX_TOKENS_DEFAULT
+	MaxItemsDefault  int // SCS_MAX_ITEMS_DEFAULT
+
+	PolicyDir        string        // SCS_POLICY_DIR: empty means the bundled policy
+	OPAURL           string        // SCS_OPA_URL: empty means embedded OPA
+	OPAFallbackLocal bool          // SCS_OPA_FALLBACK_LOCAL
+	OPACacheTTL      time.Duration // SCS_OPA_CACHE_TTL_MS: 0 turns the decision cache off
+
+	TLDRSentences int  // CONTEXT_PACK_TLDR_SENTENCES
+	IncludeGraph  bool // CONTEXT_PACK_INCLUDE_GRAPH
+
+	TokenEncoding         string        // H4R_TOKEN_ENCODING: cl100k_base or o200k_base
+	RequestTimeout        time.Duration // H4R_REQUEST_TIMEOUT_MS
+	GeneratorTimeout      time.Duration // H4R_GENERATOR_TIMEOUT_MS
+	MaxBodyBytes          int64         // H4R_MAX_BODY_BYTES
+	LowRelevanceThreshold float64       // H4R_LOW_RELEVANCE_THRESHOLD: best score under it → request_more_context
+
+	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error
+	LogFormat string // H4R_LOG_FORMAT: json or text
+}
+
+// Var describes one environment variable: its name, its default as it would
+// be written in a .env file ("" means unset), and what it does.
+type Var struct {
+	Name        string
+	Default     string
+	Description string
+}
+
+// Vars returns every variable H4R reads, in a stable order (the order of
+// .env.example). The slice is new on each call.
+func Vars() []Var {
+	t := table()
+	out := make([]Var, len(t))
+	for i, v := range t {
+		out[i] = v.Var
+	}
+	return out
+}
+
+// Default returns the configuration with every variable at its default: the
+// defaults of Vars, parsed.
+func Default() Config {
+	var c Config
+	for _, v := range table() {
+		if v.Default == "" {
+			continue
+		}
+		if err := v.parse(&c, v.Default); err != nil {
+			// The table is code, and a test parses every default: this
+			// cannot happen in a build that passed its tests.
+			panic(fmt.Sprintf("config: the default of %s does not parse: %v", v.Name, err))
+		}
+	}
+	return c
+}
+
+// FromEnv reads the variables of Vars through lookup (os.LookupEnv in a real
+// process) on top of Default, then validates the result. A variable that is
+// unset, empty or only white space keeps its default, so that an unedited
+// copy of .env.example changes nothing. Every invalid value is reported,
+// joined into one error; each part is an *h4r.Error whose Field is the
+// variable's name.
+func FromEnv(lookup func(string) (string, bool)) (Config, error) {
+	c := Default()
+	var errs []error
+	for _, v := range table() {
+		raw, ok := lookup(v.Name)
+		value := strings.TrimSpace(raw)
+		if !ok || value == "" {
+			continue
+		}
+		if err := v.parse(&c, value); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("reading configuration from the environment: %w", errors.Join(errs...))
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("reading configuration from the environment: %w", err)
+	}
+	return c, nil
+}
+
+// Validate checks every setting and the rules that tie settings together.
+// It reports every problem, joined; each is an *h4r.Error whose Field names
+// the variable that sets the offending value.
+func (c Config) Validate() error {
+	var errs []error
+	for _, v := range table() {
+		if err := v.check(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Weights == (h4r.Weights{}) {
+		errs = append(errs, h4r.Errorf(h4r.EINVALID, "H4R_WEIGHT_*",
+			"at least one of H4R_WEIGHT_RELEVANCE … H4R_WEIGHT_SENSITIVITY must be positive, all are 0"))
+	}
+	// A generator deadline past the request's would never fire: the request
+	// would time out first and the pack would lose every generator at once.
+	// A request timeout that is itself invalid was reported above.
+	if c.RequestTimeout > 0 && c.GeneratorTimeout > c.RequestTimeout {
+		errs = append(errs, h4r.Errorf(h4r.EINVALID, "H4R_GENERATOR_TIMEOUT_MS",
+			"want at most H4R_REQUEST_TIMEOUT_MS (%d), got %q", c.RequestTimeout.Milliseconds(), fmt.Sprint(c.GeneratorTimeout.Milliseconds())))
+	}
+	return errors.Join(errs...)
+}
+
+// SQLitePath returns the path of the embedded store's database file.
+func (c Config) SQLitePath() string {
+	return filepath.Join(c.DataDir, "h4r.db")
+}
+
+// Logger returns a logger writing to w in LogFormat at LogLevel. It assumes
+// Validate passed; an unknown level logs at info, an unknown format as JSON.
+func (c Config) Logger(w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// UnknownVars returns the names in environ ("NAME=value" entries, as from
+// os.Environ) that carry one of H4R's prefixes (H4R_, SCS_, CONTEXT_PACK_)
+// but are not in Vars, sorted. A misspelt variable is otherwise silently
+// ignored; callers log these as warnings.
+func UnknownVars(environ []string) []string {
+	known := map[string]bool{}
+	for _, v := range table() {
+		known[v.Name] = true
+	}
+	var unknown []string
+	for _, entry := range environ {
+		name, _, _ := strings.Cut(entry, "=")
+		if known[name] {
+			continue
+		}
+		for _, p := range []string{"H4R_", "SCS_", "CONTEXT_PACK_"} {
+			if strings.HasPrefix(name, p) {
+				unknown = append(unknown, name)
+				break
+			}
+		}
+	}
+	slices.Sort(unknown)
+	return slices.Compact(unknown)
+}

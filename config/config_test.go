@@ -1,0 +1,550 @@
+package config_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/config"
+)
+
+var update = flag.Bool("update", false, "rewrite /.env.example from config.EnvExample()")
+
+// env returns a lookup over the given variables, like os.LookupEnv over an
+// environment holding only them.
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+// problems returns every *h4r.Error in err's tree, in order.
+func problems(err error) []*h4r.Error {
+	var out []*h4r.Error
+	var walk func(error)
+	walk = func(err error) {
+		if e, ok := err.(*h4r.Error); ok {
+			out = append(out, e)
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
+func TestDefault(t *testing.T) {
+	c := config.Default()
+	// The values DESIGN.md and the configuration issue give.
+	want := config.Config{
+		Addr:                  "127.0.0.1:8080",
+		DataDir:               "./data",
+		Weights:               h4r.Weights{0.40, 0.15, 0.09, 0.12, 0.09, 0.06, 0.06, 0.03},
+		RecencyDecayLambda:    0.1,
+		MaxHops:               3,
+		MaxBytesDefault:       122880,
+		MaxTokensDefault:      30000,
+		MaxItemsDefault:       100,
+		OPAFallbackLocal:      false,
+		OPACacheTTL:           5 * time.Second,
+		TLDRSentences:         5,
+		IncludeGraph:          true,
+		TokenEncoding:         "cl100k_base",
+		RequestTimeout:        2 * time.Second,
+		GeneratorTimeout:      time.Second,
+		MaxBodyBytes:          4 << 20,
+		LowRelevanceThreshold: 0.3,
+		LogLevel:              "info",
+		LogFormat:             "json",
+	}
+	if c != want {
+		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v, want nil", err)
+	}
+	if _, scaled := c.Weights.Normalized(); scaled {
+		t.Errorf("default weights sum to %v, want 1 so that no request gets a normalisation warning", c.Weights.Sum())
+	}
+}
+
+// The variable names are a public interface (deployments set them), so the
+// list is spelled out here: renaming or dropping one must fail a test.
+func TestVarsNamesAndOrder(t *testing.T) {
+	want := []string{
+		"H4R_ADDR", "H4R_DATA_DIR",
+		"H4R_WEIGHT_RELEVANCE", "H4R_WEIGHT_RECENCY", "H4R_WEIGHT_FREQUENCY", "H4R_WEIGHT_IMPORTANCE",
+		"H4R_WEIGHT_CAUSALITY", "H4R_WEIGHT_NOVELTY", "H4R_WEIGHT_TRUST", "H4R_WEIGHT_SENSITIVITY",
+		"H4R_RECENCY_DECAY_LAMBDA", "H4R_MAX_HOPS",
+		"DATABASE_URL", "QDRANT_URL", "NEO4J_URL",
+		"SCS_MAX_BYTES_DEFAULT", "SCS_MAX_TOKENS_DEFAULT", "SCS_MAX_ITEMS_DEFAULT",
+		"SCS_POLICY_DIR", "SCS_OPA_URL", "SCS_OPA_FALLBACK_LOCAL", "SCS_OPA_CACHE_TTL_MS",
+		"CONTEXT_PACK_TLDR_SENTENCES", "CONTEXT_PACK_INCLUDE_GRAPH",
+		"H4R_TOKEN_ENCODING", "H4R_REQUEST_TIMEOUT_MS", "H4R_GENERATOR_TIMEOUT_MS",
+		"H4R_MAX_BODY_BYTES", "H4R_LOW_RELEVANCE_THRESHOLD", "H4R_LOG_LEVEL", "H4R_LOG_FORMAT",
+	}
+	vars := config.Vars()
+	if len(vars) != len(want) {
+		t.Fatalf("Vars() has %d variables, want %d", len(vars), len(want))
+	}
+	for i, v := range vars {
+		if v.Name != want[i] {
+			t.Errorf("Vars()[%d].Name = %q, want %q", i, v.Name, want[i])
+		}
+		if strings.TrimSpace(v.Description) == "" {
+			t.Errorf("%s has no description", v.Name)
+		}
+	}
+	for _, v := range vars[2:10] {
+		if !strings.Contains(v.Description, "Provisional") {
+			t.Errorf("%s description does not say the default is provisional: %q", v.Name, v.Description)
+		}
+	}
+	// Vars builds a new slice on each call: a caller cannot change the table.
+	vars[0].Default = "changed"
+	if got := config.Vars()[0].Default; got == "changed" {
+		t.Error("changing the slice Vars returned changed the next call's result")
+	}
+}
+
+func TestFromEnvParsesEachVariable(t *testing.T) {
+	tests := []struct {
+		name  string // variable
+		value string
+		want  func(*config.Config) // the change from Default the value makes
+	}{
+		{"H4R_ADDR", "0.0.0.0:9090", func(c *config.Config) { c.Addr = "0.0.0.0:9090" }},
+		{"H4R_DATA_DIR", "/var/lib/h4r", func(c *config.Config) { c.DataDir = "/var/lib/h4r" }},
+		{"H4R_WEIGHT_RELEVANCE", "0.5", func(c *config.Config) { c.Weights[h4r.Relevance] = 0.5 }},
+		{"H4R_WEIGHT_RECENCY", "0.25", func(c *config.Config) { c.Weights[h4r.Recency] = 0.25 }},
+		{"H4R_WEIGHT_FREQUENCY", "0", func(c *config.Config) { c.Weights[h4r.Frequency] = 0 }},
+		{"H4R_WEIGHT_IMPORTANCE", "0.2", func(c *config.Config) { c.Weights[h4r.Importance] = 0.2 }},
+		{"H4R_WEIGHT_CAUSALITY", "1.5", func(c *config.Config) { c.Weights[h4r.Causality] = 1.5 }},
+		{"H4R_WEIGHT_NOVELTY", "0.01", func(c *config.Config) { c.Weights[h4r.Novelty] = 0.01 }},
+		{"H4R_WEIGHT_TRUST", "0.3", func(c *config.Config) { c.Weights[h4r.Trust] = 0.3 }},
+		{"H4R_WEIGHT_SENSITIVITY", "1e-2", func(c *config.Config) { c.Weights[h4r.Sensitivity] = 0.01 }},
+		{"H4R_RECENCY_DECAY_LAMBDA", "0.05", func(c *config.Config) { c.RecencyDecayLambda = 0.05 }},
+		{"H4R_MAX_HOPS", "5", func(c *config.Config) { c.MaxHops = 5 }},
+		{"DATABASE_URL", "postgres://h4r:secret@db:5432/h4r?sslmode=disable", func(c *config.Config) {
+			c.DatabaseURL = "postgres://h4r:secret@db:5432/h4r?sslmode=disable"
+		}},
+		{"QDRANT_URL", "http://qdrant:6333", func(c *config.Config) { c.QdrantURL = "http://qdrant:6333" }},
+		{"NEO4J_URL", "bolt+s://neo4j.internal:7687", func(c *config.Config) { c.Neo4jURL = "bolt+s://neo4j.internal:7687" }},
+		{"SCS_MAX_BYTES_DEFAULT", "65536", func(c *config.Config) { c.MaxBytesDefault = 65536 }},
+		{"SCS_MAX_TOKENS_DEFAULT", "8000", func(c *config.Config) { c.MaxTokensDefault = 8000 }},
+		{"SCS_MAX_ITEMS_DEFAULT", "20", func(c *config.Config) { c.MaxItemsDefault = 20 }},
+		{"SCS_POLICY_DIR", "/etc/h4r/policy", func(c *config.Config) { c.PolicyDir = "/etc/h4r/policy" }},
+		{"SCS_OPA_URL", "https://opa.internal:8181", func(c *config.Config) { c.OPAURL = "https://opa.internal:8181" }},
+		{"SCS_OPA_FALLBACK_LOCAL", "true", func(c *config.Config) { c.OPAFallbackLocal = true }},
+		{"SCS_OPA_CACHE_TTL_MS", "0", func(c *config.Config) { c.OPACacheTTL = 0 }},
+		{"CONTEXT_PACK_TLDR_SENTENCES", "3", func(c *config.Config) { c.TLDRSentences = 3 }},
+		{"CONTEXT_PACK_INCLUDE_GRAPH", "false", func(c *config.Config) { c.IncludeGraph = false }},
+		{"H4R_TOKEN_ENCODING", "o200k_base", func(c *config.Config) { c.TokenEncoding = "o200k_base" }},
+		{"H4R_REQUEST_TIMEOUT_MS", "5000", func(c *config.Config) { c.RequestTimeout = 5 * time.Second }},
+		{"H4R_GENERATOR_TIMEOUT_MS", "250", func(c *config.Config) { c.GeneratorTimeout = 250 * time.Millisecond }},
+		{"H4R_MAX_BODY_BYTES", "1048576", func(c *config.Config) { c.MaxBodyBytes = 1 << 20 }},
+		{"H4R_LOW_RELEVANCE_THRESHOLD", "0.45", func(c *config.Config) { c.LowRelevanceThreshold = 0.45 }},
+		{"H4R_LOG_LEVEL", "debug", func(c *config.Config) { c.LogLevel = "debug" }},
+		{"H4R_LOG_FORMAT", "text", func(c *config.Config) { c.LogFormat = "text" }},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.name] = true
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := config.FromEnv(env(map[string]string{tt.name: tt.value}))
+			if err != nil {
+				t.Fatalf("FromEnv(%s=%q) error: %v", tt.name, tt.value, err)
+			}
+			want := config.Default()
+			tt.want(&want)
+			if got != want {
+				t.Errorf("FromEnv(%s=%q) =\n%+v\nwant\n%+v", tt.name, tt.value, got, want)
+			}
+		})
+	}
+	for _, v := range config.Vars() {
+		if !covered[v.Name] {
+			t.Errorf("no parse case for %s: every variable must be tested", v.Name)
+		}
+	}
+}
+
+func TestFromEnvValueForms(t *testing.T) {
+	tests := []struct {
+		name  string
+		vars  map[string]string
+		check func(config.Config) bool
+	}{
+		{"unset keeps defaults", map[string]string{}, func(c config.Config) bool { return c == config.Default() }},
+		{"empty value keeps default", map[string]string{"H4R_MAX_HOPS": "", "H4R_ADDR": ""},
+			func(c config.Config) bool { return c == config.Default() }},
+		{"white space keeps default", map[string]string{"SCS_MAX_TOKENS_DEFAULT": "  \t"},
+			func(c config.Config) bool { return c.MaxTokensDefault == 30000 }},
+		{"surrounding space is trimmed", map[string]string{"H4R_WEIGHT_TRUST": " 0.2 \n"},
+			func(c config.Config) bool { return c.Weights[h4r.Trust] == 0.2 }},
+		{"words are case-insensitive", map[string]string{"H4R_LOG_LEVEL": "WARN", "H4R_TOKEN_ENCODING": "O200K_Base"},
+			func(c config.Config) bool { return c.LogLevel == "warn" && c.TokenEncoding == "o200k_base" }},
+		{"booleans accept 1 and 0", map[string]string{"SCS_OPA_FALLBACK_LOCAL": "1", "CONTEXT_PACK_INCLUDE_GRAPH": "0"},
+			func(c config.Config) bool { return c.OPAFallbackLocal && !c.IncludeGraph }},
+		{"listen on every interface", map[string]string{"H4R_ADDR": ":8080"},
+			func(c config.Config) bool { return c.Addr == ":8080" }},
+		{"generator timeout may equal the request timeout", map[string]string{"H4R_GENERATOR_TIMEOUT_MS": "2000"},
+			func(c config.Config) bool { return c.GeneratorTimeout == c.RequestTimeout }},
+		{"weights need not sum to 1", map[string]string{"H4R_WEIGHT_RELEVANCE": "2"},
+			func(c config.Config) bool { return c.Weights[h4r.Relevance] == 2 }},
+		{"unrelated variables are ignored", map[string]string{"HOME": "/root", "PATH": "/bin"},
+			func(c config.Config) bool { return c == config.Default() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.FromEnv(env(tt.vars))
+			if err != nil {
+				t.Fatalf("FromEnv(%v) error: %v", tt.vars, err)
+			}
+			if !tt.check(c) {
+				t.Errorf("FromEnv(%v) = %+v", tt.vars, c)
+			}
+		})
+	}
+}
+
+func TestFromEnvInvalid(t *testing.T) {
+	tests := []struct {
+		name        string
+		vars        map[string]string
+		wantField   string
+		wantMessage string // a part of the message
+	}{
+		{"weight not a number", map[string]string{"H4R_WEIGHT_TRUST": "abc"}, "H4R_WEIGHT_TRUST", `want a number >= 0, got "abc"`},
+		{"weight negative", map[string]string{"H4R_WEIGHT_RECENCY": "-0.1"}, "H4R_WEIGHT_RECENCY", `got "-0.1"`},
+		{"weight NaN", map[string]string{"H4R_WEIGHT_NOVELTY": "NaN"}, "H4R_WEIGHT_NOVELTY", `got "NaN"`},
+		{"weight infinite", map[string]string{"H4R_WEIGHT_RELEVANCE": "+Inf"}, "H4R_WEIGHT_RELEVANCE", `got "+Inf"`},
+		{"weight overflows", map[string]string{"H4R_WEIGHT_IMPORTANCE": "1e400"}, "H4R_WEIGHT_IMPORTANCE", `got "1e400"`},
+		{"weight with a comma", map[string]string{"H4R_WEIGHT_CAUSALITY": "0,5"}, "H4R_WEIGHT_CAUSALITY", `got "0,5"`},
+		{"all weights zero", map[string]string{
+			"H4R_WEIGHT_RELEVANCE": "0", "H4R_WEIGHT_RECENCY": "0", "H4R_WEIGHT_FREQUENCY": "0", "H4R_WEIGHT_IMPORTANCE": "0",
+			"H4R_WEIGHT_CAUSALITY": "0", "H4R_WEIGHT_NOVELTY": "0", "H4R_WEIGHT_TRUST": "0", "H4R_WEIGHT_SENSITIVITY": "0",
+		}, "H4R_WEIGHT_*", "must be positive"},
+		{"lambda negative", map[string]string{"H4R_RECENCY_DECAY_LAMBDA": "-0.1"}, "H4R_RECENCY_DECAY_LAMBDA", "want a number >= 0"},
+		{"max hops zero", map[string]string{"H4R_MAX_HOPS": "0"}, "H4R_MAX_HOPS", "from 1 to 10"},
+		{"max hops above the request limit", map[string]string{"H4R_MAX_HOPS": "11"}, "H4R_MAX_HOPS", `got "11"`},
+		{"max hops fractional", map[string]string{"H4R_MAX_HOPS": "2.5"}, "H4R_MAX_HOPS", `got "2.5"`},
+		{"database URL of another database", map[string]string{"DATABASE_URL": "mysql://root@db/h4r"}, "DATABASE_URL", `got scheme "mysql"`},
+		{"qdrant URL without scheme", map[string]string{"QDRANT_URL": "qdrant:6333"}, "QDRANT_URL", "want a URL with scheme http, https"},
+		{"neo4j URL over http", map[string]string{"NEO4J_URL": "http://neo4j:7474"}, "NEO4J_URL", `got scheme "http"`},
+		{"OPA URL without host", map[string]string{"SCS_OPA_URL": "http:///v1/data"}, "SCS_OPA_URL", "with a host"},
+		{"OPA URL that does not parse", map[string]string{"SCS_OPA_URL": "http://opa:81 81"}, "SCS_OPA_URL", "does not parse"},
+		{"byte budget zero", map[string]string{"SCS_MAX_BYTES_DEFAULT": "0"}, "SCS_MAX_BYTES_DEFAULT", "want a whole number >= 1"},
+		{"token budget negative", map[string]string{"SCS_MAX_TOKENS_DEFAULT": "-5"}, "SCS_MAX_TOKENS_DEFAULT", `got "-5"`},
+		{"item budget with a unit", map[string]string{"SCS_MAX_ITEMS_DEFAULT": "12k"}, "SCS_MAX_ITEMS_DEFAULT", `got "12k"`},
+		{"byte budget overflows", map[string]string{"SCS_MAX_BYTES_DEFAULT": "99999999999999999999"}, "SCS_MAX_BYTES_DEFAULT", "whole number"},
+		{"fallback not a boolean", map[string]string{"SCS_OPA_FALLBACK_LOCAL": "yes"}, "SCS_OPA_FALLBACK_LOCAL", `want true or false, got "yes"`},
+		{"cache TTL negative", map[string]string{"SCS_OPA_CACHE_TTL_MS": "-1"}, "SCS_OPA_CACHE_TTL_MS", "milliseconds from 0 to 3600000"},
+		{"cache TTL as a Go duration", map[string]string{"SCS_OPA_CACHE_TTL_MS": "5s"}, "SCS_OPA_CACHE_TTL_MS", `got "5s"`},
+		{"TL;DR sentences above the limit", map[string]string{"CONTEXT_PACK_TLDR_SENTENCES": "51"}, "CONTEXT_PACK_TLDR_SENTENCES", "from 0 to 50"},
+		{"include graph not a boolean", map[string]string{"CONTEXT_PACK_INCLUDE_GRAPH": "on"}, "CONTEXT_PACK_INCLUDE_GRAPH", "true or false"},
+		{"unknown token encoding", map[string]string{"H4R_TOKEN_ENCODING": "p50k_base"}, "H4R_TOKEN_ENCODING", "one of cl100k_base, o200k_base"},
+		{"request timeout zero", map[string]string{"H4R_REQUEST_TIMEOUT_MS": "0"}, "H4R_REQUEST_TIMEOUT_MS", "from 1 to 600000"},
+		{"request timeout overflows a duration", map[string]string{"H4R_REQUEST_TIMEOUT_MS": "9223372036854775807"}, "H4R_REQUEST_TIMEOUT_MS", "milliseconds"},
+		{"generator timeout past the request's", map[string]string{"H4R_GENERATOR_TIMEOUT_MS": "3000"}, "H4R_GENERATOR_TIMEOUT_MS", "at most H4R_REQUEST_TIMEOUT_MS (2000)"},
+		{"generator timeout past a lowered request timeout", map[string]string{"H4R_REQUEST_TIMEOUT_MS": "500"}, "H4R_GENERATOR_TIMEOUT_MS", `got "1000"`},
+		{"body limit zero", map[string]string{"H4R_MAX_BODY_BYTES": "0"}, "H4R_MAX_BODY_BYTES", "from 1 to 1073741824"},
+		{"threshold above 1", map[string]string{"H4R_LOW_RELEVANCE_THRESHOLD": "1.5"}, "H4R_LOW_RELEVANCE_THRESHOLD", "want a number in [0, 1]"},
+		{"unknown log level", map[string]string{"H4R_LOG_LEVEL": "verbose"}, "H4R_LOG_LEVEL", "one of debug, info, warn, error"},
+		{"unknown log format", map[string]string{"H4R_LOG_FORMAT": "xml"}, "H4R_LOG_FORMAT", `got "xml"`},
+		{"address without port", map[string]string{"H4R_ADDR": "localhost"}, "H4R_ADDR", "want host:port"},
+		{"address with a port out of range", map[string]string{"H4R_ADDR": "localhost:99999"}, "H4R_ADDR", `got "localhost:99999"`},
+		{"address with a named port", map[string]string{"H4R_ADDR": "localhost:http"}, "H4R_ADDR", "want host:port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.FromEnv(env(tt.vars))
+			if err == nil {
+				t.Fatalf("FromEnv(%v) = %+v, want an error naming %s", tt.vars, c, tt.wantField)
+			}
+			if c != (config.Config{}) {
+				t.Errorf("FromEnv returned a configuration with its error: %+v", c)
+			}
+			ps := problems(err)
+			if len(ps) != 1 {
+				t.Fatalf("FromEnv(%v) error %q holds %d problems, want 1", tt.vars, err, len(ps))
+			}
+			p := ps[0]
+			if p.Code != h4r.EINVALID || p.Field != tt.wantField {
+				t.Errorf("problem = %s field %q, want %s field %q", p.Code, p.Field, h4r.EINVALID, tt.wantField)
+			}
+			if !strings.Contains(p.Message, tt.wantMessage) {
+				t.Errorf("message %q does not contain %q", p.Message, tt.wantMessage)
+			}
+			// What the operator reads at start must name the variable.
+			if !strings.Contains(err.Error(), tt.wantField) {
+				t.Errorf("error text %q does not name %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestFromEnvReportsEveryInvalidVariable(t *testing.T) {
+	_, err := config.FromEnv(env(map[string]string{
+		"H4R_WEIGHT_TRUST":  "abc",
+		"H4R_LOG_FORMAT":    "xml",
+		"H4R_MAX_HOPS":      "4", // valid: must not be reported
+		"SCS_OPA_CACHE_TTL": "5000",
+	}))
+	var fields []string
+	for _, p := range problems(err) {
+		fields = append(fields, p.Field)
+	}
+	// Table order, one problem per invalid variable.
+	want := []string{"H4R_WEIGHT_TRUST", "H4R_LOG_FORMAT"}
+	if strings.Join(fields, ",") != strings.Join(want, ",") {
+		t.Errorf("problems name %v, want %v (error: %v)", fields, want, err)
+	}
+}
+
+// A database URL holds a password; the error about it ends up in logs.
+func TestURLErrorsDoNotQuoteTheValue(t *testing.T) {
+	for _, value := range []string{
+		"mysql://h4r:hunter2-secret@db/h4r",
+		"postgres://h4r:hunter2-secret@db:54 32/h4r",
+		"postgres://h4r:hunter2-secret@/h4r",
+	} {
+		_, err := config.FromEnv(env(map[string]string{"DATABASE_URL": value}))
+		if err == nil {
+			t.Fatalf("DATABASE_URL=%q accepted, want an error", value)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("error for DATABASE_URL=%q reveals the password: %v", value, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name      string
+		change    func(*config.Config)
+		wantField string // "" for valid
+	}{
+		{"defaults", func(*config.Config) {}, ""},
+		{"one positive weight is enough", func(c *config.Config) { c.Weights = h4r.Weights{h4r.Trust: 1} }, ""},
+		{"negative weight", func(c *config.Config) { c.Weights[h4r.Trust] = -1 }, "H4R_WEIGHT_TRUST"},
+		{"NaN weight", func(c *config.Config) { c.Weights[h4r.Sensitivity] = math.NaN() }, "H4R_WEIGHT_SENSITIVITY"},
+		{"infinite weight", func(c *config.Config) { c.Weights[h4r.Relevance] = math.Inf(1) }, "H4R_WEIGHT_RELEVANCE"},
+		{"all weights zero", func(c *config.Config) { c.Weights = h4r.Weights{} }, "H4R_WEIGHT_*"},
+		{"negative lambda", func(c *config.Config) { c.RecencyDecayLambda = -0.5 }, "H4R_RECENCY_DECAY_LAMBDA"},
+		{"zero hops", func(c *config.Config) { c.MaxHops = 0 }, "H4R_MAX_HOPS"},
+		{"empty data dir", func(c *config.Config) { c.DataDir = "" }, "H4R_DATA_DIR"},
+		{"bad address", func(c *config.Config) { c.Addr = "8080" }, "H4R_ADDR"},
+		{"zero byte budget", func(c *config.Config) { c.MaxBytesDefault = 0 }, "SCS_MAX_BYTES_DEFAULT"},
+		{"zero token budget", func(c *config.Config) { c.MaxTokensDefault = 0 }, "SCS_MAX_TOKENS_DEFAULT"},
+		{"negative item budget", func(c *config.Config) { c.MaxItemsDefault = -1 }, "SCS_MAX_ITEMS_DEFAULT"},
+		{"negative cache TTL", func(c *config.Config) { c.OPACacheTTL = -time.Second }, "SCS_OPA_CACHE_TTL_MS"},
+		{"OPA URL with a bad scheme", func(c *config.Config) { c.OPAURL = "grpc://opa:9191" }, "SCS_OPA_URL"},
+		{"negative TL;DR sentences", func(c *config.Config) { c.TLDRSentences = -1 }, "CONTEXT_PACK_TLDR_SENTENCES"},
+		{"unknown encoding", func(c *config.Config) { c.TokenEncoding = "r50k_base" }, "H4R_TOKEN_ENCODING"},
+		{"zero request timeout", func(c *config.Config) { c.RequestTimeout = 0 }, "H4R_REQUEST_TIMEOUT_MS"},
+		{"generator timeout past the request's", func(c *config.Config) { c.GeneratorTimeout = 3 * time.Second }, "H4R_GENERATOR_TIMEOUT_MS"},
+		{"zero body limit", func(c *config.Config) { c.MaxBodyBytes = 0 }, "H4R_MAX_BODY_BYTES"},
+		{"threshold below 0", func(c *config.Config) { c.LowRelevanceThreshold = -0.1 }, "H4R_LOW_RELEVANCE_THRESHOLD"},
+		{"upper-case log level", func(c *config.Config) { c.LogLevel = "INFO" }, "H4R_LOG_LEVEL"},
+		{"unknown log format", func(c *config.Config) { c.LogFormat = "logfmt" }, "H4R_LOG_FORMAT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := config.Default()
+			tt.change(&c)
+			err := c.Validate()
+			if tt.wantField == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			ps := problems(err)
+			if len(ps) != 1 || ps[0].Field != tt.wantField || ps[0].Code != h4r.EINVALID {
+				t.Fatalf("Validate() = %v, want one invalid_argument naming %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestEnvExampleFile(t *testing.T) {
+	path := filepath.Join("..", ".env.example")
+	want := config.EnvExample()
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the committed .env.example: %v (run go test ./config -run TestEnvExampleFile -update)", err)
+	}
+	if string(got) != want {
+		t.Errorf(".env.example differs from config.EnvExample(); run go test ./config -run TestEnvExampleFile -update")
+	}
+}
+
+// Reading .env.example back as an environment must give the defaults, and
+// list every variable once: the file is both documentation and a valid .env.
+func TestEnvExampleIsTheDefaults(t *testing.T) {
+	vars := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(config.EnvExample()))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("line %q is neither a comment nor NAME=value", line)
+		}
+		if _, dup := vars[name]; dup {
+			t.Errorf("%s is listed twice", name)
+		}
+		vars[name] = value
+	}
+	for _, v := range config.Vars() {
+		if _, ok := vars[v.Name]; !ok {
+			t.Errorf("%s is missing from .env.example", v.Name)
+		}
+	}
+	if len(vars) != len(config.Vars()) {
+		t.Errorf(".env.example sets %d variables, Vars has %d", len(vars), len(config.Vars()))
+	}
+	c, err := config.FromEnv(env(vars))
+	if err != nil {
+		t.Fatalf("FromEnv(.env.example) error: %v", err)
+	}
+	if c != config.Default() {
+		t.Errorf("FromEnv(.env.example) = %+v, want Default()", c)
+	}
+}
+
+func TestUnknownVars(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    []string
+	}{
+		{"none", []string{"HOME=/root", "H4R_ADDR=:8080", "DATABASE_URL="}, nil},
+		{"misspelt weight", []string{"H4R_WEIGHT_RELEVENCE=0.5", "PATH=/bin"}, []string{"H4R_WEIGHT_RELEVENCE"}},
+		{"every prefix, sorted, once", []string{"SCS_MAX_TOKEN_DEFAULT=1", "CONTEXT_PACK_TLDR=3", "H4R_PORT=1", "H4R_PORT=2"},
+			[]string{"CONTEXT_PACK_TLDR", "H4R_PORT", "SCS_MAX_TOKEN_DEFAULT"}},
+		{"other programs' variables", []string{"DATABASE=x", "SCSI_DEVICE=sda", "H4RX=1"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := config.UnknownVars(tt.environ)
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("UnknownVars(%v) = %v, want %v", tt.environ, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLogger(t *testing.T) {
+	tests := []struct {
+		name, level, format string
+		wantDebug           bool
+		wantPrefix          string
+	}{
+		{"json at info", "info", "json", false, `{"time":`},
+		{"text at debug", "debug", "text", true, "time="},
+		{"json at error hides warnings", "error", "json", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := config.Default()
+			c.LogLevel, c.LogFormat = tt.level, tt.format
+			var buf bytes.Buffer
+			log := c.Logger(&buf)
+			log.Debug("debug line")
+			log.Warn("warn line")
+			out := buf.String()
+			if got := strings.Contains(out, "debug line"); got != tt.wantDebug {
+				t.Errorf("debug written = %v, want %v; output %q", got, tt.wantDebug, out)
+			}
+			if tt.wantPrefix == "" {
+				if out != "" {
+					t.Errorf("output %q, want nothing at level %s", out, tt.level)
+				}
+				return
+			}
+			if !strings.HasPrefix(out, tt.wantPrefix) || !strings.Contains(out, "warn line") {
+				t.Errorf("output %q, want %s lines starting %q", out, tt.format, tt.wantPrefix)
+			}
+		})
+	}
+}
+
+func TestSQLitePath(t *testing.T) {
+	c := config.Default()
+	c.DataDir = "/var/lib/h4r"
+	if got, want := c.SQLitePath(), filepath.Join("/var/lib/h4r", "h4r.db"); got != want {
+		t.Errorf("SQLitePath() = %q, want %q", got, want)
+	}
+}
+
+// FromEnv reads outside input: whatever a variable holds, it must not
+// panic, a configuration it accepts must validate, and every problem it
+// reports must name one of the variables.
+func FuzzFromEnv(f *testing.F) {
+	f.Add(uint8(0), "127.0.0.1:8080")
+	f.Add(uint8(8), "abc")
+	f.Add(uint8(12), "postgres://u:p@h:5432/d")
+	f.Add(uint8(22), "NaN")
+	f.Add(uint8(26), "-9223372036854775808")
+	f.Add(uint8(29), "DEBUG")
+	known := map[string]bool{"H4R_WEIGHT_*": true}
+	for _, v := range config.Vars() {
+		known[v.Name] = true
+	}
+	f.Fuzz(func(t *testing.T, which uint8, value string) {
+		vars := config.Vars()
+		name := vars[int(which)%len(vars)].Name
+		c, err := config.FromEnv(env(map[string]string{name: value}))
+		if err != nil {
+			ps := problems(err)
+			if len(ps) == 0 {
+				t.Fatalf("%s=%q: error %v holds no *h4r.Error", name, value, err)
+			}
+			for _, p := range ps {
+				if !known[p.Field] {
+					t.Fatalf("%s=%q: problem names %q, not a variable", name, value, p.Field)
+				}
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%s=%q: FromEnv accepted a configuration that fails Validate: %v", name, value, err)
+		}
+	})
+}
+
+func ExampleFromEnv() {
+	_, err := config.FromEnv(env(map[string]string{"H4R_WEIGHT_TRUST": "abc"}))
+	var e *h4r.Error
+	if errors.As(err, &e) {
+		os.Stdout.WriteString(e.Field + ": " + e.Message + "\n")
+	}
+	// Output: H4R_WEIGHT_TRUST: want a number >= 0, got "abc"
+}

@@ -1,0 +1,290 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/tokens"
+)
+
+// variable is one row of the table: the Var, how to parse its text into a
+// Config, and how to check the value a Config holds. parse receives trimmed,
+// non-empty text and rejects what check would reject, so that FromEnv can
+// quote the text the user wrote; check also covers configurations built in
+// code.
+type variable struct {
+	Var
+	parse func(c *Config, value string) error
+	check func(c Config) error
+}
+
+// provisional ends the description of every default weight.
+const provisional = " Provisional default (the seed's weights scaled by 0.6, relevance added) until the benchmark harness tunes it."
+
+// table is the one list of variables. Vars, Default, FromEnv, Validate and
+// EnvExample all derive from it; a new setting is one new row here.
+func table() []variable {
+	weight := func(s h4r.Signal, def, what string) variable {
+		return number("H4R_WEIGHT_"+strings.ToUpper(s.String()), def,
+			"Ranking weight of the "+s.String()+" signal ("+what+")."+provisional,
+			func(c *Config) *float64 { return &c.Weights[s] }, 0, math.Inf(1))
+	}
+	return []variable{
+		text("H4R_ADDR", "127.0.0.1:8080", "Address the HTTP server listens on, host:port.",
+			func(c *Config) *string { return &c.Addr }, checkAddr),
+		text("H4R_DATA_DIR", "./data", "Directory of the embedded store; the SQLite file is h4r.db in it.",
+			func(c *Config) *string { return &c.DataDir }, checkNotEmpty),
+
+		weight(h4r.Relevance, "0.40", "how well the item matches the query text"),
+		weight(h4r.Recency, "0.15", "exp(-lambda * age in days)"),
+		weight(h4r.Frequency, "0.09", "how often the item was accessed"),
+		weight(h4r.Importance, "0.12", "metadata.importance"),
+		weight(h4r.Causality, "0.09", "1/(1+hops) from the anchors"),
+		weight(h4r.Novelty, "0.06", "1 - metadata.novelty"),
+		weight(h4r.Trust, "0.06", "metadata.trust"),
+		weight(h4r.Sensitivity, "0.03", "1 - metadata.sensitivity"),
+		number("H4R_RECENCY_DECAY_LAMBDA", "0.1", "Decay rate lambda of the recency signal, per day: an item 7 days old scores exp(-0.7) = 0.50 at 0.1.",
+			func(c *Config) *float64 { return &c.RecencyDecayLambda }, 0, math.Inf(1)),
+		whole("H4R_MAX_HOPS", "3", "Most causal hops followed from the anchors when a request does not say.",
+			func(c *Config) *int { return &c.MaxHops }, 1, h4r.MaxHopsLimit),
+
+		serviceURL("DATABASE_URL", "Postgres store, e.g. postgres://h4r:secret@localhost:5432/h4r. Empty: the embedded SQLite store.",
+			func(c *Config) *string { return &c.DatabaseURL }, "postgres", "postgresql"),
+		serviceURL("QDRANT_URL", "Qdrant vector search, e.g. http://localhost:6333. Empty: embedded exact vector search.",
+			func(c *Config) *string { return &c.QdrantURL }, "http", "https"),
+		serviceURL("NEO4J_URL", "Neo4j for causal hops, e.g. neo4j://localhost:7687. Empty: hops in the store.",
+			func(c *Config) *string { return &c.Neo4jURL }, "neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"),
+
+		whole("SCS_MAX_BYTES_DEFAULT", "122880", "Byte budget of a context pack (items as delivered, after redaction); a request may ask for less.",
+			func(c *Config) *int { return &c.MaxBytesDefault }, 1, math.MaxInt),
+		whole("SCS_MAX_TOKENS_DEFAULT", "30000", "Token budget of a context pack, counted exactly with H4R_TOKEN_ENCODING; a request may ask for less.",
+			func(c *Config) *int { return &c.MaxTokensDefault }, 1, math.MaxInt),
+		whole("SCS_MAX_ITEMS_DEFAULT", "100", "Most items in a context pack; a request may ask for less.",
+			func(c *Config) *int { return &c.MaxItemsDefault }, 1, math.MaxInt),
+		text("SCS_POLICY_DIR", "", "Directory of Rego files (package cmo.context) replacing the bundled policy. Empty: the bundled policy.",
+			func(c *Config) *string { return &c.PolicyDir }, nil),
+		serviceURL("SCS_OPA_URL", "Remote OPA server to ask for decisions, e.g. http://localhost:8181. Empty: OPA embedded in the process.",
+			func(c *Config) *string { return &c.OPAURL }, "http", "https"),
+		boolean("SCS_OPA_FALLBACK_LOCAL", "false", "When policy evaluation fails, decide with the same rules in Go instead of dropping the item.",
+			func(c *Config) *bool { return &c.OPAFallbackLocal }),
+		millis("SCS_OPA_CACHE_TTL_MS", "5000", "How long a policy decision is cached, in milliseconds; 0 turns the cache off.",
+			func(c *Config) *time.Duration { return &c.OPACacheTTL }, 0, time.Hour),
+
+		whole("CONTEXT_PACK_TLDR_SENTENCES", "5", "Sentences in a pack's TL;DR when a request does not say; 0 leaves it out.",
+			func(c *Config) *int { return &c.TLDRSentences }, 0, h4r.MaxTLDRSentences),
+		boolean("CONTEXT_PACK_INCLUDE_GRAPH", "true", "Include the causal graph among the evidence when a request does not say.",
+			func(c *Config) *bool { return &c.IncludeGraph }),
+
+		oneOf("H4R_TOKEN_ENCODING", tokens.CL100K, "Tokenizer for token budgets, counted offline: cl100k_base (GPT-4) or o200k_base (GPT-4o).",
+			func(c *Config) *string { return &c.TokenEncoding }, tokens.CL100K, tokens.O200K),
+		millis("H4R_REQUEST_TIMEOUT_MS", "2000", "Deadline of one context request, in milliseconds.",
+			func(c *Config) *time.Duration { return &c.RequestTimeout }, time.Millisecond, 10*time.Minute),
+		millis("H4R_GENERATOR_TIMEOUT_MS", "1000", "Deadline of each candidate generator, in milliseconds; at most H4R_REQUEST_TIMEOUT_MS. A late generator is skipped with a warning.",
+			func(c *Config) *time.Duration { return &c.GeneratorTimeout }, time.Millisecond, 10*time.Minute),
+		whole("H4R_MAX_BODY_BYTES", "4194304", "Largest request body accepted, in bytes (ingest batches included).",
+			func(c *Config) *int64 { return &c.MaxBodyBytes }, 1, 1<<30),
+		number("H4R_LOW_RELEVANCE_THRESHOLD", "0.3", "When the best score of a pack is under this, the pack suggests request_more_context.",
+			func(c *Config) *float64 { return &c.LowRelevanceThreshold }, 0, 1),
+
+		oneOf("H4R_LOG_LEVEL", "info", "Least severe log level written: debug, info, warn or error.",
+			func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error"),
+		oneOf("H4R_LOG_FORMAT", "json", "Log format: json (one object a line) or text (key=value).",
+			func(c *Config) *string { return &c.LogFormat }, "json", "text"),
+	}
+}
+
+// invalid is the error of every bad value: the variable, what it wants, and
+// what it got.
+func invalid(name, want, got string) error {
+	return h4r.Errorf(h4r.EINVALID, name, "want %s, got %q", want, got)
+}
+
+// number is a float variable in [lo, hi]; NaN and infinities are rejected.
+func number(name, def, desc string, field func(*Config) *float64, lo, hi float64) variable {
+	want := "a number >= " + fmtFloat(lo)
+	if !math.IsInf(hi, 1) {
+		want = "a number in [" + fmtFloat(lo) + ", " + fmtFloat(hi) + "]"
+	}
+	ok := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) && x >= lo && x <= hi }
+	return variable{
+		Var: Var{Name: name, Default: def, Description: desc},
+		parse: func(c *Config, s string) error {
+			x, err := strconv.ParseFloat(s, 64)
+			if err != nil || !ok(x) {
+				return invalid(name, want, s)
+			}
+			*field(c) = x
+			return nil
+		},
+		check: func(c Config) error {
+			if x := *field(&c); !ok(x) {
+				return invalid(name, want, fmtFloat(x))
+			}
+			return nil
+		},
+	}
+}
+
+func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// whole is an integer variable in [lo, hi], written in decimal.
+func whole[T int | int64](name, def, desc string, field func(*Config) *T, lo, hi T) variable {
+	want := fmt.Sprintf("a whole number >= %d", lo)
+	if int64(hi) < int64(math.MaxInt) { // MaxInt stands for "no upper bound"
+		want = fmt.Sprintf("a whole number from %d to %d", lo, hi)
+	}
+	return variable{
+		Var: Var{Name: name, Default: def, Description: desc},
+		parse: func(c *Config, s string) error {
+			x, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || x < int64(lo) || x > int64(hi) {
+				return invalid(name, want, s)
+			}
+			*field(c) = T(x)
+			return nil
+		},
+		check: func(c Config) error {
+			if x := *field(&c); x < lo || x > hi {
+				return invalid(name, want, strconv.FormatInt(int64(x), 10))
+			}
+			return nil
+		},
+	}
+}
+
+// millis is a duration variable written as whole milliseconds, in [lo, hi].
+// The upper bound also keeps ms·1e6 from overflowing a time.Duration.
+func millis(name, def, desc string, field func(*Config) *time.Duration, lo, hi time.Duration) variable {
+	want := fmt.Sprintf("a whole number of milliseconds from %d to %d", lo.Milliseconds(), hi.Milliseconds())
+	return variable{
+		Var: Var{Name: name, Default: def, Description: desc},
+		parse: func(c *Config, s string) error {
+			ms, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || ms < lo.Milliseconds() || ms > hi.Milliseconds() {
+				return invalid(name, want, s)
+			}
+			*field(c) = time.Duration(ms) * time.Millisecond
+			return nil
+		},
+		check: func(c Config) error {
+			if d := *field(&c); d < lo || d > hi {
+				return invalid(name, want, strconv.FormatInt(d.Milliseconds(), 10))
+			}
+			return nil
+		},
+	}
+}
+
+// boolean is a true/false variable; it accepts what strconv.ParseBool does
+// (true, false, 1, 0, TRUE, …).
+func boolean(name, def, desc string, field func(*Config) *bool) variable {
+	return variable{
+		Var: Var{Name: name, Default: def, Description: desc},
+		parse: func(c *Config, s string) error {
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				return invalid(name, "true or false", s)
+			}
+			*field(c) = b
+			return nil
+		},
+		check: func(Config) error { return nil },
+	}
+}
+
+// text is a free-form string variable. problem, when not nil, returns what
+// is wrong with a value ("" when nothing is).
+func text(name, def, desc string, field func(*Config) *string, problem func(string) string) variable {
+	check := func(s string) error {
+		if problem == nil {
+			return nil
+		}
+		if p := problem(s); p != "" {
+			return h4r.Errorf(h4r.EINVALID, name, "%s", p)
+		}
+		return nil
+	}
+	return variable{
+		Var: Var{Name: name, Default: def, Description: desc},
+		parse: func(c *Config, s string) error {
+			if err := check(s); err != nil {
+				return err
+			}
+			*field(c) = s
+			return nil
+		},
+		check: func(c Config) error { return check(*field(&c)) },
+	}
+}
+
+// oneOf is a variable taking one of a few words, case-insensitively; the
+// Config holds the lower-case form.
+func oneOf(name, def, desc string, field func(*Config) *string, allowed ...string) variable {
+	want := "one of " + strings.Join(allowed, ", ")
+	return variable{
+		Var: Var{Name: name, Default: def, Description: desc},
+		parse: func(c *Config, s string) error {
+			lower := strings.ToLower(s)
+			if !slices.Contains(allowed, lower) {
+				return invalid(name, want, s)
+			}
+			*field(c) = lower
+			return nil
+		},
+		check: func(c Config) error {
+			if s := *field(&c); !slices.Contains(allowed, s) {
+				return invalid(name, want, s)
+			}
+			return nil
+		},
+	}
+}
+
+// serviceURL is an optional URL of an external service (empty means the
+// embedded default) whose scheme is one of schemes. Its errors never quote
+// the value: a database URL usually holds a password, and these errors end
+// up in logs.
+func serviceURL(name, desc string, field func(*Config) *string, schemes ...string) variable {
+	return text(name, "", desc, field, func(s string) string {
+		if s == "" {
+			return ""
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			return "want a URL such as " + schemes[0] + "://host:port, got a value that does not parse as a URL (not shown: it may hold a password)"
+		}
+		if !slices.Contains(schemes, strings.ToLower(u.Scheme)) {
+			return fmt.Sprintf("want a URL with scheme %s, got scheme %q", strings.Join(schemes, ", "), u.Scheme)
+		}
+		if u.Host == "" {
+			return "want a URL with a host, such as " + schemes[0] + "://host:port, got none"
+		}
+		return ""
+	})
+}
+
+// checkAddr accepts host:port with a numeric port (host may be empty, to
+// listen on every interface).
+func checkAddr(s string) string {
+	_, port, err := net.SplitHostPort(s)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr == nil && n >= 0 && n <= 65535 {
+			return ""
+		}
+	}
+	return fmt.Sprintf("want host:port such as 127.0.0.1:8080 or :8080, got %q", s)
+}
+
+func checkNotEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "want a directory, got an empty value"
+	}
+	return ""
+}
