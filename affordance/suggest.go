@@ -1,0 +1,204 @@
+package affordance
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/h4r/h4r"
+)
+
+// Evidence is one delivered item as the rules see it.
+type Evidence struct {
+	ID, Kind, Text string
+	Content        map[string]any
+	Tags           []string
+	// Metadata holds the item's extra flat metadata keys (status,
+	// test_type, …).
+	Metadata         map[string]any
+	Score, Relevance float64
+}
+
+// redactionMarker is what the slicer puts in place of a redacted value; a
+// parameter value holding it is not collected.
+const redactionMarker = "[REDACTED]"
+
+// Suggest applies the rules to the evidence and returns the affordances
+// that fire, most confident first (then by type). Each names the ids of the
+// items that triggered it. The result is never nil.
+func Suggest(rules []Rule, evidence []Evidence) []h4r.Affordance {
+	out := []h4r.Affordance{}
+	// Tokenise each text once: every keyword rule reads it.
+	textWords := make([][]string, len(evidence))
+	for i, e := range evidence {
+		textWords[i] = words(e.Text)
+	}
+	for _, r := range rules {
+		if a, ok := apply(r, evidence, textWords); ok {
+			out = append(out, a)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b h4r.Affordance) int {
+		return cmp.Or(cmp.Compare(b.Confidence, a.Confidence), strings.Compare(a.Type, b.Type))
+	})
+	return out
+}
+
+// apply evaluates one rule.
+func apply(r Rule, evidence []Evidence, textWords [][]string) (h4r.Affordance, bool) {
+	a := h4r.Affordance{Type: r.Type, Description: r.Description}
+	if r.WhenBestRelevanceBelow > 0 {
+		best := 0.0
+		for _, e := range evidence {
+			best = max(best, e.Relevance)
+		}
+		if len(evidence) > 0 && best >= r.WhenBestRelevanceBelow {
+			return a, false
+		}
+		a.Confidence = r.Confidence.of(0)
+		a.Parameters = map[string]any{"bestRelevance": round(best), "threshold": r.WhenBestRelevanceBelow}
+		return a, true
+	}
+
+	keywords := make([][]string, len(r.Match.Keywords))
+	for i, kw := range r.Match.Keywords {
+		keywords[i] = words(kw)
+	}
+	var matched []int
+	for i, e := range evidence {
+		if r.Match.matches(e, textWords[i], keywords) {
+			matched = append(matched, i)
+		}
+	}
+	if len(matched) == 0 || len(matched) < r.MinMatches {
+		return a, false
+	}
+	a.Confidence = r.Confidence.of(len(matched))
+	for _, i := range matched {
+		a.Evidence = append(a.Evidence, evidence[i].ID)
+	}
+	for _, p := range r.Params {
+		values := collect(p.ContentKey, evidence, matched)
+		if len(values) == 0 {
+			continue
+		}
+		if a.Parameters == nil {
+			a.Parameters = map[string]any{}
+		}
+		if prev, ok := a.Parameters[p.Name].([]string); ok {
+			values = appendDistinct(prev, values...)
+		}
+		a.Parameters[p.Name] = values
+	}
+	return a, true
+}
+
+// of returns the confidence for n matching items, in [0, 1].
+func (c Confidence) of(n int) float64 {
+	capAt := c.Max
+	if capAt <= 0 || capAt > 1 {
+		capAt = 1
+	}
+	return round(min(c.Base+c.PerMatch*float64(n), capAt))
+}
+
+// round keeps six decimals, so that 0.5 + 0.1×3 reads 0.8 and not
+// 0.8000000000000002.
+func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// matches reports whether any criterion of m matches e. keywords are m's
+// keywords, already split into words.
+func (m Match) matches(e Evidence, textWords []string, keywords [][]string) bool {
+	if slices.Contains(m.Kinds, e.Kind) {
+		return true
+	}
+	for _, t := range m.Tags {
+		if slices.ContainsFunc(e.Tags, func(tag string) bool { return strings.EqualFold(tag, t) }) {
+			return true
+		}
+	}
+	for _, kw := range keywords {
+		if containsPhrase(textWords, kw) {
+			return true
+		}
+	}
+	for key, want := range m.MetadataEquals {
+		if v, ok := e.Metadata[key]; ok && strings.EqualFold(text(v), want) {
+			return true
+		}
+	}
+	return false
+}
+
+// words splits s into lower-case runs of letters and digits: the unit of
+// whole-word keyword matching.
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// containsPhrase reports whether phrase occurs as consecutive words of
+// text.
+func containsPhrase(text, phrase []string) bool {
+	if len(phrase) == 0 {
+		return false
+	}
+	for i := 0; i+len(phrase) <= len(text); i++ {
+		if slices.Equal(text[i:i+len(phrase)], phrase) {
+			return true
+		}
+	}
+	return false
+}
+
+// collect returns the distinct values of content[key] of the matched
+// items, in evidence order. A list contributes each element; redacted and
+// empty values are skipped.
+func collect(key string, evidence []Evidence, matched []int) []string {
+	var out []string
+	for _, i := range matched {
+		switch v := evidence[i].Content[key].(type) {
+		case []any:
+			for _, x := range v {
+				out = appendDistinct(out, text(x))
+			}
+		case []string:
+			out = appendDistinct(out, v...)
+		case nil:
+		default:
+			out = appendDistinct(out, text(v))
+		}
+	}
+	return out
+}
+
+func appendDistinct(list []string, values ...string) []string {
+	for _, v := range values {
+		if v == "" || strings.Contains(v, redactionMarker) || slices.Contains(list, v) {
+			continue
+		}
+		list = append(list, v)
+	}
+	return list
+}
+
+// text is a scalar JSON value as text; maps and lists give "".
+func text(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return ""
+}
