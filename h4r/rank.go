@@ -12,9 +12,9 @@ import (
 	"github.com/h4r/h4r/sources"
 )
 
-// DefaultLambda is the recency decay per day when Options.Lambda is zero
+// DefaultLambda is the default recency decay per day
 // (H4R_RECENCY_DECAY_LAMBDA): an item loses about 10% of its recency a day
-// and half of it in a week.
+// and half of it in a week. Rank uses it in place of an invalid Lambda.
 const DefaultLambda = 0.1
 
 // Options configure one ranking.
@@ -22,7 +22,9 @@ type Options struct {
 	// Weights of the eight signals, validated by the caller. Rank normalises
 	// them to sum to 1 and says so in a warning when it had to.
 	Weights h4r.Weights
-	// Lambda is the recency decay per day; zero means DefaultLambda.
+	// Lambda is the recency decay per day. Zero means no decay (every dated
+	// item has recency 1); a negative or non-finite value is replaced by
+	// DefaultLambda with a warning.
 	Lambda float64
 	// Now is the clock recency is measured against; zero means time.Now().
 	Now time.Time
@@ -47,10 +49,7 @@ func Rank(cands []*sources.Candidate, opts Options) (ranked []Ranked, warnings [
 	weights, warnings := normalisedWeights(opts.Weights)
 
 	lambda := opts.Lambda
-	switch {
-	case lambda == 0:
-		lambda = DefaultLambda
-	case lambda < 0 || math.IsNaN(lambda) || math.IsInf(lambda, 0):
+	if lambda < 0 || math.IsNaN(lambda) || math.IsInf(lambda, 0) {
 		warnings = append(warnings, "recency decay lambda "+formatFloat(lambda)+" is not a finite number >= 0: "+formatFloat(DefaultLambda)+" applies")
 		lambda = DefaultLambda
 	}

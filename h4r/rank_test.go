@@ -303,13 +303,15 @@ func TestRecency(t *testing.T) {
 		warns     bool
 	}{
 		{name: "created now", createdAt: testNow, want: 1},
-		{name: "one day old, default lambda", createdAt: testNow.Add(-day), want: math.Exp(-0.1)},
-		{name: "ten days old", createdAt: testNow.Add(-10 * day), want: math.Exp(-1)},
-		{name: "half a day old", createdAt: testNow.Add(-12 * time.Hour), want: math.Exp(-0.05)},
+		{name: "one day old", createdAt: testNow.Add(-day), lambda: 0.1, want: math.Exp(-0.1)},
+		{name: "ten days old", createdAt: testNow.Add(-10 * day), lambda: 0.1, want: math.Exp(-1)},
+		{name: "half a day old", createdAt: testNow.Add(-12 * time.Hour), lambda: 0.1, want: math.Exp(-0.05)},
+		{name: "lambda 0 means no decay", createdAt: testNow.Add(-300 * day), lambda: 0, want: 1},
 		{name: "custom lambda", createdAt: testNow.Add(-2 * day), lambda: 0.5, want: math.Exp(-1)},
-		{name: "future date counts as age 0", createdAt: testNow.Add(3 * day), want: 1},
-		{name: "missing createdAt is as old as can be", createdAt: time.Time{}, want: 0},
-		{name: "negative lambda falls back to the default", createdAt: testNow.Add(-day), lambda: -1, want: math.Exp(-0.1), warns: true},
+		{name: "future date counts as age 0", createdAt: testNow.Add(3 * day), lambda: 0.1, want: 1},
+		{name: "missing createdAt is as old as can be", createdAt: time.Time{}, lambda: 0.1, want: 0},
+		{name: "negative lambda falls back to the default", createdAt: testNow.Add(-day), lambda: -1, want: math.Exp(-DefaultLambda), warns: true},
+		{name: "NaN lambda falls back to the default", createdAt: testNow.Add(-day), lambda: math.NaN(), want: math.Exp(-DefaultLambda), warns: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -496,7 +498,7 @@ func TestTieBreaking(t *testing.T) {
 			// Every rotation of the input must give the same order.
 			for shift := range tt.cands {
 				in := append(slices.Clone(tt.cands[shift:]), tt.cands[:shift]...)
-				ranked, _ := Rank(in, Options{Weights: tt.weights, Now: testNow})
+				ranked, _ := Rank(in, Options{Weights: tt.weights, Lambda: DefaultLambda, Now: testNow})
 				got := make([]string, len(ranked))
 				for i, r := range ranked {
 					got[i] = r.Candidate.Item.ID
