@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/h4r/h4r"
+)
+
+// whereFilters turns f into SQL conditions on the items table aliased as i,
+// each starting with " AND ", and their arguments. Only fixed SQL text is
+// produced: every value, JSON path and list is a bound argument.
+func whereFilters(f h4r.Filters) (string, []any, error) {
+	var sb strings.Builder
+	var args []any
+	if len(f.Kinds) > 0 {
+		list, err := jsonList(f.Kinds)
+		if err != nil {
+			return "", nil, err
+		}
+		sb.WriteString(` AND i.kind IN (SELECT value FROM json_each(?))`)
+		args = append(args, list)
+	}
+	if len(f.Tags) > 0 {
+		tags := slices.Clone(f.Tags)
+		slices.Sort(tags)
+		tags = slices.Compact(tags)
+		list, err := jsonList(tags)
+		if err != nil {
+			return "", nil, err
+		}
+		// Every tag is required: count the item's tags among them.
+		sb.WriteString(` AND (SELECT count(*) FROM item_tags t WHERE t.item_id = i.id AND t.tag IN (SELECT value FROM json_each(?))) = ?`)
+		args = append(args, list, len(tags))
+	}
+	// The range is half-open, [CreatedAfter, CreatedBefore), so that
+	// consecutive ranges neither overlap nor leave gaps.
+	if !f.CreatedAfter.IsZero() {
+		sb.WriteString(` AND i.created_at >= ?`)
+		args = append(args, formatTime(f.CreatedAfter))
+	}
+	if !f.CreatedBefore.IsZero() {
+		sb.WriteString(` AND i.created_at < ?`)
+		args = append(args, formatTime(f.CreatedBefore))
+	}
+	keys := make([]string, 0, len(f.Metadata))
+	for k := range f.Metadata {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the same filters give the same SQL text
+	for _, key := range keys {
+		cond, condArgs, err := metadataCondition(key, f.Metadata[key])
+		if err != nil {
+			return "", nil, err
+		}
+		sb.WriteString(" AND ")
+		sb.WriteString(cond)
+		args = append(args, condArgs...)
+	}
+	return sb.String(), args, nil
+}
+
+// metadataCondition is the equality test of one metadata filter. The value's
+// JSON type must match too: the string "1", the number 1 and true are
+// different values. Store-maintained keys are read from their columns,
+// which hold the live values.
+func metadataCondition(key string, value any) (string, []any, error) {
+	field := "filters." + key
+	if !validMetadataKey(key) {
+		return "", nil, h4r.Errorf(h4r.EINVALID, field, "filter key must be a letter or _ followed by up to 63 letters, digits, _ or -")
+	}
+	switch x := value.(type) {
+	case int:
+		value = float64(x)
+	case int64:
+		value = float64(x)
+	case float64, string, bool:
+	default:
+		return "", nil, h4r.Errorf(h4r.EINVALID, field, "metadata filter value must be a string, number or boolean, got %T", value)
+	}
+	if column := maintainedColumn(key); column != "" {
+		if n, ok := value.(float64); ok {
+			return "i." + column + " = ?", []any{n}, nil
+		}
+		return "0", nil, nil // these keys hold numbers: nothing else equals them
+	}
+	path := `$."` + key + `"` // the key holds no quote: validMetadataKey
+	switch x := value.(type) {
+	case bool:
+		jsonType := "false"
+		if x {
+			jsonType = "true"
+		}
+		return "json_type(i.metadata, ?) = ?", []any{path, jsonType}, nil
+	case string:
+		return "(json_type(i.metadata, ?) = 'text' AND json_extract(i.metadata, ?) = ?)", []any{path, path, x}, nil
+	default:
+		return "(json_type(i.metadata, ?) IN ('integer', 'real') AND json_extract(i.metadata, ?) = ?)", []any{path, path, x}, nil
+	}
+}
+
+// maintainedColumn returns the column of a store-maintained numeric
+// metadata key, or "".
+func maintainedColumn(key string) string {
+	switch key {
+	case "version":
+		return "version"
+	case "accessCount":
+		return "access_count"
+	case "byteSize":
+		return "byte_size"
+	case "tokens":
+		return "tokens"
+	}
+	return ""
+}
+
+// validMetadataKey matches ^[A-Za-z_][A-Za-z0-9_\-]{0,63}$, what
+// h4r.ParseFilters accepts; it is checked again here because Filters may be
+// built in Go, and a key becomes part of a JSON path.
+func validMetadataKey(key string) bool {
+	if len(key) == 0 || len(key) > 64 {
+		return false
+	}
+	for i, r := range key {
+		switch {
+		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && (r == '-' || '0' <= r && r <= '9'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func jsonList(values []string) (string, error) {
+	b, err := json.Marshal(values)
+	if err != nil {
+		return "", fmt.Errorf("encoding a filter list: %w", err)
+	}
+	return string(b), nil
+}

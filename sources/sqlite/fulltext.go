@@ -1,0 +1,117 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// Full-text limits.
+const (
+	defaultFullTextLimit = 100
+	maxMatchTerms        = 64 // more terms add little to the ranking and cost a scan each
+)
+
+// fullText is the full-text generator: FTS5 over items.text, ranked by bm25.
+type fullText struct{ s *Store }
+
+func (fullText) Name() string { return sources.GenFullText }
+
+// Generate finds the items whose text contains any word of q.Text. A hit's
+// Score is −bm25, so higher is better; an item that matches more of the
+// words, or rarer ones, scores higher. Text without words finds nothing.
+func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
+	limit, err := hitLimit(q.Limit, defaultFullTextLimit)
+	if err != nil {
+		return nil, err
+	}
+	match := MatchExpression(q.Text)
+	if match == "" {
+		return nil, nil
+	}
+	where, filterArgs, err := whereFilters(q.Filters)
+	if err != nil {
+		return nil, err
+	}
+	query := `SELECT ` + itemColumns + `, -bm25(items_fts)
+		FROM items_fts JOIN items i ON i.seq = items_fts.rowid
+		WHERE items_fts MATCH ?` + where + `
+		ORDER BY bm25(items_fts), i.id
+		LIMIT ?`
+	args := append(append([]any{match}, filterArgs...), limit)
+
+	var hits []sources.Hit
+	err = g.s.readTx(ctx, func(tx *sql.Tx) error {
+		var scores []*float64
+		items, err := queryItems(ctx, tx, query, args, func() []any {
+			scores = append(scores, new(float64))
+			return []any{scores[len(scores)-1]}
+		})
+		if err != nil {
+			return err
+		}
+		hits = make([]sources.Hit, len(items))
+		for i, it := range items {
+			hits[i] = sources.Hit{Item: it, Score: *scores[i]}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("full-text search for %q: %w", q.Text, err)
+	}
+	return hits, nil
+}
+
+// hitLimit checks a query's limit and applies the generator's default.
+func hitLimit(limit, def int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
+	case limit == 0:
+		return def, nil
+	}
+	return limit, nil
+}
+
+// MatchExpression turns natural-language text into an FTS5 MATCH expression
+// that matches any of its words: the runs of letters, digits and combining
+// marks, lower-cased, de-duplicated, each quoted as an FTS5 string and
+// joined with OR. Whatever the text holds (quotes, column filters, *, ^,
+// NEAR, AND/OR/NOT) ends up inside a quoted string, so the expression never
+// has an FTS5 syntax error. It returns "" when the text has no words, and
+// keeps at most the first 64 distinct words.
+func MatchExpression(text string) string {
+	seen := map[string]bool{}
+	var sb strings.Builder
+	for _, term := range strings.FieldsFunc(text, func(r rune) bool { return !isTermRune(r) }) {
+		term = strings.ToLower(term)
+		if seen[term] {
+			continue
+		}
+		if len(seen) == maxMatchTerms {
+			break
+		}
+		seen[term] = true
+		if sb.Len() > 0 {
+			sb.WriteString(" OR ")
+		}
+		// An FTS5 string is double-quoted, with an inner quote doubled. Terms
+		// hold no quotes, but quoting by the rule keeps that safe to change.
+		sb.WriteByte('"')
+		sb.WriteString(strings.ReplaceAll(term, `"`, `""`))
+		sb.WriteByte('"')
+	}
+	return sb.String()
+}
+
+// isTermRune reports whether r is part of a word: a letter, a digit or a
+// combining mark (so that "é" written as e + U+0301 stays one word, as the
+// unicode61 tokenizer sees it).
+func isTermRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r)
+}

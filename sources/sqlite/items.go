@@ -1,0 +1,328 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// encodedItem is one validated, normalised item in the form the tables
+// take. Everything here is computed before the write transaction begins, so
+// that the single writer holds the lock only for SQL.
+type encodedItem struct {
+	item      sources.Item
+	content   any // JSON text, or nil for SQL NULL
+	metadata  string
+	createdAt string
+	byteSize  int
+	tokens    int
+}
+
+// Upsert validates, normalises and writes items in one transaction and
+// returns their ids in input order. A batch with an invalid item is rejected
+// whole: the error is an *h4r.Error naming the field ("items[2].metadata.trust")
+// and nothing is written. An id that exists already is replaced: its version
+// goes up by one and its access count is kept. An id repeated within the
+// batch is applied in order, so the last one wins.
+func (s *Store) Upsert(ctx context.Context, items []sources.Item) ([]string, error) {
+	for i := range items {
+		if err := items[i].Validate(fmt.Sprintf("items[%d]", i)); err != nil {
+			return nil, err
+		}
+	}
+	now := s.now().UTC()
+	encoded := make([]encodedItem, len(items))
+	for i, it := range items {
+		e, err := s.encode(it, now, fmt.Sprintf("items[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		encoded[i] = e
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error { return writeItems(ctx, tx, encoded, formatTime(now)) })
+	if err != nil {
+		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
+	}
+	ids := make([]string, len(items))
+	for i := range items {
+		ids[i] = items[i].ID
+	}
+	return ids, nil
+}
+
+// encode normalises a copy of it and measures what budgets will measure:
+// the bytes and tokens of the item as delivered, once, here.
+func (s *Store) encode(it sources.Item, now time.Time, field string) (encodedItem, error) {
+	it.Links = slices.Clone(it.Links) // Normalize sets link strengths: leave the caller's slice alone
+	it.Normalize(now)
+	delivered, err := it.Delivered().Encode()
+	if err != nil {
+		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field+".content", "content cannot be encoded as JSON: %v", err)
+	}
+	metadata, err := json.Marshal(it.Metadata)
+	if err != nil {
+		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field+".metadata", "metadata cannot be encoded as JSON: %v", err)
+	}
+	whole, err := json.Marshal(it)
+	if err != nil {
+		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field, "item cannot be encoded as JSON: %v", err)
+	}
+	if len(whole) > sources.MaxItemBytes {
+		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field, "item is %d bytes as JSON, the limit is %d", len(whole), sources.MaxItemBytes)
+	}
+	var content any
+	if it.Content != nil {
+		b, err := json.Marshal(it.Content)
+		if err != nil {
+			return encodedItem{}, h4r.Errorf(h4r.EINVALID, field+".content", "content cannot be encoded as JSON: %v", err)
+		}
+		content = string(b)
+	}
+	return encodedItem{
+		item:      it,
+		content:   content,
+		metadata:  string(metadata),
+		createdAt: formatTime(it.Metadata.CreatedAt),
+		byteSize:  len(delivered),
+		tokens:    s.counter.Count(string(delivered)),
+	}, nil
+}
+
+// The statements of one upsert. On conflict the row is updated in place,
+// not replaced, so that its seq (the full-text rowid), access count and the
+// rows that reference it survive.
+const (
+	upsertItemSQL = `INSERT INTO items (id, kind, text, content, metadata, created_at, updated_at, version, byte_size, tokens)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET
+			kind = excluded.kind, text = excluded.text, content = excluded.content,
+			metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at,
+			version = items.version + 1, byte_size = excluded.byte_size, tokens = excluded.tokens`
+	deleteTagsSQL  = `DELETE FROM item_tags WHERE item_id = ?`
+	insertTagSQL   = `INSERT INTO item_tags (item_id, tag) VALUES (?, ?)`
+	deleteLinksSQL = `DELETE FROM links WHERE source = ?`
+	insertLinkSQL  = `INSERT INTO links (source, position, target, type, strength) VALUES (?, ?, ?, ?, ?)`
+)
+
+func writeItems(ctx context.Context, tx *sql.Tx, items []encodedItem, updatedAt string) (err error) {
+	var stmts [5]*sql.Stmt
+	for i, q := range []string{upsertItemSQL, deleteTagsSQL, insertTagSQL, deleteLinksSQL, insertLinkSQL} {
+		if stmts[i], err = tx.PrepareContext(ctx, q); err != nil {
+			return fmt.Errorf("preparing the upsert: %w", err)
+		}
+		defer func() { err = errors.Join(err, stmts[i].Close()) }()
+	}
+	upsert, deleteTags, insertTag, deleteLinks, insertLink := stmts[0], stmts[1], stmts[2], stmts[3], stmts[4]
+	for _, e := range items {
+		it := &e.item
+		if _, err := upsert.ExecContext(ctx, it.ID, it.Kind, it.Text, e.content, e.metadata, e.createdAt, updatedAt, e.byteSize, e.tokens); err != nil {
+			return fmt.Errorf("writing item %q: %w", it.ID, err)
+		}
+		if _, err := deleteTags.ExecContext(ctx, it.ID); err != nil {
+			return fmt.Errorf("clearing the tags of item %q: %w", it.ID, err)
+		}
+		for _, tag := range it.Metadata.Tags { // de-duplicated by Normalize
+			if _, err := insertTag.ExecContext(ctx, it.ID, tag); err != nil {
+				return fmt.Errorf("writing tag %q of item %q: %w", tag, it.ID, err)
+			}
+		}
+		if _, err := deleteLinks.ExecContext(ctx, it.ID); err != nil {
+			return fmt.Errorf("clearing the links of item %q: %w", it.ID, err)
+		}
+		for pos, l := range it.Links {
+			if _, err := insertLink.ExecContext(ctx, it.ID, pos, l.Target, l.Type, l.Strength); err != nil {
+				return fmt.Errorf("writing link %d of item %q: %w", pos, it.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// writeTx runs fn in a transaction on the writer and commits it, or rolls
+// it back when fn fails.
+func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("beginning a write: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, rollback(tx))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing a write: %w", err)
+	}
+	return nil
+}
+
+// readTx runs fn in a read transaction, so that the queries in it see one
+// snapshot of the file (WAL lets it run beside the writer).
+func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("beginning a read: %w", err)
+	}
+	err = fn(tx)
+	return errors.Join(err, rollback(tx)) // a read has nothing to commit
+}
+
+// Get returns the item with the given id, with its links and the
+// store-maintained metadata. It returns an *h4r.Error with code not_found
+// when there is none.
+func (s *Store) Get(ctx context.Context, id string) (*sources.Item, error) {
+	if id == "" {
+		return nil, h4r.Errorf(h4r.EINVALID, "id", "item id is required")
+	}
+	var items []*sources.Item
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		items, err = queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id = ?`, []any{id}, nil)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("getting item %q: %w", id, err)
+	}
+	if len(items) == 0 {
+		return nil, h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
+	}
+	return items[0], nil
+}
+
+// Delete removes the item with the given id, its tags and the links it
+// holds. Links other items hold to it stay, as links to an item not yet
+// ingested do. It returns an *h4r.Error with code not_found when there is
+// no such item.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if id == "" {
+		return h4r.Errorf(h4r.EINVALID, "id", "item id is required")
+	}
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM items WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("deleting item %q: %w", id, err)
+	}
+	if n == 0 {
+		return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
+	}
+	return nil
+}
+
+// Count returns the number of items in the store.
+func (s *Store) Count(ctx context.Context) (int, error) {
+	var n int
+	if err := s.readers.QueryRowContext(ctx, `SELECT count(*) FROM items`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting items: %w", err)
+	}
+	return n, nil
+}
+
+// itemColumns are the columns queryItems decodes, from the items table
+// aliased as i.
+const itemColumns = `i.id, i.kind, i.text, i.content, i.metadata, i.updated_at, i.version,
+	i.access_count, i.last_accessed_at, i.byte_size, i.tokens`
+
+// queryItems runs query, whose first columns are itemColumns, and returns
+// the items with their links. When the query selects more columns, extra
+// returns the destinations to scan them into for the row being read.
+func queryItems(ctx context.Context, tx *sql.Tx, query string, args []any, extra func() []any) (items []*sources.Item, err error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("querying items: %w", err)
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	for rows.Next() {
+		var (
+			it                        sources.Item
+			content                   sql.NullString
+			metadata, updatedAt       string
+			lastAccessedAt            sql.NullString
+			version, byteSize, tokens int
+			accessCount               int64
+		)
+		dest := []any{&it.ID, &it.Kind, &it.Text, &content, &metadata, &updatedAt, &version,
+			&accessCount, &lastAccessedAt, &byteSize, &tokens}
+		if extra != nil {
+			dest = append(dest, extra()...)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("reading an item row: %w", err)
+		}
+		if content.Valid {
+			if err := json.Unmarshal([]byte(content.String), &it.Content); err != nil {
+				return nil, fmt.Errorf("decoding the content of item %q: %w", it.ID, err)
+			}
+		}
+		if err := json.Unmarshal([]byte(metadata), &it.Metadata); err != nil {
+			return nil, fmt.Errorf("decoding the metadata of item %q: %w", it.ID, err)
+		}
+		m := &it.Metadata
+		m.Version, m.AccessCount, m.ByteSize, m.Tokens = version, accessCount, byteSize, tokens
+		if m.UpdatedAt, err = parseTime(updatedAt); err != nil {
+			return nil, fmt.Errorf("decoding updated_at of item %q: %w", it.ID, err)
+		}
+		m.LastAccessedAt = time.Time{}
+		if lastAccessedAt.Valid {
+			if m.LastAccessedAt, err = parseTime(lastAccessedAt.String); err != nil {
+				return nil, fmt.Errorf("decoding last_accessed_at of item %q: %w", it.ID, err)
+			}
+		}
+		items = append(items, &it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading item rows: %w", err)
+	}
+	if err := loadLinks(ctx, tx, items); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// loadLinks fills in the links items hold, in the order they were given.
+func loadLinks(ctx context.Context, tx *sql.Tx, items []*sources.Item) (err error) {
+	if len(items) == 0 {
+		return nil
+	}
+	byID := make(map[string]*sources.Item, len(items))
+	ids := make([]string, 0, len(items))
+	for _, it := range items {
+		byID[it.ID] = it
+		ids = append(ids, it.ID)
+	}
+	idList, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("encoding item ids: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT source, target, type, strength FROM links
+		WHERE source IN (SELECT value FROM json_each(?)) ORDER BY source, position`, string(idList))
+	if err != nil {
+		return fmt.Errorf("querying links: %w", err)
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	for rows.Next() {
+		var source string
+		var l sources.Link
+		if err := rows.Scan(&source, &l.Target, &l.Type, &l.Strength); err != nil {
+			return fmt.Errorf("reading a link row: %w", err)
+		}
+		if it := byID[source]; it != nil {
+			it.Links = append(it.Links, l)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading link rows: %w", err)
+	}
+	return nil
+}

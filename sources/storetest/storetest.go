@@ -1,0 +1,202 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/tokens"
+)
+
+// Store is what the suite tests: the methods every H4R store has.
+type Store interface {
+	// Close releases the store after writing pending access counts. The
+	// suite may call it more than once; later calls must do no harm.
+	Close() error
+	Ping(ctx context.Context) error
+	Upsert(ctx context.Context, items []sources.Item) ([]string, error)
+	Get(ctx context.Context, id string) (*sources.Item, error)
+	Delete(ctx context.Context, id string) error
+	Count(ctx context.Context) (int, error)
+	FullText() sources.Generator
+	Graph() sources.Generator
+	RecordAccess(ids []string)
+}
+
+// Option configures Run.
+type Option func(*suite)
+
+// WithReopen enables the subtests that close a store and open its data
+// again: persistence, access counts written on Close, and a replace keeping
+// an item's access count. newPlace makes a fresh, empty place for a store's
+// data (a temporary directory, a database schema) and returns a function
+// that opens a store over it; each call of that function opens the same
+// data again. Stores it opens must be closed by t.Cleanup as well.
+func WithReopen(newPlace func(t *testing.T) (open func(t *testing.T) Store)) Option {
+	return func(s *suite) { s.newPlace = newPlace }
+}
+
+type suite struct {
+	open     func(t *testing.T) Store
+	newPlace func(t *testing.T) func(t *testing.T) Store
+	counter  *tokens.Counter
+}
+
+// Run runs the store contract against the stores open returns. open must
+// return a new, empty store for t and close it when t ends (t.Cleanup).
+func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &suite{open: open, counter: counter}
+	for _, opt := range opts {
+		opt(s)
+	}
+	t.Run("generator_names", s.testGeneratorNames)
+	t.Run("ingest", s.testIngest)
+	t.Run("replace", s.testReplace)
+	t.Run("batch_atomicity", s.testBatchAtomicity)
+	t.Run("duplicate_ids_in_batch", s.testDuplicateIDs)
+	t.Run("not_found_and_invalid", s.testNotFound)
+	t.Run("delete", s.testDelete)
+	t.Run("filters", s.testFilters)
+	t.Run("fulltext_ranking", s.testFullTextRanking)
+	t.Run("fulltext_syntax", s.testFullTextSyntax)
+	t.Run("hops", s.testHops)
+	t.Run("bad_queries", s.testBadQueries)
+	t.Run("access_counts", s.testAccessCounts)
+	t.Run("persistence", s.testPersistence)
+	t.Run("concurrent_writers", s.testConcurrentWriters)
+}
+
+// reopenable returns a function opening one place's data again, or skips t
+// when the store under test cannot be reopened.
+func (s *suite) reopenable(t *testing.T) func(t *testing.T) Store {
+	t.Helper()
+	if s.newPlace == nil {
+		t.Skip("the opener does not support reopening (storetest.WithReopen)")
+	}
+	return s.newPlace(t)
+}
+
+func (s *suite) testGeneratorNames(t *testing.T) {
+	st := s.open(t)
+	if err := st.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	tests := []struct {
+		name string
+		gen  sources.Generator
+		want string
+	}{
+		{"full text", st.FullText(), sources.GenFullText},
+		{"graph", st.Graph(), sources.GenGraph},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.gen.Name(); got != tt.want {
+				t.Errorf("Name() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// upsert writes items and fails t on error.
+func upsert(t *testing.T, st Store, items ...sources.Item) {
+	t.Helper()
+	ids, err := st.Upsert(t.Context(), items)
+	if err != nil {
+		t.Fatalf("Upsert: %v", err)
+	}
+	if len(ids) != len(items) {
+		t.Fatalf("Upsert returned %d ids for %d items", len(ids), len(items))
+	}
+}
+
+func get(t *testing.T, st Store, id string) *sources.Item {
+	t.Helper()
+	it, err := st.Get(t.Context(), id)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", id, err)
+	}
+	return it
+}
+
+func count(t *testing.T, st Store) int {
+	t.Helper()
+	n, err := st.Count(t.Context())
+	if err != nil {
+		t.Fatalf("Count: %v", err)
+	}
+	return n
+}
+
+// generate runs a generator and fails t on error.
+func generate(t *testing.T, g sources.Generator, q sources.Query) []sources.Hit {
+	t.Helper()
+	hits, err := g.Generate(t.Context(), q)
+	if err != nil {
+		t.Fatalf("%s.Generate(%+v): %v", g.Name(), q, err)
+	}
+	return hits
+}
+
+func hitIDs(hits []sources.Hit) []string {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.Item.ID
+	}
+	return ids
+}
+
+// wantError fails t unless err is an *h4r.Error with the code and, when
+// field is not empty, the field.
+func wantError(t *testing.T, err error, code, field string) {
+	t.Helper()
+	var e *h4r.Error
+	switch {
+	case err == nil:
+		t.Fatalf("got no error, want %s (field %q)", code, field)
+	case !errors.As(err, &e):
+		t.Fatalf("got %v (%T), want an *h4r.Error %s", err, err, code)
+	case e.Code != code:
+		t.Fatalf("got code %s (%v), want %s", e.Code, err, code)
+	case field != "" && e.Field != field:
+		t.Fatalf("got field %q (%v), want %q", e.Field, err, field)
+	}
+}
+
+// canonical is an item as JSON without the store-maintained metadata, for
+// comparing what was ingested with what comes back.
+func canonical(t *testing.T, it *sources.Item) string {
+	t.Helper()
+	c := *it
+	m := &c.Metadata
+	m.UpdatedAt, m.LastAccessedAt = m.CreatedAt, m.CreatedAt // any fixed value: compare them elsewhere
+	m.Version, m.AccessCount, m.ByteSize, m.Tokens = 0, 0, 0, 0
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatalf("encoding item %q: %v", it.ID, err)
+	}
+	return string(b)
+}
+
+// ptr returns a pointer to v, for metadata scores.
+func ptr(v float64) *float64 { return &v }
+
+func textItem(id, text string) sources.Item {
+	return sources.Item{ID: id, Kind: "event", Text: text}
+}
+
+func ids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%03d", prefix, i)
+	}
+	return out
+}
