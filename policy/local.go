@@ -1,0 +1,78 @@
+package policy
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// Thresholds of the default rules, shared by LocalRules and (as literals)
+// rego/context.rego.
+const (
+	// SensitivityLimit: items above it need a confidential or restricted
+	// specialist.
+	SensitivityLimit = 0.7
+	// TrustFloor: items below it are denied.
+	TrustFloor = 0.3
+)
+
+// Rule names, as they appear in Decision.Reason.
+const (
+	RuleSensitivity     = "sensitivity"
+	RuleCredentials     = "credentials"
+	RuleLowTrust        = "low_trust"
+	RuleGroupRestricted = "group_restricted"
+	ReasonPII           = "pii"
+	ReasonAllowed       = "allowed"
+)
+
+// LocalRules is the default policy's five rules in Go: the fallback for when
+// Rego evaluation fails. It gives the same decisions as the bundled Rego
+// (TestLocalRulesAgreeWithRego holds them together).
+type LocalRules struct{}
+
+// Revision names the fallback in slicing stats.
+func (LocalRules) Revision() string { return "local" }
+
+// Decide applies the five rules. Every denying rule is named in Reason,
+// sorted and comma-separated, as the Rego policy does.
+func (LocalRules) Decide(_ context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error) {
+	if item == nil {
+		return Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
+	}
+	m := item.Metadata
+	var deny []string
+	cleared := spec.SecurityLevel == h4r.Confidential || spec.SecurityLevel == h4r.Restricted
+	if m.SensitivityValue() > SensitivityLimit && !cleared {
+		deny = append(deny, RuleSensitivity)
+	}
+	if m.HasCredentials {
+		deny = append(deny, RuleCredentials)
+	}
+	if m.TrustValue() < TrustFloor {
+		deny = append(deny, RuleLowTrust)
+	}
+	if len(m.RestrictedToGroups) > 0 && !sharesGroup(m.RestrictedToGroups, spec.AuthorizedGroups) {
+		deny = append(deny, RuleGroupRestricted)
+	}
+	if len(deny) > 0 {
+		slices.Sort(deny)
+		return Decision{Allow: false, RedactedFields: []string{}, Reason: strings.Join(deny, ",")}, nil
+	}
+	if m.ContainsPII && len(m.PIIFields) > 0 {
+		return Decision{Allow: true, Redact: true, RedactedFields: slices.Clone(m.PIIFields), Reason: ReasonPII}, nil
+	}
+	return Decision{Allow: true, RedactedFields: []string{}, Reason: ReasonAllowed}, nil
+}
+
+func sharesGroup(restricted, authorized []string) bool {
+	for _, g := range restricted {
+		if slices.Contains(authorized, g) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,73 @@
+# The bundled default policy of H4R: the five rules of DESIGN.md.
+#
+# Input, per item:
+#   {"specialist": {"type", "id", "securityLevel", "authorizedGroups"},
+#    "item": {"id", "kind", "text", "content", "metadata"}}
+# H4R fills metadata defaults (importance, trust, sensitivity, novelty) before
+# evaluation, but every rule below still tolerates a missing key, so that the
+# policy fails towards "deny" rather than towards an evaluation error.
+#
+# The decision is the package document, data.cmo.context:
+#   {"allow": bool, "redact": bool, "redactedFields": [JSONPath], "reason": string}
+package cmo.context
+
+# Levels allowed to see items with sensitivity above 0.7. Anything else,
+# including an unknown or missing level, is treated as not cleared.
+cleared_levels := {"confidential", "restricted"}
+
+metadata := object.get(input, ["item", "metadata"], {})
+
+# deny holds the name of every rule that denies the item.
+
+# Rule 1: sensitive items only for cleared specialists.
+deny contains "sensitivity" if {
+	metadata.sensitivity > 0.7
+	not object.get(input, ["specialist", "securityLevel"], "") in cleared_levels
+}
+
+# Rule 3: credentials are never delivered.
+deny contains "credentials" if metadata.hasCredentials == true
+
+# Rule 4: low-trust items are not delivered.
+deny contains "low_trust" if metadata.trust < 0.3
+
+# Rule 5: group-restricted items need a shared group.
+deny contains "group_restricted" if {
+	count(restricted_groups) > 0
+	not shares_group
+}
+
+restricted_groups := object.get(metadata, "restrictedToGroups", [])
+
+shares_group if {
+	some group in restricted_groups
+	group in object.get(input, ["specialist", "authorizedGroups"], [])
+}
+
+# Rule 2: PII is redacted, the item's piiFields naming what. An item that says
+# it contains PII but names no field has nothing to redact.
+pii_fields := object.get(metadata, "piiFields", [])
+
+default allow := false
+
+allow if count(deny) == 0
+
+default redact := false
+
+redact if {
+	allow
+	metadata.containsPII == true
+	count(pii_fields) > 0
+}
+
+default redactedFields := []
+
+redactedFields := pii_fields if redact
+
+# reason names the denying rules (sorted, comma-separated), else "pii" for a
+# redacted item, else "allowed".
+default reason := "allowed"
+
+reason := concat(",", sort(deny)) if count(deny) > 0
+
+reason := "pii" if redact

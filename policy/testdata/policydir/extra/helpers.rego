@@ -1,0 +1,3 @@
+package cmo.helpers
+
+kinds := {"note"}
