@@ -1,0 +1,275 @@
+package pack
+
+import (
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/affordance"
+	ranker "github.com/h4r/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// DefaultTLDRSentences is the TL;DR length when neither the builder nor the
+// request says (CONTEXT_PACK_TLDR_SENTENCES).
+const DefaultTLDRSentences = 5
+
+// Entry is one ranked candidate and what the slicer decided about it.
+type Entry struct {
+	Ranked         ranker.Ranked
+	Reason, Detail string // h4r.ReasonKept, or why it was left out (h4r.Reason*)
+	Redacted       bool
+	RedactedFields []string
+	Delivered      *sources.Delivered // the delivered (redacted) form; nil unless kept
+	Bytes, Tokens  int                // size of the delivered form
+}
+
+// Input is everything a pack is built from.
+type Input struct {
+	RequestID  string
+	Query      string
+	Specialist h4r.Specialist
+	Entries    []Entry // every ranked candidate, in rank order
+	Slicing    h4r.SlicingStats
+	Sources    map[string]h4r.SourceStats
+	// Timings has the candidate, ranking and slicing times filled in; Build
+	// adds summarization and the total, measured from Start.
+	Timings       h4r.Timings
+	Start         time.Time
+	Weights       h4r.Weights // the normalised weights the ranking used
+	Warnings      []string
+	Status        string // h4r.StatusOK (default when empty) or h4r.StatusDegraded
+	IncludeScores bool
+	TLDRSentences *int  // the request's override of the builder's TL;DR length
+	IncludeGraph  *bool // the request's override of the builder's graph setting
+}
+
+// Builder assembles context packs. It holds only configuration, so one
+// Builder serves concurrent requests.
+type Builder struct {
+	tldrSentences int
+	includeGraph  bool
+	rules         []affordance.Rule
+	now           func() time.Time
+}
+
+// Option configures a Builder.
+type Option func(*Builder)
+
+// WithTLDRSentences sets how many sentences a TL;DR has when a request does
+// not say (CONTEXT_PACK_TLDR_SENTENCES); 0 leaves the TL;DR empty.
+func WithTLDRSentences(n int) Option { return func(b *Builder) { b.tldrSentences = max(n, 0) } }
+
+// WithIncludeGraph sets whether packs carry the causal graph when a request
+// does not say (CONTEXT_PACK_INCLUDE_GRAPH). The default is true.
+func WithIncludeGraph(include bool) Option { return func(b *Builder) { b.includeGraph = include } }
+
+// WithAffordanceRules sets the rules affordances come from (default
+// affordance.DefaultRules()).
+func WithAffordanceRules(rules []affordance.Rule) Option {
+	return func(b *Builder) { b.rules = append([]affordance.Rule(nil), rules...) }
+}
+
+// WithClock sets the clock that times the build (default time.Now); tests
+// fix it so that timings are stable.
+func WithClock(now func() time.Time) Option { return func(b *Builder) { b.now = now } }
+
+// NewBuilder returns a Builder with the given options.
+func NewBuilder(opts ...Option) *Builder {
+	b := &Builder{
+		tldrSentences: DefaultTLDRSentences,
+		includeGraph:  true,
+		rules:         affordance.DefaultRules(),
+		now:           time.Now,
+	}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// Build assembles the pack. Results, warnings and affordances are never nil,
+// so they marshal as [] rather than null.
+func (b *Builder) Build(in Input) *h4r.Pack {
+	began := b.now()
+	warnings := append([]string{}, in.Warnings...)
+
+	// Only kept entries with a delivered form feed results, TL;DR, graph
+	// and affordances. A kept entry without one is a caller bug; leaving it
+	// out is the only safe choice, since the raw item was never redacted.
+	var kept []*Entry
+	for i := range in.Entries {
+		e := &in.Entries[i]
+		if e.Reason != h4r.ReasonKept {
+			continue
+		}
+		if e.Delivered == nil {
+			warnings = append(warnings, "item "+e.Ranked.Candidate.Item.ID+" was kept without a delivered form and was left out")
+			continue
+		}
+		kept = append(kept, e)
+	}
+
+	n := b.tldrSentences
+	if in.TLDRSentences != nil {
+		n = max(*in.TLDRSentences, 0)
+	}
+	tldr := summarize(in.Query, kept, n)
+	affordances := affordance.Suggest(b.rules, evidence(kept))
+	var graph *h4r.CausalGraph
+	if include := b.includeGraph; (in.IncludeGraph == nil && include) || (in.IncludeGraph != nil && *in.IncludeGraph) {
+		graph = causalGraph(kept)
+	}
+
+	p := &h4r.Pack{
+		RequestID:  in.RequestID,
+		Status:     in.Status,
+		Results:    results(kept, in.IncludeScores),
+		TotalCount: len(in.Entries),
+		Sources:    in.Sources,
+		AgentSlice: agentSlice(in.Specialist, tldr.Text, kept, affordances),
+		Explainability: h4r.Explainability{
+			TLDR:        tldr,
+			Affordances: affordances,
+			CausalGraph: graph,
+			Slicing:     in.Slicing,
+			Weights:     in.Weights,
+			Warnings:    warnings,
+			Items:       itemExplanations(in.Entries),
+		},
+	}
+	if p.Status == "" {
+		p.Status = h4r.StatusOK
+	}
+	if p.Sources == nil {
+		p.Sources = map[string]h4r.SourceStats{}
+	}
+
+	ended := b.now()
+	t := in.Timings
+	if t.RetrievalMs == 0 {
+		t.RetrievalMs = t.CandidateMs + t.RankingMs
+	}
+	t.SummarizationMs = ms(ended.Sub(began))
+	if in.Start.IsZero() {
+		t.TotalMs = t.RetrievalMs + t.SlicingMs + t.SummarizationMs
+	} else {
+		t.TotalMs = ms(ended.Sub(in.Start))
+	}
+	p.Explainability.Timings = t
+	p.QueryDurationMs = t.TotalMs
+	return p
+}
+
+// results turns kept entries into results, in rank order.
+func results(kept []*Entry, includeScores bool) []h4r.Result {
+	out := make([]h4r.Result, 0, len(kept))
+	for _, e := range kept {
+		r := e.Ranked
+		m := r.Candidate.Item.Metadata
+		res := h4r.Result{
+			ID:          e.Delivered.ID,
+			Kind:        e.Delivered.Kind,
+			Text:        e.Delivered.Text,
+			Content:     e.Delivered.Content,
+			Score:       r.Score,
+			Reason:      h4r.ReasonKept,
+			Explanation: r.Explanation,
+			Metadata: h4r.ResultMetadata{
+				Source:         ranker.SourceLabel(r.Candidate),
+				Redacted:       e.Redacted,
+				RedactedFields: e.RedactedFields,
+				ByteSize:       e.Bytes,
+				Tokens:         e.Tokens,
+				Version:        m.Version,
+			},
+		}
+		if !m.CreatedAt.IsZero() {
+			res.Metadata.CreatedAt = m.CreatedAt.UTC().Format(time.RFC3339)
+		}
+		if includeScores {
+			signals := r.Signals
+			res.Signals = &signals
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// itemExplanations gives the verdict on every ranked candidate, kept or not.
+func itemExplanations(entries []Entry) []h4r.ItemExplanation {
+	out := make([]h4r.ItemExplanation, 0, len(entries))
+	for i, e := range entries {
+		out = append(out, h4r.ItemExplanation{
+			ID:          e.Ranked.Candidate.Item.ID,
+			Rank:        i + 1,
+			Score:       e.Ranked.Score,
+			Signals:     e.Ranked.Signals,
+			Reason:      e.Reason,
+			Detail:      e.Detail,
+			Redacted:    e.Redacted,
+			Explanation: e.Ranked.Explanation,
+		})
+	}
+	return out
+}
+
+// evidence is what affordance rules see of kept entries: the delivered
+// text and content, so nothing redacted can trigger a rule or become one of
+// its parameters.
+func evidence(kept []*Entry) []affordance.Evidence {
+	out := make([]affordance.Evidence, 0, len(kept))
+	for _, e := range kept {
+		m := e.Ranked.Candidate.Item.Metadata
+		out = append(out, affordance.Evidence{
+			ID:        e.Delivered.ID,
+			Kind:      e.Delivered.Kind,
+			Text:      e.Delivered.Text,
+			Content:   e.Delivered.Content,
+			Tags:      m.Tags,
+			Metadata:  m.Extra,
+			Score:     e.Ranked.Score,
+			Relevance: e.Ranked.Signals[h4r.Relevance],
+		})
+	}
+	return out
+}
+
+// causalGraph links the kept items: an edge appears only when both its ends
+// were delivered.
+func causalGraph(kept []*Entry) *h4r.CausalGraph {
+	g := &h4r.CausalGraph{Nodes: make([]h4r.GraphNode, 0, len(kept)), Edges: []h4r.GraphEdge{}}
+	delivered := make(map[string]bool, len(kept))
+	for _, e := range kept {
+		delivered[e.Delivered.ID] = true
+		g.Nodes = append(g.Nodes, h4r.GraphNode{ID: e.Delivered.ID, Kind: e.Delivered.Kind})
+	}
+	for _, e := range kept {
+		for _, l := range e.Ranked.Candidate.Item.Links {
+			if delivered[l.Target] {
+				g.Edges = append(g.Edges, h4r.GraphEdge{Source: e.Delivered.ID, Target: l.Target, Type: l.Type, Strength: l.Strength})
+			}
+		}
+	}
+	return g
+}
+
+// agentSlice is the minimal context for the specialist: the TL;DR, the
+// delivered ids and the suggested actions.
+func agentSlice(spec h4r.Specialist, summary string, kept []*Entry, affordances []h4r.Affordance) h4r.AgentSlice {
+	s := h4r.AgentSlice{
+		SpecialistID:  spec.ID,
+		SecurityLevel: spec.SecurityLevel.String(),
+		Summary:       summary,
+		ItemIDs:       make([]string, 0, len(kept)),
+		Actions:       make([]string, 0, len(affordances)),
+	}
+	for _, e := range kept {
+		s.ItemIDs = append(s.ItemIDs, e.Delivered.ID)
+	}
+	for _, a := range affordances {
+		s.Actions = append(s.Actions, a.Type)
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

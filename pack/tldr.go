@@ -1,0 +1,196 @@
+package pack
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/h4r/h4r"
+)
+
+// redactionMarker is what the slicer puts in place of a redacted value. A
+// sentence holding it says nothing useful and hints at what was hidden, so
+// the TL;DR skips it.
+const redactionMarker = "[REDACTED]"
+
+// sentence is one candidate TL;DR sentence.
+type sentence struct {
+	text   string
+	itemID string
+	rank   int // position of its item among the kept entries
+	pos    int // position within its item's text
+	terms  map[string]bool
+	score  float64
+}
+
+// summarize picks the n sentences of the kept items' delivered text that
+// best match the query: each scores the idf-weighted count of the query
+// terms it holds (idf over all candidate sentences, so a term every
+// sentence has counts little). Ties go to the higher-ranked item, then the
+// earlier sentence. When no sentence shares a term with the query, the
+// TL;DR is the first sentence of each of the top n items.
+func summarize(query string, kept []*Entry, n int) h4r.TLDR {
+	tldr := h4r.TLDR{Sentences: []h4r.Sentence{}, Citations: []string{}}
+	if n <= 0 || len(kept) == 0 {
+		return tldr
+	}
+	var all []sentence
+	for rank, e := range kept {
+		for pos, s := range splitSentences(e.Delivered.Text) {
+			if strings.Contains(s, redactionMarker) {
+				continue
+			}
+			all = append(all, sentence{text: s, itemID: e.Delivered.ID, rank: rank, pos: pos, terms: termSet(s)})
+		}
+	}
+
+	queryTerms := terms(query)
+	df := map[string]int{}
+	for _, s := range all {
+		for _, t := range queryTerms {
+			if s.terms[t] {
+				df[t]++
+			}
+		}
+	}
+	var matching []sentence
+	for _, s := range all {
+		for _, t := range queryTerms {
+			if s.terms[t] {
+				s.score += math.Log(1 + float64(len(all))/float64(df[t]))
+			}
+		}
+		if s.score > 0 {
+			matching = append(matching, s)
+		}
+	}
+	slices.SortStableFunc(matching, func(a, b sentence) int {
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.rank, b.rank), cmp.Compare(a.pos, b.pos))
+	})
+
+	chosen := matching
+	if len(matching) == 0 {
+		// Fall back to the lead sentence of the top items: the ranking
+		// already says they matter most.
+		chosen = nil
+		led := map[string]bool{}
+		for _, s := range all {
+			if !led[s.itemID] {
+				led[s.itemID] = true
+				chosen = append(chosen, s)
+			}
+		}
+	}
+
+	var texts []string
+	seen := map[string]bool{}
+	for _, s := range chosen {
+		if len(tldr.Sentences) == n {
+			break
+		}
+		if seen[s.text] {
+			continue
+		}
+		seen[s.text] = true
+		tldr.Sentences = append(tldr.Sentences, h4r.Sentence{Text: s.text, ItemID: s.itemID, Score: math.Round(s.score*1e4) / 1e4})
+		if !slices.Contains(tldr.Citations, s.itemID) {
+			tldr.Citations = append(tldr.Citations, s.itemID)
+		}
+		texts = append(texts, terminated(s.text))
+	}
+	tldr.Text = strings.Join(texts, " ")
+	return tldr
+}
+
+// splitSentences splits text at line breaks and at '.', '!' or '?'
+// followed by white space or the end, keeping the punctuation. Pieces
+// without a letter or digit are dropped.
+func splitSentences(text string) []string {
+	var out []string
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if strings.IndexFunc(s, isWordRune) >= 0 {
+			out = append(out, s)
+		}
+	}
+	start := 0
+	for i, r := range text {
+		switch r {
+		case '\n', '\r':
+			add(text[start:i])
+			start = i + 1
+		case '.', '!', '?':
+			next := i + 1
+			if next == len(text) || isSpaceByte(text[next]) {
+				add(text[start:next])
+				start = next
+			}
+		}
+	}
+	add(text[start:])
+	return out
+}
+
+func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// terminated returns s ending in '.', '!' or '?', so that joined sentences
+// read as sentences.
+func terminated(s string) string {
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "?") {
+		return s
+	}
+	return s + "."
+}
+
+// isStopword reports whether w carries no meaning for matching a query.
+func isStopword(w string) bool {
+	switch w {
+	case "a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "with", "by", "from", "as",
+		"is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "these", "those",
+		"what", "which", "who", "how", "why", "when", "where", "do", "does", "did",
+		"i", "we", "you", "my", "our", "me", "about", "into", "any", "all", "some",
+		"there", "their", "has", "have", "had":
+		return true
+	}
+	return false
+}
+
+// terms returns the distinct normalised terms of s, in order of appearance:
+// lower-case runs of letters and digits, stopwords dropped, a plural "s"
+// removed so that "failures" matches "failure".
+func terms(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) }) {
+		if isStopword(w) {
+			continue
+		}
+		if t := stem(w); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func termSet(s string) map[string]bool {
+	set := map[string]bool{}
+	for _, t := range terms(s) {
+		set[t] = true
+	}
+	return set
+}
+
+// stem strips a plural ending: "issues" → "issue", "queries" → "query".
+// Anything smarter would need a language model of its own.
+func stem(w string) string {
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		return w[:len(w)-3] + "y"
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
+		return w[:len(w)-1]
+	}
+	return w
+}
