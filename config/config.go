@@ -44,7 +44,7 @@ type Config struct {
 	RequestTimeout        time.Duration // H4R_REQUEST_TIMEOUT_MS
 	GeneratorTimeout      time.Duration // H4R_GENERATOR_TIMEOUT_MS
 	MaxBodyBytes          int64         // H4R_MAX_BODY_BYTES
-	LowRelevanceThreshold float64       // H4R_LOW_RELEVANCE_THRESHOLD: best score under it → request_more_context
+	LowRelevanceThreshold float64       // H4R_LOW_RELEVANCE_THRESHOLD: best relevance under it → request_more_context
 
 	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error
 	LogFormat string // H4R_LOG_FORMAT: json or text

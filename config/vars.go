@@ -90,7 +90,7 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.GeneratorTimeout }, time.Millisecond, 10*time.Minute),
 		whole("H4R_MAX_BODY_BYTES", "4194304", "Largest request body accepted, in bytes (ingest batches included).",
 			func(c *Config) *int64 { return &c.MaxBodyBytes }, 1, 1<<30),
-		number("H4R_LOW_RELEVANCE_THRESHOLD", "0.3", "When the best score of a pack is under this, the pack suggests request_more_context.",
+		number("H4R_LOW_RELEVANCE_THRESHOLD", "0.3", "When no evidence item reaches this relevance, the pack suggests request_more_context (ask for more context or rephrase).",
 			func(c *Config) *float64 { return &c.LowRelevanceThreshold }, 0, 1),
 
 		oneOf("H4R_LOG_LEVEL", "info", "Least severe log level written: debug, info, warn or error.",
