@@ -3,7 +3,6 @@ package ranker
 import (
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
@@ -96,7 +95,7 @@ func textGenerators(cands []*sources.Candidate) []string {
 			}
 		}
 	}
-	sort.Slice(gens, func(i, j int) bool { return compareGenerators(gens[i], gens[j]) < 0 })
+	slices.SortFunc(gens, compareGenerators)
 	return gens
 }
 
