@@ -9,6 +9,7 @@
 // more from JSON, so adding a rule never touches the pack builder.
 //
 // Suggest only sees what it is given. The pack builder gives it the items
-// as delivered (after policy and redaction), so nothing dropped or redacted
-// can trigger an affordance or leak into its parameters.
+// as delivered (after policy and redaction, with redacted values taken out
+// of the content), so nothing dropped or redacted can trigger an affordance
+// or leak into its parameters.
 package affordance

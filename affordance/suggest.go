@@ -22,10 +22,6 @@ type Evidence struct {
 	Score, Relevance float64
 }
 
-// redactionMarker is what the slicer puts in place of a redacted value; a
-// parameter value holding it is not collected.
-const redactionMarker = "[REDACTED]"
-
 // Suggest applies the rules to the evidence and returns the affordances
 // that fire, most confident first (then by type). Each names the ids of the
 // items that triggered it. The result is never nil.
@@ -156,8 +152,9 @@ func containsPhrase(text, phrase []string) bool {
 }
 
 // collect returns the distinct values of content[key] of the matched
-// items, in evidence order. A list contributes each element; redacted and
-// empty values are skipped.
+// items, in evidence order. A list contributes each element; empty values
+// are skipped. Redacted values are the caller's to leave out: Suggest does
+// not know the slicer's redaction marker.
 func collect(key string, evidence []Evidence, matched []int) []string {
 	var out []string
 	for _, i := range matched {
@@ -178,7 +175,7 @@ func collect(key string, evidence []Evidence, matched []int) []string {
 
 func appendDistinct(list []string, values ...string) []string {
 	for _, v := range values {
-		if v == "" || strings.Contains(v, redactionMarker) || slices.Contains(list, v) {
+		if v == "" || slices.Contains(list, v) {
 			continue
 		}
 		list = append(list, v)

@@ -164,13 +164,14 @@ func TestDefaultRules(t *testing.T) {
 			},
 		},
 		{
-			name: "redacted and empty parameter values are not collected",
+			name: "empty and non-scalar parameter values are not collected",
 			evidence: []Evidence{
-				withContent(ev("s1", "selector_change", "a"), "selector", "[REDACTED]"),
+				withContent(ev("s1", "selector_change", "a"), "selector", map[string]any{"css": "#x"}),
 				withContent(ev("s2", "selector_change", "b"), "selector", ""),
 				withContent(ev("s3", "selector_change", "c"), "selector", "#ok"),
+				withContent(ev("s4", "selector_change", "d"), "selector", 42.0),
 			},
-			want: []fired{{TypeSuggestFix, 0.85, []string{"s1", "s2", "s3"}, map[string]any{"selectors": []string{"#ok"}}}},
+			want: []fired{{TypeSuggestFix, 0.85, []string{"s1", "s2", "s3", "s4"}, map[string]any{"selectors": []string{"#ok", "42"}}}},
 		},
 	}
 	for _, tt := range tests {
