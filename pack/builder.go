@@ -1,6 +1,9 @@
 package pack
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -12,6 +15,10 @@ import (
 // DefaultTLDRSentences is the TL;DR length when neither the builder nor the
 // request says (CONTEXT_PACK_TLDR_SENTENCES).
 const DefaultTLDRSentences = 5
+
+// DefaultRedactionMarker is what the slicer puts in place of a redacted
+// value unless configured otherwise (scs.DefaultRedactionMarker).
+const DefaultRedactionMarker = "[REDACTED]"
 
 // Entry is one ranked candidate and what the slicer decided about it.
 type Entry struct {
@@ -49,6 +56,7 @@ type Builder struct {
 	tldrSentences int
 	includeGraph  bool
 	rules         []affordance.Rule
+	marker        string
 	now           func() time.Time
 }
 
@@ -69,6 +77,11 @@ func WithAffordanceRules(rules []affordance.Rule) Option {
 	return func(b *Builder) { b.rules = append([]affordance.Rule(nil), rules...) }
 }
 
+// WithRedactionMarker sets the marker the slicer replaces redacted values
+// with (default DefaultRedactionMarker). Sentences and parameter values
+// holding it stay out of the TL;DR and the affordances.
+func WithRedactionMarker(m string) Option { return func(b *Builder) { b.marker = m } }
+
 // WithClock sets the clock that times the build (default time.Now); tests
 // fix it so that timings are stable.
 func WithClock(now func() time.Time) Option { return func(b *Builder) { b.now = now } }
@@ -79,10 +92,14 @@ func NewBuilder(opts ...Option) *Builder {
 		tldrSentences: DefaultTLDRSentences,
 		includeGraph:  true,
 		rules:         affordance.DefaultRules(),
+		marker:        DefaultRedactionMarker,
 		now:           time.Now,
 	}
 	for _, o := range opts {
 		o(b)
+	}
+	if b.marker == "" {
+		b.marker = DefaultRedactionMarker
 	}
 	return b
 }
@@ -113,8 +130,8 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 	if in.TLDRSentences != nil {
 		n = max(*in.TLDRSentences, 0)
 	}
-	tldr := summarize(in.Query, kept, n)
-	affordances := affordance.Suggest(b.rules, evidence(kept))
+	tldr := summarize(in.Query, kept, n, b.marker)
+	affordances := affordance.Suggest(b.rules, evidence(kept, b.marker))
 	var graph *h4r.CausalGraph
 	if include := b.includeGraph; (in.IncludeGraph == nil && include) || (in.IncludeGraph != nil && *in.IncludeGraph) {
 		graph = causalGraph(kept)
@@ -214,9 +231,9 @@ func itemExplanations(entries []Entry) []h4r.ItemExplanation {
 }
 
 // evidence is what affordance rules see of kept entries: the delivered
-// text and content, so nothing redacted can trigger a rule or become one of
-// its parameters.
-func evidence(kept []*Entry) []affordance.Evidence {
+// text and content, without the redacted values, so nothing redacted can
+// trigger a rule or become one of its parameters.
+func evidence(kept []*Entry, marker string) []affordance.Evidence {
 	out := make([]affordance.Evidence, 0, len(kept))
 	for _, e := range kept {
 		m := e.Ranked.Candidate.Item.Metadata
@@ -224,7 +241,7 @@ func evidence(kept []*Entry) []affordance.Evidence {
 			ID:        e.Delivered.ID,
 			Kind:      e.Delivered.Kind,
 			Text:      e.Delivered.Text,
-			Content:   e.Delivered.Content,
+			Content:   withoutRedacted(e.Delivered.Content, marker),
 			Tags:      m.Tags,
 			Metadata:  m.Extra,
 			Score:     e.Ranked.Score,
@@ -232,6 +249,44 @@ func evidence(kept []*Entry) []affordance.Evidence {
 		})
 	}
 	return out
+}
+
+// withoutRedacted returns content without the top-level values that are
+// or hold the redaction marker, which affordance parameters are read from.
+// It copies only when there is something to leave out.
+func withoutRedacted(content map[string]any, marker string) map[string]any {
+	var out map[string]any
+	for k, v := range content {
+		if !holds(v, marker) {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(content)
+		}
+		delete(out, k)
+	}
+	if out == nil {
+		return content
+	}
+	return out
+}
+
+// holds reports whether v is, or contains somewhere, a string holding
+// marker.
+func holds(v any, marker string) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.Contains(x, marker)
+	case []any:
+		return slices.ContainsFunc(x, func(e any) bool { return holds(e, marker) })
+	case map[string]any:
+		for _, e := range x {
+			if holds(e, marker) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // causalGraph links the kept items: an edge appears only when both its ends

@@ -95,7 +95,7 @@ func TestRedactedResult(t *testing.T) {
 		t.Fatal("mem-003 missing from the results")
 	}
 	r := p.Results[i]
-	if r.Content["personalData"] != redactionMarker || !r.Metadata.Redacted || !slices.Equal(r.Metadata.RedactedFields, []string{"$.content.personalData"}) {
+	if r.Content["personalData"] != DefaultRedactionMarker || !r.Metadata.Redacted || !slices.Equal(r.Metadata.RedactedFields, []string{"$.content.personalData"}) {
 		t.Errorf("mem-003 = %+v, want personalData redacted and reported", r)
 	}
 	b, _ := json.Marshal(p)
@@ -223,7 +223,7 @@ func TestAffordancesFromKeptOnly(t *testing.T) {
 			name: "redacted content is not a parameter",
 			entries: []Entry{func() Entry {
 				e := withContent(entry("s", "selector_change", "renamed", h4r.ReasonKept, 0.9), map[string]any{"selector": "#secret"})
-				e.Delivered.Content = map[string]any{"selector": redactionMarker}
+				e.Delivered.Content = map[string]any{"selector": DefaultRedactionMarker}
 				return e
 			}()},
 			want: map[string][]string{affordance.TypeSuggestFix: {"s"}},
@@ -443,5 +443,67 @@ func TestBuildDoesNotModifyInput(t *testing.T) {
 	NewBuilder(WithClock(fixedClock)).Build(in)
 	if got := in.Warnings[:cap(in.Warnings)][1]; got != "" {
 		t.Errorf("Build wrote %q into the caller's warnings array", got)
+	}
+}
+
+func TestRedactionMarker(t *testing.T) {
+	redactedSelector := func(id, selector string) Entry {
+		e := entry(id, "selector_change", "The selector "+selector+" broke. The login selector moved.", h4r.ReasonKept, 0.9)
+		e.Delivered.Content = map[string]any{"selector": selector, "test": []any{"login-spec", "x " + selector}}
+		e.Redacted = true
+		return e
+	}
+	tests := []struct {
+		name          string
+		builder       []Option
+		entries       []Entry
+		wantSentences []string
+		wantSelectors any
+		wantTests     any
+	}{
+		{
+			name:          "default marker",
+			entries:       []Entry{redactedSelector("a", "[REDACTED]")},
+			wantSentences: []string{"The login selector moved."},
+		},
+		{
+			name:          "custom marker",
+			builder:       []Option{WithRedactionMarker("***")},
+			entries:       []Entry{redactedSelector("a", "***")},
+			wantSentences: []string{"The login selector moved."},
+		},
+		{
+			name:          "another marker is just text",
+			builder:       []Option{WithRedactionMarker("***")},
+			entries:       []Entry{redactedSelector("a", "[REDACTED]")},
+			wantSentences: []string{"The login selector moved.", "The selector [REDACTED] broke."},
+			wantSelectors: []string{"[REDACTED]"},
+			wantTests:     []string{"login-spec", "x [REDACTED]"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rules := append(affordance.DefaultRules(), affordance.Rule{Type: "run", Match: affordance.Match{Kinds: []string{"selector_change"}},
+				Confidence: affordance.Confidence{Base: 0.1}, Params: []affordance.Param{{Name: "tests", ContentKey: "test"}}})
+			opts := append([]Option{WithClock(fixedClock), WithAffordanceRules(rules)}, tt.builder...)
+			p := NewBuilder(opts...).Build(Input{Query: "login selector", Entries: tt.entries})
+			var sentences []string
+			for _, s := range p.Explainability.TLDR.Sentences {
+				sentences = append(sentences, s.Text)
+			}
+			if !slices.Equal(sentences, tt.wantSentences) {
+				t.Errorf("TL;DR %q, want %q", sentences, tt.wantSentences)
+			}
+			params := map[string]map[string]any{}
+			for _, a := range p.Explainability.Affordances {
+				params[a.Type] = a.Parameters
+			}
+			if got := params[affordance.TypeSuggestFix]["selectors"]; !reflect.DeepEqual(got, tt.wantSelectors) {
+				t.Errorf("selectors %v, want %v", got, tt.wantSelectors)
+			}
+			if got := params["run"]["tests"]; !reflect.DeepEqual(got, tt.wantTests) {
+				t.Errorf("tests %v, want %v (a list holding the marker is left out whole)", got, tt.wantTests)
+			}
+		})
 	}
 }

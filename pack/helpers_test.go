@@ -64,7 +64,7 @@ func entries(t testing.TB, ranked []ranker.Ranked, verdicts map[string]verdict, 
 			if len(v.redact) > 0 {
 				d.Content = maps.Clone(d.Content)
 				for _, path := range v.redact {
-					d.Content[strings.TrimPrefix(path, "$.content.")] = redactionMarker
+					d.Content[strings.TrimPrefix(path, "$.content.")] = DefaultRedactionMarker
 				}
 				e.Redacted, e.RedactedFields = true, v.redact
 			}

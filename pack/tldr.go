@@ -10,11 +10,6 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// redactionMarker is what the slicer puts in place of a redacted value. A
-// sentence holding it says nothing useful and hints at what was hidden, so
-// the TL;DR skips it.
-const redactionMarker = "[REDACTED]"
-
 // sentence is one candidate TL;DR sentence.
 type sentence struct {
 	text   string
@@ -30,8 +25,10 @@ type sentence struct {
 // terms it holds (idf over all candidate sentences, so a term every
 // sentence has counts little). Ties go to the higher-ranked item, then the
 // earlier sentence. When no sentence shares a term with the query, the
-// TL;DR is the first sentence of each of the top n items.
-func summarize(query string, kept []*Entry, n int) h4r.TLDR {
+// TL;DR is the first sentence of each of the top n items. A sentence
+// holding the redaction marker says nothing useful and hints at what was
+// hidden, so it is skipped.
+func summarize(query string, kept []*Entry, n int, marker string) h4r.TLDR {
 	tldr := h4r.TLDR{Sentences: []h4r.Sentence{}, Citations: []string{}}
 	if n <= 0 || len(kept) == 0 {
 		return tldr
@@ -39,7 +36,7 @@ func summarize(query string, kept []*Entry, n int) h4r.TLDR {
 	var all []sentence
 	for rank, e := range kept {
 		for pos, s := range splitSentences(e.Delivered.Text) {
-			if strings.Contains(s, redactionMarker) {
+			if strings.Contains(s, marker) {
 				continue
 			}
 			all = append(all, sentence{text: s, itemID: e.Delivered.ID, rank: rank, pos: pos, terms: termSet(s)})
