@@ -114,6 +114,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 	// and affordances. A kept entry without one is a caller bug; leaving it
 	// out is the only safe choice, since the raw item was never redacted.
 	var kept []*Entry
+	undeliverable := map[int]bool{}
 	for i := range in.Entries {
 		e := &in.Entries[i]
 		if e.Reason != h4r.ReasonKept {
@@ -121,6 +122,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 		}
 		if e.Delivered == nil {
 			warnings = append(warnings, "item "+e.Ranked.Candidate.Item.ID+" was kept without a delivered form and was left out")
+			undeliverable[i] = true
 			continue
 		}
 		kept = append(kept, e)
@@ -132,8 +134,12 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 	}
 	tldr := summarize(in.Query, kept, n, b.marker)
 	affordances := affordance.Suggest(b.rules, evidence(kept, b.marker))
+	includeGraph := b.includeGraph
+	if in.IncludeGraph != nil {
+		includeGraph = *in.IncludeGraph
+	}
 	var graph *h4r.CausalGraph
-	if include := b.includeGraph; (in.IncludeGraph == nil && include) || (in.IncludeGraph != nil && *in.IncludeGraph) {
+	if includeGraph {
 		graph = causalGraph(kept)
 	}
 
@@ -151,7 +157,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 			Slicing:     in.Slicing,
 			Weights:     in.Weights,
 			Warnings:    warnings,
-			Items:       itemExplanations(in.Entries),
+			Items:       itemExplanations(in.Entries, undeliverable),
 		},
 	}
 	if p.Status == "" {
@@ -213,9 +219,14 @@ func results(kept []*Entry, includeScores bool) []h4r.Result {
 }
 
 // itemExplanations gives the verdict on every ranked candidate, kept or not.
-func itemExplanations(entries []Entry) []h4r.ItemExplanation {
+// An entry kept without a delivered form (left out of the results) is
+// reported as a policy drop: its decision could not be carried out.
+func itemExplanations(entries []Entry, undeliverable map[int]bool) []h4r.ItemExplanation {
 	out := make([]h4r.ItemExplanation, 0, len(entries))
 	for i, e := range entries {
+		if undeliverable[i] {
+			e.Reason, e.Detail = h4r.ReasonPolicy, "kept without a delivered form"
+		}
 		out = append(out, h4r.ItemExplanation{
 			ID:          e.Ranked.Candidate.Item.ID,
 			Rank:        i + 1,

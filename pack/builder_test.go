@@ -381,6 +381,12 @@ func TestKeptWithoutDeliveredIsLeftOut(t *testing.T) {
 	if b, _ := json.Marshal(p); strings.Contains(string(b), "unredacted") {
 		t.Error("the raw text reached the pack")
 	}
+	if got := p.Explainability.Items[0]; got.ID != "raw" || got.Reason != h4r.ReasonPolicy {
+		t.Errorf("explanation of the undeliverable item = %+v, want reason policy", got)
+	}
+	if got := p.Explainability.Items[1]; got.ID != "ok" || got.Reason != h4r.ReasonKept {
+		t.Errorf("explanation of the delivered item = %+v, want reason kept", got)
+	}
 }
 
 // steppingClock returns times that advance by step on every call.
