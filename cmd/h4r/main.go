@@ -1,0 +1,99 @@
+// Command h4r is the H4R context engine: one binary with subcommands.
+//
+//	h4r serve [--addr HOST:PORT] [--data-dir DIR] [--demo]   run the HTTP API
+//	h4r pack "query" [--specialist ID --level LEVEL --groups a,b] [--json]
+//	h4r ingest FILE.jsonl|-                                  load items
+//
+// Configuration comes from the environment (see .env.example); flags
+// override it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `h4r — a context engine for AI agents
+
+Usage:
+  h4r serve  [--addr HOST:PORT] [--data-dir DIR] [--policy-dir DIR] [--demo]
+  h4r pack   "query" [--specialist ID] [--level public|internal|confidential|restricted]
+             [--groups a,b] [--type hybrid] [--limit N] [--max-tokens N] [--json] [--data-dir DIR] [--demo]
+  h4r ingest FILE.jsonl|- [--data-dir DIR] [--batch N]
+
+Configuration is read from the environment (see .env.example); flags override it.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "h4r:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// exitCode is 2 for usage errors, 1 for everything else.
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// run dispatches a subcommand. It takes its environment as arguments so that
+// tests can run the real commands in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{"missing subcommand"}
+	}
+	switch args[0] {
+	case "serve":
+		return cmdServe(ctx, args[1:], stderr, lookupEnv, nil)
+	case "pack":
+		return cmdPack(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "ingest":
+		return cmdIngest(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError{fmt.Sprintf("unknown subcommand %q", args[0])}
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("h4r pack 'query' --json"), returning the positionals.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if rest[0] == "--" {
+			return append(positional, rest[1:]...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}

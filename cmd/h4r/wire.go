@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+		"log/slog"
+	"strings"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/affordance"
+	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/engine"
+	"github.com/h4r/h4r/pack"
+	"github.com/h4r/h4r/policy"
+	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/tokens"
+)
+
+// app is the wired service: a store, the policy engine and the request
+// engine built from one Config.
+type app struct {
+	cfg    config.Config
+	store  *sqlite.Store
+	policy *policy.Engine
+	engine *engine.Engine
+	log    *slog.Logger
+}
+
+// openApp builds the service. It refuses settings that select parts this
+// build does not have yet, rather than silently ignoring them.
+func openApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, error) {
+	for _, unsupported := range []struct{ name, value, what string }{
+		{"DATABASE_URL", cfg.DatabaseURL, "the Postgres store"},
+		{"QDRANT_URL", cfg.QdrantURL, "the Qdrant vector generator"},
+		{"NEO4J_URL", cfg.Neo4jURL, "the Neo4j hop generator"},
+		{"SCS_OPA_URL", cfg.OPAURL, "remote OPA"},
+	} {
+		if unsupported.value != "" {
+			return nil, fmt.Errorf("%s is set, but %s is not part of this version yet; unset it to use the embedded default", unsupported.name, unsupported.what)
+		}
+	}
+	counter, err := tokens.New(cfg.TokenEncoding)
+	if err != nil {
+		return nil, fmt.Errorf("H4R_TOKEN_ENCODING: %w", err)
+	}
+	dbPath := cfg.SQLitePath()
+	store, err := sqlite.Open(ctx, dbPath, sqlite.WithTokenCounter(counter), sqlite.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("opening the embedded store %s: %w", dbPath, err)
+	}
+	var popts []policy.Option
+	if cfg.PolicyDir != "" {
+		popts = append(popts, policy.WithPolicyDir(cfg.PolicyDir))
+	}
+	pol, err := policy.New(ctx, popts...)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("loading the policy: %w", err), store.Close())
+	}
+	var sopts []scs.Option
+	if cfg.OPAFallbackLocal {
+		sopts = append(sopts, scs.WithFallback(policy.LocalRules{}))
+	}
+	rules := affordance.DefaultRules()
+	for i := range rules {
+		if rules[i].WhenBestRelevanceBelow > 0 {
+			rules[i].WhenBestRelevanceBelow = cfg.LowRelevanceThreshold
+		}
+	}
+	eng, err := engine.New(
+		engine.WithTextGenerators(store.FullText()),
+		engine.WithGraphGenerator(store.Graph()),
+		engine.WithSlicer(scs.New(pol, counter, sopts...)),
+		engine.WithPackBuilder(pack.NewBuilder(
+			pack.WithTLDRSentences(cfg.TLDRSentences),
+			pack.WithIncludeGraph(cfg.IncludeGraph),
+			pack.WithAffordanceRules(rules),
+		)),
+		engine.WithAccessRecorder(store),
+		engine.WithSettings(engine.Settings{
+			Weights: cfg.Weights,
+			Lambda:  cfg.RecencyDecayLambda,
+			MaxHops: cfg.MaxHops,
+			Budget: scs.Limits{
+				MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault,
+			},
+			GeneratorTimeout: cfg.GeneratorTimeout,
+		}),
+		engine.WithLogger(log),
+	)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("building the engine: %w", err), store.Close())
+	}
+	return &app{cfg: cfg, store: store, policy: pol, engine: eng, log: log}, nil
+}
+
+// Close flushes access counts and closes the store.
+func (a *app) Close() error { return a.store.Close() }
+
+// loadConfig reads the environment; flags are applied by each command.
+// Errors list every invalid variable as "NAME: what is wrong".
+func loadConfig(lookupEnv func(string) (string, bool)) (config.Config, error) {
+	cfg, err := config.FromEnv(lookupEnv)
+	if err == nil {
+		return cfg, nil
+	}
+	var lines []string
+	for _, e := range unjoin(err) {
+		if herr, ok := e.(*h4r.Error); ok && herr.Field != "" {
+			lines = append(lines, herr.Field+": "+herr.Message)
+		} else {
+			lines = append(lines, e.Error())
+		}
+	}
+	return cfg, fmt.Errorf("invalid configuration:\n  %s", strings.Join(lines, "\n  "))
+}
+
+// unjoin returns the errors joined in err (errors.Join), or err itself.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+

@@ -1,0 +1,383 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/h4r/h4r"
+	ranker "github.com/h4r/h4r/h4r"
+	"github.com/h4r/h4r/pack"
+	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/sources"
+)
+
+// Defaults for Settings fields left at zero.
+const (
+	DefaultCandidateLimit   = 100
+	DefaultAnchorsFromTop   = 3
+	DefaultGeneratorTimeout = time.Second
+)
+
+// Slicer applies policy and budgets to ranked items (scs.Slicer).
+type Slicer interface {
+	Slice(ctx context.Context, spec h4r.Specialist, items []*sources.Item, limits scs.Limits) scs.Outcome
+}
+
+// AccessRecorder counts deliveries; it must not block on I/O.
+type AccessRecorder interface {
+	RecordAccess(ids []string)
+}
+
+// Settings are the engine's configured values; a request may override
+// weights and narrow budgets.
+type Settings struct {
+	Weights          h4r.Weights
+	Lambda           float64
+	MaxHops          int
+	Budget           scs.Limits    // the server's maximum (and default) budget
+	CandidateLimit   int           // hits asked of each text generator
+	AnchorsFromTop   int           // anchors taken from the top relevance hits when a request gives none
+	GeneratorTimeout time.Duration // each generator's own deadline
+	Fusion           ranker.Fusion
+}
+
+// Engine answers context requests. It is safe for concurrent use.
+type Engine struct {
+	text     []sources.Generator // relevance generators, in evidence order
+	graph    sources.Generator   // causal hops; may be nil
+	slicer   Slicer
+	builder  *pack.Builder
+	access   AccessRecorder
+	settings Settings
+	now      func() time.Time
+	log      *slog.Logger
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithTextGenerators sets the relevance generators (full-text, vectors).
+func WithTextGenerators(g ...sources.Generator) Option {
+	return func(e *Engine) { e.text = append(e.text, g...) }
+}
+
+// WithGraphGenerator sets the causal-hop generator.
+func WithGraphGenerator(g sources.Generator) Option { return func(e *Engine) { e.graph = g } }
+
+// WithSlicer sets the policy slicer (required).
+func WithSlicer(s Slicer) Option { return func(e *Engine) { e.slicer = s } }
+
+// WithPackBuilder sets the pack builder (default: pack.NewBuilder()).
+func WithPackBuilder(b *pack.Builder) Option { return func(e *Engine) { e.builder = b } }
+
+// WithAccessRecorder sets who counts deliveries (usually the store).
+func WithAccessRecorder(a AccessRecorder) Option { return func(e *Engine) { e.access = a } }
+
+// WithSettings sets the configured weights, budgets and limits.
+func WithSettings(s Settings) Option { return func(e *Engine) { e.settings = s } }
+
+// WithClock sets the clock recency is measured against.
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
+
+// New returns an Engine. It needs at least one text generator and a slicer.
+func New(opts ...Option) (*Engine, error) {
+	e := &Engine{now: time.Now, log: slog.Default()}
+	for _, o := range opts {
+		o(e)
+	}
+	if len(e.text) == 0 {
+		return nil, errors.New("engine: at least one text generator is required")
+	}
+	if e.slicer == nil {
+		return nil, errors.New("engine: a slicer is required")
+	}
+	if e.builder == nil {
+		e.builder = pack.NewBuilder()
+	}
+	s := &e.settings
+	if s.CandidateLimit <= 0 {
+		s.CandidateLimit = DefaultCandidateLimit
+	}
+	if s.AnchorsFromTop <= 0 {
+		s.AnchorsFromTop = DefaultAnchorsFromTop
+	}
+	if s.GeneratorTimeout <= 0 {
+		s.GeneratorTimeout = DefaultGeneratorTimeout
+	}
+	if s.MaxHops <= 0 {
+		s.MaxHops = sources.DefaultMaxHops
+	}
+	if s.Budget.MaxBytes <= 0 || s.Budget.MaxTokens <= 0 || s.Budget.MaxItems <= 0 {
+		return nil, fmt.Errorf("engine: budget limits must be positive, got %+v", s.Budget)
+	}
+	if err := s.Weights.Validate("weights"); err != nil {
+		return nil, fmt.Errorf("engine: configured weights: %w", err)
+	}
+	return e, nil
+}
+
+// ContextPack answers one request for the given specialist. The specialist
+// is the authenticated identity (narrowed by the request where allowed);
+// the engine trusts it. Errors are *h4r.Error: invalid_argument for a bad
+// request. Generator failures and an expired deadline do not fail the
+// request: they degrade the pack.
+func (e *Engine) ContextPack(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest) (*h4r.Pack, error) {
+	start := time.Now()
+	if err := req.Validate(""); err != nil {
+		return nil, err
+	}
+	filters, err := h4r.ParseFilters("query.filters", req.Query.Filters)
+	if err != nil {
+		return nil, err
+	}
+	weights, err := e.settings.Weights.Override("weights", req.Weights)
+	if err != nil {
+		return nil, err
+	}
+	if err := weights.Validate("weights"); err != nil {
+		return nil, err
+	}
+	var warnings []string
+	limits, budgetWarnings := e.limits(req)
+	warnings = append(warnings, budgetWarnings...)
+
+	// Candidates.
+	cands, sourceStats, candWarnings := e.candidates(ctx, req, filters)
+	warnings = append(warnings, candWarnings...)
+	candidateDone := time.Now()
+
+	// Ranking.
+	ranked, rankWarnings := ranker.Rank(cands, ranker.Options{
+		Weights: weights, Lambda: e.settings.Lambda, Now: e.now(), Fusion: e.settings.Fusion,
+	})
+	warnings = append(warnings, rankWarnings...)
+	normalized, _ := weights.Normalized()
+	rankingDone := time.Now()
+
+	// Slicing: items under min_score never reach the policy.
+	entries := make([]pack.Entry, len(ranked))
+	var toSlice []*sources.Item
+	var sliceIdx []int
+	for i, r := range ranked {
+		entries[i].Ranked = r
+		if r.Score < req.MinScore {
+			entries[i].Reason = h4r.ReasonMinScore
+			entries[i].Detail = fmt.Sprintf("score %.3f is under min_score %.3f", r.Score, req.MinScore)
+			continue
+		}
+		toSlice = append(toSlice, r.Candidate.Item)
+		sliceIdx = append(sliceIdx, i)
+	}
+	outcome := e.slicer.Slice(ctx, spec, toSlice, limits)
+	warnings = append(warnings, outcome.Warnings...)
+	var kept []string
+	for j, v := range outcome.Verdicts {
+		en := &entries[sliceIdx[j]]
+		en.Reason, en.Detail = v.Reason, v.Detail
+		en.Redacted, en.RedactedFields = v.Redacted, v.RedactedFields
+		en.Delivered, en.Bytes, en.Tokens = v.Delivered, v.Bytes, v.Tokens
+		if v.Reason == h4r.ReasonKept {
+			kept = append(kept, en.Ranked.Candidate.Item.ID)
+		}
+	}
+	stats := outcome.Stats
+	stats.TotalCandidates = len(ranked)
+	stats.TotalDroppedScore = len(ranked) - len(toSlice)
+	slicingDone := time.Now()
+
+	status := h4r.StatusOK
+	for _, s := range sourceStats {
+		if s.Error != "" {
+			status = h4r.StatusDegraded
+		}
+	}
+	if ctx.Err() != nil {
+		status = h4r.StatusDegraded
+		warnings = append(warnings, "the request deadline expired: the pack holds what was found in time")
+	}
+
+	includeScores := req.IncludeScores == nil || *req.IncludeScores
+	p := e.builder.Build(pack.Input{
+		Query:      req.Query.Text,
+		Specialist: spec,
+		Entries:    entries,
+		Slicing:    stats,
+		Sources:    sourceStats,
+		Timings: h4r.Timings{
+			CandidateMs: ms(candidateDone.Sub(start)),
+			RankingMs:   ms(rankingDone.Sub(candidateDone)),
+			RetrievalMs: ms(rankingDone.Sub(start)),
+			SlicingMs:   ms(slicingDone.Sub(rankingDone)),
+		},
+		Start:         start,
+		Weights:       normalized,
+		Warnings:      warnings,
+		Status:        status,
+		IncludeScores: includeScores,
+		TLDRSentences: req.TLDRSentences,
+		IncludeGraph:  req.IncludeGraph,
+	})
+	if e.access != nil && len(kept) > 0 {
+		e.access.RecordAccess(kept)
+	}
+	return p, nil
+}
+
+// limits narrows the configured budget by the request's budget and limit. A
+// request may ask for less than the server allows, never more: a larger
+// value is clamped and the pack says so.
+func (e *Engine) limits(req *h4r.ContextRequest) (scs.Limits, []string) {
+	l := e.settings.Budget
+	var warnings []string
+	narrow := func(name string, asked int, max *int) {
+		switch {
+		case asked <= 0:
+		case asked > *max:
+			warnings = append(warnings, fmt.Sprintf("budget.%s %d is above the server's limit %d; %d applies", name, asked, *max, *max))
+		default:
+			*max = asked
+		}
+	}
+	if b := req.Budget; b != nil {
+		narrow("maxBytes", b.MaxBytes, &l.MaxBytes)
+		narrow("maxTokens", b.MaxTokens, &l.MaxTokens)
+		narrow("maxItems", b.MaxItems, &l.MaxItems)
+	}
+	if req.Limit > 0 && req.Limit < l.MaxItems {
+		l.MaxItems = req.Limit
+	}
+	return l, warnings
+}
+
+// generatorRun is one generator's answer.
+type generatorRun struct {
+	name string
+	hits []sources.Hit
+	took time.Duration
+	err  error
+}
+
+// candidates runs the generators the query type asks for and merges their
+// hits. Text generators run concurrently; hops run alongside them when the
+// request names anchors, and after them (from the top text hits) when it
+// does not.
+func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filters h4r.Filters) ([]*sources.Candidate, map[string]h4r.SourceStats, []string) {
+	var warnings []string
+	text := e.textGenerators(req.Query.Type, &warnings)
+	q := sources.Query{
+		Text: req.Query.Text, Filters: filters, Limit: e.settings.CandidateLimit,
+		Anchors: req.Anchors, MaxHops: e.settings.MaxHops, Directed: req.Directed,
+	}
+	if req.MaxHops > 0 {
+		q.MaxHops = req.MaxHops
+	}
+	// A causal query with anchors is driven by hops alone.
+	if req.Query.Type == h4r.QueryCausal && len(req.Anchors) > 0 {
+		text = nil
+	}
+	if req.Query.Text == "" {
+		text = nil
+	}
+
+	gens := text
+	hopsNow := e.graph != nil && len(req.Anchors) > 0
+	if hopsNow {
+		gens = append(append([]sources.Generator{}, text...), e.graph)
+	}
+	runs := e.runAll(ctx, gens, q)
+	if e.graph != nil && !hopsNow {
+		q.Anchors = topAnchors(runs, e.settings.AnchorsFromTop)
+		if len(q.Anchors) > 0 {
+			runs = append(runs, e.runAll(ctx, []sources.Generator{e.graph}, q)...)
+		}
+	}
+
+	order := make([]string, 0, len(runs))
+	hits := make(map[string][]sources.Hit, len(runs))
+	stats := make(map[string]h4r.SourceStats, len(runs))
+	for _, r := range runs {
+		st := h4r.SourceStats{Candidates: len(r.hits), Ms: ms(r.took)}
+		if r.err != nil {
+			st.Error = r.err.Error()
+			warnings = append(warnings, fmt.Sprintf("generator %s failed: %v", r.name, r.err))
+			e.log.WarnContext(ctx, "generator failed", "generator", r.name, "error", r.err)
+		}
+		stats[r.name] = st
+		order = append(order, r.name)
+		hits[r.name] = r.hits
+	}
+	return sources.Merge(order, hits), stats, warnings
+}
+
+// textGenerators picks the relevance generators for a query type.
+func (e *Engine) textGenerators(t h4r.QueryType, warnings *[]string) []sources.Generator {
+	var fulltext, vector []sources.Generator
+	for _, g := range e.text {
+		if g.Name() == sources.GenVector {
+			vector = append(vector, g)
+		} else {
+			fulltext = append(fulltext, g)
+		}
+	}
+	switch t {
+	case h4r.QueryKeyword:
+		return fulltext
+	case h4r.QuerySemantic:
+		if len(vector) == 0 {
+			*warnings = append(*warnings, "no vector generator is configured: the semantic query was answered by full-text search")
+			return fulltext
+		}
+		return vector
+	}
+	return e.text
+}
+
+// runAll runs generators concurrently, each under its own deadline.
+func (e *Engine) runAll(ctx context.Context, gens []sources.Generator, q sources.Query) []generatorRun {
+	runs := make([]generatorRun, len(gens))
+	var wg sync.WaitGroup
+	for i, g := range gens {
+		wg.Go(func() {
+			gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
+			defer cancel()
+			t0 := time.Now()
+			hits, err := g.Generate(gctx, q)
+			runs[i] = generatorRun{name: g.Name(), hits: hits, took: time.Since(t0), err: err}
+			if err != nil {
+				runs[i].hits = nil
+				if errors.Is(err, context.DeadlineExceeded) || gctx.Err() != nil {
+					runs[i].err = fmt.Errorf("timed out after %s: %w", e.settings.GeneratorTimeout, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return runs
+}
+
+// topAnchors returns the ids of the top n hits of each text generator.
+func topAnchors(runs []generatorRun, n int) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range runs {
+		for i, h := range r.hits {
+			if i >= n {
+				break
+			}
+			if !seen[h.Item.ID] {
+				seen[h.Item.ID] = true
+				out = append(out, h.Item.ID)
+			}
+		}
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
