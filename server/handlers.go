@@ -1,0 +1,239 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// readBody reads the whole body under the size limit.
+func (s *Server) readBody(c *echo.Context) ([]byte, error) {
+	r := http.MaxBytesReader(c.Response(), c.Request().Body, s.maxBodyBytes)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// specialist validates a claimed specialist (from a body or meta.from) and
+// fills defaults. Until authentication exists, the claim is the identity; a
+// request that names none is the anonymous public specialist.
+func specialist(field string, raw json.RawMessage) (h4r.Specialist, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return h4r.Anonymous(), nil
+	}
+	var spec h4r.Specialist
+	if err := h4r.DecodeStrict(raw, &spec, field); err != nil {
+		return spec, err
+	}
+	if strings.TrimSpace(spec.ID) == "" {
+		return spec, h4r.Errorf(h4r.EINVALID, field+".id", "specialist id is required")
+	}
+	if spec.Type == "" {
+		spec.Type = "specialist"
+	}
+	if spec.AuthorizedGroups == nil {
+		spec.AuthorizedGroups = []string{}
+	}
+	return spec, nil
+}
+
+// contextPackBody is the body of POST /v1/context-pack: a ContextRequest
+// whose specialist is decoded separately so errors can name its fields.
+type contextPackBody struct {
+	h4r.ContextRequest
+	Specialist json.RawMessage `json:"specialist,omitempty"`
+}
+
+func (s *Server) contextPack(c *echo.Context) error {
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req contextPackBody
+	if err := h4r.DecodeStrict(body, &req, ""); err != nil {
+		return err
+	}
+	spec, err := specialist("specialist", req.Specialist)
+	if err != nil {
+		return err
+	}
+	p, err := s.pack(c, spec, &req.ContextRequest)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+func (s *Server) pack(c *echo.Context, spec h4r.Specialist, req *h4r.ContextRequest) (*h4r.Pack, error) {
+	req.Specialist = nil
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.requestTimeout)
+	defer cancel()
+	p, err := s.engine.ContextPack(ctx, spec, req)
+	if err != nil {
+		return nil, err
+	}
+	p.RequestID = requestID(c)
+	return p, nil
+}
+
+// envelopeIn is an incoming A2A envelope; from and payload stay raw so that
+// their errors name their own fields.
+type envelopeIn struct {
+	Meta struct {
+		ID        string          `json:"id"`
+		Type      string          `json:"type"`
+		From      json.RawMessage `json:"from"`
+		ReplyTo   string          `json:"reply_to"`
+		Timestamp string          `json:"timestamp"`
+	} `json:"meta"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// a2a answers a ContextRequest envelope with a ContextResult, or with a
+// ContextError envelope (and the error's HTTP status) when it cannot.
+func (s *Server) a2a(c *echo.Context) error {
+	var in envelopeIn
+	p, err := s.a2aPack(c, &in)
+	meta := h4r.EnvelopeMeta{ID: requestID(c), ReplyTo: in.Meta.ID, Timestamp: time.Now().UTC().Format(time.RFC3339Nano)}
+	if err != nil {
+		herr := toError(err)
+		if herr.Code == h4r.EINTERNAL {
+			s.handleError(c, err) // logs; the envelope below is what the agent reads
+		}
+		meta.Type = h4r.TypeContextError
+		payload, _ := json.Marshal(herr)
+		return c.JSON(h4r.HTTPStatus(herr.Code), h4r.Envelope{Meta: meta, Payload: payload})
+	}
+	meta.Type = h4r.TypeContextResult
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encoding context result: %w", err)
+	}
+	return c.JSON(http.StatusOK, h4r.Envelope{Meta: meta, Payload: payload})
+}
+
+func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
+	body, err := s.readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := h4r.DecodeStrict(body, in, ""); err != nil {
+		return nil, err
+	}
+	switch {
+	case strings.TrimSpace(in.Meta.ID) == "":
+		return nil, h4r.Errorf(h4r.EINVALID, "meta.id", "message id is required")
+	case in.Meta.Type != h4r.TypeContextRequest:
+		return nil, h4r.Errorf(h4r.EINVALID, "meta.type", "message type must be %q, got %q", h4r.TypeContextRequest, in.Meta.Type)
+	case len(in.Payload) == 0:
+		return nil, h4r.Errorf(h4r.EINVALID, "payload", "payload is required")
+	}
+	spec, err := specialist("meta.from", in.Meta.From)
+	if err != nil {
+		return nil, err
+	}
+	var req h4r.ContextRequest
+	if err := h4r.DecodeStrict(in.Payload, &req, "payload"); err != nil {
+		return nil, err
+	}
+	if req.Specialist != nil {
+		return nil, h4r.Errorf(h4r.EINVALID, "payload.specialist", "in an envelope the specialist is meta.from")
+	}
+	if err := req.Validate("payload"); err != nil {
+		return nil, err
+	}
+	return s.pack(c, spec, &req)
+}
+
+// upsertResponse answers POST /v1/items.
+type upsertResponse struct {
+	Upserted int      `json:"upserted"`
+	IDs      []string `json:"ids"`
+}
+
+// upsertItems takes one item or {"items": [...]}; a batch is written whole
+// or not at all.
+func (s *Server) upsertItems(c *echo.Context) error {
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	items, err := DecodeItems(body)
+	if err != nil {
+		return err
+	}
+	ids, err := s.store.Upsert(c.Request().Context(), items)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, upsertResponse{Upserted: len(ids), IDs: ids})
+}
+
+// DecodeItems decodes the body of POST /v1/items: one item object, or
+// {"items": [ … ]}. Each item is decoded strictly and validated; errors name
+// the field ("items[2].metadata.trust", or "metadata.trust" for one item).
+func DecodeItems(body []byte) ([]sources.Item, error) {
+	var probe map[string]json.RawMessage
+	if err := h4r.DecodeStrict(body, &probe, ""); err != nil {
+		return nil, err
+	}
+	raw, isBatch := probe["items"]
+	if !isBatch {
+		var it sources.Item
+		if err := h4r.DecodeStrict(body, &it, ""); err != nil {
+			return nil, err
+		}
+		if err := it.Validate(""); err != nil {
+			return nil, err
+		}
+		return []sources.Item{it}, nil
+	}
+	if len(probe) != 1 {
+		return nil, h4r.Errorf(h4r.EINVALID, "", "a batch is {\"items\": [...]} with no other keys")
+	}
+	var rawItems []json.RawMessage
+	if err := h4r.DecodeStrict(raw, &rawItems, "items"); err != nil {
+		return nil, err
+	}
+	if len(rawItems) == 0 {
+		return nil, h4r.Errorf(h4r.EINVALID, "items", "the batch is empty")
+	}
+	items := make([]sources.Item, len(rawItems))
+	for i, r := range rawItems {
+		field := fmt.Sprintf("items[%d]", i)
+		if err := h4r.DecodeStrict(bytes.TrimSpace(r), &items[i], field); err != nil {
+			return nil, err
+		}
+		if err := items[i].Validate(field); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+func (s *Server) getItem(c *echo.Context) error {
+	it, err := s.store.Get(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, it)
+}
+
+func (s *Server) deleteItem(c *echo.Context) error {
+	if err := s.store.Delete(c.Request().Context(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
