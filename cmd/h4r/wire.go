@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-		"log/slog"
+	"log/slog"
 	"strings"
 
 	"github.com/h4r/h4r"
@@ -123,4 +123,3 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
-
