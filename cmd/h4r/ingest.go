@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/sources"
 )
 
@@ -22,7 +23,7 @@ const maxReportedLines = 20
 // bad line writes nothing; then items are written in batches, each in one
 // transaction, with a progress line.
 func cmdIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	cfg, err := loadConfig(lookupEnv)
+	cfg, err := app.LoadConfig(lookupEnv)
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func cmdIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fmt.Errorf("%s holds no items", pos[0])
 	}
 
-	a, err := openApp(ctx, cfg, cfg.Logger(stderr))
+	a, err := app.Open(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func cmdIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	written := 0
 	for start := 0; start < len(items); start += *batch {
 		end := min(start+*batch, len(items))
-		if _, err := a.store.Upsert(ctx, items[start:end]); err != nil {
+		if _, err := a.Store.Upsert(ctx, items[start:end]); err != nil {
 			return fmt.Errorf("writing items %d–%d (lines of the file in the same order); %d items before them were written: %w", start+1, end, written, err)
 		}
 		written = end

@@ -9,13 +9,14 @@ import (
 	"strings"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/demo"
 )
 
 // cmdPack builds one context pack against the local store and prints it,
 // readable or as JSON.
 func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	cfg, err := loadConfig(lookupEnv)
+	cfg, err := app.LoadConfig(lookupEnv)
 	if err != nil {
 		return err
 	}
@@ -54,17 +55,17 @@ func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, looku
 		req.Budget = &h4r.Budget{MaxTokens: *maxTokens}
 	}
 
-	a, err := openApp(ctx, cfg, cfg.Logger(stderr))
+	a, err := app.Open(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 	if *withDemo {
-		if _, err := demo.LoadIfEmpty(ctx, a.store); err != nil {
+		if _, err := demo.LoadIfEmpty(ctx, a.Store); err != nil {
 			return fmt.Errorf("loading the demo corpus: %w", err)
 		}
 	}
-	p, err := a.engine.ContextPack(ctx, spec, &req)
+	p, err := a.Engine.ContextPack(ctx, spec, &req)
 	if err != nil {
 		return err
 	}

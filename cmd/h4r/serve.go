@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/server"
 )
@@ -21,7 +22,7 @@ const shutdownGrace = 10 * time.Second
 // receives the bound address once the server accepts connections (tests
 // listen on port 0).
 func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(string) (string, bool), ready chan<- string) error {
-	cfg, err := loadConfig(lookupEnv)
+	cfg, err := app.LoadConfig(lookupEnv)
 	if err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		return fmt.Errorf("--addr %s is not a loopback address: this version has no authentication, so it only serves on 127.0.0.1, ::1 or localhost", cfg.Addr)
 	}
 
-	a, err := openApp(ctx, cfg, log)
+	a, err := app.Open(ctx, cfg, app.WithLogger(log))
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		}
 	}()
 	if *withDemo {
-		n, err := demo.LoadIfEmpty(ctx, a.store)
+		n, err := demo.LoadIfEmpty(ctx, a.Store)
 		if err != nil {
 			return fmt.Errorf("loading the demo corpus: %w", err)
 		}
@@ -67,7 +68,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	}
 
 	srv := &http.Server{
-		Handler: server.New(a.engine, a.store,
+		Handler: server.New(a.Engine, a.Store,
 			server.WithMaxBodyBytes(cfg.MaxBodyBytes),
 			server.WithRequestTimeout(cfg.RequestTimeout),
 			server.WithLogger(log),
@@ -82,7 +83,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	log.Info("h4r serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir,
-		"policy", a.policy.Source(), "policy_revision", a.policy.Revision(),
+		"policy", a.Policy.Source(), "policy_revision", a.Policy.Revision(),
 		"note", "no authentication in this version: serving on loopback only")
 	if ready != nil {
 		ready <- ln.Addr().String()

@@ -1,11 +1,17 @@
-package main
+// Package app wires one H4R service from a config.Config: the store, the
+// policy engine, the slicer, the pack builder and the request engine. The
+// CLI, the server and end-to-end tests all build the service here, so tests
+// exercise the production wiring.
+package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
@@ -18,19 +24,41 @@ import (
 	"github.com/h4r/h4r/tokens"
 )
 
-// app is the wired service: a store, the policy engine and the request
+// App is the wired service: a store, the policy engine and the request
 // engine built from one Config.
-type app struct {
-	cfg    config.Config
-	store  *sqlite.Store
-	policy *policy.Engine
-	engine *engine.Engine
-	log    *slog.Logger
+type App struct {
+	Config config.Config
+	Store  *sqlite.Store
+	Policy *policy.Engine
+	Engine *engine.Engine
 }
 
-// openApp builds the service. It refuses settings that select parts this
-// build does not have yet, rather than silently ignoring them.
-func openApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, error) {
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+	now func() time.Time
+}
+
+// WithLogger sets the logger (default: the one cfg describes, on stderr).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClock sets the clock of the store and the ranker (tests fix it so
+// that recency, and so rankings, are reproducible).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// Open builds the service. It refuses settings that select parts this build
+// does not have yet, rather than silently ignoring them.
+func Open(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
+	o := options{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = cfg.Logger(os.Stderr)
+	}
+	log := o.log
 	for _, unsupported := range []struct{ name, value, what string }{
 		{"DATABASE_URL", cfg.DatabaseURL, "the Postgres store"},
 		{"QDRANT_URL", cfg.QdrantURL, "the Qdrant vector generator"},
@@ -46,7 +74,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, er
 		return nil, fmt.Errorf("H4R_TOKEN_ENCODING: %w", err)
 	}
 	dbPath := cfg.SQLitePath()
-	store, err := sqlite.Open(ctx, dbPath, sqlite.WithTokenCounter(counter), sqlite.WithLogger(log))
+	store, err := sqlite.Open(ctx, dbPath, sqlite.WithTokenCounter(counter), sqlite.WithLogger(log), sqlite.WithClock(o.now))
 	if err != nil {
 		return nil, fmt.Errorf("opening the embedded store %s: %w", dbPath, err)
 	}
@@ -88,19 +116,20 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, er
 			GeneratorTimeout: cfg.GeneratorTimeout,
 		}),
 		engine.WithLogger(log),
+		engine.WithClock(o.now),
 	)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("building the engine: %w", err), store.Close())
 	}
-	return &app{cfg: cfg, store: store, policy: pol, engine: eng, log: log}, nil
+	return &App{Config: cfg, Store: store, Policy: pol, Engine: eng}, nil
 }
 
 // Close flushes access counts and closes the store.
-func (a *app) Close() error { return a.store.Close() }
+func (a *App) Close() error { return a.Store.Close() }
 
-// loadConfig reads the environment; flags are applied by each command.
+// LoadConfig reads the environment; flags are applied by each command.
 // Errors list every invalid variable as "NAME: what is wrong".
-func loadConfig(lookupEnv func(string) (string, bool)) (config.Config, error) {
+func LoadConfig(lookupEnv func(string) (string, bool)) (config.Config, error) {
 	cfg, err := config.FromEnv(lookupEnv)
 	if err == nil {
 		return cfg, nil
