@@ -1,0 +1,506 @@
+package scs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/policy"
+	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/tokens"
+)
+
+// cl100k loads the real tokenizer once for all tests (loading takes tens of
+// milliseconds).
+var cl100k = sync.OnceValues(func() (*tokens.Counter, error) { return tokens.New(tokens.CL100K) })
+
+func counter(t testing.TB) *tokens.Counter {
+	t.Helper()
+	c, err := cl100k()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func defaultEngine(t testing.TB) *policy.Engine {
+	t.Helper()
+	e, err := policy.New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// fixtures returns fresh copies of the items in testdata/items.json, by id.
+func fixtures(t testing.TB) map[string]*sources.Item {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/items.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []*sources.Item
+	if err := json.Unmarshal(raw, &items); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*sources.Item{}
+	for _, it := range items {
+		byID[it.ID] = it
+	}
+	return byID
+}
+
+func pick(t testing.TB, ids ...string) []*sources.Item {
+	t.Helper()
+	all := fixtures(t)
+	out := make([]*sources.Item, len(ids))
+	for i, id := range ids {
+		if all[id] == nil {
+			t.Fatalf("no fixture %q", id)
+		}
+		out[i] = all[id]
+	}
+	return out
+}
+
+// size measures an item as delivered unredacted, independently of the
+// slicer: the JSON of sources.Delivered and its cl100k token count.
+func size(t testing.TB, it *sources.Item) (bytes, toks int) {
+	t.Helper()
+	b, err := it.Delivered().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b), counter(t).Count(string(b))
+}
+
+var internalQA = h4r.Specialist{Type: "specialist", ID: "healer", SecurityLevel: h4r.Internal, AuthorizedGroups: []string{"qa"}}
+
+const unlimited = 1 << 30
+
+// checkStats asserts that the stats agree with the verdicts.
+func checkStats(t *testing.T, out Outcome, n int, limits Limits) {
+	t.Helper()
+	s := out.Stats
+	if len(out.Verdicts) != n || s.TotalCandidates != n {
+		t.Errorf("%d verdicts, TotalCandidates %d, want %d", len(out.Verdicts), s.TotalCandidates, n)
+	}
+	if s.TotalKept+s.TotalDroppedBudget+s.TotalDroppedPolicy != s.TotalCandidates {
+		t.Errorf("kept %d + budget %d + policy %d != candidates %d", s.TotalKept, s.TotalDroppedBudget, s.TotalDroppedPolicy, s.TotalCandidates)
+	}
+	var used h4r.BudgetUsage
+	var kept, redacted, policyDrops int
+	for _, v := range out.Verdicts {
+		switch v.Reason {
+		case h4r.ReasonKept:
+			kept++
+			used.Bytes += v.Bytes
+			used.EstimatedTokens += v.Tokens
+			used.Items++
+			if v.Redacted {
+				redacted++
+			}
+			if v.Delivered == nil {
+				t.Errorf("kept verdict without a delivered item: %+v", v)
+			}
+		case h4r.ReasonPolicy:
+			policyDrops++
+		}
+		if v.Reason != h4r.ReasonKept && v.Delivered != nil {
+			t.Errorf("%s verdict carries a delivered item", v.Reason)
+		}
+	}
+	if kept != s.TotalKept || redacted != s.TotalRedacted || policyDrops != s.TotalDroppedPolicy {
+		t.Errorf("stats kept/redacted/policy = %d/%d/%d, verdicts say %d/%d/%d", s.TotalKept, s.TotalRedacted, s.TotalDroppedPolicy, kept, redacted, policyDrops)
+	}
+	if used != s.BudgetUsed {
+		t.Errorf("BudgetUsed = %+v, kept verdicts sum to %+v", s.BudgetUsed, used)
+	}
+	if want := (h4r.BudgetUsage{Bytes: limits.MaxBytes, EstimatedTokens: limits.MaxTokens, Items: limits.MaxItems}); s.BudgetLimit != want {
+		t.Errorf("BudgetLimit = %+v, want %+v", s.BudgetLimit, want)
+	}
+	if s.BudgetUsed.Bytes > limits.MaxBytes || s.BudgetUsed.EstimatedTokens > limits.MaxTokens || s.BudgetUsed.Items > limits.MaxItems {
+		t.Errorf("BudgetUsed %+v exceeds the limits %+v", s.BudgetUsed, limits)
+	}
+}
+
+func reasons(out Outcome) []string {
+	r := make([]string, len(out.Verdicts))
+	for i, v := range out.Verdicts {
+		r[i] = v.Reason
+	}
+	return r
+}
+
+// giant returns plain-a with a text of n copies of word: n tokens or more,
+// and at least n*len(word) bytes.
+func giant(t testing.TB, word string, n int) *sources.Item {
+	it := pick(t, "plain-a")[0]
+	it.ID = "giant"
+	it.Text = strings.Repeat(word, n)
+	return it
+}
+
+func TestSliceBudgets(t *testing.T) {
+	a, b, tiny := pick(t, "plain-a")[0], pick(t, "plain-b")[0], pick(t, "tiny")[0]
+	aBytes, aTokens := size(t, a)
+	bBytes, bTokens := size(t, b)
+	tinyBytes, tinyTokens := size(t, tiny)
+	if tinyBytes >= bBytes || tinyTokens >= bTokens {
+		t.Fatalf("fixture tiny (%d bytes, %d tokens) must be smaller than plain-b (%d, %d)", tinyBytes, tinyTokens, bBytes, bTokens)
+	}
+	// Bytes-heavy (few tokens per byte) and token-heavy (many tokens per
+	// byte) giants.
+	byteGiant := giant(t, " ", 4000)
+	tokenGiant := giant(t, "0 ", 300)
+
+	cases := []struct {
+		name    string
+		items   []*sources.Item
+		limits  Limits
+		want    []string
+		details []string // substrings, "" for none
+	}{
+		{
+			name:   "everything fits",
+			items:  []*sources.Item{a, b, tiny},
+			limits: Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10},
+			want:   []string{h4r.ReasonKept, h4r.ReasonKept, h4r.ReasonKept},
+		},
+		{
+			name:   "exact fit on bytes and tokens",
+			items:  []*sources.Item{a, b},
+			limits: Limits{MaxBytes: aBytes + bBytes, MaxTokens: aTokens + bTokens, MaxItems: 2},
+			want:   []string{h4r.ReasonKept, h4r.ReasonKept},
+		},
+		{
+			name:   "byte budget stops the walk, a smaller later item too",
+			items:  []*sources.Item{a, b, tiny},
+			limits: Limits{MaxBytes: aBytes + bBytes - 1, MaxTokens: unlimited, MaxItems: 10},
+			want:   []string{h4r.ReasonKept, h4r.ReasonBudgetBytes, h4r.ReasonBudgetBytes},
+			details: []string{"", fmt.Sprintf("needs %d bytes, %d of %d left", bBytes, bBytes-1, aBytes+bBytes-1),
+				`byte budget ran out at item "plain-b"`},
+		},
+		{
+			name:   "token budget stops the walk",
+			items:  []*sources.Item{a, b, tiny},
+			limits: Limits{MaxBytes: unlimited, MaxTokens: aTokens + bTokens - 1, MaxItems: 10},
+			want:   []string{h4r.ReasonKept, h4r.ReasonBudgetTokens, h4r.ReasonBudgetTokens},
+			details: []string{"", fmt.Sprintf("needs %d tokens, %d of %d left", bTokens, bTokens-1, aTokens+bTokens-1),
+				`token budget ran out at item "plain-b"`},
+		},
+		{
+			name:    "item budget",
+			items:   []*sources.Item{a, b, tiny},
+			limits:  Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 2},
+			want:    []string{h4r.ReasonKept, h4r.ReasonKept, h4r.ReasonBudgetItems},
+			details: []string{"", "", "item budget of 2 reached"},
+		},
+		{
+			name:    "item budget of one",
+			items:   []*sources.Item{tiny, a, b},
+			limits:  Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 1},
+			want:    []string{h4r.ReasonKept, h4r.ReasonBudgetItems, h4r.ReasonBudgetItems},
+			details: []string{"", "item budget of 1 reached", "item budget of 1 reached"},
+		},
+		{
+			name:    "an item larger than the whole byte budget is skipped",
+			items:   []*sources.Item{byteGiant, a, b},
+			limits:  Limits{MaxBytes: aBytes + bBytes, MaxTokens: unlimited, MaxItems: 10},
+			want:    []string{h4r.ReasonBudgetBytes, h4r.ReasonKept, h4r.ReasonKept},
+			details: []string{fmt.Sprintf("more than the whole budget of %d", aBytes+bBytes), "", ""},
+		},
+		{
+			name:    "an item with more tokens than the whole budget is skipped",
+			items:   []*sources.Item{a, tokenGiant, b},
+			limits:  Limits{MaxBytes: unlimited, MaxTokens: aTokens + bTokens, MaxItems: 10},
+			want:    []string{h4r.ReasonKept, h4r.ReasonBudgetTokens, h4r.ReasonKept},
+			details: []string{"", fmt.Sprintf("more than the whole budget of %d", aTokens+bTokens), ""},
+		},
+		{
+			name:    "policy drops use no budget and do not stop the walk",
+			items:   pick(t, "plain-a", "creds", "low-trust", "plain-b"),
+			limits:  Limits{MaxBytes: aBytes + bBytes, MaxTokens: aTokens + bTokens, MaxItems: 2},
+			want:    []string{h4r.ReasonKept, h4r.ReasonPolicy, h4r.ReasonPolicy, h4r.ReasonKept},
+			details: []string{"", "policy: credentials", "policy: low_trust", ""},
+		},
+		{
+			name:    "policy is still decided after the budget ran out",
+			items:   pick(t, "plain-a", "plain-b", "creds", "tiny"),
+			limits:  Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 1},
+			want:    []string{h4r.ReasonKept, h4r.ReasonBudgetItems, h4r.ReasonPolicy, h4r.ReasonBudgetItems},
+			details: []string{"", "item budget of 1 reached", "policy: credentials", "item budget of 1 reached"},
+		},
+		{
+			name:    "zero limits deliver nothing",
+			items:   []*sources.Item{a, tiny},
+			limits:  Limits{MaxBytes: 0, MaxTokens: unlimited, MaxItems: 10},
+			want:    []string{h4r.ReasonBudgetBytes, h4r.ReasonBudgetBytes},
+			details: []string{"more than the whole budget of 0", "more than the whole budget of 0"},
+		},
+	}
+	slicer := New(defaultEngine(t), counter(t))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := slicer.Slice(t.Context(), internalQA, tc.items, tc.limits)
+			checkStats(t, out, len(tc.items), tc.limits)
+			if got := reasons(out); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("reasons = %v, want %v", got, tc.want)
+			}
+			for i, want := range tc.details {
+				if got := out.Verdicts[i].Detail; !strings.Contains(got, want) || (want == "" && got != "") {
+					t.Errorf("item %d detail = %q, want %q", i, got, want)
+				}
+			}
+			for i, v := range out.Verdicts {
+				if v.Reason != h4r.ReasonKept {
+					continue
+				}
+				wantBytes, wantTokens := size(t, tc.items[i])
+				if v.Bytes != wantBytes || v.Tokens != wantTokens {
+					t.Errorf("item %d measured %d bytes %d tokens, want %d and %d", i, v.Bytes, v.Tokens, wantBytes, wantTokens)
+				}
+			}
+		})
+	}
+}
+
+func TestSliceUsesStoredSizesOnlyWhenUnredacted(t *testing.T) {
+	items := pick(t, "plain-a", "pii")
+	// Sizes the store would have computed at ingest, deliberately unlike
+	// the real ones so that the test can tell which were used.
+	for _, it := range items {
+		it.Metadata.ByteSize, it.Metadata.Tokens = 11, 7
+	}
+	out := New(defaultEngine(t), counter(t)).Slice(t.Context(), internalQA, items, Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10})
+	if v := out.Verdicts[0]; v.Bytes != 11 || v.Tokens != 7 {
+		t.Errorf("unredacted item measured %d bytes %d tokens, want the stored 11 and 7", v.Bytes, v.Tokens)
+	}
+	v := out.Verdicts[1]
+	if !v.Redacted {
+		t.Fatalf("pii item not redacted: %+v", v)
+	}
+	encoded, err := v.Delivered.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Bytes != len(encoded) || v.Tokens != counter(t).Count(string(encoded)) {
+		t.Errorf("redacted item measured %d bytes %d tokens, want its delivered form's %d and %d", v.Bytes, v.Tokens, len(encoded), counter(t).Count(string(encoded)))
+	}
+}
+
+func TestSliceRedactsPII(t *testing.T) {
+	items := pick(t, "pii")
+	out := New(defaultEngine(t), counter(t), WithRedactionMarker("<hidden>")).
+		Slice(t.Context(), internalQA, items, Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10})
+	checkStats(t, out, 1, Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10})
+	v := out.Verdicts[0]
+	if v.Reason != h4r.ReasonKept || !v.Redacted {
+		t.Fatalf("verdict = %+v, want kept and redacted", v)
+	}
+	wantApplied := []string{"$.content.personalData.email", "$.content.users[*].email", "$.content.list[0]", "$.content['key with spaces']"}
+	if !reflect.DeepEqual(v.RedactedFields, wantApplied) {
+		t.Errorf("RedactedFields = %q, want %q (the missing path left out)", v.RedactedFields, wantApplied)
+	}
+	want := decodeContent(t, `{
+		"personalData": {"email": "<hidden>", "phone": "+44 20 7946 0000", "country": "UK"},
+		"users": [{"email": "<hidden>", "role": "admin"}, {"email": "<hidden>", "role": "dev"}, {"role": "bot"}],
+		"list": ["<hidden>", "public-value"],
+		"key with spaces": "<hidden>",
+		"steps": 4}`)
+	if !reflect.DeepEqual(v.Delivered.Content, want) {
+		t.Errorf("delivered content = %v, want %v", v.Delivered.Content, want)
+	}
+	encoded, _ := v.Delivered.Encode()
+	for _, secret := range []string{"ada@example.com", "grace@example.com", "alan@example.com", "secret-token-value", "hidden value"} {
+		if strings.Contains(string(encoded), secret) {
+			t.Errorf("delivered item still contains %q: %s", secret, encoded)
+		}
+	}
+}
+
+func TestSliceInvalidRedactionPathIsAPolicyDrop(t *testing.T) {
+	cases := []struct {
+		name   string
+		limits Limits
+	}{
+		{"within budget", Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10}},
+		{"after the budget ran out", Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			items := pick(t, "tiny", "bad-path")
+			out := New(defaultEngine(t), counter(t)).Slice(t.Context(), internalQA, items, tc.limits)
+			checkStats(t, out, 2, tc.limits)
+			v := out.Verdicts[1]
+			if v.Reason != h4r.ReasonPolicy || !strings.Contains(v.Detail, "$.metadata.owner") || v.Delivered != nil {
+				t.Errorf("verdict = %+v, want a policy drop naming $.metadata.owner", v)
+			}
+			if !containsWarning(out, "invalid path for 1 items") {
+				t.Errorf("warnings %q do not report the invalid path", out.Warnings)
+			}
+		})
+	}
+}
+
+// failingPolicy is a real OPA policy whose evaluation fails for every item
+// (to_number("…") of a non-numeric kind is a built-in error).
+func failingPolicy(t testing.TB) *policy.Engine {
+	t.Helper()
+	e, err := policy.New(context.Background(), policy.WithModules(map[string]string{"failing.rego": `package cmo.context
+
+allow if to_number(input.item.text) > 0
+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// erroringDecider fails at protocol level, standing in for an unreachable
+// policy service.
+type erroringDecider struct{}
+
+func (erroringDecider) Decide(context.Context, h4r.Specialist, *sources.Item) (policy.Decision, error) {
+	return policy.Decision{}, errors.New("policy service unreachable")
+}
+
+func TestSliceFailsClosed(t *testing.T) {
+	limits := Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10}
+	ids := []string{"plain-a", "pii", "creds", "low-trust"}
+	failing := failingPolicy(t)
+
+	t.Run("without fallback nothing passes", func(t *testing.T) {
+		out := New(failing, counter(t)).Slice(t.Context(), internalQA, pick(t, ids...), limits)
+		checkStats(t, out, len(ids), limits)
+		for i, v := range out.Verdicts {
+			if v.Reason != h4r.ReasonPolicy || !strings.HasPrefix(v.Detail, "policy error: ") || !strings.Contains(v.Detail, "to_number") || v.Fallback {
+				t.Errorf("item %s verdict = %+v, want a policy error drop", ids[i], v)
+			}
+		}
+		if out.Stats.FallbackUsed || out.Stats.PolicyRevision != failing.Revision() {
+			t.Errorf("stats = %+v, want no fallback and revision %s", out.Stats, failing.Revision())
+		}
+		if !containsWarning(out, "no policy decision could be made for 4 items") {
+			t.Errorf("warnings = %q", out.Warnings)
+		}
+	})
+
+	t.Run("fallback decides with the local rules", func(t *testing.T) {
+		out := New(failing, counter(t), WithFallback(policy.LocalRules{})).Slice(t.Context(), internalQA, pick(t, ids...), limits)
+		checkStats(t, out, len(ids), limits)
+		want := []struct{ reason, detail string }{
+			{h4r.ReasonKept, ""}, {h4r.ReasonKept, ""}, {h4r.ReasonPolicy, "policy: credentials"}, {h4r.ReasonPolicy, "policy: low_trust"},
+		}
+		for i, v := range out.Verdicts {
+			if v.Reason != want[i].reason || v.Detail != want[i].detail || !v.Fallback {
+				t.Errorf("item %s verdict = %+v, want %+v decided by the fallback", ids[i], v, want[i])
+			}
+		}
+		pii := out.Verdicts[1]
+		encoded, _ := pii.Delivered.Encode()
+		if !pii.Redacted || strings.Contains(string(encoded), "ada@example.com") {
+			t.Errorf("fallback delivered PII unredacted: %s", encoded)
+		}
+		if !out.Stats.FallbackUsed || !containsWarning(out, "policy evaluation failed for 4 items; local fallback rules decided") {
+			t.Errorf("stats %+v, warnings %q: want the fallback reported", out.Stats, out.Warnings)
+		}
+	})
+
+	t.Run("failing fallback still fails closed", func(t *testing.T) {
+		out := New(failing, counter(t), WithFallback(erroringDecider{})).Slice(t.Context(), internalQA, pick(t, ids...), limits)
+		checkStats(t, out, len(ids), limits)
+		for i, v := range out.Verdicts {
+			if v.Reason != h4r.ReasonPolicy || !strings.Contains(v.Detail, "to_number") || !strings.Contains(v.Detail, "unreachable") {
+				t.Errorf("item %s verdict = %+v, want a policy drop naming both errors", ids[i], v)
+			}
+		}
+	})
+
+	t.Run("nil items are dropped", func(t *testing.T) {
+		out := New(defaultEngine(t), counter(t)).Slice(t.Context(), internalQA, []*sources.Item{nil, pick(t, "tiny")[0]}, limits)
+		checkStats(t, out, 2, limits)
+		if got := reasons(out); !reflect.DeepEqual(got, []string{h4r.ReasonPolicy, h4r.ReasonKept}) {
+			t.Errorf("reasons = %v", got)
+		}
+	})
+}
+
+func containsWarning(out Outcome, s string) bool {
+	for _, w := range out.Warnings {
+		if strings.Contains(w, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSliceLeavesInputItemsUnchanged(t *testing.T) {
+	items := pick(t, "pii", "plain-a", "creds", "bad-path")
+	before, err := json.Marshal(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := New(defaultEngine(t), counter(t)).Slice(t.Context(), internalQA, items, Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10})
+	after, _ := json.Marshal(items)
+	if string(before) != string(after) {
+		t.Fatalf("Slice changed the input items:\nbefore %s\nafter  %s", before, after)
+	}
+	// Changing the delivered copy must not reach the item either.
+	out.Verdicts[0].Delivered.Content["personalData"].(map[string]any)["phone"] = "changed"
+	if items[0].Content["personalData"].(map[string]any)["phone"] == "changed" {
+		t.Fatal("redacted delivered content shares maps with the input item")
+	}
+}
+
+// TestSliceConcurrencyIsInvisible: deciding in parallel gives the same
+// outcome as deciding in order.
+func TestSliceConcurrencyIsInvisible(t *testing.T) {
+	var items []*sources.Item
+	for i := range 12 {
+		for _, it := range fixtures(t) {
+			it.ID = fmt.Sprintf("%s-%d", it.ID, i)
+			items = append(items, it)
+		}
+	}
+	limits := Limits{MaxBytes: 4000, MaxTokens: 900, MaxItems: 30}
+	engine := defaultEngine(t)
+	inOrder := New(engine, counter(t), WithConcurrency(1)).Slice(t.Context(), internalQA, items, limits)
+	parallel := New(engine, counter(t), WithConcurrency(4)).Slice(t.Context(), internalQA, items, limits)
+	checkStats(t, parallel, len(items), limits)
+	if !reflect.DeepEqual(inOrder, parallel) {
+		t.Errorf("parallel outcome differs:\n in order %+v\n parallel %+v", inOrder.Stats, parallel.Stats)
+	}
+}
+
+func TestLimitsValidate(t *testing.T) {
+	cases := []struct {
+		name      string
+		limits    Limits
+		wantField string
+	}{
+		{"all positive", Limits{1, 1, 1}, ""},
+		{"zero bytes", Limits{0, 1, 1}, "budget.maxBytes"},
+		{"negative tokens", Limits{1, -1, 1}, "budget.maxTokens"},
+		{"zero items", Limits{1, 1, 0}, "budget.maxItems"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.limits.Validate()
+			var herr *h4r.Error
+			switch {
+			case tc.wantField == "" && err != nil:
+				t.Errorf("Validate = %v, want nil", err)
+			case tc.wantField != "" && (!errors.As(err, &herr) || herr.Field != tc.wantField):
+				t.Errorf("Validate = %v, want an error on %s", err, tc.wantField)
+			}
+		})
+	}
+}
