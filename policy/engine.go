@@ -255,7 +255,13 @@ func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *sources.
 	if err := ctx.Err(); err != nil {
 		return Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
 	}
-	rs, err := e.query.Eval(ctx, rego.EvalInput(Input(spec, item)))
+	// Converting the input straight to an AST value skips the defensive
+	// deep copy EvalInput makes first, about a third of a decision's cost.
+	input, err := ast.InterfaceToValue(Input(spec, item))
+	if err != nil {
+		return Decision{}, fmt.Errorf("building policy input for item %q: %w", item.ID, err)
+	}
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		return Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
 	}

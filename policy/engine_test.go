@@ -332,3 +332,31 @@ func TestDecideConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// FuzzDecodeDecision: whatever a user policy's package document holds,
+// reading it never panics, and a decision only comes back when allow was a
+// boolean.
+func FuzzDecodeDecision(f *testing.F) {
+	f.Add(`{"allow": true, "redact": true, "redactedFields": ["$.text"], "reason": "pii"}`)
+	f.Add(`{"allow": false, "reason": "credentials", "helper": {"x": 1}}`)
+	f.Add(`{"allow": "yes"}`)
+	f.Add(`{"redactedFields": [1, 2]}`)
+	f.Add(`[true]`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		var v any
+		if json.Unmarshal([]byte(doc), &v) != nil {
+			return
+		}
+		d, err := decodeDecision(v)
+		if err != nil {
+			return
+		}
+		m := v.(map[string]any)
+		if allow, ok := m["allow"].(bool); !ok || allow != d.Allow {
+			t.Fatalf("decoded %+v from %s", d, doc)
+		}
+		if d.RedactedFields == nil {
+			t.Fatalf("RedactedFields is nil, want a list")
+		}
+	})
+}

@@ -224,7 +224,10 @@ func (s *Slicer) decide(ctx context.Context, spec h4r.Specialist, item *sources.
 	if err == nil {
 		return decided{decision: d}
 	}
-	if s.fallback == nil {
+	// A cancelled request is not a policy failure: the fallback would only
+	// decide items nobody waits for, and report a fallback that was not
+	// needed.
+	if s.fallback == nil || ctx.Err() != nil {
 		return decided{err: err}
 	}
 	d, ferr := s.fallback.Decide(ctx, spec, item)
@@ -248,10 +251,9 @@ type budget struct {
 // redaction path, content that does not encode) and v is left for the
 // caller to mark as a policy drop.
 func (s *Slicer) deliver(item *sources.Item, d policy.Decision, v *Verdict, b *budget) error {
-	var paths []string
-	if d.Redact || len(d.RedactedFields) > 0 {
-		paths = d.RedactedFields
-	}
+	// Fields are redacted whenever the policy names them, even with redact
+	// false: of the two readings of that contradiction, hiding is the safe one.
+	paths := d.RedactedFields
 	if b.stopReason == "" && b.items >= b.limits.MaxItems {
 		b.stopReason, b.stopDetail = h4r.ReasonBudgetItems, fmt.Sprintf("item budget of %d reached", b.limits.MaxItems)
 	}

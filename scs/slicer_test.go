@@ -424,6 +424,21 @@ func TestSliceFailsClosed(t *testing.T) {
 		}
 	})
 
+	t.Run("a cancelled request fails closed without the fallback", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		out := New(defaultEngine(t), counter(t), WithFallback(policy.LocalRules{})).Slice(ctx, internalQA, pick(t, ids...), limits)
+		checkStats(t, out, len(ids), limits)
+		for i, v := range out.Verdicts {
+			if v.Reason != h4r.ReasonPolicy || !strings.Contains(v.Detail, "context canceled") || v.Fallback {
+				t.Errorf("item %s verdict = %+v, want a policy drop for the cancelled context", ids[i], v)
+			}
+		}
+		if out.Stats.FallbackUsed {
+			t.Error("FallbackUsed for a cancelled request")
+		}
+	})
+
 	t.Run("nil items are dropped", func(t *testing.T) {
 		out := New(defaultEngine(t), counter(t)).Slice(t.Context(), internalQA, []*sources.Item{nil, pick(t, "tiny")[0]}, limits)
 		checkStats(t, out, 2, limits)
