@@ -88,6 +88,9 @@ func splitList(s string) []string {
 	return out
 }
 
+// maxLeftOutLines caps the "Left out" list; the JSON has every item.
+const maxLeftOutLines = 15
+
 // printPack writes the pack for a person: evidence with signal bars, the
 // TL;DR, affordances, and what was left out and why.
 func printPack(w io.Writer, spec h4r.Specialist, query string, p *h4r.Pack) {
@@ -139,8 +142,21 @@ func printPack(w io.Writer, spec h4r.Specialist, query string, p *h4r.Pack) {
 	}
 	if len(left) > 0 {
 		fmt.Fprintln(w, "\nLeft out")
-		for _, it := range left {
-			fmt.Fprintf(w, "  %-28s %-14s score %.3f  %s\n", it.ID, it.Reason, it.Score, it.Detail)
+		for _, it := range left[:min(len(left), maxLeftOutLines)] {
+			fmt.Fprintf(w, "  %-30s %-14s score %.3f  %s\n", it.ID, it.Reason, it.Score, it.Detail)
+		}
+		if rest := left[min(len(left), maxLeftOutLines):]; len(rest) > 0 {
+			byReason := map[string]int{}
+			for _, it := range rest {
+				byReason[it.Reason]++
+			}
+			var parts []string
+			for _, r := range []string{h4r.ReasonPolicy, h4r.ReasonMinScore, h4r.ReasonBudgetBytes, h4r.ReasonBudgetTokens, h4r.ReasonBudgetItems} {
+				if n := byReason[r]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", n, r))
+				}
+			}
+			fmt.Fprintf(w, "  … and %d more (%s); --json lists them all\n", len(rest), strings.Join(parts, ", "))
 		}
 	}
 	if g := x.CausalGraph; g != nil && len(g.Edges) > 0 {

@@ -1,0 +1,135 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/sources"
+)
+
+// BenchmarkContextPack measures the whole pack path (full-text and hop
+// candidates, ranking, OPA slicing with exact token budgets, pack building)
+// through the production wiring, on the demo corpus and on 10,000 generated
+// items. Queries rotate so that no cache answers them.
+//
+//	go test ./engine -run '^$' -bench ContextPack -count 10 | tee new.txt; benchstat old.txt new.txt
+func BenchmarkContextPack(b *testing.B) {
+	b.Run("demo", func(b *testing.B) {
+		a := openDemo(b)
+		queries := []string{
+			"login test failures with selector issues", "checkout payment iframe flaky", "CI retries decision",
+			"storage state expired session", "visual snapshot header", "staging 502 incident",
+		}
+		benchPacks(b, a, queries)
+	})
+	b.Run("generated-10k", func(b *testing.B) {
+		cfg := config.Default()
+		cfg.DataDir = b.TempDir()
+		a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { a.Close() })
+		corpus := newCorpus(1)
+		items := corpus.items(10_000)
+		for start := 0; start < len(items); start += 1000 {
+			if _, err := a.Store.Upsert(context.Background(), items[start:start+1000]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		benchPacks(b, a, corpus.queries(64))
+	})
+}
+
+func benchPacks(b *testing.B, a *app.App, queries []string) {
+	spec := healer()
+	b.ReportAllocs()
+	b.ResetTimer()
+	i, results := 0, 0
+	for b.Loop() {
+		p, err := a.Engine.ContextPack(context.Background(), spec, &h4r.ContextRequest{Query: h4r.Query{Text: queries[i%len(queries)]}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		results += len(p.Results)
+		i++
+	}
+	b.ReportMetric(float64(results)/float64(i), "results/op")
+}
+
+// corpus generates agent-memory items whose words follow a Zipf
+// distribution, as natural text does: a few words are everywhere (the
+// non-selective query terms), most are rare.
+type corpus struct {
+	rng   *rand.Rand
+	zipf  *rand.Zipf
+	vocab []string
+}
+
+func newCorpus(seed uint64) *corpus {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	domain := strings.Fields("login checkout selector button timeout failed flaky retry fixture page locator iframe payment cart session token cookie banner snapshot header staging deploy commit fix decision runbook incident webkit chromium firefox network mock api error assertion expected received element visible hidden click fill navigation")
+	vocab := append([]string{}, domain...)
+	syllables := strings.Fields("ka lo mi ne so ta ri vu pe da zo ful ber gan tor lin mar quo sel vex")
+	for len(vocab) < 5000 {
+		n := 2 + rng.IntN(3)
+		var w strings.Builder
+		for range n {
+			w.WriteString(syllables[rng.IntN(len(syllables))])
+		}
+		vocab = append(vocab, w.String())
+	}
+	return &corpus{rng: rng, zipf: rand.NewZipf(rng, 1.1, 1, uint64(len(vocab)-1)), vocab: vocab}
+}
+
+func (c *corpus) words(n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = c.vocab[c.zipf.Uint64()]
+	}
+	return strings.Join(ws, " ")
+}
+
+func (c *corpus) items(n int) []sources.Item {
+	kinds := []string{"test_failure", "fix", "commit", "decision", "selector_change", "flaky_test", "runbook"}
+	out := make([]sources.Item, n)
+	for i := range out {
+		f := func() *float64 { v := c.rng.Float64(); return &v }
+		it := sources.Item{
+			ID:      fmt.Sprintf("gen-%06d", i),
+			Kind:    kinds[c.rng.IntN(len(kinds))],
+			Text:    c.words(20 + c.rng.IntN(100)),
+			Content: map[string]any{"test": fmt.Sprintf("spec-%d", c.rng.IntN(500)), "detail": c.words(10)},
+			Metadata: sources.Metadata{
+				CreatedAt:  demoNow.Add(-time.Duration(c.rng.IntN(180*24)) * time.Hour),
+				Importance: f(), Trust: f(), Sensitivity: f(), Novelty: f(),
+				Tags: []string{kinds[c.rng.IntN(len(kinds))]},
+			},
+		}
+		if c.rng.IntN(5) == 0 {
+			it.Metadata.ContainsPII = true
+			it.Metadata.PIIFields = []string{"$.content.personalData"}
+			it.Content["personalData"] = map[string]any{"email": fmt.Sprintf("user%d@example.com", i)}
+		}
+		for l := c.rng.IntN(3); l > 0 && i > 0; l-- {
+			it.Links = append(it.Links, sources.Link{Type: "caused_by", Target: fmt.Sprintf("gen-%06d", c.rng.IntN(i))})
+		}
+		out[i] = it
+	}
+	return out
+}
+
+func (c *corpus) queries(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = c.words(3 + c.rng.IntN(4))
+	}
+	return out
+}

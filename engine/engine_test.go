@@ -1,0 +1,451 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/engine"
+	"github.com/h4r/h4r/pack"
+	"github.com/h4r/h4r/policy"
+	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/tokens"
+)
+
+// demoNow is the clock of every test here: the demo corpus is dated
+// relative to 2026-11-21, so recency (and rankings) are reproducible.
+var demoNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func fixedClock() time.Time { return demoNow }
+
+// healer is the specialist of the README's first request.
+func healer() h4r.Specialist {
+	return h4r.Specialist{Type: "specialist", ID: "playwright_healer", SecurityLevel: h4r.Internal, AuthorizedGroups: []string{"qa"}}
+}
+
+// openDemo builds the production wiring over a fresh store holding the demo
+// corpus.
+func openDemo(tb testing.TB) *app.App {
+	tb.Helper()
+	cfg := config.Default()
+	cfg.DataDir = tb.TempDir()
+	a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { a.Close() })
+	if n, err := demo.LoadIfEmpty(context.Background(), a.Store); err != nil || n == 0 {
+		tb.Fatalf("loading the demo corpus: %d items, %v", n, err)
+	}
+	return a
+}
+
+func explained(p *h4r.Pack, id string) (h4r.ItemExplanation, bool) {
+	for _, it := range p.Explainability.Items {
+		if it.ID == id {
+			return it, true
+		}
+	}
+	return h4r.ItemExplanation{}, false
+}
+
+// TestDemoPack checks the README's first request: every part of a pack is
+// at work on it.
+func TestDemoPack(t *testing.T) {
+	a := openDemo(t)
+	items, err := demo.Items()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Engine.ContextPack(context.Background(), healer(), &h4r.ContextRequest{
+		Query:  h4r.Query{Text: "login test failures with selector issues"},
+		Budget: &h4r.Budget{MaxTokens: 2500},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != h4r.StatusOK {
+		t.Errorf("status = %q, warnings %v", p.Status, p.Explainability.Warnings)
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Policy drops: every credential item and every sensitivity > 0.7 item
+	// the query reached is left out with reason policy, and its text is
+	// nowhere in the pack.
+	var credentials, sensitive, pii int
+	for _, it := range items {
+		m := it.Metadata
+		ex, reached := explained(p, it.ID)
+		switch {
+		case m.HasCredentials || m.SensitivityValue() > 0.7:
+			if !reached {
+				continue
+			}
+			if m.HasCredentials {
+				credentials++
+			} else {
+				sensitive++
+			}
+			if ex.Reason != h4r.ReasonPolicy {
+				t.Errorf("%s (credentials %v, sensitivity %v): reason %q, want policy", it.ID, m.HasCredentials, m.SensitivityValue(), ex.Reason)
+			}
+			if strings.Contains(string(body), it.Text) {
+				t.Errorf("the text of %s appears in the pack", it.ID)
+			}
+		case m.ContainsPII && slices.Contains(m.PIIFields, "$.content.personalData"):
+			if !reached || ex.Reason != h4r.ReasonKept {
+				continue
+			}
+			pii++
+			raw, _ := json.Marshal(it.Content["personalData"])
+			if strings.Contains(string(body), string(raw)) {
+				t.Errorf("personal data of %s appears in the pack: %s", it.ID, raw)
+			}
+			if !ex.Redacted {
+				t.Errorf("%s: kept without redaction", it.ID)
+			}
+		}
+	}
+	if credentials == 0 || sensitive == 0 || pii == 0 {
+		t.Errorf("the query reached %d credential, %d sensitive and %d kept PII items; want at least one of each", credentials, sensitive, pii)
+	}
+
+	for _, r := range p.Results {
+		if r.Signals == nil {
+			t.Errorf("%s: no signals", r.ID)
+		}
+		if !strings.HasPrefix(r.Explanation, "Score ") {
+			t.Errorf("%s: explanation %q", r.ID, r.Explanation)
+		}
+		if r.Metadata.Redacted && r.Content["personalData"] != scs.DefaultRedactionMarker {
+			t.Errorf("%s: personalData = %v, want the redaction marker", r.ID, r.Content["personalData"])
+		}
+	}
+	if p.Explainability.Slicing.TotalDroppedBudget == 0 {
+		t.Error("a 2500-token budget dropped nothing")
+	}
+	if used := p.Explainability.Slicing.BudgetUsed.EstimatedTokens; used > 2500 {
+		t.Errorf("budget used %d tokens, limit 2500", used)
+	}
+	if len(p.Explainability.Affordances) == 0 {
+		t.Error("no affordance")
+	}
+	if g := p.Explainability.CausalGraph; g == nil || len(g.Edges) == 0 {
+		t.Error("no causal graph edges among the evidence")
+	}
+	if len(p.Explainability.TLDR.Citations) == 0 {
+		t.Error("TL;DR has no citations")
+	}
+}
+
+// failingGenerator stands in for a backend that is down or slow; it is an
+// implementation of the generator contract, not a mock of a component.
+type failingGenerator struct {
+	name  string
+	block bool // wait for the deadline instead of failing at once
+}
+
+func (g failingGenerator) Name() string { return g.name }
+
+func (g failingGenerator) Generate(ctx context.Context, _ sources.Query) ([]sources.Hit, error) {
+	if g.block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return nil, errors.New("connection refused")
+}
+
+// newEngine builds an engine over the demo store with the given extra text
+// generators.
+func newEngine(tb testing.TB, a *app.App, extra ...sources.Generator) *engine.Engine {
+	tb.Helper()
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pol, err := policy.New(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := config.Default()
+	e, err := engine.New(
+		engine.WithTextGenerators(append([]sources.Generator{a.Store.FullText()}, extra...)...),
+		engine.WithGraphGenerator(a.Store.Graph()),
+		engine.WithSlicer(scs.New(pol, counter)),
+		engine.WithPackBuilder(pack.NewBuilder()),
+		engine.WithClock(fixedClock),
+		engine.WithSettings(engine.Settings{
+			Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda,
+			Budget:           scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
+			GeneratorTimeout: 50 * time.Millisecond,
+		}),
+	)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+func TestFailedGeneratorDegradesThePack(t *testing.T) {
+	a := openDemo(t)
+	tests := []struct {
+		name        string
+		gen         failingGenerator
+		wantWarning string
+	}{
+		{"generator error", failingGenerator{name: sources.GenVector}, "connection refused"},
+		{"generator past its deadline", failingGenerator{name: sources.GenVector, block: true}, "timed out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEngine(t, a, tt.gen)
+			p, err := e.ContextPack(context.Background(), healer(), &h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}})
+			if err != nil {
+				t.Fatalf("a failed optional generator failed the request: %v", err)
+			}
+			if p.Status != h4r.StatusDegraded {
+				t.Errorf("status = %q, want degraded", p.Status)
+			}
+			if len(p.Results) == 0 {
+				t.Error("no results although full-text worked")
+			}
+			if s := p.Sources[sources.GenVector]; !strings.Contains(s.Error, tt.wantWarning) {
+				t.Errorf("sources.vector.error = %q, want it to mention %q", s.Error, tt.wantWarning)
+			}
+			if !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "vector") }) {
+				t.Errorf("warnings %v do not name the vector generator", p.Explainability.Warnings)
+			}
+		})
+	}
+}
+
+func TestExpiredRequestDeadlineDegradesInsteadOfFailing(t *testing.T) {
+	a := openDemo(t)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	p, err := a.Engine.ContextPack(ctx, healer(), &h4r.ContextRequest{Query: h4r.Query{Text: "login"}})
+	if err != nil {
+		t.Fatalf("an expired deadline failed the request: %v", err)
+	}
+	if p.Status != h4r.StatusDegraded {
+		t.Errorf("status = %q, want degraded", p.Status)
+	}
+	if !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "deadline") }) {
+		t.Errorf("warnings %v do not mention the deadline", p.Explainability.Warnings)
+	}
+}
+
+func TestCausalHops(t *testing.T) {
+	a := openDemo(t)
+	items, err := demo.Items()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pick an anchor with links, and a query sharing no word with one of
+	// its neighbours: that neighbour must still become a candidate.
+	var anchor sources.Item
+	for _, it := range items {
+		if len(it.Links) > 0 && !it.Metadata.HasCredentials && it.Metadata.SensitivityValue() <= 0.7 && len(it.Metadata.RestrictedToGroups) == 0 {
+			anchor = it
+			break
+		}
+	}
+	neighbour := anchor.Links[0].Target
+
+	tests := []struct {
+		name        string
+		req         h4r.ContextRequest
+		wantSources []string
+	}{
+		{"causal query driven by anchors alone", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenGraph}},
+		{"hybrid query with anchors", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "zzzz-no-such-word"}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenFullText, sources.GenGraph}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := a.Engine.ContextPack(context.Background(), h4r.Specialist{ID: "admin", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{"qa", "security"}}, &tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for name := range p.Sources {
+				got = append(got, name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.wantSources) {
+				t.Errorf("sources = %v, want %v", got, tt.wantSources)
+			}
+			for id, want := range map[string]float64{anchor.ID: 1, neighbour: 0.5} {
+				ex, ok := explained(p, id)
+				if !ok {
+					t.Errorf("%s was not a candidate", id)
+					continue
+				}
+				if got := ex.Signals[h4r.Causality]; got != want {
+					t.Errorf("%s: causality = %v, want %v", id, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestMinScoreAndBudgetClamp(t *testing.T) {
+	a := openDemo(t)
+	p, err := a.Engine.ContextPack(context.Background(), healer(), &h4r.ContextRequest{
+		Query:    h4r.Query{Text: "login test failures"},
+		MinScore: 0.6,
+		Budget:   &h4r.Budget{MaxTokens: 1 << 30},
+		Limit:    100,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	for _, it := range p.Explainability.Items {
+		if it.Score < 0.6 && it.Reason != h4r.ReasonMinScore {
+			t.Errorf("%s: score %.3f under min_score but reason %q", it.ID, it.Score, it.Reason)
+		}
+		if it.Reason == h4r.ReasonMinScore {
+			dropped++
+		}
+	}
+	if dropped == 0 || dropped != p.Explainability.Slicing.TotalDroppedScore {
+		t.Errorf("min_score dropped %d items, slicing stats say %d", dropped, p.Explainability.Slicing.TotalDroppedScore)
+	}
+	for _, r := range p.Results {
+		if r.Score < 0.6 {
+			t.Errorf("result %s has score %.3f under min_score", r.ID, r.Score)
+		}
+	}
+	if got := p.Explainability.Slicing.BudgetLimit.EstimatedTokens; got != config.Default().MaxTokensDefault {
+		t.Errorf("token limit = %d, want the server's %d", got, config.Default().MaxTokensDefault)
+	}
+	if !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "budget.maxTokens") }) {
+		t.Errorf("warnings %v do not say the budget was clamped", p.Explainability.Warnings)
+	}
+}
+
+func TestRequestWeights(t *testing.T) {
+	a := openDemo(t)
+	tests := []struct {
+		name          string
+		weights       map[string]float64
+		wantWeights   h4r.Weights
+		wantNormWarns bool
+	}{
+		{"relevance only", map[string]float64{"relevance": 1, "recency": 0, "frequency": 0, "importance": 0, "causality": 0, "novelty": 0, "trust": 0, "sensitivity": 0}, h4r.Weights{1, 0, 0, 0, 0, 0, 0, 0}, false},
+		{"partial override is normalised", map[string]float64{"relevance": 1.4}, func() h4r.Weights {
+			w := config.Default().Weights
+			w[h4r.Relevance] = 1.4
+			n, _ := w.Normalized()
+			return n
+		}(), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := a.Engine.ContextPack(context.Background(), healer(), &h4r.ContextRequest{Query: h4r.Query{Text: "login"}, Weights: tt.weights})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, w := range p.Explainability.Weights {
+				if diff := w - tt.wantWeights[i]; diff > 1e-9 || diff < -1e-9 {
+					t.Errorf("weight %s = %v, want %v", h4r.Signal(i), w, tt.wantWeights[i])
+				}
+			}
+			warned := slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "normalis") || strings.Contains(w, "normaliz") })
+			if warned != tt.wantNormWarns {
+				t.Errorf("normalisation warning = %v, want %v (warnings %v)", warned, tt.wantNormWarns, p.Explainability.Warnings)
+			}
+			if tt.name == "relevance only" {
+				for i := 1; i < len(p.Results); i++ {
+					if p.Results[i-1].Signals[h4r.Relevance] < p.Results[i].Signals[h4r.Relevance] {
+						t.Errorf("relevance-only ranking out of order at %d", i)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDeliveredItemsAreCounted(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := demo.LoadIfEmpty(context.Background(), a.Store); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Engine.ContextPack(context.Background(), healer(), &h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil { // Close flushes the access counts
+		t.Fatal(err)
+	}
+	store, err := sqlite.Open(context.Background(), filepath.Join(cfg.DataDir, "h4r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, r := range p.Results {
+		it, err := store.Get(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Metadata.AccessCount != 1 {
+			t.Errorf("%s: accessCount = %d after one delivery, want 1", r.ID, it.Metadata.AccessCount)
+		}
+	}
+	for _, ex := range p.Explainability.Items {
+		if ex.Reason == h4r.ReasonKept {
+			continue
+		}
+		it, err := store.Get(context.Background(), ex.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Metadata.AccessCount != 0 {
+			t.Errorf("%s was not delivered (%s) but accessCount = %d", ex.ID, ex.Reason, it.Metadata.AccessCount)
+		}
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	a := openDemo(t)
+	tests := []struct {
+		name      string
+		req       h4r.ContextRequest
+		wantField string
+	}{
+		{"unknown query type", h4r.ContextRequest{Query: h4r.Query{Type: "fuzzy", Text: "x"}}, "query.type"},
+		{"empty text", h4r.ContextRequest{Query: h4r.Query{Text: "  "}}, "query.text"},
+		{"negative limit", h4r.ContextRequest{Query: h4r.Query{Text: "x"}, Limit: -1}, "limit"},
+		{"unknown weight", h4r.ContextRequest{Query: h4r.Query{Text: "x"}, Weights: map[string]float64{"luck": 1}}, "weights.luck"},
+		{"all weights zero", h4r.ContextRequest{Query: h4r.Query{Text: "x"}, Weights: map[string]float64{"relevance": 0, "recency": 0, "frequency": 0, "importance": 0, "causality": 0, "novelty": 0, "trust": 0, "sensitivity": 0}}, "weights"},
+		{"bad filter value", h4r.ContextRequest{Query: h4r.Query{Text: "x", Filters: map[string]any{"status": []any{1}}}}, "query.filters.status"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := a.Engine.ContextPack(context.Background(), healer(), &tt.req)
+			var herr *h4r.Error
+			if !errors.As(err, &herr) || herr.Code != h4r.EINVALID || herr.Field != tt.wantField {
+				t.Fatalf("error = %v, want invalid_argument on field %q", err, tt.wantField)
+			}
+		})
+	}
+}

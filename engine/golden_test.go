@@ -1,0 +1,87 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/bench"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// labelledQuery is one entry of demo/testdata/queries.json.
+type labelledQuery struct {
+	ID       string   `json:"id"`
+	Text     string   `json:"text"`
+	Relevant []string `json:"relevant"`
+}
+
+// TestRankingGolden runs the labelled demo queries through the whole engine
+// and writes nDCG@10, MRR@10 and Recall@10 of the ranking (before policy and
+// budgets, which are not ranking) to testdata/ranking.golden, so that any
+// change to ranking shows up in review as a change of these numbers.
+// Rewrite with: go test ./engine -run TestRankingGolden -update
+func TestRankingGolden(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "demo", "testdata", "queries.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries []labelledQuery
+	if err := json.Unmarshal(raw, &queries); err != nil {
+		t.Fatalf("parsing queries.json: %v", err)
+	}
+	a := openDemo(t)
+	// The store records deliveries asynchronously; without an access
+	// recorder the frequency signal stays the same across queries.
+	e := newEngine(t, a)
+	admin := h4r.Specialist{Type: "specialist", ID: "golden", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{"qa", "security"}}
+
+	var out bytes.Buffer
+	fmt.Fprintln(&out, "# Ranking quality on the demo corpus (demo/testdata/queries.json), default weights,")
+	fmt.Fprintln(&out, "# clock 2026-11-21T12:00Z. Rewrite: go test ./engine -run TestRankingGolden -update")
+	fmt.Fprintf(&out, "%-36s %8s %8s %8s\n", "query", "nDCG@10", "MRR@10", "R@10")
+	var sumNDCG, sumMRR, sumRecall float64
+	for _, q := range queries {
+		p, err := e.ContextPack(context.Background(), admin, &h4r.ContextRequest{Query: h4r.Query{Text: q.Text}})
+		if err != nil {
+			t.Fatalf("%s: %v", q.ID, err)
+		}
+		ranked := make([]string, len(p.Explainability.Items))
+		for _, it := range p.Explainability.Items {
+			ranked[it.Rank-1] = it.ID
+		}
+		judged := bench.Judgments{}
+		for _, id := range q.Relevant {
+			judged[id] = 1
+		}
+		ndcg, mrr, recall := bench.NDCG(ranked, judged, 10), bench.MRR(ranked, judged, 10), bench.Recall(ranked, judged, 10)
+		sumNDCG, sumMRR, sumRecall = sumNDCG+ndcg, sumMRR+mrr, sumRecall+recall
+		fmt.Fprintf(&out, "%-36s %8.3f %8.3f %8.3f\n", q.ID, ndcg, mrr, recall)
+	}
+	n := float64(len(queries))
+	fmt.Fprintf(&out, "%-36s %8.3f %8.3f %8.3f\n", "mean", sumNDCG/n, sumMRR/n, sumRecall/n)
+
+	golden := filepath.Join("testdata", "ranking.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("ranking quality changed; if intended, rerun with -update and review the diff.\ngot:\n%s\nwant:\n%s", out.Bytes(), want)
+	}
+}
