@@ -9,10 +9,6 @@ import (
 	"github.com/h4r/h4r/sources"
 )
 
-func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
-	return context.WithCancel(t.Context())
-}
-
 // benchItems returns n items that exercise every rule.
 func benchItems(n int) []*sources.Item {
 	items := make([]*sources.Item, n)

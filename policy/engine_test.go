@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -155,7 +156,7 @@ func TestDecideHonoursCancelledContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := contextWithCancel(t)
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if d, err := engine.Decide(ctx, spec(h4r.Public), memory(sources.Metadata{})); err == nil {
 		t.Fatalf("Decide with a cancelled context = %+v, want an error", d)

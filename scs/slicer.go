@@ -113,7 +113,7 @@ type Verdict struct {
 type decided struct {
 	decision policy.Decision
 	err      error // no decision could be made
-	fallback bool
+	fallback bool  // the fallback made the decision
 }
 
 // Slice decides every item (given in rank order) and fits the allowed ones
@@ -232,7 +232,7 @@ func (s *Slicer) decide(ctx context.Context, spec h4r.Specialist, item *sources.
 	}
 	d, ferr := s.fallback.Decide(ctx, spec, item)
 	if ferr != nil {
-		return decided{err: fmt.Errorf("%w; the fallback failed too: %w", err, ferr), fallback: true}
+		return decided{err: fmt.Errorf("%w; the fallback failed too: %w", err, ferr)}
 	}
 	return decided{decision: d, fallback: true}
 }

@@ -421,6 +421,15 @@ func TestSliceFailsClosed(t *testing.T) {
 			if v.Reason != h4r.ReasonPolicy || !strings.Contains(v.Detail, "to_number") || !strings.Contains(v.Detail, "unreachable") {
 				t.Errorf("item %s verdict = %+v, want a policy drop naming both errors", ids[i], v)
 			}
+			if v.Fallback {
+				t.Errorf("item %s marked as decided by the fallback, which failed", ids[i])
+			}
+		}
+		if out.Stats.FallbackUsed || containsWarning(out, "fallback rules decided") {
+			t.Errorf("stats %+v, warnings %q: the failed fallback decided nothing", out.Stats, out.Warnings)
+		}
+		if !containsWarning(out, "no policy decision could be made for 4 items") {
+			t.Errorf("warnings = %q", out.Warnings)
 		}
 	})
 
