@@ -38,10 +38,11 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 	if err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + itemColumns + `, -bm25(items_fts)
-		FROM items_fts JOIN items i ON i.seq = items_fts.rowid
+	// rank is FTS5's name for bm25() here, computed once per match.
+	query := `SELECT ` + itemColumns + `, -f.rank
+		FROM items_fts f JOIN items i ON i.seq = f.rowid
 		WHERE items_fts MATCH ?` + where + `
-		ORDER BY bm25(items_fts), i.id
+		ORDER BY f.rank, i.id
 		LIMIT ?`
 	args := append(append([]any{match}, filterArgs...), limit)
 

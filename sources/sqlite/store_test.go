@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -21,7 +22,8 @@ func openAt(t testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlite.Open(context.Background(), path, append([]sqlite.Option{sqlite.WithTokenCounter(counter)}, opts...)...)
+	quiet := sqlite.WithLogger(slog.New(slog.DiscardHandler))
+	s, err := sqlite.Open(context.Background(), path, append([]sqlite.Option{sqlite.WithTokenCounter(counter), quiet}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -60,9 +61,16 @@ func (s *suite) testIngest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := s.open(t)
 			in := tt.item
+			inputBefore, err := json.Marshal(in)
+			if err != nil {
+				t.Fatal(err)
+			}
 			got, err := st.Upsert(t.Context(), []sources.Item{in})
 			if err != nil {
 				t.Fatalf("Upsert: %v", err)
+			}
+			if inputAfter, _ := json.Marshal(in); string(inputAfter) != string(inputBefore) {
+				t.Errorf("Upsert changed the caller's item:\n%s\nwas\n%s", inputAfter, inputBefore)
 			}
 			if !slices.Equal(got, []string{in.ID}) {
 				t.Fatalf("Upsert returned ids %q, want %q", got, in.ID)
