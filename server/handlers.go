@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +59,25 @@ type contextPackBody struct {
 	Specialist json.RawMessage `json:"specialist,omitempty"`
 }
 
+// embeddedPrefix is how encoding/json names the fields of the embedded
+// ContextRequest in type errors ("ContextRequest.limit"); clients know them
+// as "limit".
+const embeddedPrefix = "ContextRequest"
+
+// unembed rewrites the field of a decoding error of contextPackBody to the
+// JSON path the client sent.
+func unembed(err error) error {
+	var herr *h4r.Error
+	if !errors.As(err, &herr) {
+		return err
+	}
+	field, ok := strings.CutPrefix(herr.Field, embeddedPrefix)
+	if !ok || (field != "" && field[0] != '.') {
+		return err
+	}
+	return &h4r.Error{Code: herr.Code, Message: herr.Message, Field: strings.TrimPrefix(field, ".")}
+}
+
 func (s *Server) contextPack(c *echo.Context) error {
 	body, err := s.readBody(c)
 	if err != nil {
@@ -63,7 +85,7 @@ func (s *Server) contextPack(c *echo.Context) error {
 	}
 	var req contextPackBody
 	if err := h4r.DecodeStrict(body, &req, ""); err != nil {
-		return err
+		return unembed(err)
 	}
 	spec, err := specialist("specialist", req.Specialist)
 	if err != nil {
@@ -137,12 +159,20 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, "meta.id", "message id is required")
 	case in.Meta.Type != h4r.TypeContextRequest:
 		return nil, h4r.Errorf(h4r.EINVALID, "meta.type", "message type must be %q, got %q", h4r.TypeContextRequest, in.Meta.Type)
-	case len(in.Payload) == 0:
+	case len(in.Payload) == 0 || string(in.Payload) == "null":
 		return nil, h4r.Errorf(h4r.EINVALID, "payload", "payload is required")
 	}
 	spec, err := specialist("meta.from", in.Meta.From)
 	if err != nil {
 		return nil, err
+	}
+	// A specialist in the payload is refused before the strict decode,
+	// whose errors inside it would not name payload.specialist.
+	var probe struct {
+		Specialist json.RawMessage `json:"specialist"`
+	}
+	if json.Unmarshal(in.Payload, &probe) == nil && len(probe.Specialist) > 0 && string(probe.Specialist) != "null" {
+		return nil, h4r.Errorf(h4r.EINVALID, "payload.specialist", "in an envelope the specialist is meta.from")
 	}
 	var req h4r.ContextRequest
 	if err := h4r.DecodeStrict(in.Payload, &req, "payload"); err != nil {
@@ -201,7 +231,14 @@ func DecodeItems(body []byte) ([]sources.Item, error) {
 		return []sources.Item{it}, nil
 	}
 	if len(probe) != 1 {
-		return nil, h4r.Errorf(h4r.EINVALID, "", "a batch is {\"items\": [...]} with no other keys")
+		keys := make([]string, 0, len(probe))
+		for k := range probe {
+			if k != "items" {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		return nil, h4r.Errorf(h4r.EINVALID, keys[0], "a batch is {\"items\": [...]} with no other keys, got %q", keys[0])
 	}
 	var rawItems []json.RawMessage
 	if err := h4r.DecodeStrict(raw, &rawItems, "items"); err != nil {
@@ -223,8 +260,28 @@ func DecodeItems(body []byte) ([]sources.Item, error) {
 	return items, nil
 }
 
+// itemID returns the {id} path parameter, unescaped. echo matches routes on
+// the escaped path when it differs from the default encoding (an id holding
+// "/" arrives as %2F) and then leaves the parameter escaped; otherwise the
+// parameter is already unescaped and must not be unescaped twice.
+func itemID(c *echo.Context) (string, error) {
+	id := c.Param("id")
+	if c.Request().URL.RawPath == "" {
+		return id, nil
+	}
+	unescaped, err := url.PathUnescape(id)
+	if err != nil {
+		return "", h4r.Errorf(h4r.EINVALID, "id", "the item id in the path is not validly escaped")
+	}
+	return unescaped, nil
+}
+
 func (s *Server) getItem(c *echo.Context) error {
-	it, err := s.store.Get(c.Request().Context(), c.Param("id"))
+	id, err := itemID(c)
+	if err != nil {
+		return err
+	}
+	it, err := s.store.Get(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -232,7 +289,11 @@ func (s *Server) getItem(c *echo.Context) error {
 }
 
 func (s *Server) deleteItem(c *echo.Context) error {
-	if err := s.store.Delete(c.Request().Context(), c.Param("id")); err != nil {
+	id, err := itemID(c)
+	if err != nil {
+		return err
+	}
+	if err := s.store.Delete(c.Request().Context(), id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -1,0 +1,35 @@
+package server
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+)
+
+// Routes returns every route the echo router serves as "METHOD /path", with
+// echo's ":name" parameters written "{name}" as OpenAPI writes them, sorted.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.echo.Router().Routes() {
+		segs := strings.Split(r.Path, "/")
+		for i, seg := range segs {
+			if name, ok := strings.CutPrefix(seg, ":"); ok {
+				segs[i] = "{" + name + "}"
+			}
+		}
+		out = append(out, r.Method+" "+strings.Join(segs, "/"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// AddPanicRoute registers GET path with a handler that calls f, which is
+// expected to panic, so that tests can check the recovery middleware. Call
+// it before serving: echo's router is not safe to change while it serves.
+func (s *Server) AddPanicRoute(path string, f func()) {
+	s.echo.GET(path, func(*echo.Context) error {
+		f()
+		return nil
+	})
+}
