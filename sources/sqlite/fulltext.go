@@ -30,18 +30,18 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 	if err != nil {
 		return nil, err
 	}
-	match := MatchExpression(q.Text)
-	if match == "" {
-		return nil, nil
-	}
 	where, filterArgs, err := whereFilters(q.Filters)
 	if err != nil {
 		return nil, err
 	}
+	match := MatchExpression(q.Text)
+	if match == "" {
+		return nil, nil
+	}
 	// rank is FTS5's name for bm25() here, computed once per match.
 	query := `SELECT ` + itemColumns + `, -f.rank
 		FROM items_fts f JOIN items i ON i.seq = f.rowid
-		WHERE items_fts MATCH ?` + where + `
+		WHERE f.items_fts MATCH ?` + where + `
 		ORDER BY f.rank, i.id
 		LIMIT ?`
 	args := append(append([]any{match}, filterArgs...), limit)

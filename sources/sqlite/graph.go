@@ -58,16 +58,16 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 	case maxHops == 0:
 		maxHops = sources.DefaultMaxHops
 	}
+	where, filterArgs, err := whereFilters(q.Filters)
+	if err != nil {
+		return nil, err
+	}
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
 	anchors, err := json.Marshal(q.Anchors)
 	if err != nil {
 		return nil, fmt.Errorf("encoding anchors: %w", err)
-	}
-	where, filterArgs, err := whereFilters(q.Filters)
-	if err != nil {
-		return nil, err
 	}
 	query := hopsSQL + where + ` ORDER BY r.distance, i.id LIMIT ?`
 	args := append(append([]any{string(anchors), maxHops, maxHops, q.Directed}, filterArgs...), limit)

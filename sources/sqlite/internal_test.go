@@ -513,3 +513,40 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func writeFile(path string) error {
 	return os.WriteFile(path, []byte("this is not an SQLite database, just some text that is long enough"), 0o600)
 }
+
+// Open builds a URI from the path; characters that mean something in a URI
+// must still name the file the caller gave.
+func TestOpenPathWithURICharacters(t *testing.T) {
+	counter, err := testCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		dir  string
+	}{
+		{"space", "with space"},
+		{"question mark", "what?mode=memory"},
+		{"hash", "hash#fragment"},
+		{"percent", "per%20cent"},
+		{"unicode", "ünïcödé"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tt.dir, "h4r.db")
+			s, err := Open(t.Context(), path, WithTokenCounter(counter), WithLogger(discardLogger()))
+			if err != nil {
+				t.Fatalf("Open(%q): %v", path, err)
+			}
+			if _, err := s.Upsert(t.Context(), []sources.Item{{ID: "a", Text: "alpha"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if info, err := os.Stat(path); err != nil || info.Size() == 0 {
+				t.Fatalf("store file %q: %v (size %v)", path, err, info)
+			}
+		})
+	}
+}

@@ -120,7 +120,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("opening store %s: %w", abs, err)
 	}
 	writer.SetMaxOpenConns(1)
-	writer.SetConnMaxIdleTime(0) // keep the one connection; reopening it costs
 	if err := writer.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("opening store %s: %w", abs, err), writer.Close())
 	}

@@ -209,6 +209,8 @@ func (s *suite) testBadQueries(t *testing.T) {
 		{"graph metadata key with a quote", st.Graph(), sources.Query{Anchors: []string{"a"}, Filters: badKey}, `filters.a"b`},
 		{"full text list filter value", st.FullText(), sources.Query{Text: "alpha", Filters: badValue}, "filters.x"},
 		{"graph list filter value", st.Graph(), sources.Query{Anchors: []string{"a"}, Filters: badValue}, "filters.x"},
+		{"bad filter with a query of no words", st.FullText(), sources.Query{Text: "?!", Filters: badKey}, `filters.a"b`},
+		{"bad filter without anchors", st.Graph(), sources.Query{Filters: badValue}, "filters.x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,61 @@
+-- index item_tags_tag
+CREATE INDEX item_tags_tag ON item_tags (tag, item_id);
+
+-- index items_created_at
+CREATE INDEX items_created_at ON items (created_at);
+
+-- index items_kind
+CREATE INDEX items_kind ON items (kind);
+
+-- index links_target
+CREATE INDEX links_target ON links (target, source);
+
+-- table item_tags
+CREATE TABLE item_tags (
+    item_id TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+    tag     TEXT NOT NULL,
+    PRIMARY KEY (item_id, tag)
+) STRICT, WITHOUT ROWID;
+
+-- table items
+CREATE TABLE items (
+    seq              INTEGER PRIMARY KEY,
+    id               TEXT    NOT NULL UNIQUE,
+    kind             TEXT    NOT NULL,
+    text             TEXT    NOT NULL,
+    content          TEXT CHECK (content IS NULL OR json_valid(content)),
+    metadata         TEXT    NOT NULL CHECK (json_valid(metadata)),
+    created_at       TEXT    NOT NULL,
+    updated_at       TEXT    NOT NULL,
+    version          INTEGER NOT NULL,
+    access_count     INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at TEXT,
+    byte_size        INTEGER NOT NULL,
+    tokens           INTEGER NOT NULL
+) STRICT;
+
+-- table items_fts
+CREATE VIRTUAL TABLE items_fts USING fts5 (
+    text,
+    content = 'items',
+    content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+-- table links
+CREATE TABLE links (
+    source   TEXT    NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    target   TEXT    NOT NULL,
+    type     TEXT    NOT NULL,
+    strength REAL    NOT NULL,
+    PRIMARY KEY (source, position)
+) STRICT, WITHOUT ROWID;
+
+-- table schema_migrations
+CREATE TABLE schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TEXT NOT NULL
+	) STRICT;
+
