@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,25 +58,6 @@ type contextPackBody struct {
 	Specialist json.RawMessage `json:"specialist,omitempty"`
 }
 
-// embeddedPrefix is how encoding/json names the fields of the embedded
-// ContextRequest in type errors ("ContextRequest.limit"); clients know them
-// as "limit".
-const embeddedPrefix = "ContextRequest"
-
-// unembed rewrites the field of a decoding error of contextPackBody to the
-// JSON path the client sent.
-func unembed(err error) error {
-	var herr *h4r.Error
-	if !errors.As(err, &herr) {
-		return err
-	}
-	field, ok := strings.CutPrefix(herr.Field, embeddedPrefix)
-	if !ok || (field != "" && field[0] != '.') {
-		return err
-	}
-	return &h4r.Error{Code: herr.Code, Message: herr.Message, Field: strings.TrimPrefix(field, ".")}
-}
-
 func (s *Server) contextPack(c *echo.Context) error {
 	body, err := s.readBody(c)
 	if err != nil {
@@ -85,7 +65,7 @@ func (s *Server) contextPack(c *echo.Context) error {
 	}
 	var req contextPackBody
 	if err := h4r.DecodeStrict(body, &req, ""); err != nil {
-		return unembed(err)
+		return err
 	}
 	spec, err := specialist("specialist", req.Specialist)
 	if err != nil {
