@@ -28,11 +28,13 @@ type Error struct {
 	Field   string `json:"field,omitempty"`
 }
 
+// Error reads "field: message", the form people see in the CLI and logs;
+// the code is for programs (ErrorCode, the HTTP status).
 func (e *Error) Error() string {
 	if e.Field != "" {
-		return fmt.Sprintf("%s: %s (field %s)", e.Code, e.Message, e.Field)
+		return e.Field + ": " + e.Message
 	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+	return e.Message
 }
 
 // Errorf returns an *Error with the given code, offending field (may be

@@ -323,7 +323,7 @@ func TestParseRules(t *testing.T) {
 	}{
 		{name: "empty list", json: `[]`, wantRules: 0},
 		{name: "one rule", json: `[{"type":"x","match":{"tags":["t"]},"confidence":{"base":0.5}}]`, wantRules: 1},
-		{name: "unknown field", json: `[{"type":"x","match":{"tags":["t"]},"confidence":{"base":0.5},"colour":1}]`, wantField: "rules.colour"},
+		{name: "unknown field", json: `[{"type":"x","match":{"tags":["t"]},"confidence":{"base":0.5},"colour":1}]`, wantField: "rules[0].colour"},
 		{name: "invalid rule names its index", json: `[{"type":"x","match":{"tags":["t"]},"confidence":{"base":0.5}},{"type":"y","match":{},"confidence":{"base":0.5}}]`, wantField: "rules[1].match"},
 		{name: "not a list", json: `{"type":"x"}`, wantField: "rules"},
 		{name: "malformed", json: `[{`, wantField: "rules"},

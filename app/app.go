@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/engine"
@@ -136,19 +135,17 @@ func LoadConfig(lookupEnv func(string) (string, bool)) (config.Config, error) {
 	}
 	var lines []string
 	for _, e := range unjoin(err) {
-		if herr, ok := e.(*h4r.Error); ok && herr.Field != "" {
-			lines = append(lines, herr.Field+": "+herr.Message)
-		} else {
-			lines = append(lines, e.Error())
-		}
+		lines = append(lines, e.Error()) // *h4r.Error reads "VARIABLE: what is wrong"
 	}
 	return cfg, fmt.Errorf("invalid configuration:\n  %s", strings.Join(lines, "\n  "))
 }
 
-// unjoin returns the errors joined in err (errors.Join), or err itself.
+// unjoin returns the errors joined (errors.Join) somewhere in err's chain,
+// or err itself.
 func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		return joined.Unwrap()
 	}
 	return []error{err}
 }

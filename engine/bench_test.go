@@ -10,7 +10,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
-	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/sources"
 )
 
@@ -30,8 +29,7 @@ func BenchmarkContextPack(b *testing.B) {
 		benchPacks(b, a, queries)
 	})
 	b.Run("generated-10k", func(b *testing.B) {
-		cfg := config.Default()
-		cfg.DataDir = b.TempDir()
+		cfg := testConfig(b)
 		a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
 		if err != nil {
 			b.Fatal(err)

@@ -34,12 +34,20 @@ func healer() h4r.Specialist {
 	return h4r.Specialist{Type: "specialist", ID: "playwright_healer", SecurityLevel: h4r.Internal, AuthorizedGroups: []string{"qa"}}
 }
 
+// testConfig is the default configuration over a temporary store, with
+// deadlines no test machine misses.
+func testConfig(tb testing.TB) config.Config {
+	cfg := config.Default()
+	cfg.DataDir = tb.TempDir()
+	cfg.GeneratorTimeout, cfg.RequestTimeout = patient, patient
+	return cfg
+}
+
 // openDemo builds the production wiring over a fresh store holding the demo
 // corpus.
 func openDemo(tb testing.TB) *app.App {
 	tb.Helper()
-	cfg := config.Default()
-	cfg.DataDir = tb.TempDir()
+	cfg := testConfig(tb)
 	a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
 	if err != nil {
 		tb.Fatal(err)
@@ -169,9 +177,13 @@ func (g failingGenerator) Generate(ctx context.Context, _ sources.Query) ([]sour
 	return nil, errors.New("connection refused")
 }
 
-// newEngine builds an engine over the demo store with the given extra text
-// generators.
-func newEngine(tb testing.TB, a *app.App, extra ...sources.Generator) *engine.Engine {
+// patient is the generator deadline of tests whose outcome must not depend
+// on the machine's load (-race on two busy cores is slow).
+const patient = time.Minute
+
+// newEngine builds an engine over the demo store with the given generator
+// deadline and extra text generators.
+func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra ...sources.Generator) *engine.Engine {
 	tb.Helper()
 	counter, err := tokens.New(tokens.CL100K)
 	if err != nil {
@@ -191,7 +203,7 @@ func newEngine(tb testing.TB, a *app.App, extra ...sources.Generator) *engine.En
 		engine.WithSettings(engine.Settings{
 			Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda,
 			Budget:           scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
-			GeneratorTimeout: 50 * time.Millisecond,
+			GeneratorTimeout: generatorTimeout,
 		}),
 	)
 	if err != nil {
@@ -212,7 +224,7 @@ func TestFailedGeneratorDegradesThePack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEngine(t, a, tt.gen)
+			e := newEngine(t, a, 50*time.Millisecond, tt.gen)
 			p, err := e.ContextPack(context.Background(), healer(), &h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}})
 			if err != nil {
 				t.Fatalf("a failed optional generator failed the request: %v", err)
@@ -381,8 +393,7 @@ func TestRequestWeights(t *testing.T) {
 }
 
 func TestDeliveredItemsAreCounted(t *testing.T) {
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
+	cfg := testConfig(t)
 	a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func TestRankingGolden(t *testing.T) {
 	a := openDemo(t)
 	// The store records deliveries asynchronously; without an access
 	// recorder the frequency signal stays the same across queries.
-	e := newEngine(t, a)
+	e := newEngine(t, a, patient)
 	admin := h4r.Specialist{Type: "specialist", ID: "golden", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{"qa", "security"}}
 
 	var out bytes.Buffer

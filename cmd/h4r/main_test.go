@@ -28,7 +28,9 @@ func startServer(t *testing.T) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn"}
+	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn",
+		// Deadlines no loaded test machine misses: the test is about behaviour.
+		"H4R_GENERATOR_TIMEOUT_MS": "60000", "H4R_REQUEST_TIMEOUT_MS": "60000"}
 	go func() {
 		done <- cmdServe(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0"}[1:], io.Discard, env(vars), ready)
 	}()
