@@ -12,6 +12,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bench"
+	"github.com/h4r/h4r/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -68,20 +69,5 @@ func TestRankingGolden(t *testing.T) {
 	n := float64(len(queries))
 	fmt.Fprintf(&out, "%-36s %8.3f %8.3f %8.3f\n", "mean", sumNDCG/n, sumMRR/n, sumRecall/n)
 
-	golden := filepath.Join("testdata", "ranking.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("ranking quality changed; if intended, rerun with -update and review the diff.\ngot:\n%s\nwant:\n%s", out.Bytes(), want)
-	}
+	golden.Text(t, filepath.Join("testdata", "ranking.golden"), out.Bytes(), *update)
 }

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/golden"
 	"github.com/h4r/h4r/server"
 )
 
@@ -390,59 +389,10 @@ type goldenError struct {
 }
 
 // checkGolden compares v, as indented JSON, with the golden file at path;
-// -update rewrites the file. Numbers compare to 9 significant digits so that
-// a last-bit difference in math.Exp on another platform does not fail.
+// -update rewrites the file.
 func checkGolden(t *testing.T, path string, v any) {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	got := buf.Bytes()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./server -update to create it)", err)
-	}
-	if bytes.Equal(got, want) {
-		return
-	}
-	if !reflect.DeepEqual(roundedJSON(t, got), roundedJSON(t, want)) {
-		t.Errorf("%s differs (run go test ./server -update and review the diff):\n%s", path, got)
-	}
-}
-
-func roundedJSON(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	var round func(any) any
-	round = func(v any) any {
-		switch x := v.(type) {
-		case float64:
-			return fmt.Sprintf("%.9g", x)
-		case map[string]any:
-			for k, e := range x {
-				x[k] = round(e)
-			}
-		case []any:
-			for i, e := range x {
-				x[i] = round(e)
-			}
-		}
-		return v
-	}
-	return round(v)
+	golden.JSON(t, path, v, *update)
 }
 
 // TestContextPackDeadline checks that WithRequestTimeout bounds the engine:

@@ -10,19 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/affordance"
+	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/engine"
-	"github.com/h4r/h4r/pack"
-	"github.com/h4r/h4r/policy"
-	"github.com/h4r/h4r/scs"
 	"github.com/h4r/h4r/server"
 	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/sqlite"
@@ -45,9 +40,9 @@ var counter = sync.OnceValues(func() (*tokens.Counter, error) { return tokens.Ne
 // some tests provoke on purpose.
 var quiet = slog.New(slog.DiscardHandler)
 
-// stack is the real service as cmd/h4r wires it: a SQLite store in a temp
-// directory, the bundled OPA policy, the slicer, the pack builder and the
-// engine, behind the HTTP server.
+// stack is the real service as the CLI wires it (app.Open): a SQLite store
+// in a temp directory, the bundled OPA policy, the slicer, the pack builder
+// and the engine, behind the HTTP server.
 type stack struct {
 	srv   *server.Server
 	store *sqlite.Store
@@ -58,61 +53,23 @@ func newStack(t testing.TB, opts ...server.Option) *stack {
 	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
-	cnt, err := counter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "h4r.db"),
-		sqlite.WithTokenCounter(cnt), sqlite.WithClock(clock), sqlite.WithLogger(quiet))
+	cfg.DataDir = t.TempDir()
+	// Generous, so that a slow -race run never degrades a pack.
+	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	a, err := app.Open(ctx, cfg, app.WithClock(clock), app.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := store.Close(); err != nil {
+		if err := a.Close(); err != nil {
 			t.Errorf("closing the store: %v", err)
 		}
 	})
-	pol, err := policy.New(ctx)
-	if err != nil {
+	if _, err := a.Store.Upsert(ctx, fixtureItems(t)); err != nil {
 		t.Fatal(err)
 	}
-	rules := affordance.DefaultRules()
-	for i := range rules {
-		if rules[i].WhenBestRelevanceBelow > 0 {
-			rules[i].WhenBestRelevanceBelow = cfg.LowRelevanceThreshold
-		}
-	}
-	eng, err := engine.New(
-		engine.WithTextGenerators(store.FullText()),
-		engine.WithGraphGenerator(store.Graph()),
-		engine.WithSlicer(scs.New(pol, cnt)),
-		engine.WithPackBuilder(pack.NewBuilder(
-			pack.WithTLDRSentences(cfg.TLDRSentences),
-			pack.WithIncludeGraph(cfg.IncludeGraph),
-			pack.WithAffordanceRules(rules),
-		)),
-		engine.WithAccessRecorder(store),
-		engine.WithSettings(engine.Settings{
-			Weights: cfg.Weights,
-			Lambda:  cfg.RecencyDecayLambda,
-			MaxHops: cfg.MaxHops,
-			Budget: scs.Limits{
-				MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault,
-			},
-			// Generous, so that a slow -race run never degrades a pack.
-			GeneratorTimeout: 30 * time.Second,
-		}),
-		engine.WithClock(clock),
-		engine.WithLogger(quiet),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Upsert(ctx, fixtureItems(t)); err != nil {
-		t.Fatal(err)
-	}
-	opts = append([]server.Option{server.WithLogger(quiet), server.WithRequestTimeout(30 * time.Second)}, opts...)
-	return &stack{srv: server.New(eng, store, opts...), store: store}
+	opts = append([]server.Option{server.WithLogger(quiet), server.WithRequestTimeout(cfg.RequestTimeout)}, opts...)
+	return &stack{srv: server.New(a.Engine, a.Store, opts...), store: a.Store}
 }
 
 // serve starts the stack's handler on loopback and returns its base URL.
