@@ -1,6 +1,7 @@
 package demo_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"slices"
@@ -9,7 +10,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 )
@@ -208,12 +211,17 @@ func mentionsAll(text, query string) bool {
 	return true
 }
 
-// allowedForHealer applies the bundled policy's rules to playwright_healer
-// at internal level in group qa.
-func allowedForHealer(it sources.Item) bool {
-	m := it.Metadata
-	return !m.HasCredentials && m.SensitivityValue() <= 0.7 && m.TrustValue() >= 0.3 &&
-		(len(m.RestrictedToGroups) == 0 || slices.Contains(m.RestrictedToGroups, "qa"))
+// allowedForHealer asks the Go copy of the bundled policy (kept equal to
+// the Rego by policy's agreement test) whether playwright_healer, internal,
+// group qa, may see the item.
+func allowedForHealer(t *testing.T, it sources.Item) bool {
+	t.Helper()
+	healer := h4r.Specialist{Type: "specialist", ID: "playwright_healer", SecurityLevel: h4r.Internal, AuthorizedGroups: []string{"qa"}}
+	d, err := policy.LocalRules{}.Decide(context.Background(), healer, &it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Allow
 }
 
 func TestFirstQueryShowsEveryStage(t *testing.T) {
@@ -227,7 +235,7 @@ func TestFirstQueryShowsEveryStage(t *testing.T) {
 	for _, it := range items {
 		if mentionsAll(it.Text, firstQuery) {
 			matching = append(matching, it)
-			if allowedForHealer(it) {
+			if allowedForHealer(t, it) {
 				delivered[it.ID] = true
 			}
 		}
