@@ -19,15 +19,30 @@ import (
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
+
+// Store is what the service needs of a store (sources/sqlite.Store; the
+// Postgres store implements the same contract, sources/storetest).
+type Store interface {
+	Upsert(ctx context.Context, items []sources.Item) ([]string, error)
+	Get(ctx context.Context, id string) (*sources.Item, error)
+	Delete(ctx context.Context, id string) error
+	Count(ctx context.Context) (int, error)
+	Ping(ctx context.Context) error
+	FullText() sources.Generator
+	Graph() sources.Generator
+	RecordAccess(ids []string)
+	Close() error
+}
 
 // App is the wired service: a store, the policy engine and the request
 // engine built from one Config.
 type App struct {
 	Config config.Config
-	Store  *sqlite.Store
+	Store  Store
 	Policy *policy.Engine
 	Engine *engine.Engine
 }
