@@ -20,7 +20,6 @@ import (
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/server"
 	"github.com/h4r/h4r/sources"
-	"github.com/h4r/h4r/sources/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -45,7 +44,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // and the engine, behind the HTTP server.
 type stack struct {
 	srv   *server.Server
-	store *sqlite.Store
+	store app.Store
 }
 
 // newStack builds the stack over a store seeded with testdata/items.json.
