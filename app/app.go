@@ -20,7 +20,6 @@ import (
 	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
 	"github.com/h4r/h4r/sources"
-	"github.com/h4r/h4r/sources/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -45,6 +44,8 @@ type App struct {
 	Store  Store
 	Policy *policy.Engine
 	Engine *engine.Engine
+
+	closers []func() error // run by Close, last first
 }
 
 // Option configures Open.
@@ -62,9 +63,10 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // that recency, and so rankings, are reproducible).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
-// Open builds the service. It refuses settings that select parts this build
-// does not have yet, rather than silently ignoring them.
-func Open(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
+// Open builds the service. Each backend is chosen in its own file (store.go,
+// vectors.go, graph.go, policy.go). Open refuses settings that select parts
+// this build does not have yet, rather than silently ignoring them.
+func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err error) {
 	o := options{now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
@@ -72,37 +74,31 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) 
 	if o.log == nil {
 		o.log = cfg.Logger(os.Stderr)
 	}
-	log := o.log
-	for _, unsupported := range []struct{ name, value, what string }{
-		{"DATABASE_URL", cfg.DatabaseURL, "the Postgres store"},
-		{"QDRANT_URL", cfg.QdrantURL, "the Qdrant vector generator"},
-		{"NEO4J_URL", cfg.Neo4jURL, "the Neo4j hop generator"},
-		{"SCS_OPA_URL", cfg.OPAURL, "remote OPA"},
-	} {
-		if unsupported.value != "" {
-			return nil, fmt.Errorf("%s is set, but %s is not part of this version yet; unset it to use the embedded default", unsupported.name, unsupported.what)
+	a := &App{Config: cfg}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, a.Close())
 		}
-	}
+	}()
 	counter, err := tokens.New(cfg.TokenEncoding)
 	if err != nil {
 		return nil, fmt.Errorf("H4R_TOKEN_ENCODING: %w", err)
 	}
-	dbPath := cfg.SQLitePath()
-	store, err := sqlite.Open(ctx, dbPath, sqlite.WithTokenCounter(counter), sqlite.WithLogger(log), sqlite.WithClock(o.now))
+	if a.Store, err = openStore(ctx, cfg, counter, o); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.Store.Close)
+	text, fusion, err := textGenerators(ctx, cfg, a, o)
 	if err != nil {
-		return nil, fmt.Errorf("opening the embedded store %s: %w", dbPath, err)
+		return nil, err
 	}
-	var popts []policy.Option
-	if cfg.PolicyDir != "" {
-		popts = append(popts, policy.WithPolicyDir(cfg.PolicyDir))
-	}
-	pol, err := policy.New(ctx, popts...)
+	graph, err := graphGenerator(ctx, cfg, a, o)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("loading the policy: %w", err), store.Close())
+		return nil, err
 	}
-	var sopts []scs.Option
-	if cfg.OPAFallbackLocal {
-		sopts = append(sopts, scs.WithFallback(policy.LocalRules{}))
+	slicer, err := newSlicer(ctx, cfg, a, counter, o)
+	if err != nil {
+		return nil, err
 	}
 	rules := affordance.DefaultRules()
 	for i := range rules {
@@ -110,16 +106,16 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) 
 			rules[i].WhenBestRelevanceBelow = cfg.LowRelevanceThreshold
 		}
 	}
-	eng, err := engine.New(
-		engine.WithTextGenerators(store.FullText()),
-		engine.WithGraphGenerator(store.Graph()),
-		engine.WithSlicer(scs.New(pol, counter, sopts...)),
+	a.Engine, err = engine.New(
+		engine.WithTextGenerators(text...),
+		engine.WithGraphGenerator(graph),
+		engine.WithSlicer(slicer),
 		engine.WithPackBuilder(pack.NewBuilder(
 			pack.WithTLDRSentences(cfg.TLDRSentences),
 			pack.WithIncludeGraph(cfg.IncludeGraph),
 			pack.WithAffordanceRules(rules),
 		)),
-		engine.WithAccessRecorder(store),
+		engine.WithAccessRecorder(a.Store),
 		engine.WithSettings(engine.Settings{
 			Weights: cfg.Weights,
 			Lambda:  cfg.RecencyDecayLambda,
@@ -128,18 +124,33 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) 
 				MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault,
 			},
 			GeneratorTimeout: cfg.GeneratorTimeout,
+			Fusion:           fusion,
 		}),
-		engine.WithLogger(log),
+		engine.WithLogger(o.log),
 		engine.WithClock(o.now),
 	)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("building the engine: %w", err), store.Close())
+		return nil, fmt.Errorf("building the engine: %w", err)
 	}
-	return &App{Config: cfg, Store: store, Policy: pol, Engine: eng}, nil
+	return a, nil
 }
 
-// Close flushes access counts and closes the store.
-func (a *App) Close() error { return a.Store.Close() }
+// notBuiltYet is the error for a setting that selects a part this version
+// does not have.
+func notBuiltYet(variable, what string) error {
+	return fmt.Errorf("%s is set, but %s is not part of this version yet; unset it to use the embedded default", variable, what)
+}
+
+// Close releases what Open acquired, last first: the store's Close flushes
+// access counts.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
 
 // LoadConfig reads the environment; flags are applied by each command.
 // Errors list every invalid variable as "NAME: what is wrong".

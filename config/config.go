@@ -48,6 +48,29 @@ type Config struct {
 
 	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error
 	LogFormat string // H4R_LOG_FORMAT: json or text
+
+	// Vectors and hybrid relevance.
+	Embedder         string        // H4R_EMBEDDER: hash (built in, offline) or openai (an OpenAI-compatible /v1/embeddings server)
+	EmbedURL         string        // H4R_EMBED_URL: base URL of the embeddings server
+	EmbedModel       string        // H4R_EMBED_MODEL
+	EmbedAPIKey      string        // H4R_EMBED_API_KEY
+	EmbedDim         int           // H4R_EMBED_DIM: dimension of the built-in hashing embedder
+	EmbedTimeout     time.Duration // H4R_EMBED_TIMEOUT_MS: deadline of one embedding call
+	EmbedCacheSize   int           // H4R_EMBED_CACHE_SIZE: query embeddings kept (LRU); 0 turns the cache off
+	Fusion           string        // H4R_FUSION: relative (min-max) or rrf
+	FusionVector     float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
+	QdrantAPIKey     string        // QDRANT_API_KEY
+	QdrantCollection string        // QDRANT_COLLECTION
+
+	// Neo4j.
+	Neo4jUser     string // NEO4J_USER
+	Neo4jPassword string // NEO4J_PASSWORD
+	Neo4jDatabase string // NEO4J_DATABASE
+
+	// Policy authoring, reload, remote OPA, audit.
+	OPATimeout  time.Duration // SCS_OPA_TIMEOUT_MS: deadline of one call to a remote OPA
+	PolicyWatch bool          // SCS_POLICY_WATCH: reload SCS_POLICY_DIR when it changes
+	DecisionLog string        // SCS_DECISION_LOG: where drop/redact decisions are logged: a file path, "stdout", or empty for none
 }
 
 // Var describes one environment variable: its name, its default as it would

@@ -16,7 +16,7 @@ import (
 	"github.com/h4r/h4r/config"
 )
 
-var update = flag.Bool("update", false, "rewrite /.env.example from config.EnvExample()")
+var update = flag.Bool("update", false, "rewrite .env.example and the README configuration table from config.Vars()")
 
 // env returns a lookup over the given variables, like os.LookupEnv over an
 // environment holding only them.
@@ -74,6 +74,16 @@ func TestDefault(t *testing.T) {
 		LowRelevanceThreshold: 0.3,
 		LogLevel:              "info",
 		LogFormat:             "json",
+		Embedder:              "hash",
+		EmbedDim:              512,
+		EmbedTimeout:          500 * time.Millisecond,
+		EmbedCacheSize:        10000,
+		Fusion:                "relative",
+		FusionVector:          0.5,
+		QdrantCollection:      "h4r_items",
+		Neo4jUser:             "neo4j",
+		OPATimeout:            100 * time.Millisecond,
+		PolicyWatch:           true,
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
@@ -100,6 +110,11 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"CONTEXT_PACK_TLDR_SENTENCES", "CONTEXT_PACK_INCLUDE_GRAPH",
 		"H4R_TOKEN_ENCODING", "H4R_REQUEST_TIMEOUT_MS", "H4R_GENERATOR_TIMEOUT_MS",
 		"H4R_MAX_BODY_BYTES", "H4R_LOW_RELEVANCE_THRESHOLD", "H4R_LOG_LEVEL", "H4R_LOG_FORMAT",
+		"H4R_EMBEDDER", "H4R_EMBED_URL", "H4R_EMBED_MODEL", "H4R_EMBED_API_KEY", "H4R_EMBED_DIM",
+		"H4R_EMBED_TIMEOUT_MS", "H4R_EMBED_CACHE_SIZE", "H4R_FUSION", "H4R_FUSION_VECTOR_WEIGHT",
+		"QDRANT_API_KEY", "QDRANT_COLLECTION",
+		"NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE",
+		"SCS_OPA_TIMEOUT_MS", "SCS_POLICY_WATCH", "SCS_DECISION_LOG",
 	}
 	vars := config.Vars()
 	if len(vars) != len(want) {
@@ -164,6 +179,23 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_LOW_RELEVANCE_THRESHOLD", "0.45", func(c *config.Config) { c.LowRelevanceThreshold = 0.45 }},
 		{"H4R_LOG_LEVEL", "debug", func(c *config.Config) { c.LogLevel = "debug" }},
 		{"H4R_LOG_FORMAT", "text", func(c *config.Config) { c.LogFormat = "text" }},
+		{"H4R_EMBEDDER", "openai", func(c *config.Config) { c.Embedder = "openai" }},
+		{"H4R_EMBED_URL", "http://localhost:11434/v1", func(c *config.Config) { c.EmbedURL = "http://localhost:11434/v1" }},
+		{"H4R_EMBED_MODEL", "nomic-embed-text", func(c *config.Config) { c.EmbedModel = "nomic-embed-text" }},
+		{"H4R_EMBED_API_KEY", "sk-test", func(c *config.Config) { c.EmbedAPIKey = "sk-test" }},
+		{"H4R_EMBED_DIM", "256", func(c *config.Config) { c.EmbedDim = 256 }},
+		{"H4R_EMBED_TIMEOUT_MS", "750", func(c *config.Config) { c.EmbedTimeout = 750 * time.Millisecond }},
+		{"H4R_EMBED_CACHE_SIZE", "0", func(c *config.Config) { c.EmbedCacheSize = 0 }},
+		{"H4R_FUSION", "rrf", func(c *config.Config) { c.Fusion = "rrf" }},
+		{"H4R_FUSION_VECTOR_WEIGHT", "0.3", func(c *config.Config) { c.FusionVector = 0.3 }},
+		{"QDRANT_API_KEY", "qk", func(c *config.Config) { c.QdrantAPIKey = "qk" }},
+		{"QDRANT_COLLECTION", "memories", func(c *config.Config) { c.QdrantCollection = "memories" }},
+		{"NEO4J_USER", "h4r", func(c *config.Config) { c.Neo4jUser = "h4r" }},
+		{"NEO4J_PASSWORD", "pw", func(c *config.Config) { c.Neo4jPassword = "pw" }},
+		{"NEO4J_DATABASE", "memory", func(c *config.Config) { c.Neo4jDatabase = "memory" }},
+		{"SCS_OPA_TIMEOUT_MS", "250", func(c *config.Config) { c.OPATimeout = 250 * time.Millisecond }},
+		{"SCS_POLICY_WATCH", "false", func(c *config.Config) { c.PolicyWatch = false }},
+		{"SCS_DECISION_LOG", "stdout", func(c *config.Config) { c.DecisionLog = "stdout" }},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

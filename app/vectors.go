@@ -1,0 +1,18 @@
+package app
+
+import (
+	"context"
+
+	"github.com/h4r/h4r/config"
+	ranker "github.com/h4r/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// textGenerators returns the relevance generators (full-text, and vectors
+// when built) and how their scores fuse into the relevance signal.
+func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]sources.Generator, ranker.Fusion, error) {
+	if cfg.QdrantURL != "" {
+		return nil, ranker.Fusion{}, notBuiltYet("QDRANT_URL", "the Qdrant vector generator")
+	}
+	return []sources.Generator{a.Store.FullText()}, ranker.Fusion{Method: cfg.Fusion}, nil
+}
