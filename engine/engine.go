@@ -258,10 +258,11 @@ func (e *Engine) limits(req *h4r.ContextRequest) (scs.Limits, []string) {
 
 // generatorRun is one generator's answer.
 type generatorRun struct {
-	name string
-	hits []sources.Hit
-	took time.Duration
-	err  error
+	name    string
+	hits    []sources.Hit
+	took    time.Duration
+	err     error  // the generator failed: no hits, the pack is degraded
+	warning string // the generator answered from its fallback
 }
 
 // candidates runs the generators the query type asks for and merges their
@@ -304,6 +305,10 @@ func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filter
 	stats := make(map[string]h4r.SourceStats, len(runs))
 	for _, r := range runs {
 		st := h4r.SourceStats{Candidates: len(r.hits), Ms: ms(r.took)}
+		if r.warning != "" {
+			warnings = append(warnings, fmt.Sprintf("generator %s: %s", r.name, r.warning))
+			e.log.WarnContext(ctx, "generator answered from its fallback", "generator", r.name, "warning", r.warning)
+		}
 		if r.err != nil {
 			st.Error = r.err.Error()
 			warnings = append(warnings, fmt.Sprintf("generator %s failed: %v", r.name, r.err))
@@ -350,6 +355,11 @@ func (e *Engine) runAll(ctx context.Context, gens []sources.Generator, q sources
 			t0 := time.Now()
 			hits, err := g.Generate(gctx, q)
 			runs[i] = generatorRun{name: g.Name(), hits: hits, took: time.Since(t0), err: err}
+			var fallback *sources.FallbackError
+			if errors.As(err, &fallback) {
+				runs[i].err, runs[i].warning = nil, fallback.Error()
+				return
+			}
 			if err != nil {
 				runs[i].hits = nil
 				if errors.Is(err, context.DeadlineExceeded) || gctx.Err() != nil {

@@ -460,3 +460,58 @@ func TestInvalidRequests(t *testing.T) {
 		})
 	}
 }
+
+// answeredByFallback is a graph generator whose primary failed and whose
+// fallback (the real store CTE) answered, as the Neo4j generator does.
+type answeredByFallback struct{ fallback sources.Generator }
+
+func (g answeredByFallback) Name() string { return sources.GenGraph }
+
+func (g answeredByFallback) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
+	hits, err := g.fallback.Generate(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return hits, &sources.FallbackError{Primary: "neo4j", Fallback: "store CTE", Err: errors.New("connection refused")}
+}
+
+func TestFallbackAnswerIsKeptWithAWarning(t *testing.T) {
+	a := openDemo(t)
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	e, err := engine.New(
+		engine.WithTextGenerators(a.Store.FullText()),
+		engine.WithGraphGenerator(answeredByFallback{a.Store.Graph()}),
+		engine.WithSlicer(scs.New(pol, counter)),
+		engine.WithClock(fixedClock),
+		engine.WithSettings(engine.Settings{
+			Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda, GeneratorTimeout: patient,
+			Budget: scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.ContextPack(context.Background(), healer(), &h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != h4r.StatusOK {
+		t.Errorf("status %q: a fallback answer is a complete pack", p.Status)
+	}
+	if s := p.Sources[sources.GenGraph]; s.Candidates == 0 || s.Error != "" {
+		t.Errorf("graph source %+v: want the fallback's hits and no error", s)
+	}
+	if !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool {
+		return strings.Contains(w, "neo4j failed") && strings.Contains(w, "store CTE answered")
+	}) {
+		t.Errorf("warnings %v do not say the fallback answered", p.Explainability.Warnings)
+	}
+}

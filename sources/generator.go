@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/h4r/h4r"
 )
@@ -89,3 +90,20 @@ func Merge(order []string, hits map[string][]Hit) []*Candidate {
 	}
 	return out
 }
+
+// FallbackError is returned, together with hits, by a generator whose
+// primary backend failed or was late and whose fallback answered instead
+// (Neo4j hops answered by the store's recursive CTE). The engine keeps the
+// hits and reports the error as a warning: the pack is complete, but an
+// operator should know the primary is unwell.
+type FallbackError struct {
+	Primary  string // the backend that failed, e.g. "neo4j"
+	Fallback string // what answered, e.g. "store CTE"
+	Err      error
+}
+
+func (e *FallbackError) Error() string {
+	return fmt.Sprintf("%s failed (%v); %s answered instead", e.Primary, e.Err, e.Fallback)
+}
+
+func (e *FallbackError) Unwrap() error { return e.Err }

@@ -326,3 +326,34 @@ func loadLinks(ctx context.Context, tx *sql.Tx, items []*sources.Item) (err erro
 	}
 	return nil
 }
+
+// eachPage is how many items Each reads per query.
+const eachPage = 500
+
+// Each calls fn for every item, in id order, reading them a page at a time
+// so that a large store is never held in memory. It stops at fn's first
+// error and returns it. Items written while Each runs may or may not be
+// visited. Rebuilding a derived index (vectors, a graph mirror) uses it.
+func (s *Store) Each(ctx context.Context, fn func(*sources.Item) error) error {
+	after := ""
+	for {
+		var page []*sources.Item
+		err := s.readTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			page, err = queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id > ? ORDER BY i.id LIMIT ?`, []any{after, eachPage}, nil)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("reading items after %q: %w", after, err)
+		}
+		for _, it := range page {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		if len(page) < eachPage {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
+}

@@ -25,6 +25,9 @@ type Store interface {
 	FullText() sources.Generator
 	Graph() sources.Generator
 	RecordAccess(ids []string)
+	// Each visits every item in id order; derived indexes are rebuilt
+	// from it.
+	Each(ctx context.Context, fn func(*sources.Item) error) error
 }
 
 // Option configures Run.
@@ -72,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("access_counts", s.testAccessCounts)
 	t.Run("persistence", s.testPersistence)
 	t.Run("concurrent_writers", s.testConcurrentWriters)
+	t.Run("each", s.testEach)
 }
 
 // reopenable returns a function opening one place's data again, or skips t
