@@ -75,6 +75,9 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if o.log == nil {
 		o.log = cfg.Logger(os.Stderr)
 	}
+	if err := cfg.ApplyWeightsFile(); err != nil {
+		return nil, err
+	}
 	a := &App{Config: cfg}
 	defer func() {
 		if err != nil {

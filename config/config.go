@@ -49,6 +49,8 @@ type Config struct {
 	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error
 	LogFormat string // H4R_LOG_FORMAT: json or text
 
+	WeightsFile string // H4R_WEIGHTS_FILE: tuned weights (h4r bench tune) that replace the H4R_WEIGHT_* values
+
 	// Vectors and hybrid relevance.
 	Embedder         string        // H4R_EMBEDDER: hash (built in, offline) or openai (an OpenAI-compatible /v1/embeddings server)
 	EmbedURL         string        // H4R_EMBED_URL: base URL of the embeddings server

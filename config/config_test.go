@@ -103,7 +103,7 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"H4R_ADDR", "H4R_DATA_DIR",
 		"H4R_WEIGHT_RELEVANCE", "H4R_WEIGHT_RECENCY", "H4R_WEIGHT_FREQUENCY", "H4R_WEIGHT_IMPORTANCE",
 		"H4R_WEIGHT_CAUSALITY", "H4R_WEIGHT_NOVELTY", "H4R_WEIGHT_TRUST", "H4R_WEIGHT_SENSITIVITY",
-		"H4R_RECENCY_DECAY_LAMBDA", "H4R_MAX_HOPS",
+		"H4R_WEIGHTS_FILE", "H4R_RECENCY_DECAY_LAMBDA", "H4R_MAX_HOPS",
 		"DATABASE_URL", "QDRANT_URL", "NEO4J_URL",
 		"SCS_MAX_BYTES_DEFAULT", "SCS_MAX_TOKENS_DEFAULT", "SCS_MAX_ITEMS_DEFAULT",
 		"SCS_POLICY_DIR", "SCS_OPA_URL", "SCS_OPA_FALLBACK_LOCAL", "SCS_OPA_CACHE_TTL_MS",
@@ -156,6 +156,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_WEIGHT_NOVELTY", "0.01", func(c *config.Config) { c.Weights[h4r.Novelty] = 0.01 }},
 		{"H4R_WEIGHT_TRUST", "0.3", func(c *config.Config) { c.Weights[h4r.Trust] = 0.3 }},
 		{"H4R_WEIGHT_SENSITIVITY", "1e-2", func(c *config.Config) { c.Weights[h4r.Sensitivity] = 0.01 }},
+		{"H4R_WEIGHTS_FILE", "/etc/h4r/weights.json", func(c *config.Config) { c.WeightsFile = "/etc/h4r/weights.json" }},
 		{"H4R_RECENCY_DECAY_LAMBDA", "0.05", func(c *config.Config) { c.RecencyDecayLambda = 0.05 }},
 		{"H4R_MAX_HOPS", "5", func(c *config.Config) { c.MaxHops = 5 }},
 		{"DATABASE_URL", "postgres://h4r:secret@db:5432/h4r?sslmode=disable", func(c *config.Config) {

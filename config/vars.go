@@ -50,6 +50,8 @@ func table() []variable {
 		weight(h4r.Novelty, "0.06", "1 - metadata.novelty"),
 		weight(h4r.Trust, "0.06", "metadata.trust"),
 		weight(h4r.Sensitivity, "0.03", "1 - metadata.sensitivity"),
+		text("H4R_WEIGHTS_FILE", "", "JSON file of tuned weights and lambda written by h4r bench tune; when set, it replaces the H4R_WEIGHT_* values and H4R_RECENCY_DECAY_LAMBDA.",
+			func(c *Config) *string { return &c.WeightsFile }, nil),
 		number("H4R_RECENCY_DECAY_LAMBDA", "0.1", "Decay rate lambda of the recency signal, per day: an item 7 days old scores exp(-0.7) = 0.50 at 0.1.",
 			func(c *Config) *float64 { return &c.RecencyDecayLambda }, 0, math.Inf(1)),
 		whole("H4R_MAX_HOPS", "3", "Most causal hops followed from the anchors when a request does not say.",
