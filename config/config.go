@@ -51,6 +51,11 @@ type Config struct {
 
 	WeightsFile string // H4R_WEIGHTS_FILE: tuned weights (h4r bench tune) that replace the H4R_WEIGHT_* values
 
+	// Who may ask.
+	APIKeysFile        string        // H4R_API_KEYS_FILE: API keys (SHA-256 hashes) and the principal of each
+	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: context requests per minute per key
+	ShutdownGrace      time.Duration // H4R_SHUTDOWN_GRACE_MS: how long in-flight requests may finish on SIGTERM
+
 	// Vectors and hybrid relevance.
 	Embedder         string        // H4R_EMBEDDER: hash (built in, offline) or openai (an OpenAI-compatible /v1/embeddings server)
 	EmbedURL         string        // H4R_EMBED_URL: base URL of the embeddings server

@@ -100,6 +100,13 @@ func table() []variable {
 		oneOf("H4R_LOG_FORMAT", "json", "Log format: json (one object a line) or text (key=value).",
 			func(c *Config) *string { return &c.LogFormat }, "json", "text"),
 
+		text("H4R_API_KEYS_FILE", "", "File of API keys (stored as SHA-256 hashes), each mapped to a principal: specialist id, type, securityLevel, authorizedGroups and allowed routes. Empty: no authentication, and the server listens on loopback only.",
+			func(c *Config) *string { return &c.APIKeysFile }, nil),
+		whole("H4R_RATE_LIMIT_PER_MINUTE", "60", "Context requests per minute per API key; more are answered resource_exhausted with Retry-After.",
+			func(c *Config) *int { return &c.RateLimitPerMinute }, 1, 1_000_000),
+		millis("H4R_SHUTDOWN_GRACE_MS", "10000", "On SIGTERM, how long in-flight requests may finish before the server closes, in milliseconds.",
+			func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0, 10*time.Minute),
+
 		oneOf("H4R_EMBEDDER", "hash", "Embedder for vector candidates: hash (built in, offline, feature hashing of words and character n-grams) or openai (an OpenAI-compatible /v1/embeddings server: OpenAI, Ollama, vLLM, text-embeddings-inference).",
 			func(c *Config) *string { return &c.Embedder }, "hash", "openai"),
 		serviceURL("H4R_EMBED_URL", "Base URL of the OpenAI-compatible embeddings server when H4R_EMBEDDER=openai, e.g. http://localhost:11434/v1.",
