@@ -10,15 +10,18 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/engine"
 	"github.com/h4r/h4r/sources"
 )
 
 // BenchmarkContextPack measures the whole pack path (full-text and hop
 // candidates, ranking, OPA slicing with exact token budgets, pack building)
 // through the production wiring, on the demo corpus and on 10,000 generated
-// items. Queries rotate so that no cache answers them.
+// items. Queries rotate so that no cache answers them. Each corpus also
+// times the raw full-text candidate query alone ("floor"): the pack path is
+// best read as a ratio of it, measured in the same run.
 //
-//	go test ./engine -run '^$' -bench ContextPack -count 10 | tee new.txt; benchstat old.txt new.txt
+//	go test ./engine -run '^$' -bench ContextPack -count 6 | tee new.txt; benchstat old.txt new.txt
 func BenchmarkContextPack(b *testing.B) {
 	b.Run("demo", func(b *testing.B) {
 		a := openDemo(b)
@@ -26,11 +29,10 @@ func BenchmarkContextPack(b *testing.B) {
 			"login test failures with selector issues", "checkout payment iframe flaky", "CI retries decision",
 			"storage state expired session", "visual snapshot header", "staging 502 incident",
 		}
-		benchPacks(b, a, queries)
+		benchStages(b, a, queries)
 	})
 	b.Run("generated-10k", func(b *testing.B) {
-		cfg := testConfig(b)
-		a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
+		a, err := app.Open(context.Background(), testConfig(b), app.WithClock(fixedClock), app.WithLogger(discardLogger()))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -42,24 +44,37 @@ func BenchmarkContextPack(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		benchPacks(b, a, corpus.queries(64))
+		benchStages(b, a, corpus.queries(64))
 	})
 }
 
-func benchPacks(b *testing.B, a *app.App, queries []string) {
-	spec := healer()
-	b.ReportAllocs()
-	b.ResetTimer()
-	i, results := 0, 0
-	for b.Loop() {
-		p, err := a.Engine.ContextPack(context.Background(), spec, &h4r.ContextRequest{Query: h4r.Query{Text: queries[i%len(queries)]}})
-		if err != nil {
-			b.Fatal(err)
+// benchStages times the raw full-text query (the floor) and the whole pack
+// path over the same store and queries.
+func benchStages(b *testing.B, a *app.App, queries []string) {
+	b.Run("floor-fulltext", func(b *testing.B) {
+		gen := a.Store.FullText()
+		i := 0
+		for b.Loop() {
+			if _, err := gen.Generate(context.Background(), sources.Query{Text: queries[i%len(queries)], Limit: engine.DefaultCandidateLimit}); err != nil {
+				b.Fatal(err)
+			}
+			i++
 		}
-		results += len(p.Results)
-		i++
-	}
-	b.ReportMetric(float64(results)/float64(i), "results/op")
+	})
+	b.Run("pack", func(b *testing.B) {
+		spec := healer()
+		b.ReportAllocs()
+		i, results := 0, 0
+		for b.Loop() {
+			p, err := a.Engine.ContextPack(context.Background(), spec, &h4r.ContextRequest{Query: h4r.Query{Text: queries[i%len(queries)]}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			results += len(p.Results)
+			i++
+		}
+		b.ReportMetric(float64(results)/float64(i), "results/op")
+	})
 }
 
 // corpus generates agent-memory items whose words follow a Zipf
