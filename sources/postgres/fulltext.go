@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+const defaultFullTextLimit = 100
+
+// fullText is the full-text generator: BM25 over the postings table.
+type fullText struct{ s *Store }
+
+func (fullText) Name() string { return sources.GenFullText }
+
+// bm25SQL scores items for the query's lexemes. q holds the query terms the
+// corpus knows, with their idf. For each of them the lateral subquery reads
+// at most the term cut of postings, best impact first, from the
+// (term_id, impact DESC, item_seq) index alone; the sum of idf·impact per
+// item is its BM25 score. The best hits are kept with their ties (the
+// caller breaks ties by id), and only they are joined to their rows.
+// %s is the posting source: the postings table, or postings joined to the
+// items that pass the filters.
+const bm25SQL = `WITH q AS (
+		SELECT t.id, ln(1 + (s.n_docs - t.df + 0.5) / (t.df + 0.5)) AS idf
+		FROM terms t CROSS JOIN corpus_stats s
+		WHERE t.term = ANY(tsvector_to_array(to_tsvector('` + textConfig + `', $1))) AND t.df > 0
+	),
+	hits AS (
+		SELECT p.item_seq, sum(q.idf * p.impact) AS score
+		FROM q CROSS JOIN LATERAL (
+			%s
+		) p
+		GROUP BY p.item_seq
+		ORDER BY score DESC
+		FETCH FIRST $3 ROWS WITH TIES
+	)
+	SELECT ` + itemColumns + `, h.score
+	FROM hits h JOIN items i ON i.seq = h.item_seq`
+
+const (
+	plainPostings = `SELECT item_seq, impact FROM postings WHERE term_id = q.id ORDER BY impact DESC LIMIT $2`
+	// With filters the cut applies to the postings of items that pass
+	// them, so that a selective filter still finds its best items.
+	filteredPostings = `SELECT ps.item_seq, ps.impact FROM postings ps JOIN items i ON i.seq = ps.item_seq
+			WHERE ps.term_id = q.id%s ORDER BY ps.impact DESC LIMIT $2`
+)
+
+// Generate finds the items whose text holds any word of q.Text, scored by
+// BM25 (higher is better). Words are stemmed and stop words dropped
+// (Postgres's english configuration). Text without words finds nothing.
+func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
+	limit, err := hitLimit(q.Limit, defaultFullTextLimit)
+	if err != nil {
+		return nil, err
+	}
+	text := words(q.Text, true, maxQueryTerms)
+	p := &params{}
+	p.add(text)
+	p.add(g.s.termCut)
+	p.add(limit)
+	where, err := whereFilters(q.Filters, p)
+	if err != nil {
+		return nil, err
+	}
+	if text == "" {
+		return nil, nil
+	}
+	postings := plainPostings
+	if where != "" {
+		postings = fmt.Sprintf(filteredPostings, where)
+	}
+	query := fmt.Sprintf(bm25SQL, postings)
+
+	var hits []sources.Hit
+	err = g.s.read(ctx, func(ctx context.Context) error {
+		var scores []*float64
+		items, err := g.s.queryItems(ctx, query, p.args, func() []any {
+			scores = append(scores, new(float64))
+			return []any{scores[len(scores)-1]}
+		})
+		if err != nil {
+			return err
+		}
+		hits = make([]sources.Hit, len(items))
+		for i, it := range items {
+			hits[i] = sources.Hit{Item: it, Score: *scores[i]}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("full-text search for %q: %w", q.Text, err)
+	}
+	// Best first, ties by id; the query kept the ties at the cut, so the
+	// cut by id happens here.
+	slices.SortFunc(hits, func(a, b sources.Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Item.ID, b.Item.ID)
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, nil
+}
+
+// hitLimit checks a query's limit and applies the generator's default.
+func hitLimit(limit, def int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
+	case limit == 0:
+		return def, nil
+	}
+	return limit, nil
+}

@@ -1,0 +1,252 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/tokens"
+)
+
+// Defaults.
+const (
+	defaultFlushEvery  = time.Second
+	flushTimeout       = 30 * time.Second
+	defaultTermCut     = 1000
+	defaultConnTimeout = 5 * time.Second
+	// cancelGrace is how long a cancelled query may take to stop after
+	// Postgres was asked to cancel it before the connection is cut.
+	cancelGrace = 2 * time.Second
+)
+
+// Store keeps memory items in PostgreSQL. It is safe for concurrent use,
+// and several stores (in several processes) may share one database. Create
+// it with Open and release it with Close.
+type Store struct {
+	pool    *pgxpool.Pool
+	counter *tokens.Counter
+	now     func() time.Time
+	log     *slog.Logger
+	access  *accessTracker
+	termCut int
+	retry   retryPolicy
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Option configures Open and Migrate.
+type Option func(*options)
+
+type options struct {
+	counter    *tokens.Counter
+	now        func() time.Time
+	flushEvery time.Duration
+	log        *slog.Logger
+	termCut    int
+	maxConns   int32
+	retry      retryPolicy
+}
+
+// WithTokenCounter sets the counter that measures items' tokens at ingest.
+// Without it Open loads cl100k_base.
+func WithTokenCounter(c *tokens.Counter) Option { return func(o *options) { o.counter = c } }
+
+// WithClock sets the clock that stamps createdAt defaults, updatedAt and
+// lastAccessedAt. The default is time.Now.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithAccessFlushInterval sets how often recorded accesses are written
+// (default 1s). Accesses still pending are written by Close.
+func WithAccessFlushInterval(d time.Duration) Option {
+	return func(o *options) { o.flushEvery = d }
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithTermCut sets how many of a query term's postings, best impact first,
+// a full-text query reads (default 1000). Terms held by fewer items are
+// scored exactly; a larger cut trades speed on common words for recall.
+func WithTermCut(n int) Option { return func(o *options) { o.termCut = n } }
+
+// WithMaxConns caps the connection pool (default: pgxpool's, the larger of
+// 4 and the number of CPUs).
+func WithMaxConns(n int) Option { return func(o *options) { o.maxConns = int32(n) } }
+
+// WithReadRetries sets how many times a read that failed for a transient
+// reason (a lost connection, a server restarting, a serialization failure)
+// is tried again, and the first backoff, doubled each time (default 3 and
+// 50ms).
+func WithReadRetries(attempts int, backoff time.Duration) Option {
+	return func(o *options) { o.retry = retryPolicy{attempts: attempts, backoff: backoff} }
+}
+
+func buildOptions(opts []Option) (options, error) {
+	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), termCut: defaultTermCut,
+		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.flushEvery <= 0:
+		return o, h4r.Errorf(h4r.EINVALID, "accessFlushInterval", "access flush interval must be positive, got %v", o.flushEvery)
+	case o.now == nil:
+		return o, h4r.Errorf(h4r.EINVALID, "clock", "clock must not be nil")
+	case o.log == nil:
+		return o, h4r.Errorf(h4r.EINVALID, "logger", "logger must not be nil")
+	case o.termCut <= 0:
+		return o, h4r.Errorf(h4r.EINVALID, "termCut", "term cut must be positive, got %d", o.termCut)
+	case o.maxConns < 0:
+		return o, h4r.Errorf(h4r.EINVALID, "maxConns", "max connections must be >= 0, got %d", o.maxConns)
+	case o.retry.attempts < 0 || o.retry.backoff < 0:
+		return o, h4r.Errorf(h4r.EINVALID, "readRetries", "read retries and backoff must be >= 0")
+	}
+	return o, nil
+}
+
+// Open connects to the database at databaseURL (a postgres:// URL or a
+// key=value DSN; search_path in it selects the schema), checks that it can
+// be reached, and applies the schema migrations it has not seen yet. The
+// errors say which: the server cannot be reached, or the role lacks the
+// rights to create or read the tables.
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.counter == nil {
+		c, err := tokens.New(tokens.CL100K)
+		if err != nil {
+			return nil, fmt.Errorf("opening the Postgres store: %w", err)
+		}
+		o.counter = c
+	}
+	pool, err := connect(ctx, databaseURL, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, pool, o.log); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("migrating the Postgres schema: %w", explain(err))
+	}
+	s := &Store{pool: pool, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut, retry: o.retry}
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.access = startAccessTracker(s.flushAccess, o.flushEvery, o.now, o.log)
+	return s, nil
+}
+
+// Migrate applies the schema migrations to the database at databaseURL and
+// returns the schema version before and after, for `h4r migrate`.
+func Migrate(ctx context.Context, databaseURL string, opts ...Option) (from, to int, err error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	pool, err := connect(ctx, databaseURL, o)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer pool.Close()
+	from, err = schemaVersion(ctx, pool)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the schema version: %w", explain(err))
+	}
+	if err := migrate(ctx, pool, o.log); err != nil {
+		return from, 0, fmt.Errorf("migrating the Postgres schema: %w", explain(err))
+	}
+	to, err = schemaVersion(ctx, pool)
+	if err != nil {
+		return from, 0, fmt.Errorf("reading the schema version: %w", explain(err))
+	}
+	return from, to, nil
+}
+
+// connect builds the pool and proves the server answers.
+func connect(ctx context.Context, databaseURL string, o options) (*pgxpool.Pool, error) {
+	if strings.TrimSpace(databaseURL) == "" {
+		return nil, h4r.Errorf(h4r.EINVALID, "DATABASE_URL", "database URL is required")
+	}
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		// The parse error may quote the URL, password included.
+		return nil, h4r.Errorf(h4r.EINVALID, "DATABASE_URL", "not a valid Postgres URL or DSN")
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnTimeout
+	}
+	// pgx's default on a cancelled context is to cut the socket, which
+	// leaves the query running in Postgres until it ends. Ask the server to
+	// cancel it instead, and cut the socket only if that does not work.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the Postgres pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot reach Postgres at %s (database %q, user %q): %w",
+			hostPort(cfg), cfg.ConnConfig.Database, cfg.ConnConfig.User, err)
+	}
+	return pool, nil
+}
+
+func hostPort(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
+}
+
+// explain adds what to do to errors whose cause is the role's rights.
+func explain(err error) error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "42501" { // insufficient_privilege
+		return fmt.Errorf("the database role lacks the rights H4R needs (create tables in its schema, then read and write them); grant them or run `h4r migrate` as the schema owner: %w", err)
+	}
+	return err
+}
+
+// Close writes the accesses still pending, then closes the pool. Calling it
+// again does nothing and returns the first call's error.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = s.access.stop()
+		s.pool.Close()
+	})
+	return s.closeErr
+}
+
+// Ping checks that the database answers and that the role can read the
+// store's tables (readiness, /health/ready).
+func (s *Store) Ping(ctx context.Context) error {
+	err := s.read(ctx, func(ctx context.Context) error {
+		var n int64
+		return s.pool.QueryRow(ctx, `SELECT n_docs FROM corpus_stats`).Scan(&n)
+	})
+	if err != nil {
+		return fmt.Errorf("pinging Postgres: %w", explain(err))
+	}
+	return nil
+}
+
+// FullText returns the BM25 full-text candidate generator.
+func (s *Store) FullText() sources.Generator { return fullText{s} }
+
+// Graph returns the causal-hop candidate generator.
+func (s *Store) Graph() sources.Generator { return graph{s} }
