@@ -46,7 +46,7 @@ func (s *Store) Upsert(ctx context.Context, items []sources.Item) ([]string, err
 		}
 		encoded[i] = e
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error { return writeItems(ctx, tx, encoded, formatTime(now)) })
+	err := s.upsertTx(ctx, encoded, func(tx *sql.Tx) error { return writeItems(ctx, tx, encoded, formatTime(now)) })
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
@@ -203,7 +203,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return h4r.Errorf(h4r.EINVALID, "id", "item id is required")
 	}
 	var n int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.deleteTx(ctx, id, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM items WHERE id = ?`, id)
 		if err != nil {
 			return err

@@ -46,6 +46,7 @@ type Store struct {
 	now     func() time.Time
 	log     *slog.Logger
 	access  *accessTracker
+	vectors vectorIndex // item vectors for exact search (vectors.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -59,6 +60,7 @@ type options struct {
 	now        func() time.Time
 	flushEvery time.Duration
 	log        *slog.Logger
+	embedder   Embedder
 }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
@@ -138,6 +140,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	readers.SetMaxIdleConns(readConnections)
 
 	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log}
+	s.vectors.embedder = o.embedder
 	s.access = startAccessTracker(s.flushAccess, o.flushEvery, o.now, o.log)
 	return s, nil
 }

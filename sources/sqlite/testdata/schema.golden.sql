@@ -17,6 +17,13 @@ CREATE TABLE item_tags (
     PRIMARY KEY (item_id, tag)
 ) STRICT, WITHOUT ROWID;
 
+-- table item_vectors
+CREATE TABLE item_vectors (
+    item_id TEXT PRIMARY KEY REFERENCES items (id) ON DELETE CASCADE,
+    model   TEXT NOT NULL,
+    vector  BLOB NOT NULL
+) STRICT;
+
 -- table items
 CREATE TABLE items (
     seq              INTEGER PRIMARY KEY,
@@ -58,4 +65,25 @@ CREATE TABLE schema_migrations (
 		name       TEXT NOT NULL,
 		applied_at TEXT NOT NULL
 	) STRICT;
+
+-- table vector_generation
+CREATE TABLE vector_generation (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    generation INTEGER NOT NULL
+) STRICT;
+
+-- trigger item_vectors_delete
+CREATE TRIGGER item_vectors_delete AFTER DELETE ON item_vectors BEGIN
+    UPDATE vector_generation SET generation = generation + 1;
+END;
+
+-- trigger item_vectors_insert
+CREATE TRIGGER item_vectors_insert AFTER INSERT ON item_vectors BEGIN
+    UPDATE vector_generation SET generation = generation + 1;
+END;
+
+-- trigger item_vectors_update
+CREATE TRIGGER item_vectors_update AFTER UPDATE ON item_vectors BEGIN
+    UPDATE vector_generation SET generation = generation + 1;
+END;
 

@@ -1,0 +1,98 @@
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// Index finds the items nearest to a vector: the SQLite store's exact
+// search, or Qdrant. Hits come best first, with the cosine similarity as
+// Score; only vectors of model are compared; filters apply as in full-text
+// search; hits under minScore are left out.
+type Index interface {
+	SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]sources.Hit, error)
+}
+
+// DefaultMinScore is the cosine under which a vector hit is not a
+// candidate. Nearly every text shares some hashed feature with the query;
+// without a floor, rank-based fusion would credit the 100th-nearest
+// unrelated item as much as bm25's 100th hit.
+const DefaultMinScore = 0.05
+
+// Generator is the "vector" candidate generator.
+type Generator struct {
+	embedder Embedder
+	index    Index
+	timeout  time.Duration
+	minScore float64
+	fallback sources.Generator
+}
+
+// GeneratorOption configures NewGenerator.
+type GeneratorOption func(*Generator)
+
+// WithQueryTimeout bounds the query's embedding (default 500 ms). The
+// search itself runs under the engine's generator deadline.
+func WithQueryTimeout(d time.Duration) GeneratorOption { return func(g *Generator) { g.timeout = d } }
+
+// WithMinScore sets the cosine floor of a hit (default DefaultMinScore).
+func WithMinScore(s float64) GeneratorOption { return func(g *Generator) { g.minScore = s } }
+
+// WithFallback sets the generator that answers when the query cannot be
+// embedded in time (the store's full-text search), so that a semantic
+// request degrades to full-text results with a warning instead of coming
+// back empty.
+func WithFallback(f sources.Generator) GeneratorOption { return func(g *Generator) { g.fallback = f } }
+
+// NewGenerator returns the vector generator of e (usually a Cache) over ix.
+func NewGenerator(e Embedder, ix Index, opts ...GeneratorOption) (*Generator, error) {
+	g := &Generator{embedder: e, index: ix, timeout: DefaultTimeout, minScore: DefaultMinScore}
+	for _, o := range opts {
+		o(g)
+	}
+	switch {
+	case e == nil || ix == nil:
+		return nil, errors.New("vector generator: an embedder and an index are required")
+	case g.timeout <= 0:
+		return nil, h4r.Errorf(h4r.EINVALID, "timeout", "query embedding timeout must be positive, got %v", g.timeout)
+	case g.minScore < -1 || g.minScore > 1:
+		return nil, h4r.Errorf(h4r.EINVALID, "minScore", "minimum cosine must be in [-1, 1], got %v", g.minScore)
+	}
+	return g, nil
+}
+
+// Name returns sources.GenVector.
+func (g *Generator) Name() string { return sources.GenVector }
+
+// Generate embeds q.Text and returns the nearest items. When the embedding
+// fails or is late and a fallback is set, it returns the fallback's hits
+// with a *sources.FallbackError, which the engine reports as a warning.
+func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
+	ectx, cancel := context.WithTimeout(ctx, g.timeout)
+	vecs, err := g.embedder.Embed(ectx, []string{q.Text})
+	cancel()
+	if err == nil && (len(vecs) != 1 || len(vecs[0]) == 0) {
+		err = fmt.Errorf("embedder %s returned no vector", g.embedder.Model())
+	}
+	if err != nil {
+		err = fmt.Errorf("embedding the query: %w", err)
+		if g.fallback == nil || ctx.Err() != nil {
+			return nil, err
+		}
+		hits, ferr := g.fallback.Generate(ctx, q)
+		if ferr != nil {
+			return nil, errors.Join(err, fmt.Errorf("fallback %s: %w", g.fallback.Name(), ferr))
+		}
+		return hits, &sources.FallbackError{Primary: "query embedding (" + g.embedder.Model() + ")", Fallback: g.fallback.Name() + " search", Err: err}
+	}
+	hits, err := g.index.SearchVectors(ctx, g.embedder.Model(), vecs[0], q.Filters, q.Limit, g.minScore)
+	if err != nil {
+		return nil, fmt.Errorf("vector search: %w", err)
+	}
+	return hits, nil
+}

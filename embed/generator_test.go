@@ -1,0 +1,162 @@
+package embed_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/sources/sqlite"
+)
+
+// brokenEmbedder fails every call, as an unreachable server does.
+type brokenEmbedder struct{}
+
+func (brokenEmbedder) Model() string { return "broken" }
+func (brokenEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("connection refused")
+}
+
+// storeWith opens a real SQLite store embedding with e and holding items.
+func storeWith(t *testing.T, e sqlite.Embedder, items []sources.Item) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "h4r.db"),
+		sqlite.WithVectors(e), sqlite.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Upsert(t.Context(), items); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var generatorItems = []sources.Item{
+	{ID: "opt", Kind: "note", Text: "query optimizer rewrites slow joins"},
+	{ID: "login", Kind: "test_failure", Text: "login page button selector not found"},
+	{ID: "pay", Kind: "incident", Text: "payment gateway timeout during checkout"},
+}
+
+func hitIDs(hits []sources.Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.Item.ID)
+	}
+	return out
+}
+
+func TestGenerator(t *testing.T) {
+	h := newHash(t)
+	s := storeWith(t, h, generatorItems)
+	g, err := embed.NewGenerator(h, s, embed.WithFallback(s.FullText()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Name() != sources.GenVector {
+		t.Fatalf("Name = %s", g.Name())
+	}
+	for _, tc := range []struct {
+		name string
+		q    sources.Query
+		want []string
+	}{
+		{"nearest first", sources.Query{Text: "optimizing queries", Limit: 1}, []string{"opt"}},
+		{"filters pass through", sources.Query{Text: "optimizing queries", Filters: h4r.Filters{Kinds: []string{"incident"}}}, nil},
+		{"floor leaves unrelated out", sources.Query{Text: "zebra"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hits, err := g.Generate(t.Context(), tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := hitIDs(hits)
+			if len(tc.want) == 0 {
+				for _, h := range hits {
+					if tc.q.Filters.Kinds != nil && h.Item.Kind != "incident" || h.Score < embed.DefaultMinScore {
+						t.Errorf("unexpected hit %s (%s, %.3f)", h.Item.ID, h.Item.Kind, h.Score)
+					}
+				}
+				return
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("hits %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A failed embedding answers from full-text search with a FallbackError
+// (the engine turns it into a warning); without fallback it is an error.
+func TestGeneratorDegradesToFullText(t *testing.T) {
+	s := storeWith(t, newHash(t), generatorItems)
+	q := sources.Query{Text: "payment timeout"}
+	g, err := embed.NewGenerator(brokenEmbedder{}, s, embed.WithFallback(s.FullText()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := g.Generate(t.Context(), q)
+	var fe *sources.FallbackError
+	if !errors.As(err, &fe) || fe.Fallback != "fulltext search" {
+		t.Fatalf("err = %v, want a FallbackError naming full-text search", err)
+	}
+	if got := hitIDs(hits); !slices.Equal(got, []string{"pay"}) {
+		t.Fatalf("fallback hits %v, want the full-text hit [pay]", got)
+	}
+	bare, err := embed.NewGenerator(brokenEmbedder{}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := bare.Generate(t.Context(), q); err == nil || errors.As(err, &fe) || hits != nil {
+		t.Fatalf("without fallback: hits %v, err %v; want a plain error", hitIDs(hits), err)
+	}
+}
+
+// A slow embedding server: the query's deadline expires, full-text answers.
+func TestGeneratorSlowEmbedding(t *testing.T) {
+	s := storeWith(t, newHash(t), generatorItems)
+	_, url := newEmbeddingsServer(t, reply{hang: true}, reply{hang: true}, reply{hang: true}, reply{hang: true})
+	slow, err := embed.NewOpenAI(url, "m", embed.WithTimeout(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := embed.NewGenerator(slow, s, embed.WithFallback(s.FullText()), embed.WithQueryTimeout(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := g.Generate(t.Context(), sources.Query{Text: "login selector"})
+	var fe *sources.FallbackError
+	if !errors.As(err, &fe) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a FallbackError wrapping the deadline", err)
+	}
+	if got := hitIDs(hits); !slices.Equal(got, []string{"login"}) {
+		t.Fatalf("hits %v, want [login]", got)
+	}
+}
+
+func TestNewGeneratorRejects(t *testing.T) {
+	h := newHash(t)
+	s := storeWith(t, h, nil)
+	for _, tc := range []struct {
+		name string
+		opt  embed.GeneratorOption
+	}{
+		{"zero timeout", embed.WithQueryTimeout(0)},
+		{"floor above 1", embed.WithMinScore(1.5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := embed.NewGenerator(h, s, tc.opt); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	if _, err := embed.NewGenerator(nil, s); err == nil {
+		t.Fatal("nil embedder accepted")
+	}
+}

@@ -1,0 +1,621 @@
+package sqlite
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// Embedder makes the vectors of item texts at ingest and reindex
+// (embed.Hash, embed.OpenAI): one unit vector per text, all of one
+// dimension, named by Model.
+type Embedder interface {
+	Model() string
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Vector search limits.
+const (
+	defaultVectorLimit = 100
+	reindexBatch       = 256
+)
+
+// WithVectors makes the store embed every item it writes with e and keep
+// the vector beside it, for SearchVectors.
+func WithVectors(e Embedder) Option { return func(o *options) { o.embedder = e } }
+
+// EnableVectors does what WithVectors does, for wiring that opens the store
+// before it chooses where vectors live (app: the store, or Qdrant). Call it
+// before the store is used.
+func (s *Store) EnableVectors(e Embedder) {
+	s.vectors.mu.Lock()
+	defer s.vectors.mu.Unlock()
+	s.vectors.embedder = e
+}
+
+// vectorIndex keeps the vectors of one model in memory, contiguous, for
+// exact search: reading 100k blobs from the file on every query would cost
+// far more than comparing them (BenchmarkVectorSearch). The file stays the
+// truth: the index is (re)loaded whenever vector_generation differs from
+// the generation it was loaded at, and this process's own writes update it
+// in place. Its zero value is an empty, unloaded index without embedder.
+type vectorIndex struct {
+	writeMu sync.Mutex // held across a vector write and its in-memory update, so they apply in commit order
+
+	mu       sync.RWMutex
+	embedder Embedder
+	loaded   bool
+	gen      int64
+	model    string
+	dim      int
+	ids      []string
+	data     []float32 // len(ids)*dim
+	pos      map[string]int
+}
+
+func (v *vectorIndex) getEmbedder() Embedder {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.embedder
+}
+
+// accepts reports whether vec belongs in memory: a vector of the loaded
+// model and dimension (any dimension while none is loaded).
+func (v *vectorIndex) accepts(model string, vec []float32) bool {
+	return model == v.model && (v.dim == 0 || len(vec) == v.dim)
+}
+
+// put and remove change the in-memory vectors; the caller holds mu.
+func (v *vectorIndex) put(id string, vec []float32) {
+	if v.dim == 0 {
+		v.dim = len(vec)
+	}
+	if i, ok := v.pos[id]; ok {
+		copy(v.data[i*v.dim:], vec)
+		return
+	}
+	v.pos[id] = len(v.ids)
+	v.ids = append(v.ids, id)
+	v.data = append(v.data, vec...)
+}
+
+func (v *vectorIndex) remove(id string) {
+	i, ok := v.pos[id]
+	if !ok {
+		return
+	}
+	last := len(v.ids) - 1
+	if i != last { // move the last vector into the hole
+		v.ids[i] = v.ids[last]
+		v.pos[v.ids[i]] = i
+		copy(v.data[i*v.dim:(i+1)*v.dim], v.data[last*v.dim:])
+	}
+	v.ids = v.ids[:last]
+	v.data = v.data[:last*v.dim]
+	delete(v.pos, id)
+}
+
+// applied updates the in-memory index after a committed write that moved
+// the generation from before to after. When the index was not current at
+// before (another process wrote), it is left stale and the next search
+// reloads it.
+func (v *vectorIndex) applied(before, after int64, change func(*vectorIndex)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.loaded || v.gen != before {
+		return
+	}
+	change(v)
+	v.gen = after
+}
+
+func readGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var g int64
+	if err := tx.QueryRowContext(ctx, `SELECT generation FROM vector_generation WHERE id = 1`).Scan(&g); err != nil {
+		return 0, fmt.Errorf("reading the vector generation: %w", err)
+	}
+	return g, nil
+}
+
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 0, 4*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+func decodeVector(b []byte) ([]float32, error) {
+	if len(b) == 0 || len(b)%4 != 0 {
+		return nil, fmt.Errorf("vector blob of %d bytes is not a list of float32", len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}
+
+// embedItems returns the vectors of the items' texts, or nil when the store
+// has no embedder or embedding failed. A failed embedding does not fail the
+// write: the store is the source of truth, the items are written without
+// vectors (vector search misses them) and the log says to run h4r reindex.
+func (s *Store) embedItems(ctx context.Context, items []encodedItem) (Embedder, [][]float32) {
+	e := s.vectors.getEmbedder()
+	if e == nil || len(items) == 0 {
+		return e, nil
+	}
+	texts := make([]string, len(items))
+	for i := range items {
+		texts[i] = items[i].item.Text
+	}
+	vecs, err := e.Embed(ctx, texts)
+	if err == nil {
+		err = checkVectors(vecs, len(texts))
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "items written without vectors: vector search will miss them until h4r reindex",
+			"model", e.Model(), "items", len(items), "error", err)
+		return e, nil
+	}
+	return e, vecs
+}
+
+// checkVectors checks that an embedder gave n vectors of one dimension.
+func checkVectors(vecs [][]float32, n int) error {
+	if len(vecs) != n {
+		return fmt.Errorf("the embedder returned %d vectors for %d texts", len(vecs), n)
+	}
+	for i, v := range vecs {
+		if len(v) == 0 || len(v) != len(vecs[0]) {
+			return fmt.Errorf("vector %d has %d dimensions, vector 0 has %d", i, len(v), len(vecs[0]))
+		}
+	}
+	return nil
+}
+
+// upsertTx runs write (the items' rows) in one transaction with the items'
+// vectors: written when they could be made, else deleted, since a vector of
+// an item's old text would be wrong.
+func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(*sql.Tx) error) error {
+	e, vecs := s.embedItems(ctx, items)
+	ids := make([]string, len(items))
+	for i := range items {
+		ids[i] = items[i].item.ID
+	}
+	v := &s.vectors
+	v.writeMu.Lock()
+	defer v.writeMu.Unlock()
+	var before, after int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) (err error) {
+		if err := write(tx); err != nil {
+			return err
+		}
+		if before, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if vecs == nil {
+			if err := deleteVectors(ctx, tx, ids); err != nil {
+				return err
+			}
+		} else if err := putVectors(ctx, tx, e.Model(), ids, vecs); err != nil {
+			return err
+		}
+		after, err = readGeneration(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	v.applied(before, after, func(v *vectorIndex) {
+		for i, id := range ids {
+			if vecs != nil && v.accepts(e.Model(), vecs[i]) {
+				v.put(id, vecs[i])
+			} else {
+				v.remove(id)
+			}
+		}
+	})
+	return nil
+}
+
+// deleteTx runs del (which deletes item id; its vector goes by cascade) and
+// removes the vector from memory.
+func (s *Store) deleteTx(ctx context.Context, id string, del func(*sql.Tx) error) error {
+	v := &s.vectors
+	v.writeMu.Lock()
+	defer v.writeMu.Unlock()
+	var before, after int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) (err error) {
+		if before, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if err := del(tx); err != nil {
+			return err
+		}
+		after, err = readGeneration(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	v.applied(before, after, func(v *vectorIndex) { v.remove(id) })
+	return nil
+}
+
+func deleteVectors(ctx context.Context, tx *sql.Tx, ids []string) error {
+	list, err := jsonList(ids)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM item_vectors WHERE item_id IN (SELECT value FROM json_each(?))`, list); err != nil {
+		return fmt.Errorf("deleting stale vectors: %w", err)
+	}
+	return nil
+}
+
+// putVectors writes the vectors of items that exist; an id deleted
+// meanwhile (reindex runs beside ingest) is skipped rather than failing the
+// foreign key.
+func putVectors(ctx context.Context, tx *sql.Tx, model string, ids []string, vecs [][]float32) (err error) {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO item_vectors (item_id, model, vector)
+		SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM items WHERE id = ?1)
+		ON CONFLICT (item_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`)
+	if err != nil {
+		return fmt.Errorf("preparing the vector write: %w", err)
+	}
+	defer func() { err = errors.Join(err, stmt.Close()) }()
+	for i, id := range ids {
+		if _, err := stmt.ExecContext(ctx, id, model, encodeVector(vecs[i])); err != nil {
+			return fmt.Errorf("writing the vector of item %q: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// load reads every vector of model as of tx's snapshot, at generation gen.
+// The caller holds mu.
+func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen int64) (err error) {
+	rows, err := tx.QueryContext(ctx, `SELECT item_id, vector FROM item_vectors WHERE model = ?`, model)
+	if err != nil {
+		return fmt.Errorf("loading vectors: %w", err)
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	v.loaded, v.model, v.dim, v.ids, v.data, v.pos = false, model, 0, v.ids[:0], v.data[:0], map[string]int{}
+	for rows.Next() {
+		var id string
+		var blob []byte
+		if err := rows.Scan(&id, &blob); err != nil {
+			return fmt.Errorf("reading a vector row: %w", err)
+		}
+		vec, err := decodeVector(blob)
+		if err != nil {
+			return fmt.Errorf("vector of item %q: %w", id, err)
+		}
+		if v.dim == 0 {
+			v.dim = len(vec)
+		}
+		if len(vec) != v.dim {
+			return fmt.Errorf("vector of item %q has %d dimensions, others of model %s have %d: run h4r reindex", id, len(vec), model, v.dim)
+		}
+		v.put(id, vec)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading vector rows: %w", err)
+	}
+	v.loaded, v.gen = true, gen
+	return nil
+}
+
+// scored is one vector hit before its item is read.
+type scored struct {
+	score float64
+	id    string
+}
+
+// topK is a min-heap of the best k hits so far.
+type topK []scored
+
+func (h topK) Len() int           { return len(h) }
+func (h topK) Less(i, j int) bool { return worse(h[i], h[j]) }
+func (h topK) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *topK) Push(x any)        { *h = append(*h, x.(scored)) }
+func (h *topK) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// worse orders hits: lower score, then (for equal scores) larger id, so
+// that results do not depend on the order vectors happen to be stored in.
+func worse(a, b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.id > b.id
+}
+
+// dot is the dot product of two vectors of one length; for unit vectors it
+// is the cosine.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// nearest returns the ids of the limit vectors most similar to q, best
+// first, at least minScore, among allowed (all when nil). The caller holds
+// mu for reading.
+func (v *vectorIndex) nearest(q []float32, limit int, minScore float64, allowed map[string]bool) []scored {
+	h := make(topK, 0, limit)
+	for i, id := range v.ids {
+		if allowed != nil && !allowed[id] {
+			continue
+		}
+		s := scored{score: float64(dot(q, v.data[i*v.dim:(i+1)*v.dim])), id: id}
+		if s.score < minScore {
+			continue
+		}
+		if len(h) < limit {
+			heap.Push(&h, s)
+		} else if worse(h[0], s) {
+			h[0] = s
+			heap.Fix(&h, 0)
+		}
+	}
+	slices.SortFunc(h, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	return h
+}
+
+// SearchVectors returns the items whose vectors of model are most similar
+// (cosine) to vector, best first, with the cosine as Score: an exact scan
+// of every stored vector, restricted to the items that pass filters (the
+// same filters as full-text search). Hits under minScore are left out;
+// limit 0 means 100. The vectors are held in memory after the first search.
+func (s *Store) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]sources.Hit, error) {
+	limit, err := hitLimit(limit, defaultVectorLimit)
+	if err != nil {
+		return nil, err
+	}
+	if len(vector) == 0 {
+		return nil, h4r.Errorf(h4r.EINVALID, "vector", "query vector is empty")
+	}
+	if math.IsNaN(minScore) {
+		return nil, h4r.Errorf(h4r.EINVALID, "minScore", "minimum score must be a number")
+	}
+	where, args, err := whereFilters(filters)
+	if err != nil {
+		return nil, err
+	}
+	v := &s.vectors
+	var hits []sources.Hit
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
+		gen, err := readGeneration(ctx, tx)
+		if err != nil {
+			return err
+		}
+		v.mu.Lock()
+		if !v.loaded || v.gen != gen || v.model != model {
+			err = v.load(ctx, tx, model, gen)
+		}
+		v.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		var allowed map[string]bool
+		if where != "" {
+			if allowed, err = filteredIDs(ctx, tx, where, args); err != nil {
+				return err
+			}
+		}
+		v.mu.RLock()
+		if v.dim != 0 && v.dim != len(vector) {
+			v.mu.RUnlock()
+			return h4r.Errorf(h4r.EINVALID, "vector", "query vector has %d dimensions, the stored vectors of %s have %d", len(vector), model, v.dim)
+		}
+		top := v.nearest(vector, limit, minScore, allowed)
+		v.mu.RUnlock()
+		hits, err = hydrate(ctx, tx, top)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("vector search: %w", err)
+	}
+	return hits, nil
+}
+
+// filteredIDs returns the ids of the items that pass the filter conditions.
+func filteredIDs(ctx context.Context, tx *sql.Tx, where string, args []any) (_ map[string]bool, err error) {
+	rows, err := tx.QueryContext(ctx, `SELECT i.id FROM items i WHERE 1`+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("applying filters: %w", err)
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("reading a filtered id: %w", err)
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
+// hydrate reads the items of the hits, keeping their order. An item deleted
+// by another process since the vectors were loaded is left out.
+func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]sources.Hit, error) {
+	if len(top) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(top))
+	for i, t := range top {
+		ids[i] = t.id
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encoding hit ids: %w", err)
+	}
+	items, err := queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{string(list)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*sources.Item, len(items))
+	for _, it := range items {
+		byID[it.ID] = it
+	}
+	hits := make([]sources.Hit, 0, len(top))
+	for _, t := range top {
+		if it := byID[t.id]; it != nil {
+			hits = append(hits, sources.Hit{Item: it, Score: t.score})
+		}
+	}
+	return hits, nil
+}
+
+// MissingVectors counts the items that have no vector of model: written
+// while embedding failed, or before vectors (or this model) were enabled.
+func (s *Store) MissingVectors(ctx context.Context, model string) (int, error) {
+	var n int
+	err := s.readers.QueryRowContext(ctx, `SELECT count(*) FROM items i
+		WHERE NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.id AND v.model = ?)`, model).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting items without vectors: %w", err)
+	}
+	return n, nil
+}
+
+// ReindexVectors embeds every item again with the store's embedder, in
+// batches, and then deletes the vectors of other models. progress, when not
+// nil, is called after each batch with the items done so far. It returns the
+// number of items embedded.
+func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (int, error) {
+	e := s.vectors.getEmbedder()
+	if e == nil {
+		return 0, errors.New("reindexing vectors: the store has no embedder (WithVectors)")
+	}
+	var batch []*sources.Item
+	done := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		texts := make([]string, len(batch))
+		ids := make([]string, len(batch))
+		for i, it := range batch {
+			texts[i], ids[i] = it.Text, it.ID
+		}
+		vecs, err := e.Embed(ctx, texts)
+		if err == nil {
+			err = checkVectors(vecs, len(texts))
+		}
+		if err != nil {
+			return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
+		}
+		if err := s.writeVectors(ctx, e.Model(), ids, vecs); err != nil {
+			return err
+		}
+		done += len(batch)
+		batch = batch[:0]
+		if progress != nil {
+			progress(done)
+		}
+		return nil
+	}
+	err := s.Each(ctx, func(it *sources.Item) error {
+		batch = append(batch, it)
+		if len(batch) == reindexBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return done, fmt.Errorf("reindexing vectors: %w", err)
+	}
+	if err := s.pruneVectors(ctx, e.Model()); err != nil {
+		return done, fmt.Errorf("reindexing vectors: %w", err)
+	}
+	return done, nil
+}
+
+// writeVectors writes vectors of existing items and updates memory.
+func (s *Store) writeVectors(ctx context.Context, model string, ids []string, vecs [][]float32) error {
+	v := &s.vectors
+	v.writeMu.Lock()
+	defer v.writeMu.Unlock()
+	var before, after int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) (err error) {
+		if before, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if err := putVectors(ctx, tx, model, ids, vecs); err != nil {
+			return err
+		}
+		after, err = readGeneration(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("writing %d vectors: %w", len(ids), err)
+	}
+	// An id deleted meanwhile was not written; memory cannot tell, so it
+	// reloads on the next search unless nothing but these rows changed.
+	v.applied(before, after, func(v *vectorIndex) {
+		if after-before != int64(len(ids)) {
+			v.loaded = false
+			return
+		}
+		for i, id := range ids {
+			if v.accepts(model, vecs[i]) {
+				v.put(id, vecs[i])
+			} else {
+				v.remove(id)
+			}
+		}
+	})
+	return nil
+}
+
+// pruneVectors deletes the vectors of models other than keep.
+func (s *Store) pruneVectors(ctx context.Context, keep string) error {
+	v := &s.vectors
+	v.writeMu.Lock()
+	defer v.writeMu.Unlock()
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM item_vectors WHERE model <> ?`, keep)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("deleting vectors of other models: %w", err)
+	}
+	return nil // memory holds one model's vectors; others were never loaded, or reload on generation
+}
