@@ -17,7 +17,6 @@ import (
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/engine"
 	"github.com/h4r/h4r/pack"
-	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
 	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
@@ -43,7 +42,7 @@ type Store interface {
 type App struct {
 	Config config.Config
 	Store  Store
-	Policy *policy.Engine
+	Policy Policy
 	Engine *engine.Engine
 
 	closers []func() error // run by Close, last first

@@ -26,17 +26,37 @@ func benchItems(n int) []*sources.Item {
 	return items
 }
 
+// BenchmarkDecide measures one decision per item: OPA per item, OPA over
+// the whole batch, and the Go rules.
 func BenchmarkDecide(b *testing.B) {
 	engine, err := New(b.Context())
 	if err != nil {
 		b.Fatal(err)
 	}
+	perItem := func(decide func(context.Context, h4r.Specialist, *sources.Item) (Decision, error)) func(context.Context, h4r.Specialist, []*sources.Item) error {
+		return func(ctx context.Context, who h4r.Specialist, items []*sources.Item) error {
+			for _, it := range items {
+				if _, err := decide(ctx, who, it); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	deciders := []struct {
 		name   string
-		decide func(context.Context, h4r.Specialist, *sources.Item) (Decision, error)
+		decide func(context.Context, h4r.Specialist, []*sources.Item) error
 	}{
-		{"rego", engine.Decide},
-		{"local", LocalRules{}.Decide},
+		{"rego_per_item", perItem(engine.Decide)},
+		{"rego_batch", func(ctx context.Context, who h4r.Specialist, items []*sources.Item) error {
+			for _, r := range engine.DecideBatch(ctx, who, items) {
+				if r.Err != nil {
+					return r.Err
+				}
+			}
+			return nil
+		}},
+		{"local", perItem(LocalRules{}.Decide)},
 	}
 	who := spec(h4r.Internal, "qa")
 	for _, d := range deciders {
@@ -45,10 +65,8 @@ func BenchmarkDecide(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%d_items", d.name, n), func(b *testing.B) {
 				ctx := b.Context()
 				for b.Loop() {
-					for _, it := range items {
-						if _, err := d.decide(ctx, who, it); err != nil {
-							b.Fatal(err)
-						}
+					if err := d.decide(ctx, who, items); err != nil {
+						b.Fatal(err)
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")

@@ -2,19 +2,14 @@ package policy
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
@@ -48,9 +43,23 @@ redactedFields := data.cmo.context.redactedFields
 reason := data.cmo.context.reason
 `
 
+// batchModule decides every candidate of a request in one evaluation: the
+// per-item decision, with input replaced by {specialist, item} for each
+// item in turn. The policy is still written per item.
+const batchModule = `package h4r.internal.batch
+
+decisions := [d |
+	some item in input.items
+	d := data.h4r.internal.decision with input as {"specialist": input.specialist, "item": item}
+]
+`
+
 const (
 	decisionFile  = "h4r/internal/decision.rego"
 	decisionQuery = "data.h4r.internal.decision"
+	batchFile     = "h4r/internal/batch.rego"
+	batchQuery    = "data.h4r.internal.batch.decisions"
+	packQuery     = PackagePath + ".pack"
 )
 
 // BundledFile is the name the default policy is compiled under; compile and
@@ -67,27 +76,41 @@ type Decision struct {
 	Reason         string   `json:"reason"`
 }
 
-// Engine is a prepared query for data.cmo.context. It is safe for
-// concurrent use.
+// Result is one item's outcome of a batch decision: a decision, or the
+// error that kept it from being made (the caller fails closed).
+type Result struct {
+	Decision Decision
+	Err      error
+}
+
+// Engine is a compiled policy with its queries prepared: per item, for a
+// whole batch of items, and for pack-level settings. It is immutable and
+// safe for concurrent use.
 type Engine struct {
-	query    rego.PreparedEvalQuery
+	item     rego.PreparedEvalQuery
+	batch    rego.PreparedEvalQuery
+	pack     *rego.PreparedEvalQuery // nil: the policy has no pack rule
 	revision string
 	source   string
+	files    []File
+	needs    itemNeeds
 }
 
 // Option configures New.
 type Option func(*config)
 
 type config struct {
-	dir     string
+	path    string
 	modules map[string]string
 }
 
-// WithPolicyDir loads every *.rego file under dir (recursively, skipping
-// *_test.rego) instead of the bundled policy. The files must be Rego v1 and
-// one of them must declare package cmo.context with an allow rule.
-func WithPolicyDir(dir string) Option {
-	return func(c *config) { c.dir = dir }
+// WithPolicyDir loads the policy at path instead of the bundled policy:
+// every *.rego file under a directory (recursively, skipping *_test.rego),
+// or an OPA bundle (.tar.gz) with its modules and data. The modules must
+// be Rego v1 and one of them must declare package cmo.context with an
+// allow rule.
+func WithPolicyDir(path string) Option {
+	return func(c *config) { c.path = path }
 }
 
 // WithModules adds Rego modules, filename to source, instead of the bundled
@@ -103,37 +126,59 @@ func WithModules(files map[string]string) Option {
 	}
 }
 
-// regoFile is one module to compile. Name identifies it in errors; Key (the
-// path relative to the policy directory) in the revision, so that the same
-// policy has the same revision wherever its directory lives.
-type regoFile struct {
-	Name   string
-	Key    string
-	Source string
-}
-
-// New compiles the policy and prepares the decision query. A file that does
-// not parse or compile is an invalid_argument error naming the file and
-// line; so is a policy that declares no package cmo.context or no allow rule.
+// New compiles the policy and prepares its queries. A file that does not
+// parse or compile is an invalid_argument error whose field is the file and
+// whose message has OPA's file:line:column lines; so is a policy that
+// declares no package cmo.context or no allow rule.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	var cfg config
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	files, source, err := cfg.files()
+	files, data, source, err := cfg.files()
 	if err != nil {
 		return nil, err
 	}
-	regoOpts := []func(*rego.Rego){
-		rego.Query(decisionQuery),
-		rego.Module(decisionFile, decisionModule),
-		// A built-in that fails (to_number("x"), a bad regex) must be an
-		// evaluation error, not a silently undefined rule that could turn a
-		// deny into an allow.
-		rego.StrictBuiltinErrors(true),
-		rego.SetRegoVersion(ast.RegoV1),
+	return compile(ctx, files, data, source)
+}
+
+// files returns the modules to compile, sorted by key, the data document
+// and the policy's source for Engine.Source.
+func (c config) files() ([]File, map[string]any, string, error) {
+	var files []File
+	var data map[string]any
+	source := SourceBundled
+	switch {
+	case c.path != "":
+		source = c.path
+		found, d, err := Load(c.path, false)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		files, data = found, d
+	case len(c.modules) > 0:
+		source = SourceModules
+	default:
+		files = []File{{Name: BundledFile, Key: BundledFile, Source: bundledPolicy}}
 	}
-	var hasPackage, hasAllow bool
+	for name, src := range c.modules {
+		files = append(files, File{Name: name, Key: name, Source: src})
+	}
+	slices.SortFunc(files, func(a, b File) int {
+		switch {
+		case a.Key < b.Key:
+			return -1
+		case a.Key > b.Key:
+			return 1
+		}
+		return 0
+	})
+	return files, data, source, nil
+}
+
+func compile(ctx context.Context, files []File, data map[string]any, source string) (*Engine, error) {
+	modules := make(map[string]*ast.Module, len(files)+2)
+	var hasPackage, hasAllow, hasPack bool
 	for _, f := range files {
 		mod, err := ast.ParseModuleWithOpts(f.Name, f.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
@@ -141,9 +186,16 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		}
 		if mod.Package.Path.String() == PackagePath {
 			hasPackage = true
-			hasAllow = hasAllow || slices.ContainsFunc(mod.Rules, func(r *ast.Rule) bool { return r.Head.Ref().String() == "allow" })
+			for _, r := range mod.Rules {
+				switch r.Head.Ref().String() {
+				case "allow":
+					hasAllow = true
+				case "pack":
+					hasPack = true
+				}
+			}
 		}
-		regoOpts = append(regoOpts, rego.ParsedModule(mod))
+		modules[f.Name] = mod
 	}
 	switch {
 	case !hasPackage:
@@ -151,64 +203,50 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	case !hasAllow:
 		return nil, h4r.Errorf(h4r.EINVALID, "policy", "policy from %s has no allow rule in package cmo.context", source)
 	}
-	query, err := rego.New(regoOpts...).PrepareForEval(ctx)
-	if err != nil {
+	for name, src := range map[string]string{decisionFile: decisionModule, batchFile: batchModule} {
+		modules[name] = ast.MustParseModuleWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	}
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if compiler.Compile(modules); compiler.Failed() {
+		return nil, compileError(source, "compiling policy", compiler.Errors)
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	store := inmem.NewFromObject(data)
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		return rego.New(
+			rego.Query(query),
+			rego.Compiler(compiler),
+			rego.Store(store),
+			// A built-in that fails (to_number("x"), a bad regex) must be an
+			// evaluation error, not a silently undefined rule that could
+			// turn a deny into an allow.
+			rego.StrictBuiltinErrors(true),
+			rego.SetRegoVersion(ast.RegoV1),
+		).PrepareForEval(ctx)
+	}
+	e := &Engine{revision: revision(files, data), source: source, files: files}
+	var err error
+	if e.item, err = prepare(decisionQuery); err != nil {
 		return nil, compileError(source, "compiling policy", err)
 	}
-	return &Engine{query: query, revision: revision(files), source: source}, nil
-}
-
-// files returns the modules to compile, sorted by name, and the policy's
-// source for Engine.Source.
-func (c config) files() ([]regoFile, string, error) {
-	var files []regoFile
-	source := SourceBundled
-	if c.dir != "" {
-		source = c.dir
-		found, err := readPolicyDir(c.dir)
-		if err != nil {
-			return nil, "", err
-		}
-		files = found
-	} else if len(c.modules) > 0 {
-		source = SourceModules
-	} else {
-		files = []regoFile{{Name: BundledFile, Key: BundledFile, Source: bundledPolicy}}
+	if e.batch, err = prepare(batchQuery); err != nil {
+		return nil, compileError(source, "compiling policy", err)
 	}
-	for name, src := range c.modules {
-		files = append(files, regoFile{Name: name, Key: name, Source: src})
-	}
-	slices.SortFunc(files, func(a, b regoFile) int { return strings.Compare(a.Key, b.Key) })
-	return files, source, nil
-}
-
-func readPolicyDir(dir string) ([]regoFile, error) {
-	var files []regoFile
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	if hasPack {
+		q, err := prepare(packQuery)
 		if err != nil {
-			return err
+			return nil, compileError(source, "compiling policy", err)
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		files = append(files, regoFile{Name: path, Key: filepath.ToSlash(rel), Source: string(src)})
-		return nil
-	})
-	if err != nil {
-		return nil, h4r.Errorf(h4r.EINVALID, "policyDir", "reading policy directory %s: %v", dir, err)
+		e.pack = &q
 	}
-	if len(files) == 0 {
-		return nil, h4r.Errorf(h4r.EINVALID, "policyDir", "policy directory %s holds no .rego files (besides tests)", dir)
+	user := make([]*ast.Module, 0, len(files))
+	for _, f := range files {
+		user = append(user, compiler.Modules[f.Name])
 	}
-	return files, nil
+	e.needs = analyseInput(user)
+	return e, nil
 }
 
 // compileError turns OPA's parse or compile errors into an invalid_argument
@@ -223,25 +261,15 @@ func compileError(fallbackFile, doing string, err error) error {
 	return h4r.Errorf(h4r.EINVALID, field, "%s: %v", doing, err)
 }
 
-// revision is a short sha256 over the modules' names and sources: two
-// engines with the same revision decide alike.
-func revision(files []regoFile) string {
-	h := sha256.New()
-	for _, f := range files {
-		h.Write([]byte(f.Key))
-		h.Write([]byte{0})
-		h.Write([]byte(f.Source))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12]
-}
-
-// Revision returns a short sha256 of the loaded modules, so that packs and
-// audit logs can name the policy that decided.
+// Revision returns a short sha256 of the loaded modules and data, so that
+// packs, caches and audit logs can name the policy that decided.
 func (e *Engine) Revision() string { return e.revision }
 
-// Source returns "bundled", "modules" or the policy directory.
+// Source returns "bundled", "modules" or the policy directory or bundle.
 func (e *Engine) Source() string { return e.source }
+
+// Files returns the policy's modules (without tests), sorted by key.
+func (e *Engine) Files() []File { return slices.Clone(e.files) }
 
 // Decide evaluates the policy for one item. An evaluation error, an
 // undefined decision or a decision whose allow is missing or not a boolean
@@ -255,13 +283,15 @@ func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *sources.
 	if err := ctx.Err(); err != nil {
 		return Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
 	}
-	// Converting the input straight to an AST value skips the defensive
-	// deep copy EvalInput makes first, about a third of a decision's cost.
-	input, err := ast.InterfaceToValue(Input(spec, item))
+	itemValue, err := e.needs.itemValue(item)
 	if err != nil {
-		return Decision{}, fmt.Errorf("building policy input for item %q: %w", item.ID, err)
+		return Decision{}, err
 	}
-	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(input))
+	input := ast.NewObject(
+		ast.Item(ast.InternedTerm("specialist"), ast.NewTerm(specialistValue(spec))),
+		ast.Item(ast.InternedTerm("item"), ast.NewTerm(itemValue)),
+	)
+	rs, err := e.item.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		return Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
 	}
@@ -273,6 +303,59 @@ func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *sources.
 		return Decision{}, fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, item.ID, err)
 	}
 	return d, nil
+}
+
+// DecideBatch decides every item in one evaluation, with the same
+// decisions Decide gives one by one. If the batch evaluation fails (one
+// item's rules conflict, say), every item is decided on its own, so that
+// only the items whose decision cannot be made get an error.
+func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
+	out := make([]Result, len(items))
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			out[i].Err = fmt.Errorf("evaluating policy %s: %w", e.revision, err)
+		}
+		return out
+	}
+	terms := make([]*ast.Term, 0, len(items))
+	for _, it := range items {
+		if it == nil {
+			return e.decideEach(ctx, spec, items)
+		}
+		v, err := e.needs.itemValue(it)
+		if err != nil {
+			return e.decideEach(ctx, spec, items)
+		}
+		terms = append(terms, ast.NewTerm(v))
+	}
+	input := ast.NewObject(
+		ast.Item(ast.InternedTerm("specialist"), ast.NewTerm(specialistValue(spec))),
+		ast.Item(ast.InternedTerm("items"), ast.ArrayTerm(terms...)),
+	)
+	rs, err := e.batch.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil || len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return e.decideEach(ctx, spec, items)
+	}
+	list, ok := rs[0].Expressions[0].Value.([]any)
+	if !ok || len(list) != len(items) {
+		return e.decideEach(ctx, spec, items)
+	}
+	for i, v := range list {
+		d, err := decodeDecision(v)
+		if err != nil {
+			err = fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, items[i].ID, err)
+		}
+		out[i] = Result{Decision: d, Err: err}
+	}
+	return out
+}
+
+func (e *Engine) decideEach(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
+	out := make([]Result, len(items))
+	for i, it := range items {
+		out[i].Decision, out[i].Err = e.Decide(ctx, spec, it)
+	}
+	return out
 }
 
 // decodeDecision reads the package document. allow is required; redact,

@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"fmt"
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"time"
 
 	"github.com/h4r/h4r"
@@ -93,4 +96,111 @@ func stringsInput(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// itemNeeds is what of input.item a compiled policy reads: all of it, or
+// only the listed keys. Leaving out what no rule reads (an item's content
+// and text, typically) saves converting it to Rego values on every
+// decision, most of the input's cost, and cannot change a decision.
+type itemNeeds struct {
+	all  bool
+	keys map[string]bool
+}
+
+// analyseInput finds every reference to input in the (compiled) modules. A
+// reference input.item.K with K a constant names a key; any other use of
+// input or input.item (passed whole to a function, iterated, indexed with
+// a variable) needs the whole item.
+func analyseInput(modules []*ast.Module) itemNeeds {
+	needs := itemNeeds{keys: map[string]bool{}}
+	var vis *ast.GenericVisitor
+	vis = ast.NewGenericVisitor(func(x any) bool {
+		switch v := x.(type) {
+		case ast.Var:
+			if v.Equal(ast.InputRootDocument.Value) {
+				needs.all = true
+			}
+		case ast.Ref:
+			if !v[0].Equal(ast.InputRootDocument) {
+				return false
+			}
+			needs.addRef(v)
+			for _, t := range v[1:] { // refs nested in the path
+				vis.Walk(t)
+			}
+			return true
+		}
+		return false
+	})
+	for _, m := range modules {
+		vis.Walk(m)
+	}
+	return needs
+}
+
+func (n *itemNeeds) addRef(ref ast.Ref) {
+	if len(ref) < 2 {
+		n.all = true
+		return
+	}
+	top, ok := ref[1].Value.(ast.String)
+	switch {
+	case !ok:
+		n.all = true
+	case top != "item":
+		// input.specialist is always given whole; no other key exists.
+	case len(ref) < 3:
+		n.all = true
+	default:
+		key, ok := ref[2].Value.(ast.String)
+		if !ok {
+			n.all = true
+			return
+		}
+		n.keys[string(key)] = true
+	}
+}
+
+// itemValue converts the item to the Rego value of input.item, with only
+// the keys the policy reads.
+func (n itemNeeds) itemValue(item *sources.Item) (ast.Value, error) {
+	need := func(k string) bool { return n.all || n.keys[k] }
+	obj := ast.NewObjectWithCapacity(5)
+	if need("id") {
+		obj.Insert(ast.InternedTerm("id"), ast.StringTerm(item.ID))
+	}
+	if need("kind") {
+		obj.Insert(ast.InternedTerm("kind"), ast.StringTerm(item.Kind))
+	}
+	if need("text") {
+		obj.Insert(ast.InternedTerm("text"), ast.StringTerm(item.Text))
+	}
+	if need("content") {
+		content := item.Content
+		if content == nil {
+			content = map[string]any{}
+		}
+		v, err := ast.InterfaceToValue(content)
+		if err != nil {
+			return nil, fmt.Errorf("building policy input for item %q: content: %w", item.ID, err)
+		}
+		obj.Insert(ast.InternedTerm("content"), ast.NewTerm(v))
+	}
+	if need("metadata") {
+		v, err := ast.InterfaceToValue(metadataInput(item.Metadata))
+		if err != nil {
+			return nil, fmt.Errorf("building policy input for item %q: metadata: %w", item.ID, err)
+		}
+		obj.Insert(ast.InternedTerm("metadata"), ast.NewTerm(v))
+	}
+	return obj, nil
+}
+
+// specialistValue is input.specialist as a Rego value.
+func specialistValue(spec h4r.Specialist) ast.Value {
+	v, err := ast.InterfaceToValue(specialistInput(spec))
+	if err != nil { // strings and lists of strings always convert
+		panic(fmt.Sprintf("policy: converting the specialist: %v", err))
+	}
+	return v
 }

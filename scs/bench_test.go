@@ -2,7 +2,10 @@ package scs
 
 import (
 	"fmt"
+	"github.com/h4r/h4r/policy"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/h4r/h4r/sources"
@@ -27,14 +30,93 @@ func benchCandidates(b *testing.B, n int, stored bool) []*sources.Item {
 	return items[:n]
 }
 
+// customPolicy is a realistic team policy: the bundled rules plus rules
+// that read the item's text and content (a secret pattern, a kind
+// allowlist for public specialists, a tag) and a pack-level setting.
+const customPolicy = `package cmo.context
+
+import data.cmo.base
+
+secret_pattern := ` + "`(?i)(api[_-]?key|password|BEGIN [A-Z ]*PRIVATE KEY)`" + `
+
+public_kinds := {"test_failure", "fix", "note"}
+
+deny contains d if some d in base.deny
+
+deny contains "secret_in_text" if regex.match(secret_pattern, input.item.text)
+
+deny contains "kind_not_public" if {
+	input.specialist.securityLevel == "public"
+	not input.item.kind in public_kinds
+}
+
+deny contains "draft" if "draft" in input.item.metadata.tags
+
+default allow := false
+
+allow if count(deny) == 0
+
+default redact := false
+
+redact if {
+	allow
+	count(redactedFields) > 0
+}
+
+default redactedFields := []
+
+redactedFields := base.pii_fields if {
+	allow
+	input.item.metadata.containsPII == true
+}
+
+default reason := "allowed"
+
+reason := concat(",", sort(deny)) if count(deny) > 0
+
+reason := "pii" if redact
+
+pack := {"maxTokens": 4000, "reason": "public specialists get small packs"} if input.specialist.securityLevel == "public"
+`
+
+// customBase is the bundled rules under another package, imported above.
+func customBase(b *testing.B) string {
+	src, err := os.ReadFile("../policy/rego/context.rego")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return strings.Replace(string(src), "package cmo.context", "package cmo.base", 1)
+}
+
+// BenchmarkSlice compares the ways of deciding 100 candidates: the per-item
+// loop (one OPA evaluation per item, in order: the baseline), per-item on
+// every core, and one batch evaluation (on one core, or one batch per core).
+// ns/item is the whole Slice (policy, redaction, budgets) per candidate.
 func BenchmarkSlice(b *testing.B) {
-	engine, tok := defaultEngine(b), counter(b)
+	tok := counter(b)
+	custom, err := policy.New(b.Context(), policy.WithModules(map[string]string{"custom.rego": customPolicy, "base.rego": customBase(b)}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	policies := []struct {
+		name   string
+		engine *policy.Engine
+	}{{"default", defaultEngine(b)}, {"custom", custom}}
 	limits := Limits{MaxBytes: 122880, MaxTokens: 30000, MaxItems: 100}
-	for _, sizes := range []string{"stored_sizes", "measured_sizes"} {
-		items := benchCandidates(b, 100, sizes == "stored_sizes")
-		for _, concurrency := range []int{1, runtime.GOMAXPROCS(0)} {
-			b.Run(fmt.Sprintf("100_candidates/%s/concurrency_%d", sizes, concurrency), func(b *testing.B) {
-				slicer := New(engine, tok, WithConcurrency(concurrency))
+	items := benchCandidates(b, 100, true)
+	options := []struct {
+		name string
+		opts []Option
+	}{
+		{"per_item_loop", []Option{WithPerItem(), WithConcurrency(1)}},
+		{"per_item_parallel", []Option{WithPerItem(), WithConcurrency(runtime.GOMAXPROCS(0))}},
+		{"batch", []Option{WithConcurrency(1)}},
+		{"batch_parallel", []Option{WithConcurrency(runtime.GOMAXPROCS(0))}},
+	}
+	for _, p := range policies {
+		for _, o := range options {
+			b.Run(fmt.Sprintf("policy=%s/option=%s", p.name, o.name), func(b *testing.B) {
+				slicer := New(p.engine, tok, o.opts...)
 				for b.Loop() {
 					slicer.Slice(b.Context(), internalQA, items, limits)
 				}

@@ -19,6 +19,27 @@ type Decider interface {
 	Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (policy.Decision, error)
 }
 
+// BatchDecider decides all candidates of a request at once, one result per
+// item in order (policy.Engine: one evaluation over all candidates). A
+// Decider that is also a BatchDecider is asked this way.
+type BatchDecider interface {
+	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []policy.Result
+}
+
+// PackPolicy is a policy that may also return pack-level settings (the
+// rule pack of package cmo.context): budgets that narrow the request's.
+type PackPolicy interface {
+	PackSettings(ctx context.Context, spec h4r.Specialist) (policy.PackSettings, error)
+}
+
+// Snapshotter is a policy that can be replaced while the server runs
+// (policy.Live). Slice takes one snapshot and decides every item of the
+// request with it, so a request in flight during a reload finishes on the
+// policy it started with.
+type Snapshotter interface {
+	Snapshot() policy.Decider
+}
+
 // revisioned is a Decider that can name its policy (policy.Engine).
 type revisioned interface{ Revision() string }
 
@@ -56,6 +77,8 @@ type Slicer struct {
 	counter     TokenCounter
 	marker      string
 	concurrency int
+	perItem     bool
+	log         DecisionLogger
 }
 
 // Option configures a Slicer.
@@ -73,6 +96,14 @@ func WithRedactionMarker(m string) Option { return func(s *Slicer) { s.marker = 
 // WithConcurrency sets how many policy decisions one Slice makes at once
 // (default GOMAXPROCS; 1 decides in order on the calling goroutine).
 func WithConcurrency(n int) Option { return func(s *Slicer) { s.concurrency = max(n, 1) } }
+
+// WithPerItem makes Slice ask the policy one item at a time even when it
+// can decide a whole batch (BatchDecider). It exists to measure the two
+// against each other; batches are faster (PERFORMANCE.md in package policy).
+func WithPerItem() Option { return func(s *Slicer) { s.perItem = true } }
+
+// WithDecisionLog writes every decision that drops or redacts an item to l.
+func WithDecisionLog(l DecisionLogger) Option { return func(s *Slicer) { s.log = l } }
 
 // New returns a Slicer. decider and counter are required; New panics if
 // either is nil, as that is a wiring mistake, not an input.
@@ -126,15 +157,34 @@ func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*source
 			BudgetLimit:     h4r.BudgetUsage{Bytes: limits.MaxBytes, EstimatedTokens: limits.MaxTokens, Items: limits.MaxItems},
 		},
 	}
-	if r, ok := s.decider.(revisioned); ok {
+	decider := s.decider
+	if snap, ok := decider.(Snapshotter); ok {
+		decider = snap.Snapshot()
+	}
+	if decider == nil {
+		decider = failing{}
+	}
+	if r, ok := decider.(revisioned); ok {
 		out.Stats.PolicyRevision = r.Revision()
 	}
+	limits, packErr := s.packLimits(ctx, decider, spec, limits, &out)
+	out.Stats.BudgetLimit = h4r.BudgetUsage{Bytes: limits.MaxBytes, EstimatedTokens: limits.MaxTokens, Items: limits.MaxItems}
 	var bad *h4r.Error
 	if errors.As(limits.Validate(), &bad) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s must be > 0: nothing can be delivered", bad.Field))
 	}
 
-	decisions := s.decideAll(ctx, spec, items)
+	var decisions []decided
+	if packErr != nil {
+		// The pack-level settings could not be read: nothing is delivered,
+		// as for an item whose decision cannot be made.
+		decisions = make([]decided, len(items))
+		for i := range decisions {
+			decisions[i].err = packErr
+		}
+	} else {
+		decisions = s.decideAll(ctx, decider, spec, items)
+	}
 	b := budget{limits: limits}
 	var fellBack, failedClosed, badRedactions int
 	for i, item := range items {
@@ -178,26 +228,94 @@ func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*source
 		}
 	}
 	out.Stats.BudgetUsed = h4r.BudgetUsage{Bytes: b.bytes, EstimatedTokens: b.tokens, Items: b.items}
-	out.Stats.FallbackUsed = fellBack > 0
+	out.Stats.FallbackUsed = out.Stats.FallbackUsed || fellBack > 0
 	if fellBack > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("policy evaluation failed for %d items; local fallback rules decided", fellBack))
 	}
 	if failedClosed > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("no policy decision could be made for %d items; they were left out", failedClosed))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("no policy decision could be made for %d items; they were left out (first error: %v)", failedClosed, firstErr(decisions)))
 	}
 	if badRedactions > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("the policy asked to redact an invalid path for %d items; they were left out", badRedactions))
 	}
+	s.logDecisions(ctx, spec, items, decisions, out)
 	return out
 }
 
-// decideAll makes every item's decision, s.concurrency at a time.
-func (s *Slicer) decideAll(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []decided {
+func firstErr(ds []decided) error {
+	for _, d := range ds {
+		if d.err != nil {
+			return d.err
+		}
+	}
+	return nil
+}
+
+// packLimits asks the policy for pack-level settings and narrows limits
+// with them, saying so in the outcome's warnings. An error (the policy's
+// pack rule failed or returned something unreadable) is returned for the
+// caller to fail closed, unless a fallback is set: then the request's
+// limits stand and a warning says why.
+func (s *Slicer) packLimits(ctx context.Context, decider Decider, spec h4r.Specialist, limits Limits, out *Outcome) (Limits, error) {
+	pp, ok := decider.(PackPolicy)
+	if !ok {
+		return limits, nil
+	}
+	ps, err := pp.PackSettings(ctx, spec)
+	if err != nil {
+		if s.fallback != nil && ctx.Err() == nil {
+			out.Stats.FallbackUsed = true
+			out.Warnings = append(out.Warnings, fmt.Sprintf("the policy's pack settings could not be read; the request's budget stands: %v", err))
+			return limits, nil
+		}
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the policy's pack settings could not be read; nothing was delivered: %v", err))
+		return limits, fmt.Errorf("pack settings: %w", err)
+	}
+	why := ""
+	if ps.Reason != "" {
+		why = " (" + ps.Reason + ")"
+	}
+	for _, f := range []struct {
+		name   string
+		limit  *int
+		policy int
+	}{{"maxBytes", &limits.MaxBytes, ps.MaxBytes}, {"maxTokens", &limits.MaxTokens, ps.MaxTokens}, {"maxItems", &limits.MaxItems, ps.MaxItems}} {
+		if f.policy > 0 && f.policy < *f.limit {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("the policy narrowed budget.%s from %d to %d%s", f.name, *f.limit, f.policy, why))
+			*f.limit = f.policy
+		}
+	}
+	return limits, nil
+}
+
+// decideAll makes every item's decision: in batches when the decider can
+// (one per worker, s.concurrency workers), else one item at a time,
+// s.concurrency at once. Items whose decision failed go to the fallback.
+func (s *Slicer) decideAll(ctx context.Context, decider Decider, spec h4r.Specialist, items []*sources.Item) []decided {
 	out := make([]decided, len(items))
 	workers := min(s.concurrency, len(items))
+	if bd, ok := decider.(BatchDecider); ok && !s.perItem && len(items) > 0 {
+		chunk := (len(items) + workers - 1) / workers
+		var wg sync.WaitGroup
+		for lo := 0; lo < len(items); lo += chunk {
+			hi := min(lo+chunk, len(items))
+			run := func() {
+				for j, r := range bd.DecideBatch(ctx, spec, items[lo:hi]) {
+					out[lo+j] = s.orFallback(ctx, spec, items[lo+j], r.Decision, r.Err)
+				}
+			}
+			if hi == len(items) {
+				run() // the last chunk on the calling goroutine
+			} else {
+				wg.Go(run)
+			}
+		}
+		wg.Wait()
+		return out
+	}
 	if workers <= 1 {
 		for i, item := range items {
-			out[i] = s.decide(ctx, spec, item)
+			out[i] = s.decide(ctx, decider, spec, item)
 		}
 		return out
 	}
@@ -206,7 +324,7 @@ func (s *Slicer) decideAll(ctx context.Context, spec h4r.Specialist, items []*so
 	for range workers {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(items); i = int(next.Add(1) - 1) {
-				out[i] = s.decide(ctx, spec, items[i])
+				out[i] = s.decide(ctx, decider, spec, items[i])
 			}
 		})
 	}
@@ -216,11 +334,19 @@ func (s *Slicer) decideAll(ctx context.Context, spec h4r.Specialist, items []*so
 
 // decide asks the decider and, if it fails and a fallback is set, the
 // fallback.
-func (s *Slicer) decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) decided {
+func (s *Slicer) decide(ctx context.Context, decider Decider, spec h4r.Specialist, item *sources.Item) decided {
 	if item == nil {
 		return decided{err: errors.New("no item (nil)")}
 	}
-	d, err := s.decider.Decide(ctx, spec, item)
+	d, err := decider.Decide(ctx, spec, item)
+	return s.orFallback(ctx, spec, item, d, err)
+}
+
+// orFallback returns the decision, or when err is set, the fallback's.
+func (s *Slicer) orFallback(ctx context.Context, spec h4r.Specialist, item *sources.Item, d policy.Decision, err error) decided {
+	if item == nil {
+		return decided{err: errors.New("no item (nil)")}
+	}
 	if err == nil {
 		return decided{decision: d}
 	}
@@ -322,4 +448,11 @@ func (s *Slicer) measure(item *sources.Item, d sources.Delivered, redacted bool)
 		tokens = s.counter.Count(string(encoded))
 	}
 	return bytes, tokens, nil
+}
+
+// failing decides nothing: a Snapshotter that had no policy to give.
+type failing struct{}
+
+func (failing) Decide(context.Context, h4r.Specialist, *sources.Item) (policy.Decision, error) {
+	return policy.Decision{}, errors.New("no policy is loaded")
 }

@@ -1,0 +1,266 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// Defaults of Remote.
+const (
+	DefaultRemoteTimeout     = 100 * time.Millisecond
+	DefaultRemoteConcurrency = 8
+	// RemoteRevision is Remote.Revision when the OPA server reports no
+	// bundle revision (policies loaded from files).
+	RemoteRevision = "remote"
+)
+
+// Remote asks a remote OPA server for decisions, as the original design
+// did: POST {url}/v1/data/cmo/context with {"input": ...}, the input of
+// DESIGN.md, one call per item (OPA's open-source API has no batch
+// endpoint), several at once over reused connections, each under its own
+// deadline. An unreachable server, a late answer, an error status or an
+// undefined decision is an error for that item: the caller fails closed
+// (or uses the fallback rules). Once one call of a batch cannot reach the
+// server, the rest of that batch fail at once instead of each waiting for
+// its own deadline.
+//
+// Put a Cache in front of it (Cache.Wrap) to keep decisions for
+// SCS_OPA_CACHE_TTL_MS.
+type Remote struct {
+	base        string
+	client      *http.Client
+	timeout     time.Duration
+	concurrency int
+	cache       *Cache
+	created     time.Time
+	revision    atomic.Pointer[string]
+
+	mu          sync.Mutex
+	lastError   string
+	lastErrorAt time.Time
+}
+
+// RemoteOption configures NewRemote.
+type RemoteOption func(*Remote)
+
+// WithTimeout sets the deadline of one call (default 100 ms,
+// SCS_OPA_TIMEOUT_MS).
+func WithTimeout(d time.Duration) RemoteOption { return func(r *Remote) { r.timeout = d } }
+
+// WithHTTPClient sets the HTTP client (default: one with its own pooled
+// transport).
+func WithHTTPClient(c *http.Client) RemoteOption { return func(r *Remote) { r.client = c } }
+
+// WithConcurrency sets how many calls one batch makes at once (default 8).
+func WithConcurrency(n int) RemoteOption { return func(r *Remote) { r.concurrency = max(n, 1) } }
+
+// WithRemoteCache caches decisions in c (Snapshot puts it in front).
+func WithRemoteCache(c *Cache) RemoteOption { return func(r *Remote) { r.cache = c } }
+
+// NewRemote returns a client of the OPA server at baseURL
+// (http://host:8181). An invalid URL is an invalid_argument error naming
+// SCS_OPA_URL.
+func NewRemote(baseURL string, opts ...RemoteOption) (*Remote, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, h4r.Errorf(h4r.EINVALID, "SCS_OPA_URL", "want an http(s) URL of an OPA server, got %q", baseURL)
+	}
+	r := &Remote{base: strings.TrimSuffix(baseURL, "/"), timeout: DefaultRemoteTimeout, concurrency: DefaultRemoteConcurrency, created: time.Now().UTC()}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = r.concurrency
+		r.client = &http.Client{Transport: tr}
+	}
+	rev := RemoteRevision
+	r.revision.Store(&rev)
+	return r, nil
+}
+
+// Snapshot returns what one request decides with: the remote, with the
+// decision cache in front when there is one.
+func (r *Remote) Snapshot() Decider {
+	if r.cache != nil {
+		return r.cache.Wrap(r)
+	}
+	return r
+}
+
+// Status reports the remote policy: its URL, the revision OPA last
+// reported, and the last time OPA could not be reached.
+func (r *Remote) Status() Status {
+	s := Status{Mode: ModeRemote, Source: r.base, Revision: r.Revision(), LoadedAt: r.created}
+	r.mu.Lock()
+	if r.lastError != "" {
+		at := r.lastErrorAt
+		s.LastError, s.LastErrorAt = r.lastError, &at
+	}
+	r.mu.Unlock()
+	if r.cache != nil {
+		cs := r.cache.Stats()
+		s.Cache = &cs
+	}
+	return s
+}
+
+// Source is the server's URL.
+func (r *Remote) Source() string { return r.base }
+
+// Revision names the remote policy: "remote", or "remote:" and the
+// revisions of the bundles the server last reported (provenance), so that
+// a new bundle on the server changes cache keys.
+func (r *Remote) Revision() string { return *r.revision.Load() }
+
+// opaResponse is the answer of OPA's data API.
+type opaResponse struct {
+	Result     json.RawMessage `json:"result"`
+	Provenance struct {
+		Bundles map[string]struct {
+			Revision string `json:"revision"`
+		} `json:"bundles"`
+	} `json:"provenance"`
+}
+
+// unreachableError marks a call that did not get an answer from OPA.
+type unreachableError struct{ err error }
+
+func (e unreachableError) Error() string { return "OPA unreachable: " + e.err.Error() }
+func (e unreachableError) Unwrap() error { return e.err }
+
+// query POSTs input to the document at path (cmo/context, cmo/context/pack)
+// and returns its result, nil when undefined.
+func (r *Remote) query(ctx context.Context, path string, input map[string]any) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	body, err := json.Marshal(map[string]any{"input": input})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the policy input: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/v1/data/"+path+"?provenance=true", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("asking OPA: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		r.mu.Lock()
+		r.lastError, r.lastErrorAt = err.Error(), time.Now().UTC()
+		r.mu.Unlock()
+		return nil, unreachableError{err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, unreachableError{fmt.Errorf("reading the answer: %w", err)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("OPA answered %s: %s", resp.Status, strings.TrimSpace(string(raw)))
+	}
+	var out opaResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("reading OPA's answer: %w", err)
+	}
+	r.noteRevision(out)
+	if len(out.Result) == 0 {
+		return nil, nil
+	}
+	return out.Result, nil
+}
+
+func (r *Remote) noteRevision(out opaResponse) {
+	rev := RemoteRevision
+	if len(out.Provenance.Bundles) > 0 {
+		var parts []string
+		for name, b := range out.Provenance.Bundles {
+			parts = append(parts, name+"="+b.Revision)
+		}
+		slices.Sort(parts)
+		rev += ":" + strings.Join(parts, ",")
+	}
+	if *r.revision.Load() != rev {
+		r.revision.Store(&rev)
+	}
+}
+
+// Decide asks OPA about one item.
+func (r *Remote) Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error) {
+	if item == nil {
+		return Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
+	}
+	raw, err := r.query(ctx, "cmo/context", Input(spec, item))
+	if err != nil {
+		return Decision{}, fmt.Errorf("asking OPA at %s for item %q: %w", r.base, item.ID, err)
+	}
+	if raw == nil {
+		return Decision{}, fmt.Errorf("asking OPA at %s for item %q: decision %s is undefined", r.base, item.ID, PackagePath)
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return Decision{}, fmt.Errorf("reading OPA's decision for item %q: %w", item.ID, err)
+	}
+	d, err := decodeDecision(doc)
+	if err != nil {
+		return Decision{}, fmt.Errorf("reading OPA's decision for item %q: %w", item.ID, err)
+	}
+	return d, nil
+}
+
+// DecideBatch asks OPA about every item, r.concurrency calls at once.
+func (r *Remote) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
+	out := make([]Result, len(items))
+	var unreachable atomic.Pointer[error]
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(r.concurrency, len(items)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(items); i = int(next.Add(1) - 1) {
+				if e := unreachable.Load(); e != nil {
+					out[i].Err = fmt.Errorf("not asked: %w", *e)
+					continue
+				}
+				out[i].Decision, out[i].Err = r.Decide(ctx, spec, items[i])
+				var ue unreachableError
+				if errors.As(out[i].Err, &ue) {
+					err := out[i].Err
+					unreachable.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// PackSettings asks OPA for data.cmo.context.pack; undefined sets nothing.
+func (r *Remote) PackSettings(ctx context.Context, spec h4r.Specialist) (PackSettings, error) {
+	raw, err := r.query(ctx, "cmo/context/pack", map[string]any{"specialist": specialistInput(spec)})
+	if err != nil {
+		return PackSettings{}, fmt.Errorf("asking OPA at %s for pack settings: %w", r.base, err)
+	}
+	if raw == nil {
+		return PackSettings{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return PackSettings{}, fmt.Errorf("reading OPA's pack settings: %w", err)
+	}
+	return decodePackSettings(doc)
+}
