@@ -1,0 +1,349 @@
+package qdrant_test
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	qc "github.com/qdrant/go-client/qdrant"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// fakeQdrant implements the part of Qdrant's Collections and Points gRPC
+// services that H4R uses, from the client's own generated code, with
+// Qdrant's documented semantics for the filters H4R sends: a keyword match
+// on a list matches when any element does, "keywords" is any-of, a range
+// compares numbers only, nested keys are dotted paths, a missing key never
+// matches. It serves over a real TCP connection on loopback.
+type fakeQdrant struct {
+	mu          sync.Mutex
+	collections map[string]*fakeCollection
+	apiKeys     []string // the api-key header of every call
+	failUpserts int      // the next this many Upserts fail with Unavailable
+	failQueries int
+}
+
+// The two services both have Get and Delete methods: one type each.
+type (
+	collectionsService struct {
+		qc.UnimplementedCollectionsServer
+		*fakeQdrant
+	}
+	pointsService struct {
+		qc.UnimplementedPointsServer
+		*fakeQdrant
+	}
+)
+
+type fakeCollection struct {
+	size     uint64
+	distance qc.Distance
+	indexed  map[string]qc.FieldType
+	points   map[string]*qc.PointStruct // by UUID
+}
+
+// startFake serves a fakeQdrant on 127.0.0.1 and returns it and its URL.
+func startFake(t *testing.T) (*fakeQdrant, string) {
+	t.Helper()
+	f := &fakeQdrant{collections: map[string]*fakeCollection{}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		f.mu.Lock()
+		f.apiKeys = append(f.apiKeys, strings.Join(md.Get("api-key"), ","))
+		f.mu.Unlock()
+		return h(ctx, req)
+	}))
+	qc.RegisterCollectionsServer(srv, collectionsService{fakeQdrant: f})
+	qc.RegisterPointsServer(srv, pointsService{fakeQdrant: f})
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return f, "http://" + lis.Addr().String()
+}
+
+func (f *fakeQdrant) collection(name string) (*fakeCollection, error) {
+	c := f.collections[name]
+	if c == nil {
+		return nil, status.Errorf(codes.NotFound, "Collection `%s` doesn't exist!", name)
+	}
+	return c, nil
+}
+
+func (f collectionsService) CollectionExists(_ context.Context, r *qc.CollectionExistsRequest) (*qc.CollectionExistsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.collections[r.GetCollectionName()]
+	return &qc.CollectionExistsResponse{Result: &qc.CollectionExists{Exists: ok}}, nil
+}
+
+func (f collectionsService) Get(_ context.Context, r *qc.GetCollectionInfoRequest) (*qc.GetCollectionInfoResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.collection(r.GetCollectionName())
+	if err != nil {
+		return nil, err
+	}
+	params := &qc.CollectionParams{VectorsConfig: qc.NewVectorsConfig(&qc.VectorParams{Size: c.size, Distance: c.distance})}
+	return &qc.GetCollectionInfoResponse{Result: &qc.CollectionInfo{
+		Status: qc.CollectionStatus_Green, Config: &qc.CollectionConfig{Params: params},
+		PointsCount: qc.PtrOf(uint64(len(c.points))),
+	}}, nil
+}
+
+func (f collectionsService) Create(_ context.Context, r *qc.CreateCollection) (*qc.CollectionOperationResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.collections[r.GetCollectionName()]; ok {
+		return nil, status.Errorf(codes.AlreadyExists, "Collection `%s` already exists!", r.GetCollectionName())
+	}
+	p := r.GetVectorsConfig().GetParams()
+	if p == nil || p.GetSize() == 0 {
+		return nil, status.Error(codes.InvalidArgument, "vectors config with a size is required")
+	}
+	f.collections[r.GetCollectionName()] = &fakeCollection{size: p.GetSize(), distance: p.GetDistance(),
+		indexed: map[string]qc.FieldType{}, points: map[string]*qc.PointStruct{}}
+	return &qc.CollectionOperationResponse{Result: true}, nil
+}
+
+func (f pointsService) CreateFieldIndex(_ context.Context, r *qc.CreateFieldIndexCollection) (*qc.PointsOperationResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.collection(r.GetCollectionName())
+	if err != nil {
+		return nil, err
+	}
+	c.indexed[r.GetFieldName()] = r.GetFieldType()
+	return &qc.PointsOperationResponse{Result: &qc.UpdateResult{Status: qc.UpdateStatus_Completed}}, nil
+}
+
+func (f pointsService) Upsert(_ context.Context, r *qc.UpsertPoints) (*qc.PointsOperationResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failUpserts > 0 {
+		f.failUpserts--
+		return nil, status.Error(codes.Unavailable, "service unavailable")
+	}
+	c, err := f.collection(r.GetCollectionName())
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range r.GetPoints() {
+		v := p.GetVectors().GetVector().GetDense().GetData()
+		if uint64(len(v)) != c.size {
+			return nil, status.Errorf(codes.InvalidArgument, "Wrong input: Vector dimension error: expected dim: %d, got %d", c.size, len(v))
+		}
+		if p.GetId().GetUuid() == "" {
+			return nil, status.Error(codes.InvalidArgument, "point id must be a UUID here")
+		}
+		c.points[p.GetId().GetUuid()] = p
+	}
+	return &qc.PointsOperationResponse{Result: &qc.UpdateResult{Status: qc.UpdateStatus_Completed}}, nil
+}
+
+func (f pointsService) Delete(_ context.Context, r *qc.DeletePoints) (*qc.PointsOperationResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.collection(r.GetCollectionName())
+	if err != nil {
+		return nil, err
+	}
+	if filter := r.GetPoints().GetFilter(); filter != nil {
+		for id, p := range c.points {
+			if matchFilter(filter, p.GetPayload()) {
+				delete(c.points, id)
+			}
+		}
+	}
+	for _, id := range r.GetPoints().GetPoints().GetIds() {
+		delete(c.points, id.GetUuid())
+	}
+	return &qc.PointsOperationResponse{Result: &qc.UpdateResult{Status: qc.UpdateStatus_Completed}}, nil
+}
+
+func (f pointsService) Query(_ context.Context, r *qc.QueryPoints) (*qc.QueryResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failQueries > 0 {
+		f.failQueries--
+		return nil, status.Error(codes.Unavailable, "service unavailable")
+	}
+	c, err := f.collection(r.GetCollectionName())
+	if err != nil {
+		return nil, err
+	}
+	q := r.GetQuery().GetNearest().GetDense().GetData()
+	if uint64(len(q)) != c.size {
+		return nil, status.Errorf(codes.InvalidArgument, "Wrong input: Vector dimension error: expected dim: %d, got %d", c.size, len(q))
+	}
+	var out []*qc.ScoredPoint
+	for _, p := range c.points {
+		if r.Filter != nil && !matchFilter(r.GetFilter(), p.GetPayload()) {
+			continue
+		}
+		score := float32(cosine(q, p.GetVectors().GetVector().GetDense().GetData()))
+		if r.ScoreThreshold != nil && score < r.GetScoreThreshold() {
+			continue
+		}
+		out = append(out, &qc.ScoredPoint{Id: p.GetId(), Score: score, Payload: selectPayload(r.GetWithPayload(), p.GetPayload())})
+	}
+	slices.SortFunc(out, func(a, b *qc.ScoredPoint) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.GetId().GetUuid(), b.GetId().GetUuid())
+	})
+	limit := uint64(10) // Qdrant's default
+	if r.Limit != nil {
+		limit = r.GetLimit()
+	}
+	if uint64(len(out)) > limit {
+		out = out[:limit]
+	}
+	return &qc.QueryResponse{Result: out}, nil
+}
+
+func selectPayload(sel *qc.WithPayloadSelector, payload map[string]*qc.Value) map[string]*qc.Value {
+	if inc := sel.GetInclude(); inc != nil {
+		out := map[string]*qc.Value{}
+		for _, k := range inc.GetFields() {
+			if v, ok := payload[k]; ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	if sel.GetEnable() {
+		return payload
+	}
+	return nil
+}
+
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// matchFilter: every must, no must_not, and at least one should (if any).
+func matchFilter(f *qc.Filter, payload map[string]*qc.Value) bool {
+	for _, c := range f.GetMust() {
+		if !matchCondition(c, payload) {
+			return false
+		}
+	}
+	for _, c := range f.GetMustNot() {
+		if matchCondition(c, payload) {
+			return false
+		}
+	}
+	if len(f.GetShould()) == 0 {
+		return true
+	}
+	for _, c := range f.GetShould() {
+		if matchCondition(c, payload) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchCondition(c *qc.Condition, payload map[string]*qc.Value) bool {
+	if sub := c.GetFilter(); sub != nil {
+		return matchFilter(sub, payload)
+	}
+	fc := c.GetField()
+	if fc == nil {
+		panic("fake Qdrant: condition kind not implemented") // H4R sends only field conditions
+	}
+	values := lookup(payload, fc.GetKey())
+	for _, v := range values {
+		if m := fc.GetMatch(); m != nil && matchValue(m, v) {
+			return true
+		}
+		if r := fc.GetRange(); r != nil && inRange(r, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup follows a dotted key; a list at the end contributes its elements.
+func lookup(payload map[string]*qc.Value, key string) []*qc.Value {
+	parts := strings.Split(key, ".")
+	v, ok := payload[parts[0]]
+	if !ok {
+		return nil
+	}
+	for _, p := range parts[1:] {
+		s := v.GetStructValue()
+		if s == nil {
+			return nil
+		}
+		if v, ok = s.GetFields()[p]; !ok {
+			return nil
+		}
+	}
+	if l := v.GetListValue(); l != nil {
+		return l.GetValues()
+	}
+	return []*qc.Value{v}
+}
+
+func matchValue(m *qc.Match, v *qc.Value) bool {
+	switch x := m.GetMatchValue().(type) {
+	case *qc.Match_Keyword:
+		s, ok := v.GetKind().(*qc.Value_StringValue)
+		return ok && s.StringValue == x.Keyword
+	case *qc.Match_Keywords:
+		s, ok := v.GetKind().(*qc.Value_StringValue)
+		return ok && slices.Contains(x.Keywords.GetStrings(), s.StringValue)
+	case *qc.Match_Boolean:
+		b, ok := v.GetKind().(*qc.Value_BoolValue)
+		return ok && b.BoolValue == x.Boolean
+	case *qc.Match_Integer:
+		i, ok := v.GetKind().(*qc.Value_IntegerValue)
+		return ok && i.IntegerValue == x.Integer
+	}
+	panic("fake Qdrant: match kind not implemented")
+}
+
+func inRange(r *qc.Range, v *qc.Value) bool {
+	var x float64
+	switch n := v.GetKind().(type) {
+	case *qc.Value_DoubleValue:
+		x = n.DoubleValue
+	case *qc.Value_IntegerValue:
+		x = float64(n.IntegerValue)
+	default:
+		return false
+	}
+	return (r.Gt == nil || x > r.GetGt()) && (r.Gte == nil || x >= r.GetGte()) &&
+		(r.Lt == nil || x < r.GetLt()) && (r.Lte == nil || x <= r.GetLte())
+}
+
+func (f *fakeQdrant) pointCount(collection string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.collections[collection]; c != nil {
+		return len(c.points)
+	}
+	return 0
+}
