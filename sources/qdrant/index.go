@@ -85,7 +85,9 @@ func WithItems(g ItemGetter) Option { return func(o *options) { o.items = g } }
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithDialOptions adds gRPC dial options (tests; TLS settings).
-func WithDialOptions(d ...grpc.DialOption) Option { return func(o *options) { o.dial = append(o.dial, d...) } }
+func WithDialOptions(d ...grpc.DialOption) Option {
+	return func(o *options) { o.dial = append(o.dial, d...) }
+}
 
 // Open connects to the Qdrant server at rawURL (http://host:6334, or
 // https for TLS; the REST port 6333 is taken to mean the gRPC port 6334 of
@@ -450,4 +452,3 @@ func Matches(f h4r.Filters, it *sources.Item) (bool, error) {
 	}
 	return true, nil
 }
-
