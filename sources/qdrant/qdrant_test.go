@@ -12,6 +12,7 @@ import (
 	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/qdrant"
+	"github.com/h4r/h4r/sources/qdrant/qdranttest"
 	"github.com/h4r/h4r/sources/sqlite"
 	qc "github.com/qdrant/go-client/qdrant"
 )
@@ -90,7 +91,7 @@ func filterItems() []sources.Item {
 // evaluates) and on the SQLite store's own exact search find the same
 // items: the payload filter is equivalent to the request's filters.
 func TestSearchFiltersMatchTheStore(t *testing.T) {
-	f, url := startFake(t)
+	f, url := qdranttest.Start(t)
 	e := hash(t, embed.WithHashDim(64))
 	store := openStore(t, e)
 	ctx := t.Context()
@@ -101,7 +102,7 @@ func TestSearchFiltersMatchTheStore(t *testing.T) {
 	if err := newMirror(t, ix, e, store).Sync(ctx, []string{"a", "b", "c", "d"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.pointCount("h4r_items"); n != 4 {
+	if n := f.PointCount("h4r_items"); n != 4 {
 		t.Fatalf("%d points, want 4", n)
 	}
 	store.RecordAccess([]string{"b"})
@@ -162,7 +163,7 @@ func sortedIDs(hits []sources.Hit) []string {
 // Ranking, limit and score threshold are sent to Qdrant; hits come back as
 // the store's current items.
 func TestSearchRanksAndThresholds(t *testing.T) {
-	_, url := startFake(t)
+	_, url := qdranttest.Start(t)
 	e := hash(t, embed.WithHashDim(64))
 	store := openStore(t, e)
 	ctx := t.Context()
@@ -200,20 +201,20 @@ func TestSearchRanksAndThresholds(t *testing.T) {
 }
 
 func TestBootstrap(t *testing.T) {
-	f, url := startFake(t)
+	f, url := qdranttest.Start(t)
 	store := openStore(t, nil)
 	openIndex(t, url, 32, store, qdrant.WithAPIKey("secret"), qdrant.WithCollection("mem"))
-	c := f.collections["mem"]
-	if c == nil || c.size != 32 || c.distance != qc.Distance_Cosine {
+	c := f.Collections["mem"]
+	if c == nil || c.Size != 32 || c.Distance != qc.Distance_Cosine {
 		t.Fatalf("collection %+v, want 32 dimensions, cosine", c)
 	}
 	for _, field := range []string{"h4r_model", "kind", "tags", "createdAt"} {
-		if _, ok := c.indexed[field]; !ok {
+		if _, ok := c.Indexed[field]; !ok {
 			t.Errorf("payload field %s not indexed", field)
 		}
 	}
-	if !slices.Contains(f.apiKeys, "secret") {
-		t.Errorf("api-key header not sent: %q", f.apiKeys)
+	if !slices.Contains(f.APIKeys, "secret") {
+		t.Errorf("api-key header not sent: %q", f.APIKeys)
 	}
 	// Reopening with the same dimension uses the collection as it is.
 	openIndex(t, url, 32, store, qdrant.WithCollection("mem"))
@@ -225,15 +226,15 @@ func TestBootstrap(t *testing.T) {
 		wantErr   string
 	}{
 		{"other dimension refused", url, 64, nil, "holds vectors of 32 dimensions, but the embedder makes 64"},
-		{"other distance refused", url, 32, func() { f.collections["mem"].distance = qc.Distance_Euclid }, "uses Euclid distance"},
+		{"other distance refused", url, 32, func() { f.Collections["mem"].Distance = qc.Distance_Euclid }, "uses Euclid distance"},
 		{"bad URL", "localhost:6334", 32, nil, "QDRANT_URL"},
 		{"zero dimension", url, 0, nil, "dimension"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.prepare != nil {
-				f.mu.Lock()
+				f.Mu.Lock()
 				tc.prepare()
-				f.mu.Unlock()
+				f.Mu.Unlock()
 			}
 			_, err := qdrant.Open(t.Context(), tc.url, qdrant.WithDimension(tc.dim), qdrant.WithCollection("mem"), qdrant.WithLogger(quiet))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -247,7 +248,7 @@ func TestBootstrap(t *testing.T) {
 // the retry writes the store's latest version, and a delete meanwhile
 // deletes the point.
 func TestMirrorRetries(t *testing.T) {
-	f, url := startFake(t)
+	f, url := qdranttest.Start(t)
 	e := hash(t, embed.WithHashDim(64))
 	store := openStore(t, nil)
 	ctx := t.Context()
@@ -257,14 +258,14 @@ func TestMirrorRetries(t *testing.T) {
 	if _, err := store.Upsert(ctx, items[:2]); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	f.failUpserts = 1
-	f.mu.Unlock()
+	f.Mu.Lock()
+	f.FailUpserts = 1
+	f.Mu.Unlock()
 	if err := m.Sync(ctx, []string{"a", "b"}); err == nil {
 		t.Fatal("Sync succeeded while Qdrant failed")
 	}
-	if m.Pending() != 2 || f.pointCount("h4r_items") != 0 {
-		t.Fatalf("pending %d, points %d; want 2 pending, 0 points", m.Pending(), f.pointCount("h4r_items"))
+	if m.Pending() != 2 || f.PointCount("h4r_items") != 0 {
+		t.Fatalf("pending %d, points %d; want 2 pending, 0 points", m.Pending(), f.PointCount("h4r_items"))
 	}
 	// While pending: a is rewritten, b is deleted.
 	if _, err := store.Upsert(ctx, []sources.Item{{ID: "a", Kind: "fix", Text: "rewritten"}}); err != nil {
@@ -276,8 +277,8 @@ func TestMirrorRetries(t *testing.T) {
 	if err := m.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if m.Pending() != 0 || f.pointCount("h4r_items") != 1 {
-		t.Fatalf("after flush: pending %d, points %d; want 0 and 1", m.Pending(), f.pointCount("h4r_items"))
+	if m.Pending() != 0 || f.PointCount("h4r_items") != 1 {
+		t.Fatalf("after flush: pending %d, points %d; want 0 and 1", m.Pending(), f.PointCount("h4r_items"))
 	}
 	hits, err := ix.SearchVectors(ctx, e.Model(), e.Vector("rewritten"), h4r.Filters{Kinds: []string{"fix"}}, 10, 0.5)
 	if err != nil || len(hits) != 1 || hits[0].Item.ID != "a" {
@@ -287,13 +288,13 @@ func TestMirrorRetries(t *testing.T) {
 	if err := store.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Sync(ctx, []string{"a"}); err != nil || f.pointCount("h4r_items") != 0 {
-		t.Fatalf("delete: %v, %d points left", err, f.pointCount("h4r_items"))
+	if err := m.Sync(ctx, []string{"a"}); err != nil || f.PointCount("h4r_items") != 0 {
+		t.Fatalf("delete: %v, %d points left", err, f.PointCount("h4r_items"))
 	}
 }
 
 func TestMirrorPendingIsCapped(t *testing.T) {
-	f, url := startFake(t)
+	f, url := qdranttest.Start(t)
 	e := hash(t, embed.WithHashDim(64))
 	store := openStore(t, nil)
 	ix := openIndex(t, url, 64, store)
@@ -305,9 +306,9 @@ func TestMirrorPendingIsCapped(t *testing.T) {
 	if _, err := store.Upsert(t.Context(), filterItems()); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	f.failUpserts = 1
-	f.mu.Unlock()
+	f.Mu.Lock()
+	f.FailUpserts = 1
+	f.Mu.Unlock()
 	if err := m.Sync(t.Context(), []string{"a", "b", "c"}); err == nil || m.Pending() != 2 {
 		t.Fatalf("err %v, pending %d; want an error and 2 pending", err, m.Pending())
 	}
@@ -315,7 +316,7 @@ func TestMirrorPendingIsCapped(t *testing.T) {
 
 // Rebuild writes every item of the store and drops other models' points.
 func TestRebuild(t *testing.T) {
-	f, url := startFake(t)
+	f, url := qdranttest.Start(t)
 	old, e := hash(t, embed.WithHashDim(64), embed.WithCharNGrams(2, 3)), hash(t, embed.WithHashDim(64))
 	store := openStore(t, nil)
 	ctx := t.Context()
@@ -331,7 +332,7 @@ func TestRebuild(t *testing.T) {
 	if err != nil || n != 4 || !slices.Equal(progress, []int{4}) {
 		t.Fatalf("Rebuild = %d, %v, progress %v", n, err, progress)
 	}
-	if c := f.pointCount("h4r_items"); c != 4 {
+	if c := f.PointCount("h4r_items"); c != 4 {
 		t.Fatalf("%d points, want 4 (old model's replaced, none left over)", c)
 	}
 	hits, err := ix.SearchVectors(ctx, e.Model(), e.Vector("login"), h4r.Filters{}, 10, -1)
@@ -341,15 +342,15 @@ func TestRebuild(t *testing.T) {
 }
 
 func TestSearchErrors(t *testing.T) {
-	f, url := startFake(t)
+	f, url := qdranttest.Start(t)
 	store := openStore(t, nil)
 	ix := openIndex(t, url, 8, store)
 	if _, err := ix.SearchVectors(t.Context(), "m", make([]float32, 3), h4r.Filters{}, 10, 0); h4r.ErrorCode(err) != h4r.EINVALID {
 		t.Errorf("wrong dimension: %v", err)
 	}
-	f.mu.Lock()
-	f.failQueries = 1
-	f.mu.Unlock()
+	f.Mu.Lock()
+	f.FailQueries = 1
+	f.Mu.Unlock()
 	_, err := ix.SearchVectors(t.Context(), "m", make([]float32, 8), h4r.Filters{}, 10, 0)
 	if err == nil || !strings.Contains(err.Error(), "unavailable") {
 		t.Errorf("server failure: %v", err)

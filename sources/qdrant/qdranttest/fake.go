@@ -1,4 +1,10 @@
-package qdrant_test
+// Package qdranttest is an in-process Qdrant for tests: the Collections and
+// Points gRPC services, implemented from the go-client's own generated
+// code, served over a real loopback TCP connection so that the real client
+// talks to it. It implements what H4R uses, with Qdrant's documented
+// semantics for the filters H4R sends. It is not Qdrant: no real Qdrant
+// server runs in this project's tests.
+package qdranttest
 
 import (
 	"cmp"
@@ -17,63 +23,65 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// fakeQdrant implements the part of Qdrant's Collections and Points gRPC
-// services that H4R uses, from the client's own generated code, with
-// Qdrant's documented semantics for the filters H4R sends: a keyword match
-// on a list matches when any element does, "keywords" is any-of, a range
-// compares numbers only, nested keys are dotted paths, a missing key never
-// matches. It serves over a real TCP connection on loopback.
-type fakeQdrant struct {
-	mu          sync.Mutex
-	collections map[string]*fakeCollection
-	apiKeys     []string // the api-key header of every call
-	failUpserts int      // the next this many Upserts fail with Unavailable
-	failQueries int
+// Server holds the collections. Filters follow Qdrant's documented
+// semantics: a keyword match on a list matches when any element does,
+// "keywords" is any-of, a range compares numbers only, nested keys are
+// dotted paths, a missing key never matches. Lock Mu to read or change the
+// fields.
+type Server struct {
+	Mu          sync.Mutex
+	Collections map[string]*Collection
+	APIKeys     []string // the api-key header of every call
+	FailUpserts int      // the next this many Upserts fail with Unavailable
+	FailQueries int      // the next this many Queries fail with Unavailable
 }
 
 // The two services both have Get and Delete methods: one type each.
 type (
 	collectionsService struct {
 		qc.UnimplementedCollectionsServer
-		*fakeQdrant
+		*Server
 	}
 	pointsService struct {
 		qc.UnimplementedPointsServer
-		*fakeQdrant
+		*Server
 	}
 )
 
-type fakeCollection struct {
-	size     uint64
-	distance qc.Distance
-	indexed  map[string]qc.FieldType
-	points   map[string]*qc.PointStruct // by UUID
+// Collection is one collection: its vector parameters, indexed payload
+// fields and points.
+type Collection struct {
+	Size     uint64
+	Distance qc.Distance
+	Indexed  map[string]qc.FieldType
+	Points   map[string]*qc.PointStruct // by UUID
 }
 
-// startFake serves a fakeQdrant on 127.0.0.1 and returns it and its URL.
-func startFake(t *testing.T) (*fakeQdrant, string) {
+// Start serves a Server on 127.0.0.1 until t ends and returns it and its
+// URL (for QDRANT_URL).
+func Start(t testing.TB) (*Server, string) {
 	t.Helper()
-	f := &fakeQdrant{collections: map[string]*fakeCollection{}}
+	f := &Server{Collections: map[string]*Collection{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
-		f.mu.Lock()
-		f.apiKeys = append(f.apiKeys, strings.Join(md.Get("api-key"), ","))
-		f.mu.Unlock()
+		f.Mu.Lock()
+		f.APIKeys = append(f.APIKeys, strings.Join(md.Get("api-key"), ","))
+		f.Mu.Unlock()
 		return h(ctx, req)
 	}))
-	qc.RegisterCollectionsServer(srv, collectionsService{fakeQdrant: f})
-	qc.RegisterPointsServer(srv, pointsService{fakeQdrant: f})
+	qc.RegisterCollectionsServer(srv, collectionsService{Server: f})
+	qc.RegisterPointsServer(srv, pointsService{Server: f})
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	return f, "http://" + lis.Addr().String()
 }
 
-func (f *fakeQdrant) collection(name string) (*fakeCollection, error) {
-	c := f.collections[name]
+func (f *Server) collection(name string) (*Collection, error) {
+	c := f.Collections[name]
 	if c == nil {
 		return nil, status.Errorf(codes.NotFound, "Collection `%s` doesn't exist!", name)
 	}
@@ -81,57 +89,57 @@ func (f *fakeQdrant) collection(name string) (*fakeCollection, error) {
 }
 
 func (f collectionsService) CollectionExists(_ context.Context, r *qc.CollectionExistsRequest) (*qc.CollectionExistsResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.collections[r.GetCollectionName()]
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	_, ok := f.Collections[r.GetCollectionName()]
 	return &qc.CollectionExistsResponse{Result: &qc.CollectionExists{Exists: ok}}, nil
 }
 
 func (f collectionsService) Get(_ context.Context, r *qc.GetCollectionInfoRequest) (*qc.GetCollectionInfoResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	c, err := f.collection(r.GetCollectionName())
 	if err != nil {
 		return nil, err
 	}
-	params := &qc.CollectionParams{VectorsConfig: qc.NewVectorsConfig(&qc.VectorParams{Size: c.size, Distance: c.distance})}
+	params := &qc.CollectionParams{VectorsConfig: qc.NewVectorsConfig(&qc.VectorParams{Size: c.Size, Distance: c.Distance})}
 	return &qc.GetCollectionInfoResponse{Result: &qc.CollectionInfo{
 		Status: qc.CollectionStatus_Green, Config: &qc.CollectionConfig{Params: params},
-		PointsCount: qc.PtrOf(uint64(len(c.points))),
+		PointsCount: qc.PtrOf(uint64(len(c.Points))),
 	}}, nil
 }
 
 func (f collectionsService) Create(_ context.Context, r *qc.CreateCollection) (*qc.CollectionOperationResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.collections[r.GetCollectionName()]; ok {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if _, ok := f.Collections[r.GetCollectionName()]; ok {
 		return nil, status.Errorf(codes.AlreadyExists, "Collection `%s` already exists!", r.GetCollectionName())
 	}
 	p := r.GetVectorsConfig().GetParams()
 	if p == nil || p.GetSize() == 0 {
 		return nil, status.Error(codes.InvalidArgument, "vectors config with a size is required")
 	}
-	f.collections[r.GetCollectionName()] = &fakeCollection{size: p.GetSize(), distance: p.GetDistance(),
-		indexed: map[string]qc.FieldType{}, points: map[string]*qc.PointStruct{}}
+	f.Collections[r.GetCollectionName()] = &Collection{Size: p.GetSize(), Distance: p.GetDistance(),
+		Indexed: map[string]qc.FieldType{}, Points: map[string]*qc.PointStruct{}}
 	return &qc.CollectionOperationResponse{Result: true}, nil
 }
 
 func (f pointsService) CreateFieldIndex(_ context.Context, r *qc.CreateFieldIndexCollection) (*qc.PointsOperationResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	c, err := f.collection(r.GetCollectionName())
 	if err != nil {
 		return nil, err
 	}
-	c.indexed[r.GetFieldName()] = r.GetFieldType()
+	c.Indexed[r.GetFieldName()] = r.GetFieldType()
 	return &qc.PointsOperationResponse{Result: &qc.UpdateResult{Status: qc.UpdateStatus_Completed}}, nil
 }
 
 func (f pointsService) Upsert(_ context.Context, r *qc.UpsertPoints) (*qc.PointsOperationResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.failUpserts > 0 {
-		f.failUpserts--
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if f.FailUpserts > 0 {
+		f.FailUpserts--
 		return nil, status.Error(codes.Unavailable, "service unavailable")
 	}
 	c, err := f.collection(r.GetCollectionName())
@@ -140,42 +148,42 @@ func (f pointsService) Upsert(_ context.Context, r *qc.UpsertPoints) (*qc.Points
 	}
 	for _, p := range r.GetPoints() {
 		v := p.GetVectors().GetVector().GetDense().GetData()
-		if uint64(len(v)) != c.size {
-			return nil, status.Errorf(codes.InvalidArgument, "Wrong input: Vector dimension error: expected dim: %d, got %d", c.size, len(v))
+		if uint64(len(v)) != c.Size {
+			return nil, status.Errorf(codes.InvalidArgument, "Wrong input: Vector dimension error: expected dim: %d, got %d", c.Size, len(v))
 		}
 		if p.GetId().GetUuid() == "" {
 			return nil, status.Error(codes.InvalidArgument, "point id must be a UUID here")
 		}
-		c.points[p.GetId().GetUuid()] = p
+		c.Points[p.GetId().GetUuid()] = p
 	}
 	return &qc.PointsOperationResponse{Result: &qc.UpdateResult{Status: qc.UpdateStatus_Completed}}, nil
 }
 
 func (f pointsService) Delete(_ context.Context, r *qc.DeletePoints) (*qc.PointsOperationResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	c, err := f.collection(r.GetCollectionName())
 	if err != nil {
 		return nil, err
 	}
 	if filter := r.GetPoints().GetFilter(); filter != nil {
-		for id, p := range c.points {
+		for id, p := range c.Points {
 			if matchFilter(filter, p.GetPayload()) {
-				delete(c.points, id)
+				delete(c.Points, id)
 			}
 		}
 	}
 	for _, id := range r.GetPoints().GetPoints().GetIds() {
-		delete(c.points, id.GetUuid())
+		delete(c.Points, id.GetUuid())
 	}
 	return &qc.PointsOperationResponse{Result: &qc.UpdateResult{Status: qc.UpdateStatus_Completed}}, nil
 }
 
 func (f pointsService) Query(_ context.Context, r *qc.QueryPoints) (*qc.QueryResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.failQueries > 0 {
-		f.failQueries--
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if f.FailQueries > 0 {
+		f.FailQueries--
 		return nil, status.Error(codes.Unavailable, "service unavailable")
 	}
 	c, err := f.collection(r.GetCollectionName())
@@ -183,11 +191,11 @@ func (f pointsService) Query(_ context.Context, r *qc.QueryPoints) (*qc.QueryRes
 		return nil, err
 	}
 	q := r.GetQuery().GetNearest().GetDense().GetData()
-	if uint64(len(q)) != c.size {
-		return nil, status.Errorf(codes.InvalidArgument, "Wrong input: Vector dimension error: expected dim: %d, got %d", c.size, len(q))
+	if uint64(len(q)) != c.Size {
+		return nil, status.Errorf(codes.InvalidArgument, "Wrong input: Vector dimension error: expected dim: %d, got %d", c.Size, len(q))
 	}
 	var out []*qc.ScoredPoint
-	for _, p := range c.points {
+	for _, p := range c.Points {
 		if r.Filter != nil && !matchFilter(r.GetFilter(), p.GetPayload()) {
 			continue
 		}
@@ -339,11 +347,12 @@ func inRange(r *qc.Range, v *qc.Value) bool {
 		(r.Lt == nil || x < r.GetLt()) && (r.Lte == nil || x <= r.GetLte())
 }
 
-func (f *fakeQdrant) pointCount(collection string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if c := f.collections[collection]; c != nil {
-		return len(c.points)
+// PointCount returns the points in collection.
+func (f *Server) PointCount(collection string) int {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if c := f.Collections[collection]; c != nil {
+		return len(c.Points)
 	}
 	return 0
 }
