@@ -1,0 +1,329 @@
+package policy
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// TestDecideBatchAgreesWithDecide runs the whole decision table through one
+// batch and checks every decision against the one-by-one answer.
+func TestDecideBatchAgreesWithDecide(t *testing.T) {
+	engine, err := New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []h4r.SecurityLevel{h4r.Public, h4r.Internal, h4r.Confidential, h4r.Restricted} {
+		t.Run(level.String(), func(t *testing.T) {
+			who := spec(level, "qa")
+			var items []*sources.Item
+			for i, tc := range decisionCases {
+				it := memory(tc.meta)
+				it.ID = tc.name + string(rune('a'+i%26))
+				items = append(items, it)
+			}
+			got := engine.DecideBatch(t.Context(), who, items)
+			if len(got) != len(items) {
+				t.Fatalf("%d results for %d items", len(got), len(items))
+			}
+			for i, it := range items {
+				want, err := engine.Decide(t.Context(), who, it)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[i].Err != nil || !reflect.DeepEqual(got[i].Decision, want) {
+					t.Errorf("item %q: batch %+v (err %v), one by one %+v", it.ID, got[i].Decision, got[i].Err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDecideBatchIsolatesFailures: one item whose rules conflict fails the
+// batch evaluation; only that item may end without a decision.
+func TestDecideBatchIsolatesFailures(t *testing.T) {
+	engine, err := New(t.Context(), WithModules(map[string]string{"p.rego": `package cmo.context
+
+default allow := true
+
+reason := "a"
+
+reason := "b" if input.item.kind == "conflict"
+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok1, bad, ok2 := memory(sources.Metadata{}), memory(sources.Metadata{}), memory(sources.Metadata{})
+	ok1.ID, bad.ID, ok2.ID = "ok-1", "bad", "ok-2"
+	bad.Kind = "conflict"
+	got := engine.DecideBatch(t.Context(), spec(h4r.Public), []*sources.Item{ok1, bad, nil, ok2})
+	for i, wantErr := range []bool{false, true, true, false} {
+		if (got[i].Err != nil) != wantErr {
+			t.Errorf("result %d: err = %v, want error %v", i, got[i].Err, wantErr)
+		}
+		if got[i].Err != nil && got[i].Decision.Allow {
+			t.Errorf("result %d failed but allows", i)
+		}
+	}
+	if !got[0].Decision.Allow || !got[3].Decision.Allow {
+		t.Errorf("good items not allowed: %+v", got)
+	}
+}
+
+func TestDecideBatchCancelled(t *testing.T) {
+	engine, err := New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, stop := context.WithCancel(t.Context())
+	stop()
+	for _, r := range engine.DecideBatch(cctx, spec(h4r.Public), benchItems(3)) {
+		if r.Err == nil || r.Decision.Allow {
+			t.Fatalf("cancelled batch gave %+v", r)
+		}
+	}
+}
+
+// TestAnalyseInput pins which item keys each way of reading input needs.
+func TestAnalyseInput(t *testing.T) {
+	cases := []struct {
+		name     string
+		body     string
+		wantAll  bool
+		wantKeys []string
+	}{
+		{"metadata only", "allow if input.item.metadata.trust > 0.5", false, []string{"metadata"}},
+		{"specialist only", `allow if input.specialist.securityLevel == "public"`, false, nil},
+		{"content and kind", "allow if input.item.content.x == input.item.kind", false, []string{"content", "kind"}},
+		{"bare input", `allow if object.get(input, ["item", "text"], "") == ""`, true, nil},
+		{"whole item", "allow if count(input.item) > 0", true, nil},
+		{"variable key", "allow if { some k; input.item[k] == 1 }", true, nil},
+		{"import alias", "import input.item.text as txt\n\nallow if txt == \"x\"", false, []string{"text"}},
+		{"nested ref in specialist path", "allow if input.specialist[input.item.kind]", false, []string{"kind"}},
+		{"with input target counts as a read (conservative)", "allow if input.item.id == \"a\"\n\nx if allow with input as {}", true, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "package cmo.context\n\n" + tc.body + "\n"
+			engine, err := New(t.Context(), WithModules(map[string]string{"p.rego": src}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := engine.needs
+			if n.all != tc.wantAll {
+				t.Fatalf("all = %v, want %v (keys %v)", n.all, tc.wantAll, n.keys)
+			}
+			if !tc.wantAll {
+				var got []string
+				for k := range n.keys {
+					got = append(got, k)
+				}
+				if !sameSet(got, tc.wantKeys) {
+					t.Errorf("keys = %v, want %v", got, tc.wantKeys)
+				}
+			}
+		})
+	}
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, s := range a {
+		m[s] = true
+	}
+	for _, s := range b {
+		if !m[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPrunedInputDecidesAlike: a policy that reads content, text and kind
+// sees them (pruning must never hide what a rule reads), in both paths.
+func TestPrunedInputDecidesAlike(t *testing.T) {
+	engine, err := New(t.Context(), WithModules(map[string]string{"p.rego": `package cmo.context
+
+default allow := false
+
+allow if {
+	input.item.content.test == "login-spec-001"
+	contains(input.item.text, "#login-button")
+	input.item.kind == "test_failure"
+}
+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := memory(sources.Metadata{})
+	d, err := engine.Decide(t.Context(), spec(h4r.Public), it)
+	if err != nil || !d.Allow {
+		t.Fatalf("Decide = %+v, %v; want allowed", d, err)
+	}
+	r := engine.DecideBatch(t.Context(), spec(h4r.Public), []*sources.Item{it})
+	if r[0].Err != nil || !r[0].Decision.Allow {
+		t.Fatalf("DecideBatch = %+v; want allowed", r[0])
+	}
+}
+
+func TestPackSettings(t *testing.T) {
+	cases := []struct {
+		name    string
+		rule    string
+		level   h4r.SecurityLevel
+		want    PackSettings
+		wantErr string
+	}{
+		{"no pack rule", "", h4r.Public, PackSettings{}, ""},
+		{"rule applies", `pack := {"maxTokens": 2000, "reason": "small"} if input.specialist.securityLevel == "public"`, h4r.Public, PackSettings{MaxTokens: 2000, Reason: "small"}, ""},
+		{"rule undefined for this specialist", `pack := {"maxTokens": 2000} if input.specialist.securityLevel == "public"`, h4r.Restricted, PackSettings{}, ""},
+		{"all limits", `pack := {"maxBytes": 1000, "maxTokens": 200, "maxItems": 3}`, h4r.Public, PackSettings{MaxBytes: 1000, MaxTokens: 200, MaxItems: 3}, ""},
+		{"unknown key", `pack := {"maxToken": 2000}`, h4r.Public, PackSettings{}, "pack.maxToken is not a pack setting"},
+		{"zero limit", `pack := {"maxItems": 0}`, h4r.Public, PackSettings{}, "pack.maxItems is"},
+		{"fractional limit", `pack := {"maxItems": 2.5}`, h4r.Public, PackSettings{}, "want a positive integer"},
+		{"string limit", `pack := {"maxBytes": "10"}`, h4r.Public, PackSettings{}, "want a positive integer"},
+		{"not an object", `pack := [1]`, h4r.Public, PackSettings{}, "want an object"},
+		{"item is not in the pack input", `pack := {"maxItems": 1} if input.item.kind == "x"`, h4r.Public, PackSettings{}, ""},
+		{"built-in error", `pack := {"maxItems": to_number(input.specialist.id)}`, h4r.Public, PackSettings{}, "to_number"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			engine, err := New(t.Context(), WithModules(map[string]string{"p.rego": "package cmo.context\n\nallow := true\n\n" + tc.rule + "\n"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := engine.PackSettings(t.Context(), spec(tc.level))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("PackSettings = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// writeBundle writes files as an OPA bundle (.tar.gz) and returns its path.
+func writeBundle(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	path := filepath.Join(dir, "policy.tar.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for name, src := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: "/" + name, Mode: 0o644, Size: int64(len(src)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []interface{ Close() error }{tw, gz, f} {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+func TestBundle(t *testing.T) {
+	path := writeBundle(t, t.TempDir(), map[string]string{
+		"cmo/context.rego":      "package cmo.context\n\ndefault allow := false\n\nallow if input.item.kind in data.cmo.kinds\n",
+		"cmo/context_test.rego": "package cmo.context_test\n\ntest_x if true\n",
+		"data.json":             `{"cmo": {"kinds": ["note"]}}`,
+	})
+	engine, err := New(t.Context(), WithPolicyDir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if engine.Source() != path || len(engine.Files()) != 1 {
+		t.Errorf("Source = %q, files %v; want %q and one module (tests skipped)", engine.Source(), engine.Files(), path)
+	}
+	for kind, want := range map[string]bool{"note": true, "test_failure": false} {
+		it := memory(sources.Metadata{})
+		it.Kind = kind
+		d, err := engine.Decide(t.Context(), spec(h4r.Public), it)
+		if err != nil || d.Allow != want {
+			t.Errorf("kind %s: %+v, %v; want allow %v (data.json from the bundle)", kind, d, err, want)
+		}
+	}
+	files, _, err := Load(path, true)
+	if err != nil || len(files) != 2 {
+		t.Errorf("Load with tests = %v, %v; want 2 files", files, err)
+	}
+}
+
+func TestBundleErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name      string
+		path      string
+		wantField string
+		wantMsg   string
+	}{
+		{"syntax error in a bundled module", writeBundle(t, t.TempDir(), map[string]string{"p.rego": "package cmo.context\n\nallow if )\n"}), "p.rego", "p.rego:3"},
+		{"not a gzip file", func() string {
+			p := filepath.Join(dir, "junk.tar.gz")
+			os.WriteFile(p, []byte("not gzip"), 0o644)
+			return p
+		}(), "policyDir", "reading policy bundle"},
+		{"missing bundle", filepath.Join(dir, "absent.tar.gz"), "policyDir", "reading policy bundle"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(t.Context(), WithPolicyDir(tc.path))
+			var herr *h4r.Error
+			if !errors.As(err, &herr) {
+				t.Fatalf("error %v is not an *h4r.Error", err)
+			}
+			if !strings.HasSuffix(herr.Field, tc.wantField) || !strings.Contains(herr.Message, tc.wantMsg) {
+				t.Errorf("error field %q message %q; want field ending %q, message with %q", herr.Field, herr.Message, tc.wantField, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// FuzzDecodePackSettings: whatever a policy returns as pack settings is an
+// error or positive limits, never a panic or a limit that could widen.
+func FuzzDecodePackSettings(f *testing.F) {
+	for _, s := range []string{`{"maxTokens": 10}`, `{"maxItems": 0}`, `{"reason": 3}`, `[]`, `{"maxBytes": 1e30}`, `{"maxBytes": -1}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		v, err := ast.ParseTerm(src)
+		if err != nil {
+			return
+		}
+		doc, err := ast.JSON(v.Value)
+		if err != nil {
+			return
+		}
+		ps, err := decodePackSettings(doc)
+		if err != nil {
+			return
+		}
+		if ps.MaxBytes < 0 || ps.MaxTokens < 0 || ps.MaxItems < 0 {
+			t.Fatalf("negative limit from %s: %+v", src, ps)
+		}
+	})
+}

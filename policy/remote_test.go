@@ -1,0 +1,245 @@
+package policy
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/plugins"
+	opaserver "github.com/open-policy-agent/opa/v1/server"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources"
+)
+
+// opaServer is OPA's own server (v1/server), run in-process on loopback
+// with the given modules: the real thing a remote deployment talks to.
+type opaServer struct {
+	URL     string
+	srv     *opaserver.Server
+	manager *plugins.Manager
+	once    sync.Once
+}
+
+func startOPA(t *testing.T, modules map[string]string) *opaServer {
+	t.Helper()
+	ctx := context.Background()
+	store := inmem.New()
+	txn := storage.NewTransactionOrDie(ctx, store, storage.WriteParams)
+	for name, src := range modules {
+		if err := store.UpsertPolicy(ctx, txn, name, []byte(src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Commit(ctx, txn); err != nil {
+		t.Fatal(err)
+	}
+	m, err := plugins.New(nil, "h4r-test", store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := opaserver.New().WithStore(store).WithManager(m).WithAddresses([]string{"127.0.0.1:0"}).Init(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loops, err := srv.Listeners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, loop := range loops {
+		go func() { _ = loop() }()
+	}
+	// The listeners bind in their loops: wait for the address.
+	var addrs []string
+	for deadline := time.Now().Add(10 * time.Second); len(addrs) == 0; addrs = srv.Addrs() {
+		if time.Now().After(deadline) {
+			t.Fatal("OPA did not start listening")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	o := &opaServer{URL: "http://" + addrs[0], srv: srv, manager: m}
+	t.Cleanup(o.Stop)
+	return o
+}
+
+// Stop shuts OPA down; later calls do nothing.
+func (o *opaServer) Stop() {
+	o.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = o.srv.Shutdown(ctx)
+		o.manager.Stop(ctx)
+	})
+}
+
+func bundledModules() map[string]string { return map[string]string{BundledFile: bundledPolicy} }
+
+func newRemote(t *testing.T, url string, opts ...RemoteOption) *Remote {
+	t.Helper()
+	// A patient deadline: the outcome must not depend on machine load.
+	r, err := NewRemote(url, append([]RemoteOption{WithTimeout(10 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestRemoteAgreesWithEmbedded asks a real OPA server every case of the
+// decision table, one by one and in a batch.
+func TestRemoteAgreesWithEmbedded(t *testing.T) {
+	opa := startOPA(t, bundledModules())
+	remote := newRemote(t, opa.URL)
+	var items []*sources.Item
+	var want []Decision
+	for _, tc := range decisionCases {
+		it := memory(tc.meta)
+		it.ID = tc.name
+		got, err := remote.Decide(t.Context(), tc.spec, it)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !equalDecision(got, tc.want) {
+			t.Errorf("%s: remote decided %+v, want %+v", tc.name, got, tc.want)
+		}
+		if tc.spec.SecurityLevel == h4r.Internal && len(tc.spec.AuthorizedGroups) == 0 {
+			items, want = append(items, it), append(want, tc.want)
+		}
+	}
+	for i, r := range remote.DecideBatch(t.Context(), spec(h4r.Internal), items) {
+		if r.Err != nil || !equalDecision(r.Decision, want[i]) {
+			t.Errorf("batch item %q: %+v (%v), want %+v", items[i].ID, r.Decision, r.Err, want[i])
+		}
+	}
+	if remote.Revision() != RemoteRevision {
+		t.Errorf("Revision = %q, want %q (no bundle)", remote.Revision(), RemoteRevision)
+	}
+}
+
+func equalDecision(a, b Decision) bool {
+	return a.Allow == b.Allow && a.Redact == b.Redact && a.Reason == b.Reason && strings.Join(a.RedactedFields, ",") == strings.Join(b.RedactedFields, ",")
+}
+
+func TestRemotePackSettings(t *testing.T) {
+	opa := startOPA(t, map[string]string{"p.rego": `package cmo.context
+
+allow := true
+
+pack := {"maxTokens": 100} if input.specialist.securityLevel == "public"
+`})
+	remote := newRemote(t, opa.URL)
+	for level, want := range map[h4r.SecurityLevel]PackSettings{h4r.Public: {MaxTokens: 100}, h4r.Restricted: {}} {
+		got, err := remote.PackSettings(t.Context(), spec(level))
+		if err != nil || got != want {
+			t.Errorf("%s: PackSettings = %+v, %v; want %+v", level, got, err, want)
+		}
+	}
+}
+
+// TestRemoteFailsClosed: every way OPA can fail to decide is an error for
+// the item, never an allow.
+func TestRemoteFailsClosed(t *testing.T) {
+	cases := []struct {
+		name    string
+		modules map[string]string
+		url     func(string) string
+		wantErr string
+	}{
+		{"decision undefined", map[string]string{"p.rego": "package other\n\nx := 1\n"}, nil, "undefined"},
+		{"allow not a boolean", map[string]string{"p.rego": "package cmo.context\n\nallow := \"yes\"\n"}, nil, "decision.allow is"},
+		{"conflict in OPA", map[string]string{"p.rego": "package cmo.context\n\nallow := true\n\nreason := \"a\"\n\nreason := \"b\" if input.item.kind\n"}, nil, "OPA answered 500"},
+		{"wrong path on the server", map[string]string{"p.rego": "package cmo.context\n\nallow := true\n"}, func(u string) string { return u + "/nope" }, "OPA answered"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opa := startOPA(t, tc.modules)
+			url := opa.URL
+			if tc.url != nil {
+				url = tc.url(url)
+			}
+			remote := newRemote(t, url)
+			d, err := remote.Decide(t.Context(), spec(h4r.Public), memory(sources.Metadata{}))
+			if err == nil || d.Allow {
+				t.Fatalf("Decide = %+v, %v; want an error", d, err)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q does not contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestRemoteStoppedMidRun: OPA answers, then is stopped; the next batch
+// fails for every item, fast (one unreachable call stops the batch), and
+// the status says OPA could not be reached.
+func TestRemoteStoppedMidRun(t *testing.T) {
+	opa := startOPA(t, bundledModules())
+	remote := newRemote(t, opa.URL, WithConcurrency(2))
+	items := benchItems(20)
+	for _, r := range remote.DecideBatch(t.Context(), spec(h4r.Internal, "qa"), items) {
+		if r.Err != nil {
+			t.Fatalf("while OPA runs: %v", r.Err)
+		}
+	}
+	opa.Stop()
+	results := remote.DecideBatch(t.Context(), spec(h4r.Internal, "qa"), items)
+	notAsked := 0
+	for _, r := range results {
+		if r.Err == nil || r.Decision.Allow {
+			t.Fatalf("after OPA stopped: %+v", r)
+		}
+		if strings.Contains(r.Err.Error(), "not asked") {
+			notAsked++
+		}
+	}
+	if notAsked == 0 {
+		t.Errorf("every item waited for its own call; want the batch cut short after the first unreachable call")
+	}
+	if st := remote.Status(); st.LastError == "" || st.Mode != ModeRemote {
+		t.Errorf("Status = %+v, want mode remote with the last error", st)
+	}
+}
+
+func TestNewRemoteRejectsBadURLs(t *testing.T) {
+	for _, u := range []string{"", "localhost:8181", "ftp://x", "http://"} {
+		if _, err := NewRemote(u); h4r.ErrorCode(err) != h4r.EINVALID {
+			t.Errorf("NewRemote(%q) error = %v, want invalid_argument", u, err)
+		}
+	}
+}
+
+// TestRemoteReusesConnections: a batch of many items opens at most as many
+// connections as it makes calls at once.
+func TestRemoteReusesConnections(t *testing.T) {
+	opa := startOPA(t, bundledModules())
+	var mu sync.Mutex
+	conns := 0
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		conns++
+		mu.Unlock()
+		return dial(ctx, network, addr)
+	}
+	remote := newRemote(t, opa.URL, WithConcurrency(2), WithHTTPClient(&http.Client{Transport: tr}))
+	for range 3 {
+		for _, r := range remote.DecideBatch(t.Context(), spec(h4r.Public), benchItems(30)) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+	}
+	if conns > 2 {
+		t.Errorf("opened %d connections for 90 calls two at a time, want at most 2", conns)
+	}
+}
