@@ -67,7 +67,7 @@ func (s *Server) contextPack(c *echo.Context) error {
 	if err := h4r.DecodeStrict(body, &req, ""); err != nil {
 		return err
 	}
-	spec, err := specialist("specialist", req.Specialist)
+	spec, err := s.identity(c, "specialist", req.Specialist)
 	if err != nil {
 		return err
 	}
@@ -83,11 +83,38 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, req *h4r.ContextRequ
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.requestTimeout)
 	defer cancel()
 	p, err := s.engine.ContextPack(ctx, spec, req)
+	if err != nil && ctx.Err() != nil && c.Request().Context().Err() == nil && h4r.ErrorCode(err) == h4r.EINTERNAL {
+		// The engine degrades a pack itself when the deadline expires; this
+		// is for a stage that fails on the deadline anyway: the agent still
+		// gets a pack that says what is missing, never an error page.
+		s.log.WarnContext(ctx, "the request deadline expired and the engine failed", "error", err)
+		p, err = deadlinePack(spec, s.requestTimeout), nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	p.RequestID = requestID(c)
+	s.metrics.ObservePack(p)
 	return p, nil
+}
+
+// deadlinePack is an empty degraded pack for a request whose deadline
+// expired before the engine could build one.
+func deadlinePack(spec h4r.Specialist, timeout time.Duration) *h4r.Pack {
+	return &h4r.Pack{
+		Status:  h4r.StatusDegraded,
+		Results: []h4r.Result{},
+		Sources: map[string]h4r.SourceStats{},
+		AgentSlice: h4r.AgentSlice{
+			SpecialistID: spec.ID, SecurityLevel: spec.SecurityLevel.String(), ItemIDs: []string{}, Actions: []string{},
+		},
+		Explainability: h4r.Explainability{
+			TLDR:        h4r.TLDR{Sentences: []h4r.Sentence{}, Citations: []string{}},
+			Affordances: []h4r.Affordance{},
+			Items:       []h4r.ItemExplanation{},
+			Warnings:    []string{fmt.Sprintf("the request deadline (%s) expired before any candidates, ranking or policy decisions were made: the pack is empty; retry, or ask with a smaller limit or budget", timeout)},
+		},
+	}
 }
 
 // envelopeIn is an incoming A2A envelope; from and payload stay raw so that
@@ -111,8 +138,9 @@ func (s *Server) a2a(c *echo.Context) error {
 	meta := h4r.EnvelopeMeta{ID: requestID(c), ReplyTo: in.Meta.ID, Timestamp: time.Now().UTC().Format(time.RFC3339Nano)}
 	if err != nil {
 		herr := toError(err)
+		s.metrics.Rejected(herr.Code)
 		if herr.Code == h4r.EINTERNAL {
-			s.handleError(c, err) // logs; the envelope below is what the agent reads
+			s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "error", err)
 		}
 		meta.Type = h4r.TypeContextError
 		payload, _ := json.Marshal(herr)
@@ -142,7 +170,7 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 	case len(in.Payload) == 0 || string(in.Payload) == "null":
 		return nil, h4r.Errorf(h4r.EINVALID, "payload", "payload is required")
 	}
-	spec, err := specialist("meta.from", in.Meta.From)
+	spec, err := s.identity(c, "meta.from", in.Meta.From)
 	if err != nil {
 		return nil, err
 	}

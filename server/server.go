@@ -2,16 +2,17 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/labstack/echo/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/sources"
 )
 
@@ -19,7 +20,10 @@ import (
 const (
 	DefaultMaxBodyBytes   = 4 << 20
 	DefaultRequestTimeout = 2 * time.Second
-	requestIDHeader       = "X-Request-Id"
+	// DefaultRateLimitPerMinute is the original design's 60 context
+	// requests per minute per key.
+	DefaultRateLimitPerMinute = 60
+	requestIDHeader           = "X-Request-Id"
 )
 
 // ContextPacker builds context packs (engine.Engine).
@@ -43,6 +47,17 @@ type Server struct {
 	requestTimeout time.Duration
 	log            *slog.Logger
 	echo           *echo.Echo
+	keys           Authenticator // nil: no authentication (loopback demo)
+	limiter        *auth.Limiter // per-key rate limits of context requests
+	metrics        *metrics.Metrics
+	checks         []readinessCheck // backends /health/ready checks besides the store
+	now            func() time.Time
+}
+
+// readinessCheck is one backend /health/ready checks.
+type readinessCheck struct {
+	name  string
+	check func(context.Context) error
 }
 
 // Option configures a Server.
@@ -54,23 +69,59 @@ func WithMaxBodyBytes(n int64) Option { return func(s *Server) { s.maxBodyBytes 
 // WithRequestTimeout sets the deadline of a context-pack request.
 func WithRequestTimeout(d time.Duration) Option { return func(s *Server) { s.requestTimeout = d } }
 
-// WithLogger sets the logger.
+// WithLogger sets the logger. Records logged while serving a request carry
+// its request id (LogHandler).
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithAuthenticator requires an API key (Authorization: Bearer) on every
+// route but the health probes, and makes the key's principal the
+// specialist of its requests (auth.Keys).
+func WithAuthenticator(a Authenticator) Option { return func(s *Server) { s.keys = a } }
+
+// WithRateLimit sets the context requests per minute allowed to a key that
+// does not set its own limit (default 60). It applies only with keys.
+func WithRateLimit(perMinute int) Option {
+	return func(s *Server) { s.limiter = auth.NewLimiter(perMinute) }
+}
+
+// WithClock sets the clock of the rate limiter (tests fix it, so that
+// whether a request is limited never depends on how fast the machine is).
+func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithMetrics serves m at GET /metrics and records requests and packs in
+// it. Without it the server makes its own.
+func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics = m } }
+
+// WithReadinessCheck adds a backend that GET /health/ready checks besides
+// the store (a vector index, a graph database, a remote policy).
+func WithReadinessCheck(name string, check func(context.Context) error) Option {
+	return func(s *Server) { s.checks = append(s.checks, readinessCheck{name, check}) }
+}
 
 // New returns a Server over an engine and a store.
 func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	s := &Server{
 		engine: engine, store: store,
 		maxBodyBytes: DefaultMaxBodyBytes, requestTimeout: DefaultRequestTimeout,
-		log: slog.Default(),
+		log: slog.Default(), now: time.Now,
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	s.log = slog.New(LogHandler(s.log.Handler()))
+	if s.limiter == nil {
+		s.limiter = auth.NewLimiter(DefaultRateLimitPerMinute)
+	}
+	if s.metrics == nil {
+		s.metrics = metrics.New()
+	}
 	e := echo.New()
 	e.Logger = s.log
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.requestID, s.recoverPanic)
+	// Order: the id first so every later log has it; the access log
+	// around the recovery so that a panic is logged with its 500; the
+	// authentication inside, after routing, where the route is known.
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.authenticate)
 	e.POST("/v1/context-pack", s.contextPack)
 	e.POST("/v1/a2a", s.a2a)
 	e.POST("/v1/items", s.upsertItems)
@@ -79,6 +130,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	e.GET("/health/live", s.live)
 	e.GET("/health/ready", s.ready)
 	e.GET("/openapi.json", s.openAPI)
+	e.GET("/metrics", s.serveMetrics)
 	s.echo = e
 	return s
 }
@@ -98,8 +150,9 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	}
 	herr := toError(err)
 	status := h4r.HTTPStatus(herr.Code)
+	s.metrics.Rejected(herr.Code)
 	if herr.Code == h4r.EINTERNAL {
-		s.log.ErrorContext(c.Request().Context(), "request failed", "request_id", requestID(c), "path", c.Request().URL.Path, "error", err)
+		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "error", err)
 	}
 	if jerr := c.JSON(status, errorBody{herr}); jerr != nil {
 		s.log.Warn("writing error response", "error", jerr)
@@ -131,27 +184,6 @@ func toError(err error) *h4r.Error {
 	return &h4r.Error{Code: h4r.EINTERNAL, Message: "internal error"}
 }
 
-// requestID gives every request an id, taken from X-Request-Id when the
-// client sent a sane one, and returns it in the same header.
-func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c *echo.Context) error {
-		id := c.Request().Header.Get(requestIDHeader)
-		if id == "" || len(id) > 128 {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = "req-" + hex.EncodeToString(b[:])
-		}
-		c.Set(requestIDHeader, id)
-		c.Response().Header().Set(requestIDHeader, id)
-		return next(c)
-	}
-}
-
-func requestID(c *echo.Context) string {
-	id, _ := c.Get(requestIDHeader).(string)
-	return id
-}
-
 // recoverPanic turns a panic in a handler into an internal error, logged
 // with the request id, instead of a dropped connection.
 func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
@@ -161,7 +193,7 @@ func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 				if r == http.ErrAbortHandler {
 					panic(r)
 				}
-				s.log.ErrorContext(c.Request().Context(), "panic in handler", "request_id", requestID(c), "panic", r)
+				s.log.ErrorContext(c.Request().Context(), "panic in handler", "panic", r, "stack", string(debug.Stack()))
 				err = &h4r.Error{Code: h4r.EINTERNAL, Message: "internal error (request " + requestID(c) + ")"}
 			}
 		}()
@@ -173,12 +205,30 @@ func (s *Server) live(c *echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// ready checks the store and every configured backend, each under its own
+// second. The probe needs no key, so a failure's details go to the log, not
+// into the answer.
 func (s *Server) ready(c *echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
-	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
-		s.log.WarnContext(ctx, "readiness check failed", "error", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "checks": map[string]string{"store": err.Error()}})
+	checks := append([]readinessCheck{{"store", s.store.Ping}}, s.checks...)
+	out := make(map[string]string, len(checks))
+	status, code := "ok", http.StatusOK
+	for _, ch := range checks {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
+		err := ch.check(ctx)
+		cancel()
+		if err != nil {
+			s.log.WarnContext(c.Request().Context(), "readiness check failed", "check", ch.name, "error", err)
+			out[ch.name] = "unavailable"
+			status, code = "unavailable", http.StatusServiceUnavailable
+			continue
+		}
+		out[ch.name] = "ok"
 	}
-	return c.JSON(http.StatusOK, map[string]any{"status": "ok", "checks": map[string]string{"store": "ok"}})
+	return c.JSON(code, map[string]any{"status": status, "checks": out})
+}
+
+// serveMetrics serves the Prometheus metrics (admin keys only).
+func (s *Server) serveMetrics(c *echo.Context) error {
+	s.metrics.Handler().ServeHTTP(c.Response(), c.Request())
+	return nil
 }

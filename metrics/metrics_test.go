@@ -1,0 +1,63 @@
+package metrics_test
+
+import (
+	"testing"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/metrics"
+)
+
+// TestObservePack checks what one pack adds to each series, from the
+// numbers the pack itself reports.
+func TestObservePack(t *testing.T) {
+	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) { return 7, 3 }))
+	p := &h4r.Pack{
+		Status:  h4r.StatusDegraded,
+		Sources: map[string]h4r.SourceStats{"fulltext": {Candidates: 40, Ms: 12}, "graph": {Candidates: 5, Ms: 3}},
+		Explainability: h4r.Explainability{
+			Timings:     h4r.Timings{RetrievalMs: 20, SlicingMs: 5, SummarizationMs: 1},
+			Affordances: []h4r.Affordance{{Type: "suggest_fix"}, {Type: "rerun_tests"}, {Type: "suggest_fix"}},
+			Slicing: h4r.SlicingStats{
+				BudgetUsed:  h4r.BudgetUsage{Bytes: 500, EstimatedTokens: 100, Items: 5},
+				BudgetLimit: h4r.BudgetUsage{Bytes: 1000, EstimatedTokens: 0, Items: 10},
+			},
+		},
+	}
+	m.ObservePack(p)
+	m.ObservePack(p)
+	m.Rejected(h4r.EUNAUTH)
+	sum := func(name string, labels ...string) float64 { v, _ := gather(t, m, name, labels...); return v }
+	count := func(name string) float64 { _, n := gather(t, m, name); return float64(n) }
+	tests := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"fulltext candidates", sum("h4r_candidates_total", "source", "fulltext"), 80},
+		{"graph candidates", sum("h4r_candidates_total", "source", "graph"), 10},
+		{"opa cache hits", sum("scs_opa_cache_hits_total"), 7},
+		{"opa cache misses", sum("scs_opa_cache_misses_total"), 3},
+		{"retrieval observations", sum("h4r_retrieval_duration_seconds"), 2},
+		{"generator observations", sum("h4r_generator_duration_seconds", "source", "graph"), 2},
+		{"budget kinds observed (tokens has no limit)", count("scs_budget_utilization_ratio"), 2},
+		{"suggest_fix affordances", sum("context_pack_affordances_generated_total", "type", "suggest_fix"), 4},
+		{"affordance types", count("context_pack_affordances_generated_total"), 2},
+		{"degraded packs", sum("context_packs_total", "status", "degraded"), 2},
+		{"rejected unauthenticated", sum("h4r_requests_rejected_total", "reason", "unauthenticated"), 1},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestRegistriesAreSeparate checks that two servers' metrics do not share
+// counters (no global registry).
+func TestRegistriesAreSeparate(t *testing.T) {
+	a, b := metrics.New(), metrics.New()
+	a.Rejected(h4r.EINVALID)
+	if got, _ := gather(t, b, "h4r_requests_rejected_total"); got != 0 {
+		t.Errorf("the second registry counted %v rejections", got)
+	}
+}

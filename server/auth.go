@@ -1,0 +1,173 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/auth"
+)
+
+// Authenticator maps an API key to its principal (auth.Keys).
+type Authenticator interface {
+	Authenticate(key string) (*auth.Principal, bool)
+}
+
+const principalKey = "h4r.principal"
+
+// routeAccess says who may call a route: nobody needs a key for the health
+// probes; every other route needs a key allowed the route's class. A route
+// not listed here (one added later) is admin-only until it is classified,
+// so that a new route is never open by mistake.
+type routeAccess struct {
+	public  bool
+	class   auth.Route // "" for any valid key
+	limited bool       // counts against the key's rate limit
+}
+
+func accessOf(method, path string) routeAccess {
+	switch method + " " + path {
+	case "GET /health/live", "GET /health/ready":
+		return routeAccess{public: true}
+	case "POST /v1/context-pack", "POST /v1/a2a":
+		return routeAccess{class: auth.RouteRead, limited: true}
+	case "POST /v1/items", "DELETE /v1/items/:id":
+		return routeAccess{class: auth.RouteIngest}
+	case "GET /openapi.json":
+		return routeAccess{}
+	case " ":
+		// No route matched (404, 405): any valid key, so that a caller
+		// without one learns nothing about which routes exist.
+		return routeAccess{}
+	}
+	// GET /v1/items/:id returns an item as stored, before policy, so it is
+	// admin; so are /metrics and whatever is added later.
+	return routeAccess{class: auth.RouteAdmin}
+}
+
+// authenticate checks the bearer key, the route class and the key's rate
+// limit. Without an Authenticator (no keys configured) every request passes
+// and the specialist is whoever the request names; cmd/h4r then serves on
+// loopback only.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		ri := c.RouteInfo()
+		access := accessOf(ri.Method, ri.Path)
+		if s.keys == nil || access.public {
+			return next(c)
+		}
+		key, ok := bearer(c.Request().Header.Get("Authorization"))
+		if !ok {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="h4r"`)
+			return h4r.Errorf(h4r.EUNAUTH, "", "an API key is required: send Authorization: Bearer <key>")
+		}
+		p, ok := s.keys.Authenticate(key)
+		if !ok {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="h4r", error="invalid_token"`)
+			return h4r.Errorf(h4r.EUNAUTH, "", "unknown API key")
+		}
+		c.Set(principalKey, p)
+		if access.class != "" && !p.Allows(access.class) {
+			return h4r.Errorf(h4r.EFORBIDDEN, "", "this key may not call %s routes (its routes: %s)", access.class, joinRoutes(p.Routes))
+		}
+		if access.limited && s.limiter != nil {
+			if ok, wait := s.limiter.Allow(p, s.now()); !ok {
+				secs := int(math.Ceil(wait.Seconds()))
+				c.Response().Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+				return h4r.Errorf(h4r.EEXHAUSTED, "", "rate limit of this key reached; retry in %d s", max(secs, 1))
+			}
+		}
+		return next(c)
+	}
+}
+
+// bearer returns the key of an "Authorization: Bearer <key>" header.
+func bearer(header string) (string, bool) {
+	scheme, key, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	key = strings.TrimSpace(key)
+	return key, key != ""
+}
+
+func joinRoutes(rs []auth.Route) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = string(r)
+	}
+	return strings.Join(s, ", ")
+}
+
+func principal(c *echo.Context) *auth.Principal {
+	p, _ := c.Get(principalKey).(*auth.Principal)
+	return p
+}
+
+// claim is a specialist as a request names it (a context-pack body's
+// specialist, an envelope's meta.from). Its fields are pointers so that a
+// field left out keeps the principal's value instead of reading as public
+// or as no groups.
+type claim struct {
+	Type             *string            `json:"type"`
+	ID               *string            `json:"id"`
+	SecurityLevel    *h4r.SecurityLevel `json:"securityLevel"`
+	AuthorizedGroups *[]string          `json:"authorizedGroups"`
+}
+
+// identity returns the specialist a request is answered for. With a key,
+// it is the key's principal, narrowed by what the request claims (a lower
+// level, fewer groups); a claim that names another specialist or more
+// clearance is permission_denied, naming the field. Without keys, the claim
+// is the identity (the embedded demo on loopback).
+func (s *Server) identity(c *echo.Context, field string, raw json.RawMessage) (h4r.Specialist, error) {
+	p := principal(c)
+	if p == nil {
+		return specialist(field, raw)
+	}
+	spec := p.Specialist
+	spec.AuthorizedGroups = slices.Clone(spec.AuthorizedGroups)
+	if len(raw) == 0 || string(raw) == "null" {
+		return spec, nil
+	}
+	var cl claim
+	if err := h4r.DecodeStrict(raw, &cl, field); err != nil {
+		return spec, err
+	}
+	denied := func(name, format string, args ...any) error {
+		return h4r.Errorf(h4r.EFORBIDDEN, field+"."+name, format, args...)
+	}
+	if cl.ID != nil && *cl.ID != spec.ID {
+		return spec, denied("id", "this API key speaks for %q; a request cannot name another specialist", spec.ID)
+	}
+	if cl.Type != nil && *cl.Type != spec.Type {
+		return spec, denied("type", "this API key speaks for a %q; a request cannot change its type", spec.Type)
+	}
+	if cl.SecurityLevel != nil {
+		if *cl.SecurityLevel > spec.SecurityLevel {
+			return spec, denied("securityLevel", "this API key is cleared for %s; a request may lower its level, never raise it to %s", spec.SecurityLevel, *cl.SecurityLevel)
+		}
+		spec.SecurityLevel = *cl.SecurityLevel
+	}
+	if cl.AuthorizedGroups != nil {
+		groups := []string{}
+		for i, g := range *cl.AuthorizedGroups {
+			if !slices.Contains(p.Specialist.AuthorizedGroups, g) {
+				return spec, denied(fmt.Sprintf("authorizedGroups[%d]", i), "this API key is not in group %q; a request may drop groups, never add them", g)
+			}
+			groups = append(groups, g)
+		}
+		spec.AuthorizedGroups = groups
+	}
+	// The checks above are the reasons; this is the rule (h4r.Specialist.Narrows).
+	if !spec.Narrows(p.Specialist) {
+		return p.Specialist, h4r.Errorf(h4r.EFORBIDDEN, field, "the claimed specialist does not narrow this API key's principal")
+	}
+	return spec, nil
+}
