@@ -9,77 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/plugins"
-	opaserver "github.com/open-policy-agent/opa/v1/server"
-	"github.com/open-policy-agent/opa/v1/storage"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/policy/opatest"
 	"github.com/h4r/h4r/sources"
 )
-
-// opaServer is OPA's own server (v1/server), run in-process on loopback
-// with the given modules: the real thing a remote deployment talks to.
-type opaServer struct {
-	URL     string
-	srv     *opaserver.Server
-	manager *plugins.Manager
-	once    sync.Once
-}
-
-func startOPA(t *testing.T, modules map[string]string) *opaServer {
-	t.Helper()
-	ctx := context.Background()
-	store := inmem.New()
-	txn := storage.NewTransactionOrDie(ctx, store, storage.WriteParams)
-	for name, src := range modules {
-		if err := store.UpsertPolicy(ctx, txn, name, []byte(src)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := store.Commit(ctx, txn); err != nil {
-		t.Fatal(err)
-	}
-	m, err := plugins.New(nil, "h4r-test", store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := opaserver.New().WithStore(store).WithManager(m).WithAddresses([]string{"127.0.0.1:0"}).Init(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loops, err := srv.Listeners()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, loop := range loops {
-		go func() { _ = loop() }()
-	}
-	// The listeners bind in their loops: wait for the address.
-	var addrs []string
-	for deadline := time.Now().Add(10 * time.Second); len(addrs) == 0; addrs = srv.Addrs() {
-		if time.Now().After(deadline) {
-			t.Fatal("OPA did not start listening")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	o := &opaServer{URL: "http://" + addrs[0], srv: srv, manager: m}
-	t.Cleanup(o.Stop)
-	return o
-}
-
-// Stop shuts OPA down; later calls do nothing.
-func (o *opaServer) Stop() {
-	o.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = o.srv.Shutdown(ctx)
-		o.manager.Stop(ctx)
-	})
-}
 
 func bundledModules() map[string]string { return map[string]string{BundledFile: bundledPolicy} }
 
@@ -96,7 +30,7 @@ func newRemote(t *testing.T, url string, opts ...RemoteOption) *Remote {
 // TestRemoteAgreesWithEmbedded asks a real OPA server every case of the
 // decision table, one by one and in a batch.
 func TestRemoteAgreesWithEmbedded(t *testing.T) {
-	opa := startOPA(t, bundledModules())
+	opa := opatest.Start(t, bundledModules())
 	remote := newRemote(t, opa.URL)
 	var items []*sources.Item
 	var want []Decision
@@ -129,7 +63,7 @@ func equalDecision(a, b Decision) bool {
 }
 
 func TestRemotePackSettings(t *testing.T) {
-	opa := startOPA(t, map[string]string{"p.rego": `package cmo.context
+	opa := opatest.Start(t, map[string]string{"p.rego": `package cmo.context
 
 allow := true
 
@@ -160,7 +94,7 @@ func TestRemoteFailsClosed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			opa := startOPA(t, tc.modules)
+			opa := opatest.Start(t, tc.modules)
 			url := opa.URL
 			if tc.url != nil {
 				url = tc.url(url)
@@ -181,7 +115,7 @@ func TestRemoteFailsClosed(t *testing.T) {
 // fails for every item, fast (one unreachable call stops the batch), and
 // the status says OPA could not be reached.
 func TestRemoteStoppedMidRun(t *testing.T) {
-	opa := startOPA(t, bundledModules())
+	opa := opatest.Start(t, bundledModules())
 	remote := newRemote(t, opa.URL, WithConcurrency(2))
 	items := benchItems(20)
 	for _, r := range remote.DecideBatch(t.Context(), spec(h4r.Internal, "qa"), items) {
@@ -219,7 +153,7 @@ func TestNewRemoteRejectsBadURLs(t *testing.T) {
 // TestRemoteReusesConnections: a batch of many items opens at most as many
 // connections as it makes calls at once.
 func TestRemoteReusesConnections(t *testing.T) {
-	opa := startOPA(t, bundledModules())
+	opa := opatest.Start(t, bundledModules())
 	var mu sync.Mutex
 	conns := 0
 	tr := http.DefaultTransport.(*http.Transport).Clone()

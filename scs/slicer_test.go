@@ -496,11 +496,17 @@ func TestSliceConcurrencyIsInvisible(t *testing.T) {
 	}
 	limits := Limits{MaxBytes: 4000, MaxTokens: 900, MaxItems: 30}
 	engine := defaultEngine(t)
-	inOrder := New(engine, counter(t), WithConcurrency(1)).Slice(t.Context(), internalQA, items, limits)
-	parallel := New(engine, counter(t), WithConcurrency(4)).Slice(t.Context(), internalQA, items, limits)
-	checkStats(t, parallel, len(items), limits)
-	if !reflect.DeepEqual(inOrder, parallel) {
-		t.Errorf("parallel outcome differs:\n in order %+v\n parallel %+v", inOrder.Stats, parallel.Stats)
+	inOrder := New(engine, counter(t), WithConcurrency(1), WithPerItem()).Slice(t.Context(), internalQA, items, limits)
+	for name, opts := range map[string][]Option{
+		"per item, parallel": {WithConcurrency(4), WithPerItem()},
+		"one batch":          {WithConcurrency(1)},
+		"a batch per worker": {WithConcurrency(4)},
+	} {
+		got := New(engine, counter(t), opts...).Slice(t.Context(), internalQA, items, limits)
+		checkStats(t, got, len(items), limits)
+		if !reflect.DeepEqual(inOrder, got) {
+			t.Errorf("%s: outcome differs:\n in order %+v\n got      %+v", name, inOrder.Stats, got.Stats)
+		}
 	}
 }
 
