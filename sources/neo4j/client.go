@@ -39,6 +39,7 @@ type options struct {
 	writeTimeout   time.Duration
 	minBackoff     time.Duration
 	maxBackoff     time.Duration
+	retryTime      *time.Duration
 }
 
 func newOptions(opts []Option) options {
@@ -67,6 +68,11 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithMaxPoolSize bounds the driver's connection pool (default 50).
 func WithMaxPoolSize(n int) Option { return func(o *options) { o.poolSize = n } }
+
+// WithMaxRetryTime bounds how long the driver retries a transaction that
+// failed with a transient or connection error (the driver's default is
+// 30s; hop queries are bounded by their deadline anyway). 0 tries once.
+func WithMaxRetryTime(d time.Duration) Option { return func(o *options) { o.retryTime = &d } }
 
 // WithBatchSize sets how many items one write transaction mirrors
 // (default 500, the store's ingest transaction size).
@@ -121,6 +127,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Client, error) {
 	drv, err := driver.NewDriverWithContext(target, auth, func(c *drvconfig.Config) {
 		c.MaxConnectionPoolSize = o.poolSize
 		c.Log = driverLog{o.log}
+		if o.retryTime != nil {
+			c.MaxTransactionRetryTime = *o.retryTime
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("neo4j %s: %w", target, err)

@@ -2,17 +2,24 @@ package neo4j_test
 
 import (
 	"errors"
+	"log/slog"
 
 	"context"
 	"github.com/h4r/h4r"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/neo4j"
 	"github.com/h4r/h4r/sources/neo4j/bolttest"
 	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/tokens"
 )
+
+// tokenCounter is built once: parsing the BPE tables is most of what
+// opening a store costs, and a counter never changes once built.
+var tokenCounter = sync.OnceValues(func() (*tokens.Counter, error) { return tokens.New(tokens.CL100K) })
 
 // rig is the parts of one test: a real SQLite store (the source of truth
 // and the CTE fallback), a Bolt server answering from an in-memory graph,
@@ -28,7 +35,12 @@ type rig struct {
 func newRig(t *testing.T, opts ...neo4j.Option) *rig {
 	t.Helper()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "h4r.db"))
+	counter, err := tokenCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "h4r.db"),
+		sqlite.WithLogger(slog.New(slog.DiscardHandler)), sqlite.WithTokenCounter(counter))
 	if err != nil {
 		t.Fatal(err)
 	}

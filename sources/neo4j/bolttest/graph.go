@@ -236,8 +236,14 @@ func statementOf(query string) (statement, error) {
 		}}, nil
 	case cypher.DropLinks:
 		return statement{true, eachID(func(g *graphData, id string) {
-			if n := g.nodes[id]; n != nil {
-				n.out = nil
+			n := g.nodes[id]
+			if n == nil {
+				return
+			}
+			former := n.out
+			n.out = nil
+			for _, r := range former {
+				g.dropOrphan(r.target)
 			}
 		})}, nil
 	case cypher.MarkDeleted:
@@ -247,11 +253,7 @@ func statementOf(query string) (statement, error) {
 			}
 		})}, nil
 	case cypher.DropOrphans:
-		return statement{true, eachID(func(g *graphData, id string) {
-			if n := g.nodes[id]; n != nil && !n.present && len(n.out) == 0 && !g.linkedTo(id) {
-				delete(g.nodes, id)
-			}
-		})}, nil
+		return statement{true, eachID((*graphData).dropOrphan)}, nil
 	case cypher.MergeItems:
 		return statement{true, mergeItems}, nil
 	case cypher.CreateLinks:
@@ -274,6 +276,14 @@ func statementOf(query string) (statement, error) {
 	}
 	return statement{}, &Failure{Code: "Neo.ClientError.Statement.SyntaxError",
 		Message: fmt.Sprintf("bolttest: unknown statement %q", query)}
+}
+
+// dropOrphan deletes the node id if the store does not hold it and no
+// relationship touches it.
+func (g *graphData) dropOrphan(id string) {
+	if n := g.nodes[id]; n != nil && !n.present && len(n.out) == 0 && !g.linkedTo(id) {
+		delete(g.nodes, id)
+	}
 }
 
 func (g *graphData) linkedTo(id string) bool {

@@ -19,10 +19,14 @@ const Constraint = `CREATE CONSTRAINT h4r_item_id IF NOT EXISTS FOR (n:Item) REQ
 
 // DropLinks removes the relationships leaving the items $ids: an upsert
 // replaces an item's links, and a delete removes them. Relationships that
-// enter an item are held by other items and stay.
+// enter an item are held by other items and stay. A former target that the
+// store does not hold and that nothing links to any more goes as well.
 const DropLinks = `UNWIND $ids AS id
-MATCH (:Item {id: id})-[r]->()
-DELETE r`
+MATCH (:Item {id: id})-[r]->(t:Item)
+DELETE r
+WITH DISTINCT t
+WHERE NOT t.present AND NOT EXISTS { (t)--() }
+DELETE t`
 
 // MergeItems creates or updates the nodes of the items $items, each a map
 // {id, kind}. present marks a node the store holds: a link target that is
