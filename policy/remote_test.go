@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/policy/opatest"
 	"github.com/h4r/h4r/sources"

@@ -77,4 +77,3 @@ func (o *Server) Stop() {
 		o.manager.Stop(ctx)
 	})
 }
-
