@@ -10,38 +10,83 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/h4r/h4r/sources"
 )
 
-// Doc is one document of a BEIR corpus; Extra keeps the fields beyond _id,
-// title and text (cisi's author and xrefs, cranfield's bib).
+// Doc is one document of a BEIR corpus. The fields the dataset's Mapping
+// names are decoded into the typed fields; Extra keeps the rest (cisi's
+// author, cranfield's bib).
 type Doc struct {
 	ID    string
 	Title string
 	Text  string
+
+	CreatedAt                               time.Time // zero: undated
+	Links                                   []Link
+	Importance, Trust, Sensitivity, Novelty *float64 // nil: the item model's default
+	AccessCount                             int64
+	Scope                                   string
+
 	Extra map[string]json.RawMessage
 }
 
-// Query is one BEIR query.
+// Link is a link of a document to another, as the mapping read it.
+type Link struct {
+	Target string
+	Type   string
+}
+
+// Query is one BEIR query, with its scope and category when the mapping
+// names them.
 type Query struct {
-	ID   string
-	Text string
+	ID       string
+	Text     string
+	Scope    string
+	Category string
 }
 
 // Dataset is a labelled retrieval collection in BEIR layout:
 // corpus.jsonl, queries.jsonl and qrels/<split>.tsv.
 type Dataset struct {
 	Name    string
+	Mapping Mapping
+	Now     time.Time // the clock of runs: Mapping.Now, else the latest createdAt, else DefaultNow
 	Docs    []Doc
 	Queries []Query              // only the queries the split judges, in file order
 	Qrels   map[string]Judgments // query id → judged documents
 }
 
+// LoadOption configures LoadBEIR.
+type LoadOption func(*loadOptions)
+
+type loadOptions struct {
+	mapping *Mapping
+}
+
+// WithMapping uses m instead of the folder's h4r-mapping.json (or
+// DefaultMapping when it has none).
+func WithMapping(m Mapping) LoadOption { return func(o *loadOptions) { o.mapping = &m } }
+
 // LoadBEIR reads the dataset in dir with the judgments of split ("test",
-// "train"). Errors name the file and line.
-func LoadBEIR(dir, split string) (*Dataset, error) {
+// "train"), mapping extra fields as dir/h4r-mapping.json says. Errors name
+// the file, the line and the field.
+func LoadBEIR(dir, split string, opts ...LoadOption) (*Dataset, error) {
+	var o loadOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ds := &Dataset{Name: filepath.Base(dir), Qrels: map[string]Judgments{}}
+	if o.mapping != nil {
+		ds.Mapping = *o.mapping
+	} else {
+		m, err := readMapping(dir)
+		if err != nil {
+			return nil, err
+		}
+		ds.Mapping = m
+	}
 	if err := readQrels(filepath.Join(dir, "qrels", split+".tsv"), ds.Qrels); err != nil {
 		return nil, err
 	}
@@ -59,6 +104,9 @@ func LoadBEIR(dir, split string) (*Dataset, error) {
 		delete(raw, "_id")
 		delete(raw, "title")
 		delete(raw, "text")
+		if err := ds.Mapping.applyMapping(raw, &d); err != nil {
+			return err
+		}
 		if len(raw) > 0 {
 			d.Extra = raw
 		}
@@ -76,6 +124,18 @@ func LoadBEIR(dir, split string) (*Dataset, error) {
 		if err := unmarshalField(raw, "text", &q.Text, true); err != nil {
 			return err
 		}
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{ds.Mapping.Scope, &q.Scope}, {ds.Mapping.Category, &q.Category}} {
+			if v, ok := raw[f.name]; ok && f.name != "" {
+				s, err := parseScalarString(v)
+				if err != nil {
+					return fmt.Errorf("%q: %w", f.name, err)
+				}
+				*f.dst = s
+			}
+		}
 		if _, judged := ds.Qrels[q.ID]; judged {
 			ds.Queries = append(ds.Queries, q)
 		}
@@ -87,12 +147,28 @@ func LoadBEIR(dir, split string) (*Dataset, error) {
 	if len(ds.Queries) == 0 {
 		return nil, fmt.Errorf("%s: no query of queries.jsonl is judged in qrels/%s.tsv", dir, split)
 	}
+	ds.Now = DefaultNow()
+	if ds.Mapping.Now != "" {
+		ds.Now, _ = time.Parse(time.RFC3339, ds.Mapping.Now) // checked by ParseMapping
+	} else {
+		var latest time.Time
+		for _, d := range ds.Docs {
+			if d.CreatedAt.After(latest) {
+				latest = d.CreatedAt
+			}
+		}
+		if !latest.IsZero() {
+			ds.Now = latest
+		}
+	}
 	return ds, nil
 }
 
 // Items maps the documents onto the item model: the text search indexes is
-// the title and the text, as BEIR evaluations index them. A document with
-// neither (cranfield has one) can never be retrieved and is left out.
+// the title and the text, as BEIR evaluations index them; mapped fields
+// become metadata and links. A document with neither title nor text
+// (cranfield has one) can never be retrieved and is left out. Access counts
+// are not part of an item (the store maintains them): see OpenLoaded.
 func (ds *Dataset) Items() []sources.Item {
 	items := make([]sources.Item, 0, len(ds.Docs))
 	for _, d := range ds.Docs {
@@ -100,7 +176,20 @@ func (ds *Dataset) Items() []sources.Item {
 		if text == "" {
 			continue
 		}
-		items = append(items, sources.Item{ID: d.ID, Kind: "document", Text: text})
+		it := sources.Item{ID: d.ID, Kind: "document", Text: text}
+		m := &it.Metadata
+		m.CreatedAt = d.CreatedAt
+		m.Importance, m.Trust, m.Sensitivity, m.Novelty = d.Importance, d.Trust, d.Sensitivity, d.Novelty
+		if d.Scope != "" {
+			m.Extra = map[string]any{ScopeKey: d.Scope}
+		}
+		for _, l := range d.Links {
+			it.Links = append(it.Links, sources.Link{Type: l.Type, Target: l.Target, Strength: 1})
+			if len(it.Links) == sources.MaxLinks {
+				break // the item model's limit; a longer list is cut, not refused
+			}
+		}
+		items = append(items, it)
 	}
 	return items
 }
@@ -147,14 +236,21 @@ func readJSONL(path string, fn func(map[string]json.RawMessage) error) error {
 	}
 }
 
-// readQrels reads a qrels TSV (query-id, corpus-id, score, with a header).
+// readQrels reads a qrels TSV file (query-id, corpus-id, score, with a
+// header).
 func readQrels(path string, into map[string]Judgments) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return parseQrels(f, path, into)
+}
+
+// parseQrels reads qrels lines from r; name prefixes errors ("FILE:LINE:").
+// A repeated (query, document) pair keeps its last grade.
+func parseQrels(r io.Reader, name string, into map[string]Judgments) error {
+	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		fields := strings.Split(strings.TrimSpace(sc.Text()), "\t")
 		if line == 1 && len(fields) > 0 && fields[0] == "query-id" {
@@ -164,16 +260,25 @@ func readQrels(path string, into map[string]Judgments) error {
 			continue
 		}
 		if len(fields) != 3 {
-			return fmt.Errorf("%s:%d: want query-id, corpus-id and score separated by tabs", path, line)
+			return fmt.Errorf("%s:%d: want query-id, corpus-id and score separated by tabs", name, line)
+		}
+		if fields[0] == "" || fields[1] == "" {
+			return fmt.Errorf("%s:%d: empty query-id or corpus-id", name, line)
 		}
 		grade, err := strconv.Atoi(fields[2])
 		if err != nil {
-			return fmt.Errorf("%s:%d: score %q is not a whole number", path, line, fields[2])
+			return fmt.Errorf("%s:%d: score %q is not a whole number", name, line, fields[2])
+		}
+		if grade < 0 || grade > 10 {
+			return fmt.Errorf("%s:%d: score %d is out of range (want 0 to 10: the gain is 2^score - 1)", name, line, grade)
 		}
 		if into[fields[0]] == nil {
 			into[fields[0]] = Judgments{}
 		}
 		into[fields[0]][fields[1]] = grade
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", name, err)
+	}
+	return nil
 }

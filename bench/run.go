@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/config"
+)
+
+// RunOption configures OpenLoaded and Run.
+type RunOption func(*runOptions)
+
+type runOptions struct {
+	progress  io.Writer
+	log       *slog.Logger
+	batch     int
+	workers   int
+	queryType h4r.QueryType
+	weights   *h4r.Weights
+	deliver   bool
+}
+
+func newRunOptions(opts []RunOption) runOptions {
+	o := runOptions{batch: 500, workers: min(runtime.GOMAXPROCS(0), 4), queryType: h4r.QueryKeyword, log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithProgress draws progress lines on w (usually stderr).
+func WithProgress(w io.Writer) RunOption { return func(o *runOptions) { o.progress = w } }
+
+// WithLogger sets the logger of the service under test (default: discard).
+func WithLogger(l *slog.Logger) RunOption { return func(o *runOptions) { o.log = l } }
+
+// WithWorkers sets how many queries run at once (default: GOMAXPROCS, at
+// most 4). Ranking does not depend on it: without deliveries no query
+// changes what another sees.
+func WithWorkers(n int) RunOption { return func(o *runOptions) { o.workers = max(n, 1) } }
+
+// WithQueryType sets the request's query type (default keyword: full-text
+// only, the BM25 reference's setting).
+func WithQueryType(t h4r.QueryType) RunOption { return func(o *runOptions) { o.queryType = t } }
+
+// WithWeights sends these weights with every request (default: the
+// service's configured weights).
+func WithWeights(w h4r.Weights) RunOption { return func(o *runOptions) { o.weights = &w } }
+
+// WithDelivery lets packs deliver items (full budgets). By default a run
+// asks for a one-byte budget, so that every ranked candidate is still
+// decided by policy and listed in explainability.items but none is
+// delivered: a delivery raises the item's accessCount, and so the frequency
+// signal that later queries see — the benchmark would measure itself.
+func WithDelivery(deliver bool) RunOption { return func(o *runOptions) { o.deliver = deliver } }
+
+// OpenLoaded opens the service cfg describes (cfg.DataDir should be a fresh
+// temporary folder, or DATABASE_URL a fresh database), writes the dataset's
+// items, replays the dataset's access counts as deliveries through the
+// store, and reopens the service so that they are flushed and read back. Its
+// clock is fixed at ds.Now, so recency is reproducible.
+func OpenLoaded(ctx context.Context, cfg config.Config, ds *Dataset, opts ...RunOption) (*app.App, error) {
+	o := newRunOptions(opts)
+	now := ds.Now
+	clock := func() time.Time { return now }
+	a, err := app.Open(ctx, cfg, app.WithLogger(o.log), app.WithClock(clock))
+	if err != nil {
+		return nil, err
+	}
+	items := ds.Items()
+	p := newProgress(o.progress, "loading "+ds.Name, len(items))
+	for start := 0; start < len(items); start += o.batch {
+		end := min(start+o.batch, len(items))
+		if _, err := a.Store.Upsert(ctx, items[start:end]); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("%s: writing documents %d–%d: %w", ds.Name, start+1, end, err)
+		}
+		p.add(end - start)
+	}
+	p.finish()
+	var accesses []string
+	for _, d := range ds.Docs {
+		for range d.AccessCount {
+			accesses = append(accesses, d.ID)
+		}
+	}
+	if len(accesses) == 0 {
+		return a, nil
+	}
+	a.Store.RecordAccess(accesses)
+	if err := a.Close(); err != nil {
+		return nil, fmt.Errorf("%s: flushing %d replayed accesses: %w", ds.Name, len(accesses), err)
+	}
+	return app.Open(ctx, cfg, app.WithLogger(o.log), app.WithClock(clock))
+}
+
+// Candidate is one ranked candidate of a query: its id and eight signals.
+type Candidate struct {
+	ID      string      `json:"id"`
+	Signals h4r.Signals `json:"signals"`
+}
+
+// QueryRun is what the pipeline answered for one query.
+type QueryRun struct {
+	Query   Query
+	Ranked  []Candidate // every ranked candidate, best first
+	Timings h4r.Timings
+	Sources map[string]h4r.SourceStats
+	Status  string
+	Warn    []string
+}
+
+// RankedIDs returns the ranking's ids, best first.
+func (r *QueryRun) RankedIDs() []string {
+	ids := make([]string, len(r.Ranked))
+	for i, c := range r.Ranked {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// Benchmarker is the specialist every benchmark request is made as: full
+// clearance, so that policy only removes what it removes for everyone
+// (credentials, trust under 0.3) and the measure is of ranking.
+func Benchmarker() h4r.Specialist {
+	return h4r.Specialist{Type: "specialist", ID: "h4r-bench", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{}}
+}
+
+// Run sends every query of ds through a.Engine.ContextPack and returns what
+// each ranked, in query order. A query longer than a request allows is cut
+// at a word boundary (its id is in the run's warnings).
+func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]QueryRun, error) {
+	o := newRunOptions(opts)
+	runs := make([]QueryRun, len(ds.Queries))
+	p := newProgress(o.progress, "querying "+ds.Name, len(ds.Queries))
+	defer p.finish()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	next := make(chan int)
+	for range o.workers {
+		wg.Go(func() {
+			for i := range next {
+				r, err := runQuery(ctx, a, ds.Queries[i], o)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("%s: query %s: %w", ds.Name, ds.Queries[i].ID, err)
+					}
+					mu.Unlock()
+				}
+				runs[i] = r
+				p.add(1)
+			}
+		})
+	}
+	for i := range ds.Queries {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return runs, ctx.Err()
+}
+
+func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun, error) {
+	text := cutText(q.Text, h4r.MaxQueryTextBytes)
+	zero := 0
+	noGraph := false
+	req := h4r.ContextRequest{
+		Query:         h4r.Query{Type: o.queryType, Text: text},
+		Limit:         h4r.MaxLimit,
+		TLDRSentences: &zero,
+		IncludeGraph:  &noGraph,
+	}
+	if q.Scope != "" {
+		req.Query.Filters = map[string]any{ScopeKey: q.Scope}
+	}
+	if !o.deliver {
+		req.Budget = &h4r.Budget{MaxBytes: 1}
+	}
+	if o.weights != nil {
+		req.Weights = make(map[string]float64, h4r.NumSignals)
+		for s := h4r.Signal(0); s < h4r.NumSignals; s++ {
+			req.Weights[s.String()] = o.weights[s]
+		}
+	}
+	p, err := a.Engine.ContextPack(ctx, Benchmarker(), &req)
+	if err != nil {
+		return QueryRun{Query: q}, err
+	}
+	r := QueryRun{Query: q, Timings: p.Explainability.Timings, Sources: p.Sources, Status: p.Status, Warn: p.Explainability.Warnings}
+	r.Ranked = make([]Candidate, len(p.Explainability.Items))
+	for _, it := range p.Explainability.Items {
+		if it.Rank < 1 || it.Rank > len(r.Ranked) {
+			return r, fmt.Errorf("explainability item %s has rank %d of %d", it.ID, it.Rank, len(r.Ranked))
+		}
+		r.Ranked[it.Rank-1] = Candidate{ID: it.ID, Signals: it.Signals}
+	}
+	if len(text) < len(q.Text) {
+		r.Warn = append(r.Warn, fmt.Sprintf("query text cut from %d to %d bytes", len(q.Text), len(text)))
+	}
+	return r, nil
+}
+
+// cutText cuts s to at most n bytes, at a space when there is one, never
+// inside a UTF-8 sequence.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	for i := cut; i > n/2; i-- {
+		if s[i] == ' ' {
+			return s[:i]
+		}
+	}
+	return s[:cut]
+}

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/h4r/h4r"
+)
+
+// knownOptimum builds queries whose ground truth fixes the weights: the
+// relevant item has trust 1 and relevance 0.5; a confuser has relevance 1
+// and trust 0; a second confuser is old (recency decides against it only
+// when λ > 0). The relevant item ranks first iff w_trust > 0.5·w_relevance
+// … and relevance must stay positive, because a third item with trust 1
+// and relevance 0 must stay below it.
+func knownOptimum(n int) []*TuneQuery {
+	qs := make([]*TuneQuery, n)
+	for i := range qs {
+		sig := func(rel, trust float64) h4r.Signals {
+			var s h4r.Signals
+			s[h4r.Relevance], s[h4r.Trust] = rel, trust
+			return s
+		}
+		qs[i] = &TuneQuery{Dataset: "known", ID: fmt.Sprintf("q%d", i), Judged: Judgments{"right": 1},
+			Cands: []TuneCandidate{
+				{ID: "confuser", Signals: sig(1, 0)},
+				{ID: "right", Signals: sig(0.5, 1)},
+				{ID: "trusted-but-off-topic", Signals: sig(0, 1)},
+				{ID: "old", Signals: sig(0.6, 1), AgeDays: 100},
+			}}
+	}
+	return qs
+}
+
+func TestTunerFindsKnownOptimum(t *testing.T) {
+	qs := knownOptimum(6)
+	if got := objective(qs, Params{Weights: RelevanceOnly()}); got > 0.7 {
+		t.Fatalf("relevance-only already scores %v; the set does not test anything", got)
+	}
+	tu := NewTuner(WithSeed(3), WithRestarts(2))
+	tu.Workers = 1
+	p, score, path, err := tu.Fit(context.Background(), qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if score != 1 {
+		t.Fatalf("tuned objective = %v with %+v, want 1", score, p)
+	}
+	w := p.Weights
+	// right beats confuser: 0.5r + t > r ⇔ t > 0.5r; beats off-topic: r > 0.
+	// beats old: 0.5r + t + rec > 0.6r + t + rec·e^{−100λ} ⇔ rec(1−e^{−100λ}) > 0.1r.
+	if !(w[h4r.Trust] > 0.5*w[h4r.Relevance] && w[h4r.Relevance] > 0 && p.Lambda > 0 && w[h4r.Recency] > 0) {
+		t.Errorf("tuned %+v: want trust > relevance/2 > 0, recency > 0, λ > 0", p)
+	}
+	if math.Abs(w.Sum()-1) > 1e-9 {
+		t.Errorf("weights sum to %v, want 1", w.Sum())
+	}
+	if len(path) == 0 || path[len(path)-1].Train < path[0].Train {
+		t.Errorf("path %+v does not climb", path)
+	}
+}
+
+func TestFoldsNeverLeak(t *testing.T) {
+	var qs []*TuneQuery
+	for d, n := range map[string]int{"a": 23, "b": 7, "c": 10} {
+		for i := range n {
+			qs = append(qs, &TuneQuery{Dataset: d, ID: fmt.Sprintf("%s%d", d, i)})
+		}
+	}
+	tests := []struct {
+		name string
+		k    int
+		seed uint64
+	}{{"k2", 2, 1}, {"k5", 5, 1}, {"k5 other seed", 5, 99}, {"k7", 7, 4}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			folds, err := Folds(qs, tt.k, tt.seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[int]int{}
+			for f := range folds {
+				train, test := Split(qs, folds, f)
+				if len(train)+len(test) != len(qs) {
+					t.Errorf("fold %d: %d train + %d test != %d", f, len(train), len(test), len(qs))
+				}
+				for _, q := range test {
+					if slices.Contains(train, q) {
+						t.Errorf("fold %d: query %s is in its own training set", f, q.ID)
+					}
+				}
+				for _, i := range folds[f] {
+					seen[i]++
+				}
+				for _, d := range []string{"a", "b", "c"} {
+					if !slices.ContainsFunc(test, func(q *TuneQuery) bool { return q.Dataset == d }) {
+						t.Errorf("fold %d holds no query of %s", f, d)
+					}
+				}
+			}
+			for i := range qs {
+				if seen[i] != 1 {
+					t.Errorf("query %s is in %d test folds, want 1", qs[i].ID, seen[i])
+				}
+			}
+			again, _ := Folds(qs, tt.k, tt.seed)
+			if !slices.EqualFunc(folds, again, slices.Equal) {
+				t.Error("the same seed gave different folds")
+			}
+		})
+	}
+	if _, err := Folds(qs, 8, 1); err == nil {
+		t.Error("8 folds of a dataset with 7 queries: want an error")
+	}
+	if _, err := Folds(qs, 1, 1); err == nil {
+		t.Error("1 fold: want an error")
+	}
+}
+
+func TestRankTieBreaks(t *testing.T) {
+	var s h4r.Signals
+	s[h4r.Relevance] = 1
+	q := &TuneQuery{Cands: []TuneCandidate{
+		{ID: "b", Signals: s, AgeDays: 1},
+		{ID: "a", Signals: s, AgeDays: 1},
+		{ID: "c", Signals: s, AgeDays: 0},
+	}}
+	// Equal scores: newer first, then by id — the ranker's order.
+	got := Params{Weights: RelevanceOnly(), Lambda: 0.1}.Rank(q, 0)
+	if want := []string{"c", "a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("Rank = %v, want %v", got, want)
+	}
+	if top := (Params{Weights: RelevanceOnly(), Lambda: 0.1}).Rank(q, 2); !slices.Equal(top, []string{"c", "a"}) {
+		t.Errorf("top 2 = %v", top)
+	}
+}
+
+func TestCrossValidateReportsHeldOutGain(t *testing.T) {
+	qs := knownOptimum(10)
+	tu := NewTuner(WithSeed(1), WithRestarts(1))
+	tu.Workers = 1
+	rep, err := CrossValidate(context.Background(), qs, 5, tu, []Baseline{{Name: "relevance-only", Params: Params{Weights: RelevanceOnly()}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.HeldOut[0]
+	if c.Tuned.NDCG10 != 1 || c.GainNDCG10["relevance-only"] <= 0 || c.FoldsBeatRelevance != 5 {
+		t.Errorf("held out %+v: want nDCG 1, a positive gain, 5/5 folds", c)
+	}
+	if len(rep.PerFold) != 5 || len(rep.Sweep) == 0 {
+		t.Errorf("%d folds, %d sweep points", len(rep.PerFold), len(rep.Sweep))
+	}
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/bench"
+	"github.com/h4r/h4r/config"
+)
+
+const benchUsage = `Usage:
+  h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--out DIR]
+  h4r bench tune    --dataset DIR [--dataset DIR …] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
+  h4r bench gen     --out DIR [--seed 1] [--queries 30]
+  h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
+
+Datasets are BEIR folders (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) with an optional
+h4r-mapping.json. Each run loads them into a fresh store: the embedded one in a temporary
+folder, or Postgres when DATABASE_URL is set (it must name an empty database).
+`
+
+// cmdBench dispatches h4r bench SUBCOMMAND.
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, benchUsage)
+		return usageError{"bench: missing subcommand (quality, tune, gen or latency)"}
+	}
+	switch args[0] {
+	case "quality":
+		return cmdBenchQuality(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "tune":
+		return cmdBenchTune(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "gen":
+		return cmdBenchGen(ctx, args[1:], stdout, stderr)
+	case "latency":
+		return cmdBenchLatency(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, benchUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, benchUsage)
+	return usageError{fmt.Sprintf("bench: unknown subcommand %q", args[0])}
+}
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// benchCommon are the flags quality and tune share.
+type benchCommon struct {
+	datasets listFlag
+	split    string
+	out      string
+	qtype    string
+	workers  int
+	verbose  bool
+	timeout  time.Duration
+}
+
+func (c *benchCommon) register(fs *flag.FlagSet) {
+	fs.Var(&c.datasets, "dataset", "BEIR dataset folder (repeatable)")
+	fs.StringVar(&c.split, "split", "test", "qrels split: qrels/SPLIT.tsv")
+	fs.StringVar(&c.out, "out", "bench-out", "folder of the reports")
+	fs.StringVar(&c.qtype, "type", string(h4r.QueryKeyword), "query type of the requests: keyword (full-text only), hybrid, semantic")
+	fs.IntVar(&c.workers, "workers", 2, "queries in flight")
+	fs.BoolVar(&c.verbose, "v", false, "log the service's warnings")
+	fs.DurationVar(&c.timeout, "generator-timeout", time.Minute, "deadline of each generator and request: long, so that a loaded machine does not change what is measured")
+}
+
+func (c *benchCommon) runOptions(cfg config.Config, stderr io.Writer) []bench.RunOption {
+	opts := []bench.RunOption{bench.WithProgress(stderr), bench.WithWorkers(c.workers), bench.WithQueryType(h4r.QueryType(c.qtype))}
+	if c.verbose {
+		opts = append(opts, bench.WithLogger(cfg.Logger(stderr)))
+	}
+	return opts
+}
+
+// freshStore points cfg at a new temporary folder (unless Postgres is
+// selected) and returns the function that removes it.
+func freshStore(cfg *config.Config, name string) (func(), error) {
+	if cfg.DatabaseURL != "" {
+		return func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "h4r-bench-"+name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a temporary store: %w", err)
+	}
+	cfg.DataDir = dir
+	return func() { os.RemoveAll(dir) }, nil
+}
+
+func storeName(cfg config.Config) string {
+	if cfg.DatabaseURL != "" {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// parseWeights reads --weights: config (what the service is configured
+// with), relevance, seed, or a weights file.
+func parseWeights(v string, cfg config.Config) (h4r.Weights, float64, error) {
+	switch v {
+	case "config":
+		return cfg.Weights, cfg.RecencyDecayLambda, nil
+	case "relevance":
+		return bench.RelevanceOnly(), cfg.RecencyDecayLambda, nil
+	case "seed":
+		return bench.SeedWeights(), cfg.RecencyDecayLambda, nil
+	}
+	wf, err := config.ReadWeightsFile(v)
+	if err != nil {
+		return h4r.Weights{}, 0, fmt.Errorf("--weights: %w", err)
+	}
+	return wf.Weights, wf.RecencyDecayLambda, nil
+}
+
+// collect loads one dataset into a fresh store and runs its queries.
+func collect(ctx context.Context, cfg config.Config, dir string, c *benchCommon, stderr io.Writer, extra ...bench.RunOption) (*bench.Dataset, []bench.QueryRun, error) {
+	ds, err := bench.LoadBEIR(dir, c.split)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.GeneratorTimeout, cfg.RequestTimeout = c.timeout, c.timeout
+	cleanup, err := freshStore(&cfg, ds.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cleanup()
+	opts := append(c.runOptions(cfg, stderr), extra...)
+	a, err := bench.OpenLoaded(ctx, cfg, ds, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer a.Close()
+	runs, err := bench.Run(ctx, a, ds, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds, runs, nil
+}
+
+func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	cfg, err := app.LoadConfig(lookupEnv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.ApplyWeightsFile(); err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("bench quality", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c benchCommon
+	c.register(fs)
+	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
+	deliver := fs.Bool("deliver", false, "let packs deliver items (raises access counts during the run; see bench.WithDelivery)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(c.datasets) == 0 {
+		return usageError{"bench quality: --dataset DIR is required"}
+	}
+	w, lambda, err := parseWeights(*weights, cfg)
+	if err != nil {
+		return err
+	}
+	cfg.RecencyDecayLambda = lambda
+	cfg.WeightsFile = "" // applied above; the request carries the weights
+	var reps []*bench.QualityReport
+	for _, dir := range c.datasets {
+		start := time.Now()
+		ds, runs, err := collect(ctx, cfg, dir, &c, stderr, bench.WithWeights(w), bench.WithDelivery(*deliver))
+		if err != nil {
+			return err
+		}
+		overall, groups, per := bench.Evaluate(ds, runs)
+		rep := &bench.QualityReport{
+			Schema: bench.QualitySchema, Dataset: ds.Name, Store: storeName(cfg), QueryType: c.qtype,
+			Weights: bench.WeightsMap(w), Lambda: lambda, Docs: len(ds.Docs), Queries: len(runs),
+			Overall: overall, Groups: groups, Seconds: time.Since(start).Seconds(), PerQuery: per,
+		}
+		reps = append(reps, rep)
+		base := filepath.Join(c.out, "quality-"+ds.Name)
+		if err := bench.WriteJSON(base+".json", rep); err != nil {
+			return err
+		}
+		if err := bench.WritePerQuery(base+"-queries.jsonl", per); err != nil {
+			return err
+		}
+	}
+	var md strings.Builder
+	bench.QualityMarkdown(&md, reps)
+	if err := os.WriteFile(filepath.Join(c.out, "quality.md"), []byte(md.String()), 0o644); err != nil {
+		return fmt.Errorf("writing the Markdown report: %w", err)
+	}
+	fmt.Fprint(stdout, md.String())
+	fmt.Fprintf(stdout, "\nreports in %s (quality-DATASET.json, quality-DATASET-queries.jsonl, quality.md)\n", c.out)
+	return nil
+}
+
+func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	cfg, err := app.LoadConfig(lookupEnv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.ApplyWeightsFile(); err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("bench tune", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c benchCommon
+	c.register(fs)
+	k := fs.Int("k", 5, "folds of cross-validation over queries")
+	seed := fs.Uint64("seed", 1, "seed of folds, restarts and parameter order")
+	restarts := fs.Int("restarts", 4, "random starting points of coordinate ascent (besides relevance-only, the seed's and the current weights)")
+	weightsOut := fs.String("weights-out", "", "where to write the tuned weights file (default OUT/weights.json)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(c.datasets) == 0 {
+		return usageError{"bench tune: --dataset DIR is required"}
+	}
+	if *weightsOut == "" {
+		*weightsOut = filepath.Join(c.out, "weights.json")
+	}
+	start := time.Now()
+	current := bench.Params{Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda}
+	cfg.WeightsFile = ""
+	var qs []*bench.TuneQuery
+	for _, dir := range c.datasets {
+		// Signals do not depend on the weights; the configured ones are sent.
+		ds, runs, err := collect(ctx, cfg, dir, &c, stderr)
+		if err != nil {
+			return err
+		}
+		qs = append(qs, bench.NewTuneQueries(ds, runs)...)
+	}
+	relevance := bench.Params{Weights: bench.RelevanceOnly(), Lambda: cfg.RecencyDecayLambda}
+	seedP := bench.Params{Weights: bench.SeedWeights(), Lambda: 0.1}
+	t := bench.NewTuner(bench.WithSeed(*seed), bench.WithRestarts(*restarts), bench.WithStarts(relevance, current, seedP))
+	rep, err := bench.CrossValidate(ctx, qs, *k, t, []bench.Baseline{
+		{Name: "relevance-only", Params: relevance},
+		{Name: "seed", Params: seedP},
+		{Name: "current", Params: current},
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	rep.Store = storeName(cfg)
+	rep.Command = "h4r bench " + strings.Join(append([]string{"tune"}, args...), " ")
+	rep.Seconds = time.Since(start).Seconds()
+	heldOut := map[string]float64{}
+	for _, c := range rep.HeldOut {
+		heldOut[c.Dataset+"/ndcg@10"] = round3(c.Tuned.NDCG10)
+		heldOut[c.Dataset+"/ndcg@10 relevance-only"] = round3(c.Baselines["relevance-only"].NDCG10)
+	}
+	wf := config.WeightsFile{Weights: rep.Final.Weights, RecencyDecayLambda: rep.Final.Lambda, Source: rep.Command, HeldOut: heldOut}
+	if err := bench.WriteJSON(*weightsOut, wf); err != nil {
+		return err
+	}
+	if err := bench.WriteJSON(filepath.Join(c.out, "tune.json"), rep); err != nil {
+		return err
+	}
+	var md strings.Builder
+	bench.TuneMarkdown(&md, rep)
+	if err := os.WriteFile(filepath.Join(c.out, "tune.md"), []byte(md.String()), 0o644); err != nil {
+		return fmt.Errorf("writing the Markdown report: %w", err)
+	}
+	if err := writeFile(filepath.Join(c.out, "tune-sweep.svg"), func(w io.Writer) error { return bench.SweepSVG(w, rep) }); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(c.out, "tune-path.svg"), func(w io.Writer) error { return bench.PathSVG(w, rep) }); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, md.String())
+	fmt.Fprintf(stdout, "\nweights file: %s (serve it with H4R_WEIGHTS_FILE=%s h4r serve)\nreports in %s (tune.json, tune.md, tune-sweep.svg, tune-path.svg)\n", *weightsOut, *weightsOut, c.out)
+	return nil
+}
+
+func round3(x float64) float64 { return float64(int(x*1000+0.5)) / 1000 }
+
+// writeFile creates path (and its folder) and writes it with fn.
+func writeFile(path string, fn func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("creating the folder of %s: %w", path, err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench gen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "folder to write the dataset to (required)")
+	seed := fs.Uint64("seed", 1, "random seed: the same seed writes the same files")
+	per := fs.Int("queries", 30, "queries per category (there are 8 categories)")
+	noise := fs.Int("noise", 8, "unrelated items per query scope")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageError{"bench gen: --out DIR is required"}
+	}
+	if err := bench.Generate(*out, bench.GenOptions{Seed: *seed, PerCategory: *per, Noise: *noise}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote a synthetic dataset (%d queries, seed %d) to %s\n", *per*len(bench.GenCategories()), *seed, *out)
+	return nil
+}
+
+func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	return fmt.Errorf("bench latency: not built yet")
+}
