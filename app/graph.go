@@ -2,24 +2,129 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/sources/neo4j"
 )
 
-// graphGenerator returns the causal-hop generator: the store's recursive CTE,
-// or Neo4j when NEO4J_URL is set.
+// graphCloseTimeout bounds the last retry of pending mirror writes, and
+// the pool's close, at shutdown.
+const graphCloseTimeout = 10 * time.Second
+
+// graphGenerator returns the causal-hop generator: the store's recursive
+// CTE, or Neo4j when NEO4J_URL is set. With Neo4j, the store is wrapped so
+// that every write is mirrored into the graph, a background loop retries
+// mirror writes that failed, and the CTE answers whenever Neo4j fails or is
+// late (a warning in the pack, not a failed request).
 func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (sources.Generator, error) {
-	if cfg.Neo4jURL != "" {
-		return nil, notBuiltYet("NEO4J_URL", "the Neo4j hop generator")
+	if cfg.Neo4jURL == "" {
+		return a.Store.Graph(), nil
 	}
-	return a.Store.Graph(), nil
+	client, err := neo4j.Open(ctx, cfg.Neo4jURL, neo4j.WithAuth(cfg.Neo4jUser, cfg.Neo4jPassword),
+		neo4j.WithDatabase(cfg.Neo4jDatabase), neo4j.WithLogger(o.log))
+	if err != nil {
+		return nil, fmt.Errorf("NEO4J_URL: %w", err)
+	}
+	store := a.Store
+	mirror := neo4j.NewMirror(client, store, neo4j.WithLogger(o.log))
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mirror.Run(runCtx)
+	}()
+	a.closers = append(a.closers, func() error {
+		stop()
+		<-done
+		cctx, cancel := context.WithTimeout(context.Background(), graphCloseTimeout)
+		defer cancel()
+		var errs []error
+		if len(mirror.Pending()) > 0 {
+			if err := mirror.Retry(cctx); err != nil {
+				errs = append(errs, fmt.Errorf("neo4j mirror writes lost at shutdown (the store has the items; run h4r reindex --graph): %w", err))
+			}
+		}
+		return errors.Join(append(errs, client.Close(cctx))...)
+	})
+	checkGraphMirror(ctx, client, store, o.log)
+	a.Store = &graphMirroredStore{Store: store, mirror: mirror}
+	return neo4j.NewGenerator(client, store, store.Graph(), neo4j.WithLogger(o.log)), nil
 }
 
-// RebuildGraph rebuilds the graph mirror from the store (h4r reindex
-// --graph). Without NEO4J_URL the graph is the store's own links table and
-// there is nothing to rebuild.
+// checkGraphMirror warns at start when the graph does not hold as many
+// items as the store: writes made while Neo4j was unreachable, or before
+// NEO4J_URL was set, are not in it until a rebuild.
+func checkGraphMirror(ctx context.Context, client *neo4j.Client, store Store, log *slog.Logger) {
+	inGraph, err := client.Count(ctx)
+	if err != nil {
+		log.WarnContext(ctx, "could not count the items of the neo4j graph", "error", err)
+		return
+	}
+	inStore, err := store.Count(ctx)
+	if err != nil {
+		log.WarnContext(ctx, "could not count the items of the store", "error", err)
+		return
+	}
+	if inGraph != inStore {
+		log.WarnContext(ctx, "the neo4j graph is not in step with the store: run h4r reindex --graph",
+			"graph_items", inGraph, "store_items", inStore)
+	}
+}
+
+// graphMirroredStore writes to the store, the source of truth, then
+// mirrors the change into the Neo4j graph. A failed mirror does not fail
+// the write: the item is stored, the mirror logs the failure and retries
+// in the background.
+type graphMirroredStore struct {
+	Store
+	mirror *neo4j.Mirror
+}
+
+func (s *graphMirroredStore) Upsert(ctx context.Context, items []sources.Item) ([]string, error) {
+	ids, err := s.Store.Upsert(ctx, items)
+	if err != nil {
+		return ids, err
+	}
+	s.mirror.Changed(ctx, ids...)
+	return ids, nil
+}
+
+func (s *graphMirroredStore) Delete(ctx context.Context, id string) error {
+	if err := s.Store.Delete(ctx, id); err != nil {
+		return err
+	}
+	s.mirror.Changed(ctx, id)
+	return nil
+}
+
+// Unwrap returns the wrapped store.
+func (s *graphMirroredStore) Unwrap() Store { return s.Store }
+
+// RebuildGraph rebuilds the Neo4j graph from the store (h4r reindex
+// --graph): it clears the graph and mirrors every item again. Without
+// NEO4J_URL the graph is the store's own links table and there is nothing
+// to rebuild. Hops answered while it runs see a partial graph.
 func RebuildGraph(ctx context.Context, a *App) error {
-	return fmt.Errorf("NEO4J_URL is not set: the causal graph is the store's links table, there is nothing to rebuild")
+	if a.Config.Neo4jURL == "" {
+		return errors.New("NEO4J_URL is not set: the causal graph is the store's links table, there is nothing to rebuild")
+	}
+	for s := a.Store; s != nil; {
+		if g, ok := s.(*graphMirroredStore); ok {
+			if _, err := g.mirror.Rebuild(ctx); err != nil {
+				return fmt.Errorf("rebuilding the neo4j graph: %w", err)
+			}
+			return nil
+		}
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return errors.New("the store is not mirrored into neo4j: open the app with NEO4J_URL set")
 }
