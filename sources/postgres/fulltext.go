@@ -18,15 +18,17 @@ type fullText struct{ s *Store }
 func (fullText) Name() string { return sources.GenFullText }
 
 // bm25SQL scores items for the query's lexemes. q holds the query terms the
-// corpus knows, with their idf. For each of them the lateral subquery reads
+// corpus knows, with their idf, computed once per term in float8 (in
+// numeric, and recomputed per posting as an inlined CTE would, the sum took
+// 43 of a query's 53 ms on scifact). For each of them the lateral subquery reads
 // at most the term cut of postings, best impact first, from the
 // (term_id, impact DESC, item_seq) index alone; the sum of idf·impact per
 // item is its BM25 score. The best hits are kept with their ties (the
 // caller breaks ties by id), and only they are joined to their rows.
 // %s is the posting source: the postings table, or postings joined to the
 // items that pass the filters.
-const bm25SQL = `WITH q AS (
-		SELECT t.id, ln(1 + (s.n_docs - t.df + 0.5) / (t.df + 0.5)) AS idf
+const bm25SQL = `WITH q AS MATERIALIZED (
+		SELECT t.id, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
 		FROM terms t CROSS JOIN corpus_stats s
 		WHERE t.term = ANY(tsvector_to_array(to_tsvector('` + textConfig + `', $1))) AND t.df > 0
 	),
