@@ -6,17 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
 )
-
-// shutdownGrace is how long in-flight requests may finish after SIGTERM.
-const shutdownGrace = 10 * time.Second
 
 // cmdServe runs the HTTP API until ctx is cancelled. ready, when not nil,
 // receives the bound address once the server accepts connections (tests
@@ -31,21 +31,31 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address HOST:PORT (H4R_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded store (H4R_DATA_DIR)")
 	fs.StringVar(&cfg.PolicyDir, "policy-dir", cfg.PolicyDir, "directory of Rego policy files replacing the bundled policy (SCS_POLICY_DIR)")
+	fs.StringVar(&cfg.APIKeysFile, "api-keys-file", cfg.APIKeysFile, "file of API keys (SHA-256 hashes) and their principals (H4R_API_KEYS_FILE)")
 	withDemo := fs.Bool("demo", false, "load the bundled example corpus when the store is empty")
+	insecure := fs.Bool("insecure", false, "allow a non-loopback --addr without API keys: every caller is then whoever it claims to be")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
 	}
-	log := cfg.Logger(stderr)
+	// Every record logged while serving a request, the engine's and the
+	// store's included, carries the request id.
+	log := slog.New(server.LogHandler(cfg.Logger(stderr).Handler()))
 
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("H4R_ADDR/--addr %q: %w", cfg.Addr, err)
+	var keys *auth.Keys
+	if cfg.APIKeysFile != "" {
+		if keys, err = auth.Load(cfg.APIKeysFile); err != nil {
+			return fmt.Errorf("H4R_API_KEYS_FILE/--api-keys-file: %w", err)
+		}
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("--addr %s is not a loopback address: this version has no authentication, so it only serves on 127.0.0.1, ::1 or localhost", cfg.Addr)
+	loopback, err := isLoopback(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	if keys == nil && !loopback && !*insecure {
+		return fmt.Errorf("--addr %s is not a loopback address and no API keys are configured (H4R_API_KEYS_FILE): without keys every caller is whoever it claims to be, so h4r serves only on 127.0.0.1, ::1 or localhost unless --insecure is given", cfg.Addr)
 	}
 
 	a, err := app.Open(ctx, cfg, app.WithLogger(log))
@@ -67,12 +77,24 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		}
 	}
 
+	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) {
+		if st := a.Policy.Status(); st.Cache != nil {
+			return st.Cache.Hits, st.Cache.Misses
+		}
+		return 0, 0
+	}))
+	sopts := []server.Option{
+		server.WithMaxBodyBytes(cfg.MaxBodyBytes),
+		server.WithRequestTimeout(cfg.RequestTimeout),
+		server.WithLogger(log),
+		server.WithRateLimit(cfg.RateLimitPerMinute),
+		server.WithMetrics(m),
+	}
+	if keys != nil {
+		sopts = append(sopts, server.WithAuthenticator(keys))
+	}
 	srv := &http.Server{
-		Handler: server.New(a.Engine, a.Store,
-			server.WithMaxBodyBytes(cfg.MaxBodyBytes),
-			server.WithRequestTimeout(cfg.RequestTimeout),
-			server.WithLogger(log),
-		).Handler(),
+		Handler:           server.New(a.Engine, a.Store, sopts...).Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -82,9 +104,19 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
-	log.Info("h4r serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir,
-		"policy", a.Policy.Source(), "policy_revision", a.Policy.Revision(),
-		"note", "no authentication in this version: serving on loopback only")
+	switch {
+	case keys != nil:
+		log.Info("h4r serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir,
+			"policy", a.Policy.Source(), "policy_revision", a.Policy.Revision(),
+			"api_keys", keys.Len(), "rate_limit_per_minute", cfg.RateLimitPerMinute)
+	case loopback:
+		log.Info("h4r serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir,
+			"policy", a.Policy.Source(), "policy_revision", a.Policy.Revision(),
+			"note", "no API keys (H4R_API_KEYS_FILE): serving on loopback only, and each request's specialist is whoever it claims to be")
+	default:
+		log.Warn("h4r serving WITHOUT AUTHENTICATION on a non-loopback address (--insecure)", "addr", ln.Addr().String(),
+			"data_dir", cfg.DataDir, "policy", a.Policy.Source(), "policy_revision", a.Policy.Revision())
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -96,14 +128,28 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing in-flight requests", "grace", shutdownGrace)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	// Shutdown stops accepting, then waits for in-flight requests; the
+	// deferred a.Close then flushes access counts and the decision log
+	// and closes the stores, after the last request that could add to them.
+	log.Info("shutting down: no new connections, finishing in-flight requests", "grace", cfg.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
+		return fmt.Errorf("shutting down: in-flight requests did not finish within %s: %w", cfg.ShutdownGrace, err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving: %w", err)
 	}
+	log.Info("in-flight requests finished; closing the stores")
 	return nil
+}
+
+// isLoopback reports whether addr (host:port) names a loopback host.
+func isLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("H4R_ADDR/--addr %q: %w", addr, err)
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback()), nil
 }

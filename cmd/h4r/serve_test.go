@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// patience bounds every wait on a server: generous, because the tests run
+// on loaded 2-core machines under -race; no test asserts timing.
+const patience = 3 * time.Minute
+
+// TestServeExposure checks the rule that keeps the unauthenticated demo
+// private: without API keys, a non-loopback address is refused unless
+// --insecure is given. Every case here fails before listening, so the
+// test never opens a port beyond loopback.
+func TestServeExposure(t *testing.T) {
+	badKeys := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(badKeys, []byte(`[{"sha256": "the-key-itself", "principal": {"id": "x"}, "routes": ["read"]}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string // in the error
+	}{
+		{"all interfaces without keys", []string{"--addr", "0.0.0.0:0"}, nil, "--insecure"},
+		{"a LAN address without keys", []string{"--addr", "192.0.2.10:8080"}, nil, "no API keys"},
+		{"a host name without keys", []string{"--addr", "example.com:8080"}, nil, "not a loopback address"},
+		{"a keys file that holds a key, not its hash", []string{"--addr", "0.0.0.0:0"}, map[string]string{"H4R_API_KEYS_FILE": badKeys}, "[0].sha256"},
+		{"a missing keys file", []string{"--api-keys-file", filepath.Join(t.TempDir(), "none.json")}, nil, "H4R_API_KEYS_FILE"},
+		{"an address without a port", []string{"--addr", "127.0.0.1"}, nil, "H4R_ADDR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]string{"H4R_DATA_DIR": t.TempDir()}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			err := cmdServe(ctx, tt.args, io.Discard, env(vars), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("serve %v: %v, want an error mentioning %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestServeWithKeys runs the real serve command with a keys file: the
+// probes need no key, a context pack does, and the key's principal is the
+// specialist.
+func TestServeWithKeys(t *testing.T) {
+	const key = "serve-test-key"
+	sum := sha256.Sum256([]byte(key))
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keysFile, []byte(`[{"sha256": "`+hex.EncodeToString(sum[:])+`", "principal": {"id": "playwright_healer", "securityLevel": "internal", "authorizedGroups": ["qa"]}, "routes": ["read"]}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn", "H4R_API_KEYS_FILE": keysFile,
+		"H4R_GENERATOR_TIMEOUT_MS": "60000", "H4R_REQUEST_TIMEOUT_MS": "60000"}
+	go func() {
+		done <- cmdServe(ctx, []string{"--demo", "--addr", "127.0.0.1:0"}, io.Discard, env(vars), ready)
+	}()
+	var base string
+	select {
+	case addr := <-ready:
+		base = "http://" + addr
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve exited: %v", err)
+	case <-time.After(patience):
+		cancel()
+		t.Fatal("serve did not listen")
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}()
+	body := `{"query": {"text": "login test failures with selector issues"}}`
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		key    string
+		status int
+	}{
+		{"live without a key", http.MethodGet, "/health/live", "", http.StatusOK},
+		{"ready without a key", http.MethodGet, "/health/ready", "", http.StatusOK},
+		{"a pack without a key", http.MethodPost, "/v1/context-pack", "", http.StatusUnauthorized},
+		{"a pack with the key", http.MethodPost, "/v1/context-pack", key, http.StatusOK},
+		{"metrics with a read key", http.MethodGet, "/metrics", key, http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r io.Reader
+			if tt.method == http.MethodPost {
+				r = strings.NewReader(body)
+			}
+			req, err := http.NewRequest(tt.method, base+tt.path, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.key != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.key)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tt.status, b)
+			}
+			if tt.status == http.StatusOK && tt.path == "/v1/context-pack" && !strings.Contains(string(b), `"specialistId":"playwright_healer"`) {
+				t.Errorf("the pack is not made for the key's principal: %.300s", b)
+			}
+		})
+	}
+}
