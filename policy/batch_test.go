@@ -281,7 +281,7 @@ func TestBundleErrors(t *testing.T) {
 		wantField string
 		wantMsg   string
 	}{
-		{"syntax error in a bundled module", writeBundle(t, t.TempDir(), map[string]string{"p.rego": "package cmo.context\n\nallow if )\n"}), "p.rego", "p.rego:3"},
+		{"syntax error in a bundled module", writeBundle(t, t.TempDir(), map[string]string{"p.rego": "package cmo.context\n\nallow if )\n"}), "policy.tar.gz/p.rego:3:10", "policy.tar.gz/p.rego:3:10: rego_parse_error"},
 		{"not a gzip file", func() string {
 			p := filepath.Join(dir, "junk.tar.gz")
 			os.WriteFile(p, []byte("not gzip"), 0o644)
@@ -296,7 +296,7 @@ func TestBundleErrors(t *testing.T) {
 			if !errors.As(err, &herr) {
 				t.Fatalf("error %v is not an *h4r.Error", err)
 			}
-			if !strings.HasSuffix(herr.Field, tc.wantField) || !strings.Contains(herr.Message, tc.wantMsg) {
+			if !strings.HasSuffix(herr.Field, tc.wantField) || !strings.Contains(herr.Message, tc.wantMsg) || herr.Code != h4r.EINVALID {
 				t.Errorf("error field %q message %q; want field ending %q, message with %q", herr.Field, herr.Message, tc.wantField, tc.wantMsg)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -250,15 +251,26 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 }
 
 // compileError turns OPA's parse or compile errors into an invalid_argument
-// error whose field is the first offending file; the message keeps OPA's
-// "file:line: code: message" lines.
+// error whose field is the first problem's file:line:column and whose
+// message lists every problem as file:line:column: code: message.
 func compileError(fallbackFile, doing string, err error) error {
-	field := fallbackFile
 	var astErrs ast.Errors
-	if errors.As(err, &astErrs) && len(astErrs) > 0 && astErrs[0].Location != nil && astErrs[0].Location.File != "" {
-		field = astErrs[0].Location.File
+	if !errors.As(err, &astErrs) || len(astErrs) == 0 {
+		return h4r.Errorf(h4r.EINVALID, fallbackFile, "%s: %v", doing, err)
 	}
-	return h4r.Errorf(h4r.EINVALID, field, "%s: %v", doing, err)
+	field := fallbackFile
+	lines := make([]string, 0, len(astErrs))
+	for i, e := range astErrs {
+		where := fallbackFile
+		if e.Location != nil && e.Location.File != "" {
+			where = fmt.Sprintf("%s:%d:%d", e.Location.File, e.Location.Row, e.Location.Col)
+		}
+		if i == 0 {
+			field = where
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s: %s", where, e.Code, e.Message))
+	}
+	return h4r.Errorf(h4r.EINVALID, field, "%s:\n  %s", doing, strings.Join(lines, "\n  "))
 }
 
 // Revision returns a short sha256 of the loaded modules and data, so that

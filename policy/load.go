@@ -97,8 +97,13 @@ func readBundle(path string) ([]File, map[string]any, error) {
 	b, err := bundle.NewReader(f).WithRegoVersion(ast.RegoV1).Read()
 	if err != nil {
 		var astErrs ast.Errors
-		if errors.As(err, &astErrs) && len(astErrs) > 0 && astErrs[0].Location != nil {
-			return nil, nil, h4r.Errorf(h4r.EINVALID, path+"/"+strings.TrimPrefix(astErrs[0].Location.File, "/"), "reading policy bundle: %v", err)
+		if errors.As(err, &astErrs) && len(astErrs) > 0 {
+			for _, e := range astErrs {
+				if e.Location != nil {
+					e.Location.File = path + "/" + strings.TrimPrefix(e.Location.File, "/")
+				}
+			}
+			return nil, nil, compileError(path, "reading policy bundle", astErrs)
 		}
 		return nil, nil, h4r.Errorf(h4r.EINVALID, "policyDir", "reading policy bundle %s: %v", path, err)
 	}

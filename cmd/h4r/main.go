@@ -26,6 +26,7 @@ Usage:
   h4r pack   "query" [--specialist ID] [--level public|internal|confidential|restricted]
              [--groups a,b] [--type hybrid] [--limit N] [--max-tokens N] [--json] [--data-dir DIR] [--demo]
   h4r ingest FILE.jsonl|- [--data-dir DIR] [--batch N]
+  h4r policy check|test|eval ...                compile, unit-test or try out a Rego policy (h4r policy help)
   h4r bench  quality|tune|gen|latency [flags]   measure ranking quality and latency, tune weights
 
 Configuration is read from the environment (see .env.example); flags override it.
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdIngest(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
 	case "bench":
 		return cmdBench(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "policy":
+		return cmdPolicy(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
