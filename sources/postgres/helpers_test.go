@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -134,4 +135,13 @@ func openAt(t testing.TB, dsn string, opts ...Option) *Store {
 func newStore(t testing.TB, opts ...Option) *Store {
 	t.Helper()
 	return openAt(t, newSchema(t), opts...)
+}
+
+func mustSub(t testing.TB) fs.FS {
+	t.Helper()
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
 }

@@ -399,7 +399,7 @@ func drifted(ref, avg float64) bool {
 // avg.
 func refreshImpacts(ctx context.Context, tx pgx.Tx, avg float64) error {
 	_, err := tx.Exec(ctx, `UPDATE postings p
-		SET impact = (p.tf * ($2 + 1) / (p.tf + $2 * (1 - $3 + $3 * i.doc_len / $1::float8)))::real
+		SET impact = (p.tf * ($2::float8 + 1) / (p.tf + $2::float8 * (1 - $3::float8 + $3::float8 * i.doc_len / $1::float8)))::real
 		FROM items i WHERE i.seq = p.item_seq`, max(avg, 1), bm25K1, bm25B)
 	if err != nil {
 		return fmt.Errorf("recomputing BM25 impacts: %w", err)

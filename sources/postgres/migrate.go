@@ -90,7 +90,11 @@ func applyMigrations(ctx context.Context, pool *pgxpool.Pool, migrations []migra
 		return fmt.Errorf("reading the current schema: %w", err)
 	}
 	if schema == nil {
-		return errors.New("no schema to create the tables in: search_path names no existing schema")
+		var path string
+		if err := tx.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&path); err != nil {
+			return fmt.Errorf("reading search_path: %w", err)
+		}
+		return fmt.Errorf("no schema to create the tables in: search_path (%s) names no schema that exists and this role may use (it needs USAGE and CREATE on it)", path)
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer PRIMARY KEY,

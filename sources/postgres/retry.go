@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -23,7 +24,13 @@ func (s *Store) read(ctx context.Context, fn func(ctx context.Context) error) er
 	wait := s.retry.backoff
 	for attempt := 0; ; attempt++ {
 		err := fn(ctx)
-		if err == nil || attempt >= s.retry.attempts || !transient(err) || ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil {
+			// Postgres reports a cancelled statement as its own error
+			// (57014); say why it was cancelled, so that callers see
+			// the deadline.
+			return fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		if err == nil || attempt >= s.retry.attempts || !transient(err) {
 			return err
 		}
 		s.log.WarnContext(ctx, "transient Postgres error; retrying the read", "attempt", attempt+1, "backoff", wait, "err", err)
