@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -325,5 +326,77 @@ func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	return fmt.Errorf("bench latency: not built yet")
+	cfg, err := app.LoadConfig(lookupEnv)
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("bench latency", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sizes := fs.String("sizes", "1000,10000,100000,1000000", "corpus sizes, ascending (one store grows through them)")
+	conc := fs.String("concurrency", "1,16,100", "requests in flight")
+	requests := fs.Int("requests", 200, "requests per size and concurrency")
+	seed := fs.Uint64("seed", 1, "seed of the corpus and the queries")
+	qtype := fs.String("type", string(h4r.QueryHybrid), "query type")
+	out := fs.String("out", "bench-out", "folder of the reports")
+	verbose := fs.Bool("v", false, "log the service's warnings")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o := bench.LatencyOptions{Requests: *requests, Seed: *seed, QueryType: h4r.QueryType(*qtype), Progress: stderr}
+	if o.Sizes, err = parseInts(*sizes); err != nil {
+		return usageError{"--sizes: " + err.Error()}
+	}
+	if o.Concurrency, err = parseInts(*conc); err != nil {
+		return usageError{"--concurrency: " + err.Error()}
+	}
+	if *requests <= 0 {
+		return usageError{"--requests must be positive"}
+	}
+	cleanup, err := freshStore(&cfg, "latency")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	var opts []bench.RunOption
+	if *verbose {
+		opts = append(opts, bench.WithLogger(cfg.Logger(stderr)))
+	}
+	command := "h4r bench " + strings.Join(append([]string{"latency"}, args...), " ")
+	var md strings.Builder
+	o.AfterSize = func(rep *bench.LatencyReport) error {
+		rep.Store = storeName(cfg)
+		rep.Command = command
+		if err := bench.WriteJSON(filepath.Join(*out, "latency.json"), rep); err != nil {
+			return err
+		}
+		md.Reset()
+		bench.LatencyMarkdown(&md, rep)
+		if err := os.WriteFile(filepath.Join(*out, "latency.md"), []byte(md.String()), 0o644); err != nil {
+			return fmt.Errorf("writing the Markdown report: %w", err)
+		}
+		return writeFile(filepath.Join(*out, "latency.svg"), func(w io.Writer) error { return bench.LatencySVG(w, rep) })
+	}
+	if _, err := bench.Latency(ctx, cfg, o, opts...); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, md.String())
+	fmt.Fprintf(stdout, "\nreports in %s (latency.json, latency.md, latency.svg)\n", *out)
+	return nil
+}
+
+// parseInts reads a comma-separated list of positive whole numbers in
+// ascending order.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive whole number", f)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("want ascending values, got %d after %d", n, out[len(out)-1])
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/h4r/h4r/bench"
+	"github.com/h4r/h4r/config"
+)
+
+// The bench commands end to end on a tiny generated set: gen writes a
+// dataset, quality and tune read it through the real service, and the
+// weights file tune writes is one the server loads.
+func TestBenchCommands(t *testing.T) {
+	ctx := context.Background()
+	data, out := t.TempDir(), t.TempDir()
+	vars := env(map[string]string{"H4R_LOG_LEVEL": "error"})
+	var stdout, stderr bytes.Buffer
+	steps := []struct {
+		name  string
+		args  []string
+		files []string
+	}{
+		{"gen", []string{"bench", "gen", "--out", data, "--queries", "3", "--noise", "2", "--seed", "4"},
+			[]string{filepath.Join(data, "corpus.jsonl"), filepath.Join(data, bench.MappingFile)}},
+		{"quality", []string{"bench", "quality", "--dataset", data, "--weights", "relevance", "--out", out},
+			[]string{"quality-" + filepath.Base(data) + ".json", "quality-" + filepath.Base(data) + "-queries.jsonl", "quality.md"}},
+		{"tune", []string{"bench", "tune", "--dataset", data, "--k", "3", "--restarts", "0", "--out", out},
+			[]string{"weights.json", "tune.json", "tune.md", "tune-sweep.svg", "tune-path.svg"}},
+		{"latency", []string{"bench", "latency", "--sizes", "20,40", "--requests", "3", "--concurrency", "1,2", "--out", out},
+			[]string{"latency.json", "latency.md", "latency.svg"}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			stdout.Reset()
+			stderr.Reset()
+			if err := run(ctx, st.args, nil, &stdout, &stderr, vars); err != nil {
+				t.Fatalf("%s: %v\n%s", strings.Join(st.args, " "), err, stderr.String())
+			}
+			for _, f := range st.files {
+				if !filepath.IsAbs(f) {
+					f = filepath.Join(out, f)
+				}
+				if _, err := os.Stat(f); err != nil {
+					t.Errorf("%s did not write %s: %v", st.name, f, err)
+				}
+			}
+		})
+	}
+	wf, err := config.ReadWeightsFile(filepath.Join(out, "weights.json"))
+	if err != nil {
+		t.Fatalf("the tuned weights file does not load: %v", err)
+	}
+	if !strings.Contains(wf.Source, "bench tune") || len(wf.HeldOut) == 0 {
+		t.Errorf("weights file provenance %+v", wf)
+	}
+	var rep struct {
+		Schema string `json:"schema"`
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "quality-"+filepath.Base(data)+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil || rep.Schema != bench.QualitySchema {
+		t.Errorf("quality report schema %q (%v), want %s", rep.Schema, err, bench.QualitySchema)
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no subcommand", []string{"bench"}, "missing subcommand"},
+		{"unknown subcommand", []string{"bench", "fly"}, `unknown subcommand "fly"`},
+		{"quality without dataset", []string{"bench", "quality"}, "--dataset"},
+		{"gen without out", []string{"bench", "gen"}, "--out"},
+		{"descending sizes", []string{"bench", "latency", "--sizes", "10,5"}, "ascending"},
+		{"bad weights file", []string{"bench", "quality", "--dataset", "x", "--weights", "/nonexistent.json"}, "H4R_WEIGHTS_FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tt.args, nil, &stdout, &stderr, env(nil))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
