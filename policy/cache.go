@@ -52,8 +52,9 @@ type cacheEntry struct {
 // CacheStats are a Cache's counters since it was made, for
 // scs_opa_cache_hits_total and scs_opa_cache_misses_total.
 type CacheStats struct {
-	Hits, Misses uint64
-	Entries      int
+	Hits    uint64 `json:"hits"`
+	Misses  uint64 `json:"misses"`
+	Entries int    `json:"entries"`
 }
 
 // NewCache returns a cache of at most size decisions (DefaultCacheSize if

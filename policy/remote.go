@@ -264,3 +264,24 @@ func (r *Remote) PackSettings(ctx context.Context, spec h4r.Specialist) (PackSet
 	}
 	return decodePackSettings(doc)
 }
+
+// Ping asks OPA's health endpoint whether the server answers and has its
+// policies loaded.
+func (r *Remote) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, max(r.timeout, time.Second))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/health", nil)
+	if err != nil {
+		return fmt.Errorf("asking OPA: %w", err)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return unreachableError{err}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("OPA health: %s", resp.Status)
+	}
+	return nil
+}

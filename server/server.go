@@ -51,6 +51,7 @@ type Server struct {
 	limiter        *auth.Limiter // per-key rate limits of context requests
 	metrics        *metrics.Metrics
 	checks         []readinessCheck // backends /health/ready checks besides the store
+	policy         PolicyReporter   // nil: no GET /v1/policy
 	now            func() time.Time
 }
 
@@ -121,7 +122,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	// Order: the id first so every later log has it; the access log
 	// around the recovery so that a panic is logged with its 500; the
 	// authentication inside, after routing, where the route is known.
-	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.authenticate)
+	e.Use(s.requestID, s.decisionLogContext, s.accessLog, s.recoverPanic, s.authenticate)
 	e.POST("/v1/context-pack", s.contextPack)
 	e.POST("/v1/a2a", s.a2a)
 	e.POST("/v1/items", s.upsertItems)
@@ -131,6 +132,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	e.GET("/health/ready", s.ready)
 	e.GET("/openapi.json", s.openAPI)
 	e.GET("/metrics", s.serveMetrics)
+	e.GET("/v1/policy", s.getPolicy)
 	s.echo = e
 	return s
 }
@@ -223,6 +225,9 @@ func (s *Server) ready(c *echo.Context) error {
 			continue
 		}
 		out[ch.name] = "ok"
+	}
+	if s.policy != nil {
+		out["policy"] = s.policyReadiness()
 	}
 	return c.JSON(code, map[string]any{"status": status, "checks": out})
 }

@@ -89,6 +89,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		server.WithLogger(log),
 		server.WithRateLimit(cfg.RateLimitPerMinute),
 		server.WithMetrics(m),
+		server.WithPolicy(a.Policy),
 	}
 	if keys != nil {
 		sopts = append(sopts, server.WithAuthenticator(keys))
