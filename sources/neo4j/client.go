@@ -382,9 +382,13 @@ func (d driverLog) Error(name, id string, err error) {
 func (d driverLog) Warnf(name, id, msg string, args ...any) {
 	d.l.Warn("neo4j driver: "+fmt.Sprintf(msg, args...), "component", name, "id", id)
 }
-func (d driverLog) Infof(name, id, msg string, args ...any) {
-	d.l.Debug("neo4j driver: "+fmt.Sprintf(msg, args...), "component", name, "id", id)
-}
-func (d driverLog) Debugf(name, id, msg string, args ...any) {
-	d.l.Debug("neo4j driver: "+fmt.Sprintf(msg, args...), "component", name, "id", id)
+func (d driverLog) Infof(name, id, msg string, args ...any)  { d.debug(name, id, msg, args) }
+func (d driverLog) Debugf(name, id, msg string, args ...any) { d.debug(name, id, msg, args) }
+
+// debug formats only when debug logging is on: the driver logs every
+// connection and transaction at these levels.
+func (d driverLog) debug(name, id, msg string, args []any) {
+	if d.l.Enabled(context.Background(), slog.LevelDebug) {
+		d.l.Debug("neo4j driver: "+fmt.Sprintf(msg, args...), "component", name, "id", id)
+	}
 }
