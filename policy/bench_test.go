@@ -33,6 +33,10 @@ func BenchmarkDecide(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The same policy given the whole item, as if a rule read
+	// input.item: what pruning the input saves.
+	fullInput := *engine
+	fullInput.needs = itemNeeds{all: true}
 	perItem := func(decide func(context.Context, h4r.Specialist, *sources.Item) (Decision, error)) func(context.Context, h4r.Specialist, []*sources.Item) error {
 		return func(ctx context.Context, who h4r.Specialist, items []*sources.Item) error {
 			for _, it := range items {
@@ -48,6 +52,7 @@ func BenchmarkDecide(b *testing.B) {
 		decide func(context.Context, h4r.Specialist, []*sources.Item) error
 	}{
 		{"rego_per_item", perItem(engine.Decide)},
+		{"rego_per_item_full_input", perItem(fullInput.Decide)},
 		{"rego_batch", func(ctx context.Context, who h4r.Specialist, items []*sources.Item) error {
 			for _, r := range engine.DecideBatch(ctx, who, items) {
 				if r.Err != nil {

@@ -219,3 +219,52 @@ func policyFile() (string, error) {
 	b, err := os.ReadFile("../policy/rego/context.rego")
 	return string(b), err
 }
+
+// countingCounter counts how often tokens are counted.
+type countingCounter struct {
+	TokenCounter
+	calls int
+}
+
+func (c *countingCounter) Count(s string) int { c.calls++; return c.TokenCounter.Count(s) }
+
+// TestSizeCache: a redacted item from a store is measured once per version;
+// items without a version every time; the sizes are the same either way.
+func TestSizeCache(t *testing.T) {
+	limits := Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10}
+	cases := []struct {
+		name      string
+		opts      []Option
+		versions  []int
+		wantCalls int
+	}{
+		{"same version measured once", nil, []int{1, 1, 1}, 1},
+		{"a new version is measured again", nil, []int{1, 2, 2}, 2},
+		{"no version, no caching", nil, []int{0, 0, 0}, 3},
+		{"cache turned off", []Option{WithSizeCache(0)}, []int{1, 1, 1}, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := &countingCounter{TokenCounter: counter(t)}
+			slicer := New(defaultEngine(t), cc, tc.opts...)
+			var first Verdict
+			for i, v := range tc.versions {
+				item := pick(t, "pii")[0]
+				item.Metadata.Version = v
+				out := slicer.Slice(t.Context(), internalQA, []*sources.Item{item}, limits)
+				got := out.Verdicts[0]
+				if !got.Redacted || got.Tokens == 0 {
+					t.Fatalf("verdict %+v, want a redacted, measured item", got)
+				}
+				if i == 0 {
+					first = got
+				} else if got.Bytes != first.Bytes || got.Tokens != first.Tokens {
+					t.Errorf("sizes %d/%d, first %d/%d", got.Bytes, got.Tokens, first.Bytes, first.Tokens)
+				}
+			}
+			if cc.calls != tc.wantCalls {
+				t.Errorf("counted tokens %d times, want %d", cc.calls, tc.wantCalls)
+			}
+		})
+	}
+}

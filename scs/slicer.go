@@ -1,9 +1,12 @@
 package scs
 
 import (
+	"strings"
+
 	"context"
 	"errors"
 	"fmt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -79,7 +82,11 @@ type Slicer struct {
 	concurrency int
 	perItem     bool
 	log         DecisionLogger
+	sizes       *lru.Cache[sizeKey, [2]int] // sizes of redacted deliveries; nil: none kept
 }
+
+// DefaultSizeCache is how many redacted deliveries' sizes a Slicer keeps.
+const DefaultSizeCache = 10_000
 
 // Option configures a Slicer.
 type Option func(*Slicer)
@@ -102,6 +109,17 @@ func WithConcurrency(n int) Option { return func(s *Slicer) { s.concurrency = ma
 // against each other; batches are faster (PERFORMANCE.md in package policy).
 func WithPerItem() Option { return func(s *Slicer) { s.perItem = true } }
 
+// WithSizeCache keeps the sizes of up to n redacted deliveries (default
+// DefaultSizeCache; 0 keeps none).
+func WithSizeCache(n int) Option {
+	return func(s *Slicer) {
+		s.sizes = nil
+		if n > 0 {
+			s.sizes, _ = lru.New[sizeKey, [2]int](n) // errors only for n <= 0
+		}
+	}
+}
+
 // WithDecisionLog writes every decision that drops or redacts an item to l.
 func WithDecisionLog(l DecisionLogger) Option { return func(s *Slicer) { s.log = l } }
 
@@ -112,6 +130,7 @@ func New(decider Decider, counter TokenCounter, opts ...Option) *Slicer {
 		panic("scs.New: decider and counter must not be nil")
 	}
 	s := &Slicer{decider: decider, counter: counter, marker: DefaultRedactionMarker, concurrency: runtime.GOMAXPROCS(0)}
+	s.sizes, _ = lru.New[sizeKey, [2]int](DefaultSizeCache)
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -401,7 +420,7 @@ func (s *Slicer) deliver(item *sources.Item, d policy.Decision, v *Verdict, b *b
 		return err
 	}
 	v.Redacted, v.RedactedFields = len(applied) > 0, applied
-	v.Bytes, v.Tokens, err = s.measure(item, delivered, v.Redacted)
+	v.Bytes, v.Tokens, err = s.measure(item, delivered, v.Redacted, applied)
 	if err != nil {
 		return err
 	}
@@ -429,13 +448,24 @@ func (s *Slicer) deliver(item *sources.Item, d policy.Decision, v *Verdict, b *b
 
 // measure returns the delivered form's size in bytes and tokens. An
 // unredacted item uses the sizes the store computed at ingest when it has
-// them.
-func (s *Slicer) measure(item *sources.Item, d sources.Delivered, redacted bool) (bytes, tokens int, err error) {
+// them. A redacted item from a store (it has a version) is measured once
+// per version, redaction paths and marker: the delivered form is a function
+// of those, and counting its tokens exactly is the slicer's largest cost
+// once decisions are cached.
+func (s *Slicer) measure(item *sources.Item, d sources.Delivered, redacted bool, paths []string) (bytes, tokens int, err error) {
 	if !redacted {
 		bytes, tokens = item.Metadata.ByteSize, item.Metadata.Tokens
 	}
 	if bytes > 0 && tokens > 0 {
 		return bytes, tokens, nil
+	}
+	var key sizeKey
+	cacheable := redacted && s.sizes != nil && item.Metadata.Version > 0
+	if cacheable {
+		key = sizeKey{id: item.ID, version: item.Metadata.Version, paths: strings.Join(paths, "\x00"), marker: s.marker}
+		if sz, ok := s.sizes.Get(key); ok {
+			return sz[0], sz[1], nil
+		}
 	}
 	encoded, err := d.Encode()
 	if err != nil {
@@ -447,7 +477,18 @@ func (s *Slicer) measure(item *sources.Item, d sources.Delivered, redacted bool)
 	if tokens <= 0 {
 		tokens = s.counter.Count(string(encoded))
 	}
+	if cacheable {
+		s.sizes.Add(key, [2]int{bytes, tokens})
+	}
 	return bytes, tokens, nil
+}
+
+// sizeKey identifies a redacted delivered form.
+type sizeKey struct {
+	id      string
+	version int
+	paths   string
+	marker  string
 }
 
 // failing decides nothing: a Snapshotter that had no policy to give.
