@@ -3,9 +3,11 @@ package bench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,20 +21,48 @@ import (
 // weights and λ needs, collected once through the real pipeline, so that a
 // weight search costs arithmetic instead of requests.
 type TuneQuery struct {
-	Dataset  string
-	ID       string
-	Category string
-	Judged   Judgments
-	Cands    []TuneCandidate
+	Dataset  string          `json:"dataset"`
+	ID       string          `json:"id"`
+	Category string          `json:"category,omitempty"`
+	Judged   Judgments       `json:"judged"`
+	Cands    []TuneCandidate `json:"candidates"`
+}
+
+// CacheSchema names the version of the tuning cache file's JSON shape.
+const CacheSchema = "h4r.bench.cache/v1"
+
+// Cache is the file form of collected queries (h4r bench tune
+// --save-cache), so that the weight search can be rerun without the
+// datasets' queries being run again.
+type Cache struct {
+	Schema  string       `json:"schema"`
+	Lambda  float64      `json:"recencyDecayLambda"` // λ the signals were collected at
+	Queries []*TuneQuery `json:"queries"`
+}
+
+// ReadCache reads a cache file written by WriteJSON(Cache).
+func ReadCache(path string) (*Cache, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the tuning cache: %w", err)
+	}
+	var c Cache
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Schema != CacheSchema {
+		return nil, fmt.Errorf("%s: schema %q, want %q", path, c.Schema, CacheSchema)
+	}
+	return &c, nil
 }
 
 // TuneCandidate is one candidate's signals and its age. Recency is
 // recomputed from AgeDays for every λ tried; the other seven signals do not
 // depend on the weights.
 type TuneCandidate struct {
-	ID      string
-	Signals h4r.Signals
-	AgeDays float64 // age at the run's clock, as the ranker measures it
+	ID      string      `json:"id"`
+	Signals h4r.Signals `json:"signals"`
+	AgeDays float64     `json:"ageDays,omitempty"` // age at the run's clock, as the ranker measures it
 }
 
 // Params are what the tuner searches: the eight weights and λ.
@@ -95,32 +125,60 @@ func (p Params) Rank(q *TuneQuery, k int) []string {
 	buf := make([]scored, len(q.Cands))
 	for i, c := range q.Cands {
 		s := c.Signals
-		s[h4r.Recency] = math.Exp(-p.Lambda * c.AgeDays)
+		s[h4r.Recency] = 1 // an undated item was stamped at ingest: age 0
+		if c.AgeDays != 0 {
+			s[h4r.Recency] = math.Exp(-p.Lambda * c.AgeDays)
+		}
 		buf[i] = scored{w.Score(s), s[h4r.Recency], c.ID}
 	}
-	less := func(a, b scored) int {
-		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.recency, a.recency), strings.Compare(a.id, b.id))
-	}
 	if k <= 0 || k >= len(buf) {
-		slices.SortFunc(buf, less)
+		slices.SortFunc(buf, func(a, b scored) int {
+			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.recency, a.recency), strings.Compare(a.id, b.id))
+		})
 	} else {
-		// Partial selection: only the top k matter for the metrics @k.
-		for i := range k {
-			best := i
-			for j := i + 1; j < len(buf); j++ {
-				if less(buf[j], buf[best]) < 0 {
-					best = j
-				}
-			}
-			buf[i], buf[best] = buf[best], buf[i]
-		}
-		buf = buf[:k]
+		buf = topK(buf, k)
 	}
 	ids := make([]string, len(buf))
 	for i, s := range buf {
 		ids[i] = s.id
 	}
 	return ids
+}
+
+// better reports whether a ranks before b. It is the tuner's inner loop, so
+// it compares lazily: recency and id only on ties.
+func better(a, b *scored) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.recency != b.recency {
+		return a.recency > b.recency
+	}
+	return a.id < b.id
+}
+
+// topK returns the best k of buf, best first, by insertion into a sorted
+// prefix: most candidates lose against the k-th and cost one comparison.
+func topK(buf []scored, k int) []scored {
+	top := make([]scored, 0, k)
+	for i := range buf {
+		c := &buf[i]
+		if len(top) == k && !better(c, &top[k-1]) {
+			continue
+		}
+		j := len(top)
+		if j < k {
+			top = append(top, *c)
+		} else {
+			j = k - 1
+		}
+		for j > 0 && better(c, &top[j-1]) {
+			top[j] = top[j-1]
+			j--
+		}
+		top[j] = *c
+	}
+	return top
 }
 
 // MeanMetrics scores p on queries: the mean of each metric over the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -152,5 +153,29 @@ func TestCrossValidateReportsHeldOutGain(t *testing.T) {
 	}
 	if len(rep.PerFold) != 5 || len(rep.Sweep) == 0 {
 		t.Errorf("%d folds, %d sweep points", len(rep.PerFold), len(rep.Sweep))
+	}
+}
+
+// The top-k selection must agree with the full sort, ties included.
+func TestRankTopKAgreesWithSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for trial := range 50 {
+		q := &TuneQuery{}
+		for i := range 1 + rng.IntN(40) {
+			var s h4r.Signals
+			for j := range s {
+				s[j] = float64(rng.IntN(3)) / 2 // coarse values: many ties
+			}
+			q.Cands = append(q.Cands, TuneCandidate{ID: fmt.Sprintf("c%02d", rng.IntN(99)*100+i), Signals: s, AgeDays: float64(rng.IntN(3))})
+		}
+		p := Params{Weights: SeedWeights(), Lambda: 0.1}
+		p.Weights[h4r.Relevance] = float64(trial%3) / 2
+		all := p.Rank(q, 0)
+		for _, k := range []int{1, 3, 10} {
+			want := all[:min(k, len(all))]
+			if got := p.Rank(q, k); !slices.Equal(got, want) {
+				t.Fatalf("trial %d, k %d: top-k %v, sort %v", trial, k, got, want)
+			}
+		}
 	}
 }

@@ -224,11 +224,13 @@ func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	seed := fs.Uint64("seed", 1, "seed of folds, restarts and parameter order")
 	restarts := fs.Int("restarts", 4, "random starting points of coordinate ascent (besides relevance-only, the seed's and the current weights)")
 	weightsOut := fs.String("weights-out", "", "where to write the tuned weights file (default OUT/weights.json)")
+	saveCache := fs.String("save-cache", "", "write the collected candidates and signals to this file")
+	fromCache := fs.String("from-cache", "", "tune from a file written by --save-cache instead of running the datasets' queries")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if len(c.datasets) == 0 {
-		return usageError{"bench tune: --dataset DIR is required"}
+	if len(c.datasets) == 0 && *fromCache == "" {
+		return usageError{"bench tune: --dataset DIR (or --from-cache FILE) is required"}
 	}
 	if *weightsOut == "" {
 		*weightsOut = filepath.Join(c.out, "weights.json")
@@ -237,6 +239,13 @@ func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	current := bench.Params{Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda}
 	cfg.WeightsFile = ""
 	var qs []*bench.TuneQuery
+	if *fromCache != "" {
+		cache, err := bench.ReadCache(*fromCache)
+		if err != nil {
+			return err
+		}
+		qs = cache.Queries
+	}
 	for _, dir := range c.datasets {
 		// Signals do not depend on the weights; the configured ones are sent.
 		ds, runs, err := collect(ctx, cfg, dir, &c, stderr)
@@ -244,6 +253,11 @@ func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, 
 			return err
 		}
 		qs = append(qs, bench.NewTuneQueries(ds, runs)...)
+	}
+	if *saveCache != "" {
+		if err := bench.WriteJSON(*saveCache, bench.Cache{Schema: bench.CacheSchema, Lambda: cfg.RecencyDecayLambda, Queries: qs}); err != nil {
+			return err
+		}
 	}
 	relevance := bench.Params{Weights: bench.RelevanceOnly(), Lambda: cfg.RecencyDecayLambda}
 	seedP := bench.Params{Weights: bench.SeedWeights(), Lambda: 0.1}

@@ -30,8 +30,10 @@ func TestBenchCommands(t *testing.T) {
 			[]string{filepath.Join(data, "corpus.jsonl"), filepath.Join(data, bench.MappingFile)}},
 		{"quality", []string{"bench", "quality", "--dataset", data, "--weights", "relevance", "--out", out},
 			[]string{"quality-" + filepath.Base(data) + ".json", "quality-" + filepath.Base(data) + "-queries.jsonl", "quality.md"}},
-		{"tune", []string{"bench", "tune", "--dataset", data, "--k", "3", "--restarts", "0", "--out", out},
-			[]string{"weights.json", "tune.json", "tune.md", "tune-sweep.svg", "tune-path.svg"}},
+		{"tune", []string{"bench", "tune", "--dataset", data, "--k", "3", "--restarts", "0", "--out", out, "--save-cache", filepath.Join(out, "cache.json")},
+			[]string{"weights.json", "tune.json", "tune.md", "tune-sweep.svg", "tune-path.svg", "cache.json"}},
+		{"tune from the cache", []string{"bench", "tune", "--from-cache", filepath.Join(out, "cache.json"), "--k", "3", "--restarts", "0", "--out", out, "--weights-out", filepath.Join(out, "again.json")},
+			[]string{"again.json"}},
 		{"latency", []string{"bench", "latency", "--sizes", "20,40", "--requests", "3", "--concurrency", "1,2", "--out", out},
 			[]string{"latency.json", "latency.md", "latency.svg"}},
 	}
@@ -58,6 +60,13 @@ func TestBenchCommands(t *testing.T) {
 	}
 	if !strings.Contains(wf.Source, "bench tune") || len(wf.HeldOut) == 0 {
 		t.Errorf("weights file provenance %+v", wf)
+	}
+	again, err := config.ReadWeightsFile(filepath.Join(out, "again.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Weights != wf.Weights || again.RecencyDecayLambda != wf.RecencyDecayLambda {
+		t.Errorf("tuning from the cache gave %+v, from the dataset %+v", again, wf)
 	}
 	var rep struct {
 		Schema string `json:"schema"`
