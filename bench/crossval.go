@@ -42,6 +42,18 @@ type DatasetComparison struct {
 	// FoldsBeatRelevance counts folds whose held-out nDCG@10 beats
 	// relevance-only on this dataset.
 	FoldsBeatRelevance int `json:"foldsBeatRelevanceOnly"`
+	// Categories breaks the held-out comparison down by query category
+	// (the synthetic set's one-signal categories), when there are any.
+	Categories []CategoryComparison `json:"categories,omitempty"`
+}
+
+// CategoryComparison is the held-out nDCG@10 of one query category, tuned
+// and relevance-only.
+type CategoryComparison struct {
+	Category      string  `json:"category"`
+	Queries       int     `json:"queries"`
+	Tuned         float64 `json:"tunedNdcg@10"`
+	RelevanceOnly float64 `json:"relevanceOnlyNdcg@10"`
 }
 
 // SweepPoint is the objective on all queries with one parameter moved.
@@ -86,6 +98,7 @@ func CrossValidate(ctx context.Context, qs []*TuneQuery, k int, t *Tuner, baseli
 	}
 	heldOutParams := make([]Params, len(qs)) // the parameters each query was scored under
 	p := newProgress(progress, "tuning", k+1)
+	p.add(0) // draw the bar before the first fold, which takes a while
 	for f := range folds {
 		train, test := Split(qs, folds, f)
 		params, _, _, err := t.Fit(ctx, train)
@@ -137,6 +150,7 @@ func compare(qs []*TuneQuery, folds [][]int, heldOut []Params, baselines []Basel
 			c.Baselines[bl.Name] = base[b].scale(n)
 			c.GainNDCG10[bl.Name] = c.Tuned.NDCG10 - c.Baselines[bl.Name].NDCG10
 		}
+		c.Categories = categories(qs, name, heldOut)
 		for f := range folds {
 			var tunedSum, relSum float64
 			count := 0
@@ -153,6 +167,36 @@ func compare(qs []*TuneQuery, folds [][]int, heldOut []Params, baselines []Basel
 				c.FoldsBeatRelevance++
 			}
 		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// categories pools held-out nDCG@10 per query category of one dataset.
+func categories(qs []*TuneQuery, dataset string, heldOut []Params) []CategoryComparison {
+	byName := map[string]*CategoryComparison{}
+	var names []string
+	rel := Params{Weights: RelevanceOnly()}
+	for i, q := range qs {
+		if q.Dataset != dataset || q.Category == "" {
+			continue
+		}
+		c := byName[q.Category]
+		if c == nil {
+			c = &CategoryComparison{Category: q.Category}
+			byName[q.Category] = c
+			names = append(names, q.Category)
+		}
+		c.Queries++
+		c.Tuned += NDCG(heldOut[i].Rank(q, 10), q.Judged, 10)
+		c.RelevanceOnly += NDCG(rel.Rank(q, 10), q.Judged, 10)
+	}
+	slices.Sort(names)
+	out := make([]CategoryComparison, 0, len(names))
+	for _, n := range names {
+		c := *byName[n]
+		c.Tuned /= float64(c.Queries)
+		c.RelevanceOnly /= float64(c.Queries)
 		out = append(out, c)
 	}
 	return out

@@ -128,6 +128,15 @@ func TuneMarkdown(w io.Writer, r *TuneReport) {
 		}
 		fmt.Fprintf(w, " %d/%d |\n", c.FoldsBeatRelevance, r.Folds)
 	}
+	for _, c := range r.HeldOut {
+		if len(c.Categories) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s held-out nDCG@10 by query category:\n\n| category | queries | tuned | relevance-only | gain |\n|---|---:|---:|---:|---:|\n", c.Dataset)
+		for _, g := range c.Categories {
+			fmt.Fprintf(w, "| %s | %d | %.3f | %.3f | %+.3f |\n", g.Category, g.Queries, g.Tuned, g.RelevanceOnly, g.Tuned-g.RelevanceOnly)
+		}
+	}
 	fmt.Fprintln(w, "\nPer fold (train → held-out nDCG@10 per dataset, and the fold's weights):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| fold | dataset | train | held-out | weights (rel rec fre imp cau nov tru sen) | λ |")

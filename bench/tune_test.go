@@ -141,6 +141,9 @@ func TestRankTieBreaks(t *testing.T) {
 
 func TestCrossValidateReportsHeldOutGain(t *testing.T) {
 	qs := knownOptimum(10)
+	for i, q := range qs {
+		q.Category = []string{"even", "odd"}[i%2]
+	}
 	tu := NewTuner(WithSeed(1), WithRestarts(1))
 	tu.Workers = 1
 	rep, err := CrossValidate(context.Background(), qs, 5, tu, []Baseline{{Name: "relevance-only", Params: Params{Weights: RelevanceOnly()}}}, nil)
@@ -150,6 +153,10 @@ func TestCrossValidateReportsHeldOutGain(t *testing.T) {
 	c := rep.HeldOut[0]
 	if c.Tuned.NDCG10 != 1 || c.GainNDCG10["relevance-only"] <= 0 || c.FoldsBeatRelevance != 5 {
 		t.Errorf("held out %+v: want nDCG 1, a positive gain, 5/5 folds", c)
+	}
+	if len(c.Categories) != 2 || c.Categories[0].Category != "even" || c.Categories[0].Queries != 5 ||
+		c.Categories[1].Tuned != 1 || c.Categories[1].RelevanceOnly >= 1 {
+		t.Errorf("categories %+v: want even and odd, 5 queries each, tuned 1 above relevance-only", c.Categories)
 	}
 	if len(rep.PerFold) != 5 || len(rep.Sweep) == 0 {
 		t.Errorf("%d folds, %d sweep points", len(rep.PerFold), len(rep.Sweep))
