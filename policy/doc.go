@@ -1,15 +1,27 @@
 // Package policy decides, per memory item and specialist, whether the item
 // may be delivered and what of it must be redacted.
 //
-// Engine evaluates Rego with an embedded OPA: the bundled default policy
-// (rego/context.rego, package cmo.context, the five rules of DESIGN.md) or
-// the user's own policy directory (SCS_POLICY_DIR). The query is prepared
-// once in New; Decide evaluates it per item and is safe for concurrent use.
+// Engine is a compiled policy with its queries prepared once (New): the
+// bundled default (rego/context.rego, package cmo.context, the five rules of
+// DESIGN.md), a directory of Rego files, or an OPA bundle (.tar.gz)
+// (WithPolicyDir). It decides one item (Decide), all candidates of a request
+// in one evaluation (DecideBatch), and the optional pack-level settings of
+// the rule pack (PackSettings). Input keys of input.item that no rule reads
+// are left out of the input, which cannot change a decision. Explain says
+// which rules fired.
+//
+// Live holds the Engine in use and swaps in a new one when the policy
+// directory or bundle changes (WithWatch); a policy that does not compile is
+// refused and the old one stays. Remote asks an OPA server instead
+// (POST {url}/v1/data/cmo/context). Cache keeps decisions per policy
+// revision, specialist and item version in front of either.
 //
 // LocalRules is the same five rules written in Go. It is the fallback the
-// slicer uses when Rego evaluation fails and SCS_OPA_FALLBACK_LOCAL is set;
-// tests keep the two in agreement.
+// slicer uses when a decision cannot be made and SCS_OPA_FALLBACK_LOCAL is
+// set; tests keep the two in agreement.
 //
 // A decision that cannot be made (an evaluation error, an undefined or
-// ill-typed result) is an error, never a default allow: callers fail closed.
+// ill-typed result, an unreachable OPA) is an error, never a default allow:
+// callers fail closed. PERFORMANCE.md says what a decision costs and how to
+// keep a policy fast.
 package policy

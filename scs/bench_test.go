@@ -123,6 +123,7 @@ func BenchmarkSlice(b *testing.B) {
 		{"batch", false, []Option{WithConcurrency(1)}},
 		{"batch_parallel", false, []Option{WithConcurrency(procs)}},
 		{"cache_warm", true, []Option{WithConcurrency(procs)}},
+		{"cache_warm_no_size_cache", true, []Option{WithConcurrency(procs), WithSizeCache(0)}},
 	}
 	for _, p := range policies {
 		for _, o := range options {

@@ -1,18 +1,24 @@
 // Package scs is the policy slicer: it takes ranked candidates and decides,
 // item by item, what a specialist receives.
 //
-// For every item, in rank order, Slicer.Slice asks the policy (a Decider,
-// normally the embedded OPA engine of package policy) whether the item may
-// be delivered and which JSONPaths to redact, redacts a copy of the item,
-// and then fits the allowed items into the byte, token and item budgets.
+// Slicer.Slice takes one snapshot of the policy (a Snapshotter such as
+// policy.Live hands out the policy in use, so a request in flight during a
+// reload finishes on the policy it started with), asks it for pack-level
+// settings (PackPolicy: budgets that can only narrow the request's), and
+// decides every item: in batches when the policy can (BatchDecider, one OPA
+// evaluation per batch), else one by one. It then redacts a copy of each
+// allowed item and fits the allowed items into the byte, token and item
+// budgets. Every drop and redaction can be written to a decision log
+// (WithDecisionLog; the request id comes from WithRequestID on the context).
 // Every item ends with exactly one verdict: kept, or left out with the
 // reason (policy, budget_bytes, budget_tokens, budget_items) and a detail.
 //
 // Fail closed. An item whose decision cannot be made (the policy errors or
-// returns something unreadable, or asks to redact an invalid path) is
-// dropped with reason policy. Only if a fallback Decider is set (the Go
-// rules of policy.LocalRules, SCS_OPA_FALLBACK_LOCAL=true) does the fallback
-// decide instead, and the outcome's warnings say so.
+// returns something unreadable, a remote OPA does not answer, or the policy
+// asks to redact an invalid path) is dropped with reason policy; pack
+// settings that cannot be read drop every item. Only if a fallback Decider
+// is set (the Go rules of policy.LocalRules, SCS_OPA_FALLBACK_LOCAL=true)
+// does the fallback decide instead, and the outcome's warnings say so.
 //
 // Budgets measure the item as delivered: the JSON of sources.Delivered after
 // redaction, its length in bytes and its exact token count. The walk goes
