@@ -210,15 +210,21 @@ func (r *Remote) Decide(ctx context.Context, spec h4r.Specialist, item *sources.
 	if raw == nil {
 		return Decision{}, fmt.Errorf("asking OPA at %s for item %q: decision %s is undefined", r.base, item.ID, PackagePath)
 	}
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return Decision{}, fmt.Errorf("reading OPA's decision for item %q: %w", item.ID, err)
-	}
-	d, err := decodeDecision(doc)
+	d, err := decodeRemoteDecision(raw)
 	if err != nil {
 		return Decision{}, fmt.Errorf("reading OPA's decision for item %q: %w", item.ID, err)
 	}
 	return d, nil
+}
+
+// decodeRemoteDecision reads the result document of OPA's answer: the same
+// contract as an embedded decision.
+func decodeRemoteDecision(result []byte) (Decision, error) {
+	var doc any
+	if err := json.Unmarshal(result, &doc); err != nil {
+		return Decision{}, err
+	}
+	return decodeDecision(doc)
 }
 
 // DecideBatch asks OPA about every item, r.concurrency calls at once.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -175,4 +176,36 @@ func TestRemoteReusesConnections(t *testing.T) {
 	if conns > 2 {
 		t.Errorf("opened %d connections for 90 calls two at a time, want at most 2", conns)
 	}
+}
+
+// FuzzRemoteAnswer: whatever an OPA server (or something pretending to be
+// one) answers, reading it never panics and allows an item only when the
+// answer's result says allow: true.
+func FuzzRemoteAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"result": {"allow": true, "redact": true, "redactedFields": ["$.text"], "reason": "pii"}}`,
+		`{"result": {"allow": "true"}}`, `{"result": null}`, `{}`, `[]`, `{"result": {"allow": true, "redactedFields": [1]}}`,
+		`{"result": {"allow": false}, "provenance": {"bundles": {"b": {"revision": "r1"}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var out opaResponse
+		if err := json.Unmarshal(body, &out); err != nil || len(out.Result) == 0 {
+			return
+		}
+		d, err := decodeRemoteDecision(out.Result)
+		if err != nil {
+			if d.Allow {
+				t.Fatalf("failed decision allows: %s", body)
+			}
+			return
+		}
+		var doc struct {
+			Allow any `json:"allow"`
+		}
+		if json.Unmarshal(out.Result, &doc) != nil || (d.Allow && doc.Allow != true) {
+			t.Fatalf("allowed an item for %s", body)
+		}
+	})
 }
