@@ -219,6 +219,10 @@ func (s *Server) upsertItems(c *echo.Context) error {
 	return c.JSON(http.StatusOK, upsertResponse{Upserted: len(ids), IDs: ids})
 }
 
+// MaxBatchItems is the most items one POST /v1/items may carry: a batch is
+// one transaction, and a bounded one keeps the store's write lock short.
+const MaxBatchItems = 1000
+
 // DecodeItems decodes the body of POST /v1/items: one item object, or
 // {"items": [ … ]}. Each item is decoded strictly and validated; errors name
 // the field ("items[2].metadata.trust", or "metadata.trust" for one item).
@@ -254,6 +258,9 @@ func DecodeItems(body []byte) ([]sources.Item, error) {
 	}
 	if len(rawItems) == 0 {
 		return nil, h4r.Errorf(h4r.EINVALID, "items", "the batch is empty")
+	}
+	if len(rawItems) > MaxBatchItems {
+		return nil, h4r.Errorf(h4r.EINVALID, "items", "a batch holds at most %d items, got %d: split it (it is written in one transaction)", MaxBatchItems, len(rawItems))
 	}
 	items := make([]sources.Item, len(rawItems))
 	for i, r := range rawItems {

@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/server"
 	"github.com/h4r/h4r/sources"
 )
 
@@ -159,6 +161,7 @@ func TestUpsertErrors(t *testing.T) {
 		{"batch whose invalid item replaces a fixture", `{"items": [{"id": "mem-root", "text": "overwritten"}, {"id": "b-2", "text": " "}]}`,
 			"items[1].text", []string{"b-2"}},
 		{"empty batch", `{"items": []}`, "items", nil},
+		{"batch over the item limit", `{"items": [` + strings.Repeat(`{"id": "b-1", "text": "ok"},`, server.MaxBatchItems) + `{"id": "b-2", "text": "ok"}]}`, "items", []string{"b-1", "b-2"}},
 		{"null batch", `{"items": null}`, "items", nil},
 		{"items not a list", `{"items": {"id": "b-1", "text": "ok"}}`, "items", []string{"b-1"}},
 		{"extra key beside items", `{"items": [{"id": "b-1", "text": "ok"}], "source": "import"}`, "source", []string{"b-1"}},
