@@ -1,0 +1,392 @@
+// Command h4r-loadtest measures a running h4r server over HTTP on loopback:
+// it optionally fills the store with synthetic items, then sends context
+// packs from one client and from many, and reports latency percentiles,
+// errors, degraded packs and the server's peak resident memory.
+//
+//	h4r serve --data-dir /tmp/h4r-load &     # no keys: loopback only, no rate limit
+//	h4r-loadtest --addr 127.0.0.1:8080 --items 100000 --clients 100
+//
+// Every phase is bounded by a request count and a duration, and the
+// program refuses a non-loopback address: it is a tool for one machine.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type config struct {
+	addr        string
+	key         string
+	items       int
+	batch       int
+	single      int
+	clients     int
+	requests    int
+	maxDuration time.Duration
+	think       time.Duration
+	limit       int
+	qtype       string
+	pid         int
+	seed        uint64
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.addr, "addr", "127.0.0.1:8080", "server address (loopback only)")
+	flag.StringVar(&c.key, "key", "", "API key, when the server has keys (it should then give this key a rateLimitPerMinute above the load)")
+	flag.IntVar(&c.items, "items", 0, "synthetic items to ingest first (0: use the store as it is)")
+	flag.IntVar(&c.batch, "batch", 1000, "items per ingest request")
+	flag.IntVar(&c.single, "single", 200, "requests of the single-client phase")
+	flag.IntVar(&c.clients, "clients", 100, "concurrent clients of the second phase")
+	flag.IntVar(&c.requests, "requests", 2000, "requests of the concurrent phase, all clients together")
+	flag.DurationVar(&c.maxDuration, "max-duration", 3*time.Minute, "bound of each measuring phase")
+	flag.DurationVar(&c.think, "think", 0, "pause of each concurrent client between its requests (0: closed loop, as fast as answers come)")
+	flag.IntVar(&c.limit, "limit", 10, "limit of each context request")
+	flag.StringVar(&c.qtype, "type", "hybrid", "query type: hybrid (full-text and vectors), keyword (full-text only), semantic")
+	flag.IntVar(&c.pid, "pid", 0, "server process id, to read its peak RSS (VmHWM) from /proc; without it RSS comes from /metrics when readable")
+	flag.Uint64Var(&c.seed, "seed", 1, "random seed of items and queries")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "h4r-loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, c config, out io.Writer) error {
+	host, _, err := net.SplitHostPort(c.addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--addr %s is not a loopback address: the load test runs on one machine only", c.addr)
+	}
+	base := "http://" + c.addr
+	// One connection per client, kept alive: the test measures the server,
+	// not TCP handshakes.
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: c.clients + 1, MaxConnsPerHost: c.clients + 1}}
+	lt := &loadTest{c: c, base: base, client: client, rng: rand.New(rand.NewPCG(c.seed, 42))}
+
+	if c.items > 0 {
+		t0 := time.Now()
+		if err := lt.ingest(ctx, out); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "ingested %d items in %s (%.0f items/s)\n", c.items, time.Since(t0).Round(time.Millisecond), float64(c.items)/time.Since(t0).Seconds())
+	}
+	rss := lt.watchRSS(ctx)
+
+	fmt.Fprintln(out, "warm-up: 20 requests")
+	lt.phase(ctx, 1, 20, c.maxDuration, 0)
+
+	one := lt.phase(ctx, 1, c.single, c.maxDuration, 0)
+	one.print(out, "1 client")
+	many := lt.phase(ctx, c.clients, c.requests, c.maxDuration, c.think)
+	many.print(out, fmt.Sprintf("%d clients", c.clients))
+
+	peak := rss()
+	if peak > 0 {
+		fmt.Fprintf(out, "server peak RSS: %.0f MB\n", float64(peak)/(1<<20))
+	} else {
+		fmt.Fprintln(out, "server peak RSS: unknown (give --pid, or a key allowed /metrics)")
+	}
+	p1, pN := one.percentile(95), many.percentile(95)
+	fmt.Fprintf(out, "p95 ratio (%d clients / 1 client): %.2f (target <= 2)\n", c.clients, float64(pN)/float64(p1))
+	fmt.Fprintf(out, "errors: %d (target 0); peak RSS target <= 500 MB\n", one.errors()+many.errors())
+	return nil
+}
+
+type loadTest struct {
+	c      config
+	base   string
+	client *http.Client
+	mu     sync.Mutex
+	rng    *rand.Rand
+}
+
+// result is one phase's outcome.
+type result struct {
+	latencies []time.Duration
+	statuses  map[int]int
+	transport int // requests that got no answer
+	degraded  int
+	elapsed   time.Duration
+}
+
+func (r *result) errors() int {
+	n := r.transport
+	for s, c := range r.statuses {
+		if s != http.StatusOK {
+			n += c
+		}
+	}
+	return n
+}
+
+func (r *result) percentile(p float64) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	l := slices.Clone(r.latencies)
+	slices.Sort(l)
+	i := int(float64(len(l))*p/100+0.5) - 1
+	return l[min(max(i, 0), len(l)-1)]
+}
+
+func (r *result) print(out io.Writer, name string) {
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
+	fmt.Fprintf(out, "%-12s %5d requests in %6.1fs (%.1f req/s): p50 %s ms, p95 %s ms, p99 %s ms, max %s ms; statuses %v, no answer %d, degraded packs %d\n",
+		name, len(r.latencies), r.elapsed.Seconds(), float64(len(r.latencies))/r.elapsed.Seconds(),
+		ms(r.percentile(50)), ms(r.percentile(95)), ms(r.percentile(99)), ms(r.percentile(100)),
+		r.statuses, r.transport, r.degraded)
+}
+
+// phase sends n context requests from clients goroutines, stopping early
+// at the duration bound.
+func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Duration, think time.Duration) *result {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	res := &result{statuses: map[int]int{}}
+	var mu sync.Mutex
+	var next atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			// With think time, clients start at random moments and think
+			// for 0.5–1.5× the pause, so that they do not ask in lockstep
+			// bursts of all clients at once.
+			if think > 0 && !lt.sleep(ctx, lt.jitter(0, think)) {
+				return
+			}
+			for next.Add(1) <= int64(n) && ctx.Err() == nil {
+				body := lt.request()
+				t0 := time.Now()
+				status, degraded, err := lt.pack(ctx, body)
+				took := time.Since(t0)
+				mu.Lock()
+				switch {
+				case err != nil && ctx.Err() != nil:
+				case err != nil:
+					res.transport++
+				default:
+					res.latencies = append(res.latencies, took)
+					res.statuses[status]++
+					if degraded {
+						res.degraded++
+					}
+				}
+				mu.Unlock()
+				if think > 0 && !lt.sleep(ctx, lt.jitter(think/2, think*3/2)) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	return res
+}
+
+// jitter returns a random duration in [lo, hi).
+func (lt *loadTest) jitter(lo, hi time.Duration) time.Duration {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lo + time.Duration(lt.rng.Int64N(int64(hi-lo)))
+}
+
+// sleep waits d, or returns false when ctx ends first.
+func (lt *loadTest) sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (lt *loadTest) pack(ctx context.Context, body []byte) (status int, degraded bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/context-pack", bytes.NewReader(body))
+	if err != nil {
+		return 0, false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if lt.c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+lt.c.key)
+	}
+	res, err := lt.client.Do(req)
+	if err != nil {
+		return 0, false, err
+	}
+	defer res.Body.Close()
+	var p struct {
+		Status string `json:"status"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil && res.StatusCode == http.StatusOK {
+		return 0, false, fmt.Errorf("decoding the pack: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode, p.Status == "degraded", nil
+}
+
+// vocabulary of the synthetic corpus: test-failure memories of a QA team.
+var (
+	subjects = []string{"login", "checkout", "search", "cart", "profile", "payment", "signup", "settings", "dashboard", "upload", "invoice", "report", "export", "filter", "sort"}
+	problems = []string{"selector", "timeout", "flaky", "assertion", "network", "race", "locator", "render", "auth", "session", "cookie", "redirect", "modal", "iframe", "animation"}
+	verbs    = []string{"failed", "timed out", "crashed", "passed after retry", "regressed", "was fixed", "was skipped", "hung", "errored", "was quarantined"}
+	kinds    = []string{"test_failure", "fix", "runbook", "incident", "note", "ci_log"}
+	levels   = []string{"public", "internal", "confidential", "restricted"}
+)
+
+func pick[T any](r *rand.Rand, s []T) T { return s[r.IntN(len(s))] }
+
+// request returns a context request body for a random question.
+func (lt *loadTest) request() []byte {
+	lt.mu.Lock()
+	text := fmt.Sprintf("%s test failures with %s issues", pick(lt.rng, subjects), pick(lt.rng, problems))
+	level := pick(lt.rng, levels)
+	lt.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{
+		"specialist": map[string]any{"id": "loadtest", "securityLevel": level, "authorizedGroups": []string{"qa"}},
+		"query":      map[string]any{"type": lt.c.qtype, "text": text},
+		"limit":      lt.c.limit,
+	})
+	return b
+}
+
+// ingest writes c.items synthetic items in batches.
+func (lt *loadTest) ingest(ctx context.Context, out io.Writer) error {
+	r := rand.New(rand.NewPCG(lt.c.seed, 7))
+	created := time.Now().Add(-90 * 24 * time.Hour)
+	for start := 0; start < lt.c.items; start += lt.c.batch {
+		n := min(lt.c.batch, lt.c.items-start)
+		items := make([]map[string]any, n)
+		for i := range n {
+			id := start + i
+			s, p, v := pick(r, subjects), pick(r, problems), pick(r, verbs)
+			items[i] = map[string]any{
+				"id":   fmt.Sprintf("load-%07d", id),
+				"kind": pick(r, kinds),
+				"text": fmt.Sprintf("%s-spec-%03d %s: %s %s on build %d; the %s step saw a %s problem in the %s flow", s, r.IntN(500), v, p, s, r.IntN(100000), s, p, pick(r, subjects)),
+				"content": map[string]any{"test": fmt.Sprintf("%s.spec.ts", s), "build": r.IntN(100000),
+					"log": strings.Repeat(p+" ", 1+r.IntN(20))},
+				"metadata": map[string]any{
+					"createdAt":  created.Add(time.Duration(r.IntN(90*24)) * time.Hour).UTC().Format(time.RFC3339),
+					"importance": r.Float64(), "trust": 0.2 + 0.8*r.Float64(), "sensitivity": r.Float64(),
+					"tags":        []string{s, p},
+					"containsPII": r.IntN(20) == 0, "piiFields": []string{"$.content.log"},
+				},
+			}
+			if id > 0 && r.IntN(3) == 0 {
+				items[i]["links"] = []map[string]any{{"type": "caused_by", "target": fmt.Sprintf("load-%07d", r.IntN(id))}}
+			}
+		}
+		body, err := json.Marshal(map[string]any{"items": items})
+		if err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/items", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if lt.c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+lt.c.key)
+		}
+		res, err := lt.client.Do(req)
+		if err != nil {
+			return fmt.Errorf("ingesting items %d..%d: %w", start, start+n, err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("ingesting items %d..%d: status %d: %s", start, start+n, res.StatusCode, b)
+		}
+		if (start/lt.c.batch)%10 == 9 {
+			fmt.Fprintf(out, "  %d items\n", start+n)
+		}
+	}
+	return nil
+}
+
+// watchRSS samples the server's resident memory every second until ctx
+// ends, and returns a function giving the peak seen (VmHWM with --pid).
+func (lt *loadTest) watchRSS(ctx context.Context) func() int64 {
+	var peak atomic.Int64
+	sample := func() {
+		if v, err := lt.rss(ctx); err == nil && v > peak.Load() {
+			peak.Store(v)
+		}
+	}
+	sample()
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	}()
+	return func() int64 { sample(); return peak.Load() }
+}
+
+func (lt *loadTest) rss(ctx context.Context) (int64, error) {
+	if lt.c.pid > 0 {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/status", lt.c.pid))
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				return kb << 10, err
+			}
+		}
+		return 0, errors.New("no VmHWM in /proc status")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lt.base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	if lt.c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+lt.c.key)
+	}
+	res, err := lt.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			return int64(v), err
+		}
+	}
+	return 0, errors.New("no process_resident_memory_bytes in /metrics")
+}
