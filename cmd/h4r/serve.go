@@ -97,6 +97,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	srv := &http.Server{
 		Handler:           server.New(a.Engine, a.Store, sopts...).Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
+		MaxHeaderBytes:    64 << 10, // an API key and a request id need far less
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,

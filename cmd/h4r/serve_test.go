@@ -96,13 +96,15 @@ func TestServeWithKeys(t *testing.T) {
 		method string
 		path   string
 		key    string
+		pad    int // bytes of an extra header
 		status int
 	}{
-		{"live without a key", http.MethodGet, "/health/live", "", http.StatusOK},
-		{"ready without a key", http.MethodGet, "/health/ready", "", http.StatusOK},
-		{"a pack without a key", http.MethodPost, "/v1/context-pack", "", http.StatusUnauthorized},
-		{"a pack with the key", http.MethodPost, "/v1/context-pack", key, http.StatusOK},
-		{"metrics with a read key", http.MethodGet, "/metrics", key, http.StatusForbidden},
+		{"live without a key", http.MethodGet, "/health/live", "", 0, http.StatusOK},
+		{"ready without a key", http.MethodGet, "/health/ready", "", 0, http.StatusOK},
+		{"a pack without a key", http.MethodPost, "/v1/context-pack", "", 0, http.StatusUnauthorized},
+		{"a pack with the key", http.MethodPost, "/v1/context-pack", key, 0, http.StatusOK},
+		{"metrics with a read key", http.MethodGet, "/metrics", key, 0, http.StatusForbidden},
+		{"headers over 64 KiB", http.MethodGet, "/health/live", "", 100 << 10, http.StatusRequestHeaderFieldsTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +118,9 @@ func TestServeWithKeys(t *testing.T) {
 			}
 			if tt.key != "" {
 				req.Header.Set("Authorization", "Bearer "+tt.key)
+			}
+			if tt.pad > 0 {
+				req.Header.Set("X-Pad", strings.Repeat("p", tt.pad))
 			}
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
