@@ -98,20 +98,25 @@ func TestDecideBatchCancelled(t *testing.T) {
 // TestAnalyseInput pins which item keys each way of reading input needs.
 func TestAnalyseInput(t *testing.T) {
 	cases := []struct {
-		name     string
-		body     string
-		wantAll  bool
-		wantKeys []string
+		name        string
+		body        string
+		wantAll     bool
+		wantKeys    []string
+		wantMeta    []string
+		wantMetaAll bool
 	}{
-		{"metadata only", "allow if input.item.metadata.trust > 0.5", false, []string{"metadata"}},
-		{"specialist only", `allow if input.specialist.securityLevel == "public"`, false, nil},
-		{"content and kind", "allow if input.item.content.x == input.item.kind", false, []string{"content", "kind"}},
-		{"bare input", `allow if object.get(input, ["item", "text"], "") == ""`, true, nil},
-		{"whole item", "allow if count(input.item) > 0", true, nil},
-		{"variable key", "allow if { some k; input.item[k] == 1 }", true, nil},
-		{"import alias", "import input.item.text as txt\n\nallow if txt == \"x\"", false, []string{"text"}},
-		{"nested ref in specialist path", "allow if input.specialist[input.item.kind]", false, []string{"kind"}},
-		{"with input target counts as a read (conservative)", "allow if input.item.id == \"a\"\n\nx if allow with input as {}", true, nil},
+		{"metadata only", "allow if input.item.metadata.trust > 0.5", false, []string{"metadata"}, nil, false},
+		{"metadata keys by name", "allow if { input.item.metadata.trust > 0.5; input.item.metadata.sensitivity < 1 }", false, []string{"metadata"}, []string{"trust", "sensitivity"}, false},
+		{"metadata whole", "m := input.item.metadata\n\nallow if m.trust > 0.5", false, []string{"metadata"}, nil, true},
+		{"metadata with a variable key", "allow if { some k; input.item.metadata[k] == 1 }", false, []string{"metadata"}, nil, true},
+		{"specialist only", `allow if input.specialist.securityLevel == "public"`, false, nil, nil, false},
+		{"content and kind", "allow if input.item.content.x == input.item.kind", false, []string{"content", "kind"}, nil, false},
+		{"bare input", `allow if object.get(input, ["item", "text"], "") == ""`, true, nil, nil, false},
+		{"whole item", "allow if count(input.item) > 0", true, nil, nil, false},
+		{"variable key", "allow if { some k; input.item[k] == 1 }", true, nil, nil, false},
+		{"import alias", "import input.item.text as txt\n\nallow if txt == \"x\"", false, []string{"text"}, nil, false},
+		{"nested ref in specialist path", "allow if input.specialist[input.item.kind]", false, []string{"kind"}, nil, false},
+		{"with input target counts as a read (conservative)", "allow if input.item.id == \"a\"\n\nx if allow with input as {}", true, nil, nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,6 +128,15 @@ func TestAnalyseInput(t *testing.T) {
 			n := engine.needs
 			if n.all != tc.wantAll {
 				t.Fatalf("all = %v, want %v (keys %v)", n.all, tc.wantAll, n.keys)
+			}
+			if tc.wantMeta != nil || tc.wantMetaAll {
+				var got []string
+				for k := range n.meta {
+					got = append(got, k)
+				}
+				if n.metaAll != tc.wantMetaAll || (!tc.wantMetaAll && !sameSet(got, tc.wantMeta)) {
+					t.Errorf("metadata keys %v (whole %v), want %v (whole %v)", got, n.metaAll, tc.wantMeta, tc.wantMetaAll)
+				}
 			}
 			if !tc.wantAll {
 				var got []string
@@ -326,4 +340,50 @@ func FuzzDecodePackSettings(f *testing.F) {
 			t.Fatalf("negative limit from %s: %+v", src, ps)
 		}
 	})
+}
+
+// TestDistinctInputs: items the policy sees alike are evaluated once, and
+// only when the policy is deterministic; what it reads decides "alike".
+func TestDistinctInputs(t *testing.T) {
+	item := func(id string, trust float64, content string) *sources.Item {
+		it := memory(sources.Metadata{Trust: ptr(trust), Version: len(id), AccessCount: int64(len(id) * 3)})
+		it.ID, it.Content = id, map[string]any{"note": content}
+		return it
+	}
+	items := []*sources.Item{item("a", 0.9, "x"), item("bb", 0.9, "y"), item("ccc", 0.1, "x"), item("dddd", 0.9, "x")}
+	cases := []struct {
+		name      string
+		policy    string
+		wantTerms int
+		wantSlot  []int
+	}{
+		{"reads trust only: two distinct inputs", "allow if input.item.metadata.trust > 0.5", 2, []int{0, 0, 1, 0}},
+		{"reads content too", "allow if { input.item.metadata.trust > 0.5; input.item.content.note == \"x\" }", 3, []int{0, 1, 2, 0}},
+		{"reads the id: all distinct", "allow if input.item.id != \"\"", 4, []int{0, 1, 2, 3}},
+		{"reads all metadata (version differs)", "allow if count(input.item.metadata) > 0", 4, []int{0, 1, 2, 3}},
+		{"non-deterministic: never merged", "allow if { input.item.metadata.trust > 0.5; time.now_ns() > 0 }", 4, []int{0, 1, 2, 3}},
+		{"reads nothing of the item: one input", "allow if true", 1, []int{0, 0, 0, 0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			engine, err := New(t.Context(), WithModules(map[string]string{"p.rego": "package cmo.context\n\ndefault allow := false\n\n" + tc.policy + "\n"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			terms, slot, err := engine.distinctInputs(items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(terms) != tc.wantTerms || !reflect.DeepEqual(slot, tc.wantSlot) {
+				t.Errorf("%d inputs, slots %v; want %d and %v", len(terms), slot, tc.wantTerms, tc.wantSlot)
+			}
+			batch := engine.DecideBatch(t.Context(), spec(h4r.Public), items)
+			for i, it := range items {
+				want, err := engine.Decide(t.Context(), spec(h4r.Public), it)
+				if err != nil || batch[i].Err != nil || !reflect.DeepEqual(batch[i].Decision, want) {
+					t.Errorf("item %s: batch %+v (%v), alone %+v (%v)", it.ID, batch[i].Decision, batch[i].Err, want, err)
+				}
+			}
+		})
+	}
 }

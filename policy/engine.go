@@ -95,6 +95,9 @@ type Engine struct {
 	source   string
 	files    []File
 	needs    itemNeeds
+	// memo: the policy calls no non-deterministic built-in, so items whose
+	// input agrees are decided once per batch.
+	memo bool
 }
 
 // Option configures New.
@@ -247,6 +250,7 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 		user = append(user, compiler.Modules[f.Name])
 	}
 	e.needs = analyseInput(user)
+	e.memo = deterministic(user)
 	return e, nil
 }
 
@@ -329,16 +333,9 @@ func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 		}
 		return out
 	}
-	terms := make([]*ast.Term, 0, len(items))
-	for _, it := range items {
-		if it == nil {
-			return e.decideEach(ctx, spec, items)
-		}
-		v, err := e.needs.itemValue(it)
-		if err != nil {
-			return e.decideEach(ctx, spec, items)
-		}
-		terms = append(terms, ast.NewTerm(v))
+	terms, slot, err := e.distinctInputs(items)
+	if err != nil {
+		return e.decideEach(ctx, spec, items)
 	}
 	input := ast.NewObject(
 		ast.Item(ast.InternedTerm("specialist"), ast.NewTerm(specialistValue(spec))),
@@ -349,17 +346,48 @@ func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 		return e.decideEach(ctx, spec, items)
 	}
 	list, ok := rs[0].Expressions[0].Value.([]any)
-	if !ok || len(list) != len(items) {
+	if !ok || len(list) != len(terms) {
 		return e.decideEach(ctx, spec, items)
 	}
-	for i, v := range list {
-		d, err := decodeDecision(v)
+	for i, it := range items {
+		d, err := decodeDecision(list[slot[i]])
 		if err != nil {
-			err = fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, items[i].ID, err)
+			err = fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, it.ID, err)
 		}
-		out[i] = Result{Decision: d, Err: err}
+		out[i] = Result{Decision: cloneDecision(d), Err: err}
 	}
 	return out
+}
+
+// distinctInputs converts the items to the inputs the policy sees, once
+// per distinct input when the policy is deterministic: items the policy
+// sees alike (the same values at every key it reads) are evaluated once.
+// terms are the distinct inputs; slot[i] is the index of item i's.
+func (e *Engine) distinctInputs(items []*sources.Item) (terms []*ast.Term, slot []int, err error) {
+	terms = make([]*ast.Term, 0, len(items))
+	slot = make([]int, len(items))
+	seen := map[string]int{}
+	for i, it := range items {
+		if it == nil {
+			return nil, nil, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
+		}
+		v, err := e.needs.itemValue(it)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.memo {
+			// String is a faithful rendering: equal strings, equal values.
+			key := v.String()
+			if j, ok := seen[key]; ok {
+				slot[i] = j
+				continue
+			}
+			seen[key] = len(terms)
+		}
+		slot[i] = len(terms)
+		terms = append(terms, ast.NewTerm(v))
+	}
+	return terms, slot, nil
 }
 
 func (e *Engine) decideEach(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
@@ -415,4 +443,24 @@ func describe(v any) string {
 		return "missing or null"
 	}
 	return fmt.Sprintf("a %T (%v)", v, v)
+}
+
+// deterministic reports whether no module calls a non-deterministic
+// built-in (time.now_ns, rand.intn, http.send, ...): only then do two
+// evaluations with the same input always decide alike.
+func deterministic(modules []*ast.Module) bool {
+	det := true
+	for _, m := range modules {
+		ast.WalkExprs(m, func(x *ast.Expr) bool {
+			if !x.IsCall() {
+				return false
+			}
+			name := x.Operator().String()
+			if b, ok := ast.BuiltinMap[name]; ok && b.Nondeterministic {
+				det = false
+			}
+			return !det
+		})
+	}
+	return det
 }

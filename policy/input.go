@@ -105,6 +105,12 @@ func stringsInput(s []string) []any {
 type itemNeeds struct {
 	all  bool
 	keys map[string]bool
+	// meta lists the metadata keys read as input.item.metadata.K; nil
+	// when the metadata is read whole (or not at all: then keys lacks
+	// "metadata").
+	meta map[string]bool
+	// metaAll: some rule reads input.item.metadata whole.
+	metaAll bool
 }
 
 // analyseInput finds every reference to input in the (compiled) modules. A
@@ -112,7 +118,7 @@ type itemNeeds struct {
 // input or input.item (passed whole to a function, iterated, indexed with
 // a variable) needs the whole item.
 func analyseInput(modules []*ast.Module) itemNeeds {
-	needs := itemNeeds{keys: map[string]bool{}}
+	needs := itemNeeds{keys: map[string]bool{}, meta: map[string]bool{}}
 	var vis *ast.GenericVisitor
 	vis = ast.NewGenericVisitor(func(x any) bool {
 		switch v := x.(type) {
@@ -158,6 +164,18 @@ func (n *itemNeeds) addRef(ref ast.Ref) {
 			return
 		}
 		n.keys[string(key)] = true
+		if key != "metadata" {
+			return
+		}
+		if len(ref) < 4 {
+			n.metaAll = true
+			return
+		}
+		if mk, ok := ref[3].Value.(ast.String); ok {
+			n.meta[string(mk)] = true
+		} else {
+			n.metaAll = true
+		}
 	}
 }
 
@@ -187,7 +205,15 @@ func (n itemNeeds) itemValue(item *sources.Item) (ast.Value, error) {
 		obj.Insert(ast.InternedTerm("content"), ast.NewTerm(v))
 	}
 	if need("metadata") {
-		v, err := ast.InterfaceToValue(metadataInput(item.Metadata))
+		meta := metadataInput(item.Metadata)
+		if !n.all && !n.metaAll {
+			for k := range meta {
+				if !n.meta[k] {
+					delete(meta, k)
+				}
+			}
+		}
+		v, err := ast.InterfaceToValue(meta)
 		if err != nil {
 			return nil, fmt.Errorf("building policy input for item %q: metadata: %w", item.ID, err)
 		}
