@@ -33,3 +33,18 @@ func (s *Server) AddPanicRoute(path string, f func()) {
 		return nil
 	})
 }
+
+// RouteAccess reports how a route, written as Routes writes it ("GET
+// /v1/items/{id}"), is guarded: public needs no key, limited counts
+// against the key's rate limit.
+func RouteAccess(route string) (public, limited bool) {
+	method, path, _ := strings.Cut(route, " ")
+	segs := strings.Split(path, "/")
+	for i, seg := range segs {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			segs[i] = ":" + strings.TrimSuffix(name, "}")
+		}
+	}
+	a := accessOf(method, strings.Join(segs, "/"))
+	return a.public, a.limited
+}
