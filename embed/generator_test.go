@@ -25,6 +25,10 @@ func (brokenEmbedder) Embed(context.Context, []string) ([][]float32, error) {
 
 // storeWith opens a real SQLite store embedding with e and holding items.
 func storeWith(t *testing.T, e sqlite.Embedder, items []sources.Item) *sqlite.Store {
+	return storeWithTB(t, e, items)
+}
+
+func storeWithTB(t testing.TB, e sqlite.Embedder, items []sources.Item) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "h4r.db"),
 		sqlite.WithVectors(e), sqlite.WithLogger(slog.New(slog.DiscardHandler)))
@@ -32,8 +36,10 @@ func storeWith(t *testing.T, e sqlite.Embedder, items []sources.Item) *sqlite.St
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := s.Upsert(t.Context(), items); err != nil {
-		t.Fatal(err)
+	for start := 0; start < len(items) || start == 0; start += 500 {
+		if _, err := s.Upsert(t.Context(), items[start:min(start+500, len(items))]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return s
 }

@@ -19,7 +19,7 @@ const (
 	defaultCharMax      = 5
 	defaultUnigramW     = 1.0
 	defaultBigramW      = 0.5
-	defaultCharW        = 1.0
+	defaultCharW        = 2.0
 	maxHashDim          = 1 << 16
 	hashModelVersion    = "v1"
 	hashFeatureUnigram  = 'u'
@@ -57,7 +57,7 @@ func WithCharNGrams(min, max int) HashOption {
 }
 
 // WithFeatureWeights sets the weight of one word, one bigram and of all
-// the character n-grams of one word together (defaults 1, 0.5, 1).
+// the character n-grams of one word together (defaults 1, 0.5, 2).
 func WithFeatureWeights(unigram, bigram, chars float64) HashOption {
 	return func(h *Hash) { h.unigramW, h.bigramW, h.charW = unigram, bigram, chars }
 }

@@ -3,8 +3,10 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -281,4 +283,71 @@ func TestSearchVectorsTiesByID(t *testing.T) {
 // openVec opens a store in a temporary directory that embeds with e.
 func openVec(t testing.TB, e sqlite.Embedder) *sqlite.Store {
 	return openAt(t, filepath.Join(t.TempDir(), "h4r.db"), sqlite.WithVectors(e))
+}
+
+// A filtered search checks growing prefixes of the ranking against the
+// filters; whatever the filter's selectivity, the answer is the exact top
+// of the items that pass, as a brute-force scan finds it.
+func TestSearchVectorsFilteredIsExact(t *testing.T) {
+	e := hashEmbedder(t, embed.WithHashDim(64))
+	s := openVec(t, e)
+	c := newCorpus(11)
+	items := c.items("it", 300, false)
+	for i := range items {
+		items[i].Kind = []string{"common", "common", "common", "uncommon", "rare"}[i%5]
+		if i == 299 {
+			items[i].Kind = "unique"
+		}
+	}
+	if _, err := s.Upsert(t.Context(), items); err != nil {
+		t.Fatal(err)
+	}
+	query := c.words(5)
+	q := e.Vector(query)
+	for _, tc := range []struct {
+		name  string
+		kinds []string
+		limit int
+	}{
+		{"most pass", []string{"common"}, 10},
+		{"a fifth pass", []string{"rare"}, 10},
+		{"one passes", []string{"unique"}, 3},
+		{"none pass", []string{"absent"}, 5},
+		{"limit above the matches", []string{"rare", "unique"}, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.SearchVectors(t.Context(), e.Model(), q, h4r.Filters{Kinds: tc.kinds}, tc.limit, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type cand struct {
+				id    string
+				score float64
+			}
+			var want []cand
+			for _, it := range items {
+				if slices.Contains(tc.kinds, it.Kind) {
+					want = append(want, cand{it.ID, float64(embed.Cosine(q, e.Vector(it.Text)))})
+				}
+			}
+			slices.SortFunc(want, func(a, b cand) int {
+				if a.score != b.score {
+					if a.score > b.score {
+						return -1
+					}
+					return 1
+				}
+				return strings.Compare(a.id, b.id)
+			})
+			want = want[:min(tc.limit, len(want))]
+			if len(got) != len(want) {
+				t.Fatalf("%d hits, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i].Item.ID != want[i].id && math.Abs(got[i].Score-want[i].score) > 1e-5 {
+					t.Errorf("hit %d: %s (%.5f), brute force %s (%.5f)", i, got[i].Item.ID, got[i].Score, want[i].id, want[i].score)
+				}
+			}
+		})
+	}
 }
