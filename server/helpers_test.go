@@ -50,11 +50,21 @@ type stack struct {
 // newStack builds the stack over a store seeded with testdata/items.json.
 func newStack(t testing.TB, opts ...server.Option) *stack {
 	t.Helper()
+	return newStackWith(t, nil, opts...)
+}
+
+// newStackWith is newStack with a change to the configuration app.Open
+// wires the service from.
+func newStackWith(t testing.TB, configure func(*config.Config), opts ...server.Option) *stack {
+	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	// Generous, so that a slow -race run never degrades a pack.
 	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	if configure != nil {
+		configure(&cfg)
+	}
 	a, err := app.Open(ctx, cfg, app.WithClock(clock), app.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)

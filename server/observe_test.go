@@ -8,12 +8,15 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/server"
 )
 
@@ -285,5 +288,36 @@ func TestDeadlineEnvelope(t *testing.T) {
 	joined := strings.Join(p.Explainability.Warnings, "\n")
 	if !strings.Contains(joined, "deadline") {
 		t.Errorf("warnings do not say the deadline expired: %q", joined)
+	}
+}
+
+// TestGeneratorFailureDegrades checks, over HTTP, that generators that
+// fail (here: each misses its own deadline) give a 200 pack with status
+// degraded whose sources and warnings name them, never an error page.
+func TestGeneratorFailureDegrades(t *testing.T) {
+	base := newStackWith(t, func(c *config.Config) { c.GeneratorTimeout = time.Nanosecond }).serve(t)
+	for _, route := range []string{"/v1/context-pack", "/v1/a2a"} {
+		t.Run(route, func(t *testing.T) {
+			var p *h4r.Pack
+			if route == "/v1/a2a" {
+				r := post(t, base+route, `{"meta": {"id": "msg-gf", "type": "ContextRequest"}, "payload": {"query": {"type": "keyword", "text": "login test failures"}}}`)
+				env := decodeEnvelope(t, r)
+				if r.status != http.StatusOK || env.Meta.Type != h4r.TypeContextResult {
+					t.Fatalf("status %d type %s: %s", r.status, env.Meta.Type, r.body)
+				}
+				p = decodePack(t, response{status: http.StatusOK, body: env.Payload})
+			} else {
+				p = decodePack(t, post(t, base+route, `{"query": {"type": "keyword", "text": "login test failures"}}`))
+			}
+			if p.Status != h4r.StatusDegraded {
+				t.Errorf("status %q, want degraded", p.Status)
+			}
+			if p.Sources["fulltext"].Error == "" {
+				t.Errorf("sources.fulltext %+v does not say it failed", p.Sources["fulltext"])
+			}
+			if !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "fulltext") && strings.Contains(w, "timed out") }) {
+				t.Errorf("warnings %q do not name the failed generator", p.Explainability.Warnings)
+			}
+		})
 	}
 }
