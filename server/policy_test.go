@@ -24,7 +24,7 @@ import (
 
 // draftRule is what the second policy adds to the bundled rules.
 const draftRule = `
-deny contains "draft" if "draft" in object.get(metadata, "tags", [])
+deny contains "draft" if "draft" in input.item.metadata.tags
 `
 
 // draftItem is found by the query below and is a draft.
