@@ -5,15 +5,22 @@ import (
 	"fmt"
 
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/sources/postgres"
 	"github.com/h4r/h4r/sources/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
 
-// openStore opens the store the configuration selects: the embedded SQLite
-// file, or Postgres when DATABASE_URL is set.
+// openStore opens the store the configuration selects: Postgres when
+// DATABASE_URL is set (its migrations applied at start), else the
+// embedded SQLite file.
 func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, o options) (Store, error) {
 	if cfg.DatabaseURL != "" {
-		return nil, notBuiltYet("DATABASE_URL", "the Postgres store")
+		store, err := postgres.Open(ctx, cfg.DatabaseURL,
+			postgres.WithTokenCounter(counter), postgres.WithLogger(o.log), postgres.WithClock(o.now))
+		if err != nil {
+			return nil, fmt.Errorf("opening the Postgres store (DATABASE_URL): %w", err)
+		}
+		return store, nil
 	}
 	path := cfg.SQLitePath()
 	store, err := sqlite.Open(ctx, path, sqlite.WithTokenCounter(counter), sqlite.WithLogger(o.log), sqlite.WithClock(o.now))

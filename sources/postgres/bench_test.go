@@ -1,4 +1,4 @@
-package postgres
+package postgres_test
 
 import (
 	"context"
@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/h4r/h4r/bench"
 	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/sources/postgres"
 	"github.com/h4r/h4r/sources/sqlite"
 )
 
@@ -22,18 +25,22 @@ type rankedQuery func(ctx context.Context, text string, limit int) ([]string, er
 
 // tsRankSQL is the reference: Postgres's own ranking, ts_rank over a
 // tsvector of the same words (an OR of the query's lexemes), GIN-indexed,
-// returning the same item columns the BM25 query returns.
+// returning the same item columns the store's queries return.
 const tsRankSQL = `WITH q AS (
 		SELECT (SELECT string_agg(quote_literal(l), ' | ') FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l)::tsquery AS q)
-	SELECT ` + itemColumns + `, ts_rank(i.tsv, q.q) AS r
+	SELECT i.id, i.kind, i.text, i.content, i.metadata, i.updated_at, i.version,
+		i.access_count, i.last_accessed_at, i.byte_size, i.tokens,
+		(SELECT json_agg(json_build_object('type', l.type, 'target', l.target, 'strength', l.strength) ORDER BY l.position)
+		 FROM links l WHERE l.source = i.id),
+		ts_rank(i.tsv, q.q) AS r
 	FROM items i, q WHERE i.tsv @@ q.q
 	ORDER BY r DESC, i.id LIMIT $2`
 
 // addTSVector adds the reference's tsvector column and GIN index (only
 // benchmarks do: the store itself never uses them).
-func addTSVector(b *testing.B, s *Store) {
+func addTSVector(b *testing.B, pool *pgxpool.Pool) {
 	b.Helper()
-	_, err := s.pool.Exec(b.Context(), `ALTER TABLE items ADD COLUMN IF NOT EXISTS tsv tsvector
+	_, err := pool.Exec(b.Context(), `ALTER TABLE items ADD COLUMN IF NOT EXISTS tsv tsvector
 		GENERATED ALWAYS AS (to_tsvector('english', text)) STORED;
 		CREATE INDEX IF NOT EXISTS items_tsv ON items USING gin (tsv)`)
 	if err != nil {
@@ -41,18 +48,35 @@ func addTSVector(b *testing.B, s *Store) {
 	}
 }
 
-func tsRank(s *Store) rankedQuery {
+func tsRank(pool *pgxpool.Pool) rankedQuery {
 	return func(ctx context.Context, text string, limit int) ([]string, error) {
-		items, err := s.queryItems(ctx, tsRankSQL, []any{words(text, true, maxQueryTerms), limit}, func() []any { return []any{new(float32)} })
+		rows, err := pool.Query(ctx, tsRankSQL, postgres.Words(text, true, 64), limit)
 		if err != nil {
 			return nil, err
 		}
-		ids := make([]string, len(items))
-		for i, it := range items {
-			ids[i] = it.ID
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			vals, err := rows.Values() // decode every column, as the store does
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, vals[0].(string))
 		}
-		return ids, nil
+		return ids, rows.Err()
 	}
+}
+
+// rawPool connects to dsn for what the store does not offer: the
+// reference query, VACUUM, sizes.
+func rawPool(b *testing.B, dsn string) *pgxpool.Pool {
+	b.Helper()
+	pool, err := pgxpool.New(b.Context(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
 }
 
 func generator(g sources.Generator) rankedQuery {
@@ -71,9 +95,9 @@ func generator(g sources.Generator) rankedQuery {
 
 // vacuum updates the planner's statistics and the visibility map, which
 // index-only scans of the postings need, as autovacuum does after a load.
-func vacuum(b *testing.B, s *Store) {
+func vacuum(b *testing.B, pool *pgxpool.Pool) {
 	b.Helper()
-	if _, err := s.pool.Exec(b.Context(), `VACUUM ANALYZE`); err != nil {
+	if _, err := pool.Exec(b.Context(), `VACUUM ANALYZE`); err != nil {
 		b.Fatalf("VACUUM ANALYZE: %v", err)
 	}
 }
@@ -136,15 +160,16 @@ func BenchmarkSciFact(b *testing.B) {
 	}
 
 	dsn, fresh := benchSchema(b, "h4r_bench_scifact")
-	s := openAt(b, dsn)
+	s := postgres.OpenAt(b, dsn)
 	if fresh {
 		loadItems(b, s.Upsert, items, 500)
 	}
-	exact := openAt(b, dsn, WithTermCut(1<<30))
-	addTSVector(b, s)
-	vacuum(b, s)
+	exact := postgres.OpenAt(b, dsn, postgres.WithTermCut(1<<30))
+	pool := rawPool(b, dsn)
+	addTSVector(b, pool)
+	vacuum(b, pool)
 
-	lite, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "h4r.db"), sqlite.WithLogger(quietLogger()))
+	lite, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "h4r.db"), sqlite.WithLogger(postgres.QuietLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,7 +182,7 @@ func BenchmarkSciFact(b *testing.B) {
 	}{
 		{"bm25", generator(s.FullText())},
 		{"bm25_exact", generator(exact.FullText())},
-		{"ts_rank", tsRank(s)},
+		{"ts_rank", tsRank(pool)},
 		{"sqlite_fts5", generator(lite.FullText())},
 	} {
 		ndcg := 0.0
@@ -183,9 +208,9 @@ func BenchmarkSciFact(b *testing.B) {
 func benchSchema(b *testing.B, name string) (string, bool) {
 	b.Helper()
 	if os.Getenv("H4R_BENCH_KEEP") != "1" {
-		return newSchema(b), true
+		return postgres.NewSchema(b), true
 	}
-	conn := adminConn(b)
+	conn := postgres.AdminConn(b)
 	var exists bool
 	if err := conn.QueryRow(b.Context(), `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, name).Scan(&exists); err != nil {
 		b.Fatal(err)
@@ -195,5 +220,5 @@ func benchSchema(b *testing.B, name string) (string, bool) {
 			b.Fatal(err)
 		}
 	}
-	return withSearchPath(b, testDSN(b), name), !exists
+	return postgres.WithSearchPath(b, postgres.TestDSN(b), name), !exists
 }

@@ -1,0 +1,13 @@
+package postgres
+
+// Test helpers for the external test package (benchmarks that import
+// bench, which imports app, which imports this package).
+var (
+	NewSchema      = newSchema
+	OpenAt         = openAt
+	AdminConn      = adminConn
+	TestDSN        = testDSN
+	WithSearchPath = withSearchPath
+	QuietLogger    = quietLogger
+	Words          = words
+)
