@@ -312,3 +312,42 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestConfigMapLayout: a policy mounted as Kubernetes mounts a ConfigMap
+// (files are symlinks through ..data into a hidden timestamped directory)
+// is read once, and replacing ..data reloads it.
+func TestConfigMapLayout(t *testing.T) {
+	dir := t.TempDir()
+	mount := func(stamp, src string) {
+		t.Helper()
+		real := filepath.Join(dir, "..2026_11_21_"+stamp)
+		if err := os.MkdirAll(real, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(real, "context.rego"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(dir, "..data_tmp")
+		if err := os.Symlink(filepath.Base(real), tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mount("1", allowNotes)
+	if err := os.Symlink("..data/context.rego", filepath.Join(dir, "context.rego")); err != nil {
+		t.Fatal(err)
+	}
+	live, err := NewLive(t.Context(), dir, WithLogger(quiet()), WithWatch(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if n := len(live.Engine().Files()); n != 1 {
+		t.Fatalf("read %d modules, want the one behind the symlink", n)
+	}
+	rev1 := live.Revision()
+	mount("2", allowAll)
+	waitFor(t, "the new ConfigMap", func() bool { return live.Revision() != rev1 })
+}

@@ -36,7 +36,8 @@ func IsBundle(path string) bool {
 	return strings.HasSuffix(path, ".tar.gz") || strings.HasSuffix(path, ".tgz")
 }
 
-// Load reads a policy: every *.rego file under a directory (recursively),
+// Load reads a policy: every *.rego file under a directory (recursively,
+// hidden files and directories skipped; symlinked files are read),
 // or the modules and data of an OPA bundle (.tar.gz). Test files
 // (*_test.rego) are included only when withTests is set. Files come back
 // sorted by Key; data is the bundle's data document (nil for a directory).
@@ -64,6 +65,15 @@ func readPolicyDir(dir string) ([]File, error) {
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		// Hidden entries are skipped: Kubernetes mounts a ConfigMap as
+		// symlinks into a hidden ..<timestamp> directory, which would
+		// otherwise be read twice.
+		if path != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".rego") {
 			return nil
