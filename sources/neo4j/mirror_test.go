@@ -2,8 +2,10 @@ package neo4j_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/h4r/h4r/sources"
@@ -174,5 +176,40 @@ func TestHostileValuesAreParameters(t *testing.T) {
 	}
 	if l := r.graph.Nodes()[evil].Links; len(l) != 1 || l[0].Type != typ {
 		t.Errorf("links %+v, want one of type %q", l, typ)
+	}
+}
+
+// Writers that race each other leave the graph as the store ends: each
+// sync reads the store under the mirror's turn, so the last sync to run
+// saw every write before it.
+func TestConcurrentWritersConverge(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for v := range 5 {
+				kind := fmt.Sprintf("w%d-v%d", w, v)
+				item := sources.Item{ID: "shared", Kind: kind, Text: "shared",
+					Links: []sources.Link{link("caused_by", kind)}}
+				if _, err := r.store.Upsert(ctx, []sources.Item{item}); err != nil {
+					t.Error(err)
+					return
+				}
+				r.mirror.Changed(ctx, "shared")
+			}
+		})
+	}
+	wg.Wait()
+	stored, err := r.store.Get(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := r.graph.Nodes()["shared"]
+	if node.Kind != stored.Kind || len(node.Links) != 1 || node.Links[0].Target != stored.Links[0].Target {
+		t.Errorf("graph has %+v, the store %s → %s", node, stored.Kind, stored.Links[0].Target)
+	}
+	if p := r.mirror.Pending(); len(p) != 0 {
+		t.Errorf("pending %v", p)
 	}
 }
