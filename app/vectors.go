@@ -2,23 +2,219 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/embed"
 	ranker "github.com/h4r/h4r/h4r"
 	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/sources/qdrant"
+	"github.com/h4r/h4r/sources/sqlite"
 )
 
-// textGenerators returns the relevance generators (full-text, and vectors
-// when built) and how their scores fuse into the relevance signal.
-func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]sources.Generator, ranker.Fusion, error) {
-	if cfg.QdrantURL != "" {
-		return nil, ranker.Fusion{}, notBuiltYet("QDRANT_URL", "the Qdrant vector generator")
-	}
-	return []sources.Generator{a.Store.FullText()}, ranker.Fusion{Method: cfg.Fusion}, nil
+// Vector settings without a variable of their own.
+const (
+	// docEmbedTimeout bounds one embedding call at ingest and reindex, where
+	// a remote model embeds batches of documents: H4R_EMBED_TIMEOUT_MS is a
+	// query's budget, far too short for that.
+	docEmbedTimeout = 30 * time.Second
+	// mirrorCloseTimeout bounds the Qdrant mirror's last retry at shutdown.
+	mirrorCloseTimeout = 10 * time.Second
+)
+
+// vectorStore is a store that keeps vectors itself and searches them
+// exactly (sources/sqlite.Store).
+type vectorStore interface {
+	EnableVectors(e sqlite.Embedder)
+	SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]sources.Hit, error)
+	MissingVectors(ctx context.Context, model string) (int, error)
+	WarmVectors(ctx context.Context, model string) error
+	ReindexVectors(ctx context.Context, progress func(done int)) (int, error)
 }
 
-// RebuildVectors rebuilds the vector index from the store (h4r reindex).
-func RebuildVectors(ctx context.Context, a *App) error {
-	return fmt.Errorf("vector candidates are not part of this version yet: there is no vector index to rebuild")
+// textGenerators returns the relevance generators and how their scores
+// fuse into relevance: full-text always; vectors from the embedded store's
+// exact search, or from Qdrant when QDRANT_URL is set (the store wrapped so
+// that writes are mirrored). A store that keeps no vectors, without Qdrant,
+// gets full-text only and a warning at start; semantic requests then say
+// so in their pack.
+func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]sources.Generator, ranker.Fusion, error) {
+	fusion := ranker.Fusion{Method: cfg.Fusion, Weights: map[string]float64{
+		sources.GenFullText: 1 - cfg.FusionVector,
+		sources.GenVector:   cfg.FusionVector,
+	}}
+	fulltext := a.Store.FullText()
+	docs, queries, err := embedders(cfg, o.log)
+	if err != nil {
+		return nil, fusion, err
+	}
+	var index embed.Index
+	switch vs, isVectorStore := a.Store.(vectorStore); {
+	case cfg.QdrantURL != "":
+		ix, mirror, err := openQdrant(ctx, cfg, docs, a.Store, o.log)
+		if err != nil {
+			return nil, fusion, err
+		}
+		a.closers = append(a.closers, ix.Close, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), mirrorCloseTimeout)
+			defer cancel()
+			return mirror.Close(ctx)
+		})
+		a.Store = &mirroredStore{Store: a.Store, mirror: mirror, log: o.log}
+		index = ix
+	case isVectorStore:
+		vs.EnableVectors(docs)
+		if n, err := vs.MissingVectors(ctx, docs.Model()); err != nil {
+			return nil, fusion, err
+		} else if n > 0 {
+			o.log.WarnContext(ctx, "items without vectors of the configured embedder: vector search misses them until h4r reindex",
+				"items", n, "model", docs.Model())
+		}
+		warmVectors(a, vs, docs.Model(), o.log)
+		index = vs
+	default:
+		o.log.WarnContext(ctx, "vector candidates are unavailable: this store keeps no vectors; set QDRANT_URL for semantic and hybrid vector search (semantic queries are answered by full-text search)")
+		return []sources.Generator{fulltext}, fusion, nil
+	}
+	gen, err := embed.NewGenerator(queries, index, embed.WithQueryTimeout(cfg.EmbedTimeout), embed.WithFallback(fulltext))
+	if err != nil {
+		return nil, fusion, fmt.Errorf("building the vector generator: %w", err)
+	}
+	return []sources.Generator{fulltext, gen}, fusion, nil
+}
+
+// warmVectors loads the store's vectors into memory in the background, so
+// that the first requests do not wait for it; Close waits for it to stop.
+// Requests that arrive before it is done wait (under their generator
+// deadline) rather than load a second copy.
+func warmVectors(a *App, vs vectorStore, model string, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := vs.WarmVectors(ctx, model); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "loading the vector index failed; the first vector search will retry", "error", err)
+		}
+	}()
+	a.closers = append(a.closers, func() error {
+		cancel()
+		<-done
+		return nil
+	})
+}
+
+// embedders returns the embedder of documents (ingest, reindex) and that
+// of queries (with the LRU cache and the query deadline).
+func embedders(cfg config.Config, log *slog.Logger) (docs, queries embed.Embedder, err error) {
+	switch cfg.Embedder {
+	case "openai":
+		common := []embed.OpenAIOption{embed.WithAPIKey(cfg.EmbedAPIKey), embed.WithOpenAILogger(log)}
+		d, err := embed.NewOpenAI(cfg.EmbedURL, cfg.EmbedModel, append(common, embed.WithTimeout(max(cfg.EmbedTimeout, docEmbedTimeout)))...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("H4R_EMBED_URL, H4R_EMBED_MODEL: %w", err)
+		}
+		q, err := embed.NewOpenAI(cfg.EmbedURL, cfg.EmbedModel, append(common, embed.WithTimeout(cfg.EmbedTimeout))...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("H4R_EMBED_TIMEOUT_MS: %w", err)
+		}
+		docs, queries = d, q
+	default: // "hash", the only other value config accepts
+		h, err := embed.NewHash(embed.WithHashDim(cfg.EmbedDim))
+		if err != nil {
+			return nil, nil, fmt.Errorf("H4R_EMBED_DIM: %w", err)
+		}
+		docs, queries = h, h
+	}
+	if queries, err = embed.NewCache(queries, cfg.EmbedCacheSize); err != nil {
+		return nil, nil, fmt.Errorf("H4R_EMBED_CACHE_SIZE: %w", err)
+	}
+	return docs, queries, nil
+}
+
+// openQdrant connects to Qdrant, bootstraps the collection at the
+// embedder's dimension and starts the mirror of store's writes.
+func openQdrant(ctx context.Context, cfg config.Config, docs embed.Embedder, store Store, log *slog.Logger) (*qdrant.Index, *qdrant.Mirror, error) {
+	dim, err := embed.Dimension(ctx, docs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("QDRANT_URL: the collection needs the embedder's dimension: %w", err)
+	}
+	ix, err := qdrant.Open(ctx, cfg.QdrantURL, qdrant.WithAPIKey(cfg.QdrantAPIKey), qdrant.WithCollection(cfg.QdrantCollection),
+		qdrant.WithDimension(dim), qdrant.WithItems(store), qdrant.WithLogger(log))
+	if err != nil {
+		return nil, nil, fmt.Errorf("QDRANT_URL: %w", err)
+	}
+	mirror, err := qdrant.NewMirror(ix, docs, store, qdrant.WithMirrorLogger(log))
+	if err != nil {
+		return nil, nil, errors.Join(err, ix.Close())
+	}
+	return ix, mirror, nil
+}
+
+// mirroredStore writes to the store, the source of truth, then mirrors the
+// change to Qdrant. A failed mirror does not fail the write: the item is
+// stored, the mirror retries it in the background, and the log says so.
+type mirroredStore struct {
+	Store
+	mirror *qdrant.Mirror
+	log    *slog.Logger
+}
+
+func (m *mirroredStore) Upsert(ctx context.Context, items []sources.Item) ([]string, error) {
+	ids, err := m.Store.Upsert(ctx, items)
+	if err != nil {
+		return ids, err
+	}
+	if err := m.mirror.Sync(ctx, ids); err != nil {
+		m.log.WarnContext(ctx, "items stored, Qdrant mirror failed; it will be retried", "items", len(ids), "error", err)
+	}
+	return ids, nil
+}
+
+func (m *mirroredStore) Delete(ctx context.Context, id string) error {
+	if err := m.Store.Delete(ctx, id); err != nil {
+		return err
+	}
+	if err := m.mirror.Sync(ctx, []string{id}); err != nil {
+		m.log.WarnContext(ctx, "item deleted, Qdrant mirror failed; it will be retried", "id", id, "error", err)
+	}
+	return nil
+}
+
+// Unwrap returns the wrapped store.
+func (m *mirroredStore) Unwrap() Store { return m.Store }
+
+// RebuildVectors rebuilds the vector index from the store (h4r reindex):
+// the embedded store's vectors, or the Qdrant collection when QDRANT_URL is
+// set. progress, when not nil, is called with the items done so far. It
+// returns the number of items embedded.
+func RebuildVectors(ctx context.Context, a *App, progress func(done int)) (int, error) {
+	docs, _, err := embedders(a.Config, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return 0, err
+	}
+	if a.Config.QdrantURL != "" {
+		// A mirror of its own: the service's is busy with live writes.
+		ix, mirror, err := openQdrant(ctx, a.Config, docs, a.Store, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return 0, err
+		}
+		defer ix.Close()
+		defer mirror.Close(ctx)
+		return mirror.Rebuild(ctx, a.Store.Each, progress)
+	}
+	for s := a.Store; s != nil; {
+		if vs, ok := s.(vectorStore); ok {
+			return vs.ReindexVectors(ctx, progress)
+		}
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return 0, errors.New("this store keeps no vectors (Postgres): set QDRANT_URL to keep them in Qdrant, then run h4r reindex")
 }

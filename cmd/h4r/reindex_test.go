@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/h4r/h4r/sources/qdrant/qdranttest"
+)
+
+const reindexItems = `{"id": "a", "text": "authentication token expired"}
+{"id": "b", "text": "login button selector not found"}
+`
+
+// ingestThenReindex ingests two items with vars, then runs reindex with
+// reindexVars laid over them and returns its output and error.
+func ingestThenReindex(t *testing.T, vars, reindexVars map[string]string, args ...string) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := run(ctx, []string{"ingest", "-"}, strings.NewReader(reindexItems), io.Discard, io.Discard, env(vars)); err != nil {
+		t.Fatalf("ingest: %v", err)
+	}
+	merged := map[string]string{}
+	for k, v := range vars {
+		merged[k] = v
+	}
+	for k, v := range reindexVars {
+		merged[k] = v
+	}
+	var out bytes.Buffer
+	err := run(ctx, append([]string{"reindex"}, args...), nil, &out, io.Discard, env(merged))
+	return out.String(), err
+}
+
+func TestReindex(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		reindexVars map[string]string
+		args        []string
+		wantOut     string
+		wantErr     string
+		usage       bool
+	}{
+		{name: "embedded store", wantOut: "reindexed 2 items into the embedded store"},
+		{name: "new embedder dimension", reindexVars: map[string]string{"H4R_EMBED_DIM": "128"}, wantOut: "reindexed 2 items into the embedded store"},
+		{name: "graph without Neo4j", args: []string{"--graph"}, wantOut: "reindexed 2 items", wantErr: "NEO4J_URL is not set"},
+		{name: "argument refused", args: []string{"extra"}, wantErr: "takes no arguments", usage: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error"}
+			out, err := ingestThenReindex(t, vars, tc.reindexVars, tc.args...)
+			if !strings.Contains(out, tc.wantOut) {
+				t.Errorf("output %q, want it to contain %q", out, tc.wantOut)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("reindex: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			var u usageError
+			if errors.As(err, &u) != tc.usage {
+				t.Errorf("usage error = %v, want %v", !tc.usage, tc.usage)
+			}
+		})
+	}
+}
+
+// With QDRANT_URL, reindex fills the collection from the store: here the
+// items were ingested before Qdrant was configured.
+func TestReindexIntoQdrant(t *testing.T) {
+	q, url := qdranttest.Start(t)
+	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error"}
+	out, err := ingestThenReindex(t, vars, map[string]string{"QDRANT_URL": url, "QDRANT_COLLECTION": "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "reindexed 2 items into Qdrant collection mem") || q.PointCount("mem") != 2 {
+		t.Fatalf("output %q, %d points; want 2 items in mem", out, q.PointCount("mem"))
+	}
+}
