@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -390,18 +391,15 @@ func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float
 	if err != nil {
 		return nil, fmt.Errorf("Qdrant search in %q: %w", ix.collection, err)
 	}
+	items, err := ix.hydrate(ctx, points)
+	if err != nil {
+		return nil, err
+	}
 	hits := make([]sources.Hit, 0, len(points))
-	for _, p := range points {
-		id := p.GetPayload()[keyID].GetStringValue()
-		if id == "" {
-			continue
-		}
-		it, err := ix.items.Get(ctx, id)
-		if h4r.ErrorCode(err) == h4r.ENOTFOUND {
+	for i, p := range points {
+		it := items[i]
+		if it == nil {
 			continue // deleted from the store; the mirror deletes the point
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading Qdrant hit %q from the store: %w", id, err)
 		}
 		if ok, err := Matches(filters, it); err != nil || !ok {
 			continue
@@ -409,6 +407,42 @@ func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float
 		hits = append(hits, sources.Hit{Item: it, Score: float64(p.GetScore())})
 	}
 	return hits, nil
+}
+
+// hydrateConcurrency bounds the store reads of one search's hits: the store
+// reads one item at a time, and the SQLite store has four readers.
+const hydrateConcurrency = 4
+
+// hydrate reads the items of points from the store, concurrently, in
+// order; an item the store no longer has is nil.
+func (ix *Index) hydrate(ctx context.Context, points []*qc.ScoredPoint) ([]*sources.Item, error) {
+	items := make([]*sources.Item, len(points))
+	errs := make([]error, len(points))
+	sem := make(chan struct{}, hydrateConcurrency)
+	var wg sync.WaitGroup
+	for i, p := range points {
+		id := p.GetPayload()[keyID].GetStringValue()
+		if id == "" {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			it, err := ix.items.Get(ctx, id)
+			switch {
+			case h4r.ErrorCode(err) == h4r.ENOTFOUND:
+			case err != nil:
+				errs[i] = fmt.Errorf("reading Qdrant hit %q from the store: %w", id, err)
+			default:
+				items[i] = it
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 // Matches reports whether it passes f, with the SQLite store's semantics:
