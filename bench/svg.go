@@ -76,23 +76,21 @@ func (s *svgWriter) draw(p panel, x0, y0, w, h float64) {
 	py := func(v float64) float64 { return y0 + top + ph - (ty(v)-ymin)/(ymax-ymin)*ph }
 	s.printf(`<text x="%.1f" y="%.1f" font-size="13" font-weight="bold">%s</text>`+"\n", x0+left, y0+16, html.EscapeString(p.title))
 	s.printf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`+"\n", x0+left, y0+top, pw, ph)
-	for i := 0; i <= 4; i++ { // y ticks
-		v := ymin + (ymax-ymin)*float64(i)/4
+	for _, v := range ticks(ymin, ymax, p.logY) { // y ticks
 		label := v
 		if p.logY {
 			label = math.Pow(10, v)
 		}
-		y := y0 + top + ph - float64(i)/4*ph
+		y := y0 + top + ph - (v-ymin)/(ymax-ymin)*ph
 		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0+left, y, x0+left+pw, y)
 		s.printf(`<text x="%.1f" y="%.1f" font-size="10" text-anchor="end">%s</text>`+"\n", x0+left-4, y+3, tick(label))
 	}
-	for i := 0; i <= 4; i++ { // x ticks
-		v := xmin + (xmax-xmin)*float64(i)/4
+	for _, v := range ticks(xmin, xmax, p.logX) { // x ticks
 		label := v
 		if p.logX {
 			label = math.Pow(10, v)
 		}
-		x := x0 + left + float64(i)/4*pw
+		x := x0 + left + (v-xmin)/(xmax-xmin)*pw
 		s.printf(`<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>`+"\n", x, y0+top+ph+14, tick(label))
 	}
 	s.printf(`<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`+"\n", x0+left+pw/2, y0+h-6, html.EscapeString(p.xlabel))
@@ -119,6 +117,25 @@ func (s *svgWriter) draw(p panel, x0, y0, w, h float64) {
 	}
 }
 
+// ticks returns tick positions in axis units: whole decades on a log axis
+// (its units are log10), else five even steps.
+func ticks(lo, hi float64, log bool) []float64 {
+	var out []float64
+	if log {
+		for e := math.Ceil(lo); e <= hi+1e-9; e++ {
+			out = append(out, e)
+		}
+		if len(out) >= 2 {
+			return out
+		}
+		out = out[:0]
+	}
+	for i := 0; i <= 4; i++ {
+		out = append(out, lo+(hi-lo)*float64(i)/4)
+	}
+	return out
+}
+
 func tick(v float64) string {
 	switch a := math.Abs(v); {
 	case a == 0:
@@ -126,6 +143,8 @@ func tick(v float64) string {
 	case a >= 1000:
 		return fmt.Sprintf("%.0fk", v/1000)
 	case a >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 1 && a == math.Trunc(a):
 		return fmt.Sprintf("%.0f", v)
 	case a >= 1:
 		return fmt.Sprintf("%.1f", v)
@@ -172,9 +191,13 @@ func SweepSVG(w io.Writer, r *TuneReport) error {
 		}
 		p := panel{title: name, xlabel: "weight (others fixed)", ylabel: "nDCG@10", series: []series{se}, markX: math.NaN()}
 		if name == "lambda" {
-			p.xlabel = "λ per day"
-			p.markX = r.Final.Lambda
-			// λ = 0 cannot sit on a log axis; show it at the smallest positive value's tenth.
+			// λ spans decades: a log axis, with λ = 0 drawn at 1e-4.
+			p.xlabel, p.logX = "λ per day (0 drawn at 1e-4)", true
+			p.markX = max(r.Final.Lambda, 1e-4)
+			for i, x := range se.xs {
+				se.xs[i] = max(x, 1e-4)
+			}
+			p.series = []series{se}
 		} else if s, ok := signalIndex(name); ok {
 			p.markX = r.Final.Weights[s]
 		}
