@@ -370,7 +370,7 @@ func TestDistinctInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			terms, slot, err := engine.distinctInputs(items)
+			terms, _, slot, err := engine.distinctInputs(items)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -385,5 +385,62 @@ func TestDistinctInputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecisionMemo: decisions are remembered by specialist and input as
+// the policy sees it — never across specialists, never for a policy with
+// non-deterministic built-ins, never for failures.
+func TestDecisionMemo(t *testing.T) {
+	engine, err := New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := memory(sources.Metadata{Sensitivity: ptr(0.9), RestrictedToGroups: []string{"qa"}})
+	cleared, public := spec(h4r.Restricted, "qa"), spec(h4r.Public, "qa")
+	steps := []struct {
+		name      string
+		who       h4r.Specialist
+		wantAllow bool
+		wantMemo  int
+	}{
+		{"cleared specialist allowed", cleared, true, 1},
+		{"public specialist with the same groups denied, not answered from the memo", public, false, 2},
+		{"cleared again: remembered", cleared, true, 2},
+		{"public again: remembered", public, false, 2},
+	}
+	for _, st := range steps {
+		twin := memory(secret.Metadata)
+		twin.ID = "another id, same metadata"
+		r := engine.DecideBatch(t.Context(), st.who, []*sources.Item{secret, twin})
+		for i := range r {
+			if r[i].Err != nil || r[i].Decision.Allow != st.wantAllow {
+				t.Fatalf("%s: item %d %+v, want allow %v", st.name, i, r[i], st.wantAllow)
+			}
+		}
+		if got := engine.decisions.Len(); got != st.wantMemo {
+			t.Errorf("%s: %d decisions remembered, want %d", st.name, got, st.wantMemo)
+		}
+	}
+
+	nondet, err := New(t.Context(), WithModules(map[string]string{"p.rego": "package cmo.context\n\nallow if time.now_ns() > 0\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nondet.decisions != nil || nondet.memo {
+		t.Error("a policy calling time.now_ns remembers decisions")
+	}
+
+	failing, err := New(t.Context(), WithModules(map[string]string{"p.rego": "package cmo.context\n\nallow := \"yes\"\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if r := failing.DecideBatch(t.Context(), public, []*sources.Item{secret}); r[0].Err == nil || r[0].Decision.Allow {
+			t.Fatalf("failing policy: %+v", r[0])
+		}
+	}
+	if failing.decisions.Len() != 0 {
+		t.Error("a failed decision was remembered")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"slices"
 	"strings"
 
@@ -95,10 +96,15 @@ type Engine struct {
 	source   string
 	files    []File
 	needs    itemNeeds
-	// memo: the policy calls no non-deterministic built-in, so items whose
-	// input agrees are decided once per batch.
-	memo bool
+	// memo: the policy calls no non-deterministic built-in, so equal
+	// inputs get equal decisions: decided once per batch, and remembered
+	// in decisions across requests.
+	memo      bool
+	decisions *lru.Cache[string, Decision] // by specialist and input as the policy sees it; nil unless memo
 }
+
+// DefaultDecisionMemo is how many decisions an Engine remembers by input.
+const DefaultDecisionMemo = 50_000
 
 // Option configures New.
 type Option func(*config)
@@ -106,6 +112,7 @@ type Option func(*config)
 type config struct {
 	path    string
 	modules map[string]string
+	memo    int
 }
 
 // WithPolicyDir loads the policy at path instead of the bundled policy:
@@ -130,12 +137,21 @@ func WithModules(files map[string]string) Option {
 	}
 }
 
+// WithDecisionMemo sets how many decisions the engine remembers by
+// specialist and input as the policy sees it (default DefaultDecisionMemo;
+// 0 remembers none). A deterministic policy decides equal inputs alike, so
+// a remembered decision is exact: it never goes stale within a revision.
+// Policies that call non-deterministic built-ins remember nothing.
+func WithDecisionMemo(n int) Option {
+	return func(c *config) { c.memo = max(n, 0) }
+}
+
 // New compiles the policy and prepares its queries. A file that does not
 // parse or compile is an invalid_argument error whose field is the file and
 // whose message has OPA's file:line:column lines; so is a policy that
 // declares no package cmo.context or no allow rule.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
-	var cfg config
+	cfg := config{memo: DefaultDecisionMemo}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
@@ -143,7 +159,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compile(ctx, files, data, source)
+	return compile(ctx, files, data, source, cfg.memo)
 }
 
 // files returns the modules to compile, sorted by key, the data document
@@ -180,7 +196,7 @@ func (c config) files() ([]File, map[string]any, string, error) {
 	return files, data, source, nil
 }
 
-func compile(ctx context.Context, files []File, data map[string]any, source string) (*Engine, error) {
+func compile(ctx context.Context, files []File, data map[string]any, source string, memo int) (*Engine, error) {
 	modules := make(map[string]*ast.Module, len(files)+2)
 	var hasPackage, hasAllow, hasPack bool
 	for _, f := range files {
@@ -251,6 +267,9 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 	}
 	e.needs = analyseInput(user)
 	e.memo = deterministic(user)
+	if e.memo && memo > 0 {
+		e.decisions, _ = lru.New[string, Decision](memo) // errors only for a size <= 0
+	}
 	return e, nil
 }
 
@@ -333,28 +352,60 @@ func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 		}
 		return out
 	}
-	terms, slot, err := e.distinctInputs(items)
+	terms, keys, slot, err := e.distinctInputs(items)
 	if err != nil {
 		return e.decideEach(ctx, spec, items)
 	}
-	input := ast.NewObject(
-		ast.Item(ast.InternedTerm("specialist"), ast.NewTerm(specialistValue(spec))),
-		ast.Item(ast.InternedTerm("items"), ast.ArrayTerm(terms...)),
-	)
-	rs, err := e.batch.Eval(ctx, rego.EvalParsedInput(input))
-	if err != nil || len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return e.decideEach(ctx, spec, items)
-	}
-	list, ok := rs[0].Expressions[0].Value.([]any)
-	if !ok || len(list) != len(terms) {
-		return e.decideEach(ctx, spec, items)
-	}
-	for i, it := range items {
-		d, err := decodeDecision(list[slot[i]])
-		if err != nil {
-			err = fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, it.ID, err)
+	// Inputs decided before, for this specialist, need no evaluation.
+	decided := make([]*Decision, len(terms))
+	var ask []*ast.Term
+	var askIdx []int
+	sk := specialistKey(spec) + "\x00"
+	for j, term := range terms {
+		if e.decisions != nil {
+			if d, ok := e.decisions.Get(sk + keys[j]); ok {
+				decided[j] = &d
+				continue
+			}
 		}
-		out[i] = Result{Decision: cloneDecision(d), Err: err}
+		ask, askIdx = append(ask, term), append(askIdx, j)
+	}
+	if len(ask) > 0 {
+		input := ast.NewObject(
+			ast.Item(ast.InternedTerm("specialist"), ast.NewTerm(specialistValue(spec))),
+			ast.Item(ast.InternedTerm("items"), ast.ArrayTerm(ask...)),
+		)
+		rs, err := e.batch.Eval(ctx, rego.EvalParsedInput(input))
+		if err != nil || len(rs) == 0 || len(rs[0].Expressions) == 0 {
+			return e.decideEach(ctx, spec, items)
+		}
+		list, ok := rs[0].Expressions[0].Value.([]any)
+		if !ok || len(list) != len(ask) {
+			return e.decideEach(ctx, spec, items)
+		}
+		failed := map[int]error{}
+		for k, v := range list {
+			j := askIdx[k]
+			d, err := decodeDecision(v)
+			if err != nil {
+				failed[j] = err
+				continue
+			}
+			decided[j] = &d
+			if e.decisions != nil {
+				e.decisions.Add(sk+keys[j], cloneDecision(d))
+			}
+		}
+		for i, it := range items {
+			if err, bad := failed[slot[i]]; bad {
+				out[i].Err = fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, it.ID, err)
+			}
+		}
+	}
+	for i := range items {
+		if out[i].Err == nil {
+			out[i].Decision = cloneDecision(*decided[slot[i]])
+		}
 	}
 	return out
 }
@@ -363,31 +414,33 @@ func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 // per distinct input when the policy is deterministic: items the policy
 // sees alike (the same values at every key it reads) are evaluated once.
 // terms are the distinct inputs; slot[i] is the index of item i's.
-func (e *Engine) distinctInputs(items []*sources.Item) (terms []*ast.Term, slot []int, err error) {
+// keys[j] is the j-th input rendered (String is a faithful rendering:
+// equal strings, equal values), when the policy is deterministic.
+func (e *Engine) distinctInputs(items []*sources.Item) (terms []*ast.Term, keys []string, slot []int, err error) {
 	terms = make([]*ast.Term, 0, len(items))
 	slot = make([]int, len(items))
 	seen := map[string]int{}
 	for i, it := range items {
 		if it == nil {
-			return nil, nil, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
+			return nil, nil, nil, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 		}
 		v, err := e.needs.itemValue(it)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if e.memo {
-			// String is a faithful rendering: equal strings, equal values.
 			key := v.String()
 			if j, ok := seen[key]; ok {
 				slot[i] = j
 				continue
 			}
 			seen[key] = len(terms)
+			keys = append(keys, key)
 		}
 		slot[i] = len(terms)
 		terms = append(terms, ast.NewTerm(v))
 	}
-	return terms, slot, nil
+	return terms, keys, slot, nil
 }
 
 func (e *Engine) decideEach(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {

@@ -91,23 +91,36 @@ func customBase(b *testing.B) string {
 	return strings.Replace(string(src), "package cmo.context", "package cmo.base", 1)
 }
 
-// BenchmarkSlice compares the ways of deciding 100 candidates: the per-item
-// loop (one OPA evaluation per item, in order: the baseline), per-item on
-// every core, one batch evaluation (on one core, or one batch per core),
-// and the decision cache in front of the batches, warm (every candidate
-// decided before; the steady state of agents asking about the same
-// memory). ns/item is the whole Slice (policy, redaction, budgets) per
-// candidate; p50-ns/op and p95-ns/op are percentiles of single Slices.
+// BenchmarkSlice compares the ways of deciding the candidates of a
+// request: the per-item loop (one OPA evaluation per item, in order: the
+// baseline), per-item on every core, one batch evaluation (candidates the
+// policy sees alike decided once; on one core, or one batch per core), the
+// engine's memo of decisions by input (warm), and the decision cache by
+// item version in front of cold batches (warm; with and without the
+// slicer's cache of redacted sizes). Candidates: the demo corpus (68 real
+// items) and 100 items no two of which look alike to either policy.
+// ns/item is the whole Slice (policy, redaction, budgets) per candidate;
+// p50-ns/op and p95-ns/op are percentiles of single Slices.
 func BenchmarkSlice(b *testing.B) {
 	tok := counter(b)
-	custom, err := policy.New(b.Context(), policy.WithModules(map[string]string{"custom.rego": customPolicy, "base.rego": customBase(b)}))
-	if err != nil {
-		b.Fatal(err)
+	// Two engines per policy: one that remembers nothing, so that every
+	// Slice decides cold, and one that remembers decisions by input.
+	engines := func(opts ...policy.Option) (cold, memo *policy.Engine) {
+		var err error
+		if cold, err = policy.New(b.Context(), append(opts, policy.WithDecisionMemo(0))...); err != nil {
+			b.Fatal(err)
+		}
+		if memo, err = policy.New(b.Context(), opts...); err != nil {
+			b.Fatal(err)
+		}
+		return cold, memo
 	}
+	defaultCold, defaultMemo := engines()
+	customCold, customMemo := engines(policy.WithModules(map[string]string{"custom.rego": customPolicy, "base.rego": customBase(b)}))
 	policies := []struct {
-		name   string
-		engine *policy.Engine
-	}{{"default", defaultEngine(b)}, {"custom", custom}}
+		name       string
+		cold, memo *policy.Engine
+	}{{"default", defaultCold, defaultMemo}, {"custom", customCold, customMemo}}
 	limits := Limits{MaxBytes: 122880, MaxTokens: 30000, MaxItems: 100}
 	candidates := []struct {
 		name  string
@@ -115,28 +128,32 @@ func BenchmarkSlice(b *testing.B) {
 	}{{"demo", demoCandidates(b)}, {"distinct", distinctCandidates(b, 100)}}
 	procs := runtime.GOMAXPROCS(0)
 	options := []struct {
-		name   string
-		cached bool
-		opts   []Option
+		name         string
+		memo, cached bool
+		opts         []Option
 	}{
-		{"per_item_loop", false, []Option{WithPerItem(), WithConcurrency(1)}},
-		{"per_item_parallel", false, []Option{WithPerItem(), WithConcurrency(procs)}},
-		{"batch", false, []Option{WithConcurrency(1)}},
-		{"batch_parallel", false, []Option{WithConcurrency(procs)}},
-		{"cache_warm", true, []Option{WithConcurrency(procs)}},
-		{"cache_warm_no_size_cache", true, []Option{WithConcurrency(procs), WithSizeCache(0)}},
+		{"per_item_loop", false, false, []Option{WithPerItem(), WithConcurrency(1)}},
+		{"per_item_parallel", false, false, []Option{WithPerItem(), WithConcurrency(procs)}},
+		{"batch", false, false, []Option{WithConcurrency(1)}},
+		{"batch_parallel", false, false, []Option{WithConcurrency(procs)}},
+		{"memo_warm", true, false, []Option{WithConcurrency(1)}},
+		{"cache_warm", false, true, []Option{WithConcurrency(procs)}},
+		{"cache_warm_no_size_cache", false, true, []Option{WithConcurrency(procs), WithSizeCache(0)}},
 	}
 	for _, c := range candidates {
 		items := c.items
 		for _, p := range policies {
 			for _, o := range options {
 				b.Run(fmt.Sprintf("candidates=%s/policy=%s/option=%s", c.name, p.name, o.name), func(b *testing.B) {
-					var d Decider = p.engine
-					if o.cached {
-						d = policy.NewCache(0, time.Hour).Wrap(p.engine)
+					var d Decider = p.cold
+					switch {
+					case o.memo:
+						d = p.memo
+					case o.cached:
+						d = policy.NewCache(0, time.Hour).Wrap(p.cold)
 					}
 					slicer := New(d, tok, o.opts...)
-					slicer.Slice(b.Context(), internalQA, items, limits) // warms the cache
+					slicer.Slice(b.Context(), internalQA, items, limits) // warms the caches
 					var lat []time.Duration
 					for b.Loop() {
 						start := time.Now()
