@@ -7,8 +7,10 @@
 // (WithPolicyDir). It decides one item (Decide), all candidates of a request
 // in one evaluation (DecideBatch), and the optional pack-level settings of
 // the rule pack (PackSettings). Input keys of input.item that no rule reads
-// are left out of the input, which cannot change a decision. Explain says
-// which rules fired.
+// are left out of the input, which cannot change a decision; candidates
+// that then look alike are decided once, and a deterministic policy's
+// decisions are remembered by input (WithDecisionMemo). Explain says which
+// rules fired.
 //
 // Live holds the Engine in use and swaps in a new one when the policy
 // directory or bundle changes (WithWatch); a policy that does not compile is
