@@ -109,24 +109,26 @@ func TestCausalPacksFromNeo4j(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name string
-		req  h4r.ContextRequest
-		want map[string]float64 // causality signal by id: 1/(1+hops)
+		name    string
+		req     h4r.ContextRequest
+		want    map[string]float64 // causality signal by id: 1/(1+hops)
+		atLeast bool               // anchors come from every text generator's top hits (vectors too): more anchors, shorter hops
 	}{
 		{"anchors given: hops alone", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{"lib-bump"}},
-			map[string]float64{"lib-bump": 1, "deploy-42": 0.5, "incident": 1.0 / 3}},
+			map[string]float64{"lib-bump": 1, "deploy-42": 0.5, "incident": 1.0 / 3}, false},
 		{"no anchors: hops from the top text hits", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal, Text: "checkout crashed"}},
-			map[string]float64{"incident": 1, "deploy-42": 0.5, "lib-bump": 1.0 / 3}},
+			map[string]float64{"incident": 1, "deploy-42": 0.5, "lib-bump": 1.0 / 3}, true},
 		{"directed against the arrows reaches nothing more", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{"lib-bump"}, Directed: true},
-			map[string]float64{"lib-bump": 1}},
+			map[string]float64{"lib-bump": 1}, false},
 		{"max hops 1", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{"incident"}, MaxHops: 1},
-			map[string]float64{"incident": 1, "deploy-42": 0.5}},
+			map[string]float64{"incident": 1, "deploy-42": 0.5}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(g.Runs())
 			p := causalPack(t, a, &tc.req)
-			if got := causality(p); !equalSignals(got, tc.want) {
-				t.Errorf("causality %v, want %v", got, tc.want)
+			got := causality(p)
+			if tc.atLeast && !atLeastSignals(got, tc.want) || !tc.atLeast && !equalSignals(got, tc.want) {
+				t.Errorf("causality %v, want %v (at least: %v)", got, tc.want, tc.atLeast)
 			}
 			if len(p.Explainability.Warnings) != 0 || p.Status != h4r.StatusOK {
 				t.Errorf("status %s, warnings %v", p.Status, p.Explainability.Warnings)
@@ -135,7 +137,7 @@ func TestCausalPacksFromNeo4j(t *testing.T) {
 				t.Error("Neo4j was not asked for the hops")
 			}
 			for _, r := range p.Results {
-				if tc.want[r.ID] < 1 && !strings.Contains(r.Metadata.Source, sources.GenGraph) {
+				if w, ok := tc.want[r.ID]; ok && w < 1 && !strings.Contains(r.Metadata.Source, sources.GenGraph) {
 					t.Errorf("%s reached by hops has source %q", r.ID, r.Metadata.Source)
 				}
 			}
@@ -178,6 +180,17 @@ func TestCausalPacksFromNeo4j(t *testing.T) {
 			t.Errorf("after the rebuild the graph has rollback as %+v", n)
 		}
 	})
+}
+
+// atLeastSignals reports whether every wanted item is there with at least
+// the wanted causality.
+func atLeastSignals(got, want map[string]float64) bool {
+	for id, w := range want {
+		if g, ok := got[id]; !ok || g < w-1e-3 {
+			return false
+		}
+	}
+	return true
 }
 
 func equalSignals(got, want map[string]float64) bool {

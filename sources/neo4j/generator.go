@@ -94,7 +94,7 @@ func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hi
 	var tooMany *tooManyError
 	if errors.As(err, &tooMany) {
 		// Not a failure: the store's walk filters as it goes.
-		g.log.InfoContext(ctx, "filtered hop query reached too many items for neo4j; the store answers", "reached", tooMany.n)
+		g.log.InfoContext(ctx, "a filtered hop query reached more items than neo4j returns for filtering; the store answers", "max_reach", tooMany.n)
 		return g.fallback.Generate(ctx, q)
 	}
 	fallbackHits, ferr := g.fallback.Generate(ctx, q)
