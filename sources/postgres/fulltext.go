@@ -46,11 +46,40 @@ const bm25SQL = `WITH q AS MATERIALIZED (
 
 const (
 	plainPostings = `SELECT item_seq, impact FROM postings WHERE term_id = q.id ORDER BY impact DESC LIMIT $2`
-	// With filters the cut applies to the postings of items that pass
-	// them, so that a selective filter still finds its best items.
+	// filteredPostings applies the cut to the postings of items that pass
+	// the filters, so that a selective filter still finds its best items;
+	// it reads every posting of a common term, so it is the fallback.
 	filteredPostings = `SELECT ps.item_seq, ps.impact FROM postings ps JOIN items i ON i.seq = ps.item_seq
 			WHERE ps.term_id = q.id%s ORDER BY ps.impact DESC LIMIT $2`
 )
+
+// postFilterSQL scores like bm25SQL, then keeps the best items that pass
+// the filters (%s): the filters cost one row lookup per candidate, not one
+// per posting. It misses items whose postings all fell below the cut, so
+// when it finds fewer than the limit and a term was cut, Generate asks
+// again with filteredPostings.
+const postFilterSQL = `WITH q AS MATERIALIZED (
+		SELECT t.id, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
+		FROM terms t CROSS JOIN corpus_stats s
+		WHERE t.term = ANY(tsvector_to_array(to_tsvector('` + textConfig + `', $1))) AND t.df > 0
+	),
+	hits AS (
+		SELECT p.item_seq, sum(q.idf * p.impact) AS score
+		FROM q CROSS JOIN LATERAL (` + plainPostings + `) p
+		GROUP BY p.item_seq
+	),
+	top AS (
+		SELECT h.item_seq, h.score FROM hits h JOIN items i ON i.seq = h.item_seq
+		WHERE true%s
+		ORDER BY h.score DESC
+		FETCH FIRST $3 ROWS WITH TIES
+	)
+	SELECT ` + itemColumns + `, t.score
+	FROM top t JOIN items i ON i.seq = t.item_seq`
+
+// cutSQL tells whether any query term has more postings than the cut.
+const cutSQL = `SELECT EXISTS (SELECT 1 FROM terms
+	WHERE term = ANY(tsvector_to_array(to_tsvector('` + textConfig + `', $1))) AND df > $2)`
 
 // Generate finds the items whose text holds any word of q.Text, scored by
 // BM25 (higher is better). Words are stemmed and stop words dropped
@@ -72,28 +101,20 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 	if text == "" {
 		return nil, nil
 	}
-	postings := plainPostings
+	query := fmt.Sprintf(bm25SQL, plainPostings)
 	if where != "" {
-		postings = fmt.Sprintf(filteredPostings, where)
+		query = fmt.Sprintf(postFilterSQL, where)
 	}
-	query := fmt.Sprintf(bm25SQL, postings)
-
-	var hits []sources.Hit
-	err = g.s.read(ctx, func(ctx context.Context) error {
-		var scores []*float64
-		items, err := g.s.queryItems(ctx, query, p.args, func() []any {
-			scores = append(scores, new(float64))
-			return []any{scores[len(scores)-1]}
+	hits, err := g.run(ctx, query, p.args)
+	if err == nil && where != "" && len(hits) < limit {
+		var cut bool
+		err = g.s.read(ctx, func(ctx context.Context) error {
+			return g.s.pool.QueryRow(ctx, cutSQL, text, g.s.termCut).Scan(&cut)
 		})
-		if err != nil {
-			return err
+		if err == nil && cut {
+			hits, err = g.run(ctx, fmt.Sprintf(bm25SQL, fmt.Sprintf(filteredPostings, where)), p.args)
 		}
-		hits = make([]sources.Hit, len(items))
-		for i, it := range items {
-			hits[i] = sources.Hit{Item: it, Score: *scores[i]}
-		}
-		return nil
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("full-text search for %q: %w", q.Text, err)
 	}
@@ -109,6 +130,27 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 		hits = hits[:limit]
 	}
 	return hits, nil
+}
+
+// run runs one scoring query and returns its hits.
+func (g fullText) run(ctx context.Context, query string, args []any) ([]sources.Hit, error) {
+	var hits []sources.Hit
+	err := g.s.read(ctx, func(ctx context.Context) error {
+		var scores []*float64
+		items, err := g.s.queryItems(ctx, query, args, func() []any {
+			scores = append(scores, new(float64))
+			return []any{scores[len(scores)-1]}
+		})
+		if err != nil {
+			return err
+		}
+		hits = make([]sources.Hit, len(items))
+		for i, it := range items {
+			hits[i] = sources.Hit{Item: it, Score: *scores[i]}
+		}
+		return nil
+	})
+	return hits, err
 }
 
 // hitLimit checks a query's limit and applies the generator's default.

@@ -433,3 +433,42 @@ func hitIDs(hits []sources.Hit) []string {
 	}
 	return ids
 }
+
+// With filters the cut is applied before filtering, for speed; when that
+// leaves too few hits and a term was cut, the search runs again over the
+// items that pass, so a filter never hides its items behind others'.
+func TestFilteredSearchBelowTheCut(t *testing.T) {
+	s := newStore(t, WithTermCut(2))
+	var items []sources.Item
+	for i := range 6 {
+		kind := "note"
+		if i >= 4 { // the longest items: their impacts are below the cut
+			kind = "fix"
+		}
+		items = append(items, sources.Item{ID: fmt.Sprintf("len-%d", i), Kind: kind, Text: "needle" + strings.Repeat(" hay", i)})
+	}
+	if _, err := s.Upsert(t.Context(), items); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		filters h4r.Filters
+		limit   int
+		want    []string
+	}{
+		{"filter passing the best", h4r.Filters{Kinds: []string{"note"}}, 2, []string{"len-0", "len-1"}},
+		{"filter passing only items below the cut", h4r.Filters{Kinds: []string{"fix"}}, 0, []string{"len-4", "len-5"}},
+		{"filter passing nothing", h4r.Filters{Kinds: []string{"nope"}}, 0, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits, err := s.FullText().Generate(t.Context(), sources.Query{Text: "needle", Filters: tt.filters, Limit: tt.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := hitIDs(hits); !slices.Equal(got, tt.want) {
+				t.Errorf("hits %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
