@@ -99,7 +99,7 @@ func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hi
 	}
 	fallbackHits, ferr := g.fallback.Generate(ctx, q)
 	if ferr != nil {
-		return nil, fmt.Errorf("neo4j hops failed (%v), and so did the %s: %w", err, FallbackName, ferr)
+		return nil, fmt.Errorf("neo4j hops failed (%w), and so did the %s: %w", err, FallbackName, ferr)
 	}
 	return fallbackHits, &sources.FallbackError{Primary: PrimaryName, Fallback: FallbackName, Err: err}
 }

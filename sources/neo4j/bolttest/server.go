@@ -2,7 +2,6 @@ package bolttest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -44,7 +43,8 @@ const (
 	maxMinor = 4
 )
 
-var magic = []byte{0x60, 0x60, 0xb0, 0x17}
+// magic opens every Bolt connection.
+const magic = "\x60\x60\xb0\x17"
 
 // Failure is a Neo4j error the server reports with a FAILURE message; the
 // driver turns it into a *neo4j.Neo4jError with this code.
@@ -207,7 +207,7 @@ func (cn *conn) handshake() error {
 	if _, err := io.ReadFull(cn.r, hs[:]); err != nil {
 		return fmt.Errorf("reading the handshake: %w", err)
 	}
-	if !bytes.Equal(hs[:4], magic) {
+	if string(hs[:4]) != magic {
 		return fmt.Errorf("bad magic %x", hs[:4])
 	}
 	for i := 4; i < 20; i += 4 {

@@ -31,7 +31,7 @@ func dial(t *testing.T, s *Server) *client {
 
 func (c *client) handshake(proposals ...[4]byte) [4]byte {
 	c.t.Helper()
-	out := slices.Clone(magic)
+	out := []byte(magic)
 	for i := range 4 {
 		var p [4]byte
 		if i < len(proposals) {
