@@ -52,6 +52,7 @@ func zipfTexts(n, queries int) ([]string, []string) {
 // fused request's overhead is hybrid's time over keyword's in the same run.
 //
 //	go test ./app -run '^$' -bench PackFusion -count 6 | tee fusion.txt
+//	benchstat -col /type fusion.txt
 func BenchmarkPackFusion(b *testing.B) {
 	cfg := config.Default()
 	cfg.DataDir = b.TempDir()
@@ -77,7 +78,7 @@ func BenchmarkPackFusion(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, typ := range []h4r.QueryType{h4r.QueryKeyword, h4r.QueryHybrid, h4r.QuerySemantic} {
-		b.Run(string(typ), func(b *testing.B) {
+		b.Run("type="+string(typ), func(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				req := &h4r.ContextRequest{Query: h4r.Query{Type: typ, Text: queries[i%len(queries)]}, Limit: 10}

@@ -19,7 +19,8 @@ import (
 // same run. The first search loads the vectors from the file; its time is
 // reported as load-ms and is not in ns/op.
 //
-//	go test ./sources/sqlite -run '^$' -bench VectorSearch -benchtime 3s -count 6 | tee vec.txt
+//	go test ./sources/sqlite -run '^$' -bench VectorSearch -benchtime 2s -count 3 | tee vec.txt
+//	benchstat -col /search vec.txt
 func BenchmarkVectorSearch(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("n=%dk", n/1000), func(b *testing.B) {
@@ -47,19 +48,19 @@ func BenchmarkVectorSearch(b *testing.B) {
 				name string
 				run  func(i int) (int, error)
 			}{
-				{"fulltext", func(i int) (int, error) {
+				{"search=fulltext", func(i int) (int, error) {
 					h, err := s.FullText().Generate(b.Context(), sources.Query{Text: queries[i%len(queries)]})
 					return len(h), err
 				}},
-				{"vector", func(i int) (int, error) {
+				{"search=vector", func(i int) (int, error) {
 					h, err := s.SearchVectors(b.Context(), e.Model(), vecs[i%len(vecs)], h4r.Filters{}, 100, embed.DefaultMinScore)
 					return len(h), err
 				}},
-				{"fulltext_filtered", func(i int) (int, error) {
+				{"search=fulltext_filtered", func(i int) (int, error) {
 					h, err := s.FullText().Generate(b.Context(), sources.Query{Text: queries[i%len(queries)], Filters: filtersKindStatus()})
 					return len(h), err
 				}},
-				{"vector_filtered", func(i int) (int, error) {
+				{"search=vector_filtered", func(i int) (int, error) {
 					h, err := s.SearchVectors(b.Context(), e.Model(), vecs[i%len(vecs)], filtersKindStatus(), 100, embed.DefaultMinScore)
 					return len(h), err
 				}},
