@@ -1,6 +1,7 @@
 package bolttest
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"math"
@@ -160,4 +161,54 @@ func equalValues(a, b any) bool {
 		return ok && x.Tag == y.Tag && equalValues(x.Fields, y.Fields)
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// FuzzReadMessage feeds the server's message reader what a client could
+// send after the handshake: chunk sizes, chunks and PackStream. It must
+// end with messages or an error, never panic, and a message it read must
+// read back the same once framed again as the server frames its own.
+func FuzzReadMessage(f *testing.F) {
+	hello, _ := Encode(nil, Struct{Tag: msgHello, Fields: []any{map[string]any{"user_agent": "x"}}})
+	f.Add(append(append([]byte{0, byte(len(hello))}, hello...), 0, 0))
+	f.Add([]byte{0, 0, 0, 1, 0xc0, 0, 0})       // a no-op chunk, then a value that is no structure
+	f.Add([]byte{0xff, 0xff, 1, 2, 3})          // a chunk longer than the input
+	f.Add([]byte{0, 2, 0xb1, 0x10, 0, 1, 0x80}) // a message over two chunks, unterminated
+	f.Fuzz(func(t *testing.T, in []byte) {
+		cn := &conn{r: bufio.NewReader(bytes.NewReader(in))}
+		for range 64 {
+			msg, err := cn.readMessage()
+			if err != nil {
+				return
+			}
+			body, err := Encode(nil, msg)
+			if err != nil {
+				t.Fatalf("read %#v but cannot encode it: %v", msg, err)
+			}
+			again, err := (&conn{r: bufio.NewReader(bytes.NewReader(frame(body)))}).readMessage()
+			if err != nil || !equalValues(again, msg) {
+				t.Fatalf("framed again, %#v read back as %#v (%v)", msg, again, err)
+			}
+		}
+	})
+}
+
+// A message over 64 KiB spans chunks; one over maxMessage is refused.
+func TestLongMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int
+		ok   bool
+	}{{"two chunks", 100 << 10, true}, {"over the limit", maxMessage + 1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := Struct{Tag: msgRun, Fields: []any{strings.Repeat("q", tc.size), map[string]any{}, map[string]any{}}}
+			body, err := Encode(nil, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := (&conn{r: bufio.NewReader(bytes.NewReader(frame(body)))}).readMessage()
+			if tc.ok != (err == nil) || tc.ok && !reflect.DeepEqual(got, msg) {
+				t.Errorf("read %d bytes: err %v, equal %v; want ok=%v", len(body), err, reflect.DeepEqual(got, msg), tc.ok)
+			}
+		})
+	}
 }

@@ -226,6 +226,10 @@ func (cn *conn) handshake() error {
 	return errors.New("no common Bolt version")
 }
 
+// maxMessage bounds one message, so that a client sending chunks without
+// an end cannot make the server hold unbounded memory.
+const maxMessage = 16 << 20
+
 // readMessage reads one chunked message: chunks of a 2-byte size and
 // data, ended by an empty chunk.
 func (cn *conn) readMessage() (Struct, error) {
@@ -242,11 +246,14 @@ func (cn *conn) readMessage() (Struct, error) {
 			}
 			break
 		}
-		chunk := make([]byte, n)
-		if _, err := io.ReadFull(cn.r, chunk); err != nil {
+		if len(msg)+n > maxMessage {
+			return Struct{}, fmt.Errorf("a message longer than %d bytes", maxMessage)
+		}
+		start := len(msg)
+		msg = append(msg, make([]byte, n)...)
+		if _, err := io.ReadFull(cn.r, msg[start:]); err != nil {
 			return Struct{}, err
 		}
-		msg = append(msg, chunk...)
 	}
 	v, rest, err := Decode(msg)
 	if err != nil {
@@ -264,6 +271,13 @@ func (cn *conn) send(tag byte, fields ...any) error {
 	if err != nil {
 		return err
 	}
+	_, err = cn.c.Write(frame(body))
+	return err
+}
+
+// frame cuts a message into chunks of at most 64 KiB, each after its
+// 2-byte size, and ends it with an empty chunk.
+func frame(body []byte) []byte {
 	var out []byte
 	for len(body) > 0 {
 		n := min(len(body), 0xffff)
@@ -271,9 +285,7 @@ func (cn *conn) send(tag byte, fields ...any) error {
 		out = append(out, body[:n]...)
 		body = body[n:]
 	}
-	out = append(out, 0, 0)
-	_, err = cn.c.Write(out)
-	return err
+	return append(out, 0, 0)
 }
 
 func (cn *conn) success(meta map[string]any) error {
