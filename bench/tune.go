@@ -194,9 +194,14 @@ func MeanMetrics(qs []*TuneQuery, p Params) (Metrics, map[string]Metrics) {
 		sums[q.Dataset] = m
 		counts[q.Dataset]++
 	}
+	names := make([]string, 0, len(sums))
+	for name := range sums {
+		names = append(names, name)
+	}
+	slices.Sort(names) // a fixed order of float additions
 	var macro Metrics
-	for name, m := range sums {
-		sums[name] = m.scale(1 / float64(counts[name]))
+	for _, name := range names {
+		sums[name] = sums[name].scale(1 / float64(counts[name]))
 		macro.add(sums[name])
 	}
 	if len(sums) > 0 {
@@ -205,22 +210,35 @@ func MeanMetrics(qs []*TuneQuery, p Params) (Metrics, map[string]Metrics) {
 	return macro, sums
 }
 
-// objective is the tuner's target: macro-averaged nDCG@10.
+// objective is the tuner's target: macro-averaged nDCG@10. Datasets are
+// summed in order of first appearance, never in map order: float addition
+// is not associative, and a last-bit difference can flip a near-tie of
+// the search and so change the weights it ends with.
 func objective(qs []*TuneQuery, p Params) float64 {
-	sums := map[string]float64{}
-	counts := map[string]int{}
+	var names []string
+	var sums []float64
+	var counts []int
+	at := map[string]int{}
 	for _, q := range qs {
-		sums[q.Dataset] += NDCG(p.Rank(q, 10), q.Judged, 10)
-		counts[q.Dataset]++
+		i, ok := at[q.Dataset]
+		if !ok {
+			i = len(names)
+			at[q.Dataset] = i
+			names = append(names, q.Dataset)
+			sums = append(sums, 0)
+			counts = append(counts, 0)
+		}
+		sums[i] += NDCG(p.Rank(q, 10), q.Judged, 10)
+		counts[i]++
 	}
-	var total float64
-	for name, s := range sums {
-		total += s / float64(counts[name])
-	}
-	if len(sums) == 0 {
+	if len(names) == 0 {
 		return 0
 	}
-	return total / float64(len(sums))
+	var total float64
+	for i := range names {
+		total += sums[i] / float64(counts[i])
+	}
+	return total / float64(len(names))
 }
 
 // Step is one accepted move of coordinate ascent.

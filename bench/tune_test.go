@@ -186,3 +186,28 @@ func TestRankTopKAgreesWithSort(t *testing.T) {
 		}
 	}
 }
+
+// The search must not depend on map order: the same queries and seed give
+// the same weights every time.
+func TestFitIsDeterministic(t *testing.T) {
+	var qs []*TuneQuery
+	for _, d := range []string{"a", "b", "c", "d"} {
+		for _, q := range knownOptimum(3) {
+			q.Dataset = d
+			qs = append(qs, q)
+		}
+	}
+	var first Params
+	for i := range 5 {
+		tu := NewTuner(WithSeed(2), WithRestarts(2))
+		p, _, _, err := tu.Fit(context.Background(), qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = p
+		} else if p != first {
+			t.Fatalf("run %d gave %+v, run 0 %+v", i, p, first)
+		}
+	}
+}

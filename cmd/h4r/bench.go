@@ -5,11 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
@@ -86,11 +89,13 @@ func (c *benchCommon) runOptions(cfg config.Config, stderr io.Writer) []bench.Ru
 	return opts
 }
 
-// freshStore points cfg at a new temporary folder (unless Postgres is
-// selected) and returns the function that removes it.
+// freshStore points cfg at a new, empty store and returns the function that
+// removes it: a temporary folder for the embedded store, or, when
+// DATABASE_URL is set, a new database on that server (dropped afterwards),
+// so that a benchmark never mixes its items with anything else.
 func freshStore(cfg *config.Config, name string) (func(), error) {
 	if cfg.DatabaseURL != "" {
-		return func() {}, nil
+		return freshPostgres(cfg, name)
 	}
 	dir, err := os.MkdirTemp("", "h4r-bench-"+name+"-")
 	if err != nil {
@@ -98,6 +103,45 @@ func freshStore(cfg *config.Config, name string) (func(), error) {
 	}
 	cfg.DataDir = dir
 	return func() { os.RemoveAll(dir) }, nil
+}
+
+// freshPostgres creates database h4r_bench_NAME_NANOS on DATABASE_URL's
+// server and points cfg at it.
+func freshPostgres(cfg *config.Config, name string) (func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, err := url.Parse(cfg.DatabaseURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("DATABASE_URL: the benchmark needs a postgres:// URL to create its own database on that server")
+	}
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: connecting to create a benchmark database: %w", err)
+	}
+	defer conn.Close(ctx)
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(name))
+	db := fmt.Sprintf("h4r_bench_%s_%d", clean, time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: creating database %s: %w", db, err)
+	}
+	admin := cfg.DatabaseURL
+	u.Path = "/" + db
+	cfg.DatabaseURL = u.String()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)")
+	}, nil
 }
 
 func storeName(cfg config.Config) string {
