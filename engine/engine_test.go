@@ -285,7 +285,8 @@ func TestCausalHops(t *testing.T) {
 		wantSources []string
 	}{
 		{"causal query driven by anchors alone", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenGraph}},
-		{"hybrid query with anchors", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "zzzz-no-such-word"}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenFullText, sources.GenGraph}},
+		{"keyword query with anchors", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryKeyword, Text: "zzzz-no-such-word"}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenFullText, sources.GenGraph}},
+		{"hybrid query with anchors", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "zzzz-no-such-word"}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenFullText, sources.GenGraph, sources.GenVector}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
