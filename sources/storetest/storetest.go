@@ -76,6 +76,8 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("persistence", s.testPersistence)
 	t.Run("concurrent_writers", s.testConcurrentWriters)
 	t.Run("each", s.testEach)
+	t.Run("fulltext_follows_history", s.testHistory)
+	t.Run("filter_values_with_syntax", s.testFilterValues)
 }
 
 // reopenable returns a function opening one place's data again, or skips t
