@@ -36,20 +36,20 @@ func TestContextPackPolicy(t *testing.T) {
 		{
 			name:       "internal qa healer",
 			specialist: healer,
-			kept:       []string{"mem-fix", "mem-pii", "mem-qa", "mem-root"},
+			kept:       []string{"mem-checkout", "mem-fix", "mem-pii", "mem-qa", "mem-root"},
 			policy:     map[string]string{"mem-cred": "credentials", "mem-sensitive": "sensitivity", "mem-ops": "group_restricted"},
 			unseen:     []string{"CONFIDENTIAL-INCIDENT-NOTE", "OPS-ONLY-RUNBOOK"},
 		},
 		{
 			name:   "anonymous is public without groups",
-			kept:   []string{"mem-fix", "mem-pii", "mem-root"},
+			kept:   []string{"mem-checkout", "mem-fix", "mem-pii", "mem-root"},
 			policy: map[string]string{"mem-cred": "credentials", "mem-sensitive": "sensitivity", "mem-ops": "group_restricted", "mem-qa": "group_restricted"},
 			unseen: []string{"CONFIDENTIAL-INCIDENT-NOTE", "OPS-ONLY-RUNBOOK", "qa-login"},
 		},
 		{
 			name:       "confidential ops bot",
 			specialist: `{"id": "incident_bot", "securityLevel": "confidential", "authorizedGroups": ["ops"]}`,
-			kept:       []string{"mem-fix", "mem-ops", "mem-pii", "mem-root", "mem-sensitive"},
+			kept:       []string{"mem-checkout", "mem-fix", "mem-ops", "mem-pii", "mem-root", "mem-sensitive"},
 			policy:     map[string]string{"mem-cred": "credentials", "mem-qa": "group_restricted"},
 			unseen:     []string{"qa-login"},
 		},
