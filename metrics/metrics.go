@@ -34,6 +34,7 @@ type Metrics struct {
 	rejected    *prometheus.CounterVec
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
+	inFlight    prometheus.Gauge
 }
 
 // CacheStats reports a decision cache's hits and misses since it started
@@ -86,6 +87,8 @@ func New(opts ...Option) *Metrics {
 			Name: "h4r_http_requests_total", Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "h4r_http_request_duration_seconds", Help: "HTTP request duration by route pattern.", Buckets: stageBuckets}, []string{"route"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "h4r_packs_in_flight", Help: "Context packs being built now (at most the server's slots)."}),
 	}
 	hits := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "scs_opa_cache_hits_total", Help: "Policy decisions answered from the decision cache."},
@@ -94,7 +97,7 @@ func New(opts ...Option) *Metrics {
 		Name: "scs_opa_cache_misses_total", Help: "Policy decisions the decision cache did not hold."},
 		func() float64 { _, mi := o.opaCache(); return float64(mi) })
 	reg.MustRegister(m.retrieval, m.generator, m.candidates, m.slicing, m.assembly, m.budget,
-		m.affordances, m.packs, m.rejected, m.requests, m.duration, hits, misses,
+		m.affordances, m.packs, m.rejected, m.requests, m.duration, m.inFlight, hits, misses,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -132,6 +135,10 @@ func (m *Metrics) ObservePack(p *h4r.Pack) {
 	}
 	m.packs.WithLabelValues(p.Status).Inc()
 }
+
+// PackStarted and PackDone track the packs being built.
+func (m *Metrics) PackStarted() { m.inFlight.Inc() }
+func (m *Metrics) PackDone()    { m.inFlight.Dec() }
 
 // Rejected counts a request answered with an error of the given code.
 func (m *Metrics) Rejected(code string) { m.rejected.WithLabelValues(code).Inc() }

@@ -48,3 +48,17 @@ func RouteAccess(route string) (public, limited bool) {
 	a := accessOf(method, strings.Join(segs, "/"))
 	return a.public, a.limited
 }
+
+// HoldSlots takes every pack slot, as a burst of slow packs would, until
+// release is called.
+func (s *Server) HoldSlots() (release func()) {
+	n := cap(s.slots)
+	for range n {
+		s.slots <- struct{}{}
+	}
+	return func() {
+		for range n {
+			<-s.slots
+		}
+	}
+}

@@ -82,13 +82,18 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, req *h4r.ContextRequ
 	req.Specialist = nil
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.requestTimeout)
 	defer cancel()
-	p, err := s.engine.ContextPack(ctx, spec, req)
+	release, p, err := s.admit(ctx, c, spec, req)
+	if p != nil || err != nil {
+		return p, err
+	}
+	defer release()
+	p, err = s.engine.ContextPack(ctx, spec, req)
 	if err != nil && ctx.Err() != nil && c.Request().Context().Err() == nil && h4r.ErrorCode(err) == h4r.EINTERNAL {
 		// The engine degrades a pack itself when the deadline expires; this
 		// is for a stage that fails on the deadline anyway: the agent still
 		// gets a pack that says what is missing, never an error page.
 		s.log.WarnContext(ctx, "the request deadline expired and the engine failed", "error", err)
-		p, err = deadlinePack(spec, s.requestTimeout), nil
+		p, err = emptyPack(spec, fmt.Sprintf("the request deadline (%s) expired before any candidates, ranking or policy decisions were made: the pack is empty; retry, or ask with a smaller limit or budget", s.requestTimeout)), nil
 	}
 	if err != nil {
 		return nil, err
@@ -98,9 +103,41 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, req *h4r.ContextRequ
 	return p, nil
 }
 
-// deadlinePack is an empty degraded pack for a request whose deadline
-// expired before the engine could build one.
-func deadlinePack(spec h4r.Specialist, timeout time.Duration) *h4r.Pack {
+// admit waits for one of the slots that bound how many packs are built at
+// once. Packs are CPU-bound: past a few per core, more at once only make
+// every one of them miss its deadline, so that under a burst every agent
+// gets a degraded pack. With slots, the admitted packs finish in time and
+// a request that waits longer than half its deadline gets an empty
+// degraded pack at once, saying the server was busy. A request that is
+// invalid still gets its error. On admission, release frees the slot.
+func (s *Server) admit(ctx context.Context, c *echo.Context, spec h4r.Specialist, req *h4r.ContextRequest) (release func(), shed *h4r.Pack, err error) {
+	if s.slots == nil {
+		return func() {}, nil, nil
+	}
+	wait := s.requestTimeout / 2
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+		s.metrics.PackStarted()
+		return func() { <-s.slots; s.metrics.PackDone() }, nil, nil
+	case <-wctx.Done():
+	}
+	if err := c.Request().Context().Err(); err != nil {
+		return nil, nil, err // the client went away
+	}
+	if err := req.Validate(""); err != nil {
+		return nil, nil, err
+	}
+	s.log.WarnContext(ctx, "busy: no pack slot within half the deadline", "slots", cap(s.slots), "waited", wait)
+	p := emptyPack(spec, fmt.Sprintf("the server was busy: %d packs were being built and none finished within %s (half the request deadline), so this pack is empty; retry after a pause", cap(s.slots), wait))
+	p.RequestID = requestID(c)
+	s.metrics.ObservePack(p)
+	return nil, p, nil
+}
+
+// emptyPack is an empty degraded pack whose one warning says why.
+func emptyPack(spec h4r.Specialist, warning string) *h4r.Pack {
 	return &h4r.Pack{
 		Status:  h4r.StatusDegraded,
 		Results: []h4r.Result{},
@@ -112,7 +149,7 @@ func deadlinePack(spec h4r.Specialist, timeout time.Duration) *h4r.Pack {
 			TLDR:        h4r.TLDR{Sentences: []h4r.Sentence{}, Citations: []string{}},
 			Affordances: []h4r.Affordance{},
 			Items:       []h4r.ItemExplanation{},
-			Warnings:    []string{fmt.Sprintf("the request deadline (%s) expired before any candidates, ranking or policy decisions were made: the pack is empty; retry, or ask with a smaller limit or budget", timeout)},
+			Warnings:    []string{warning},
 		},
 	}
 }

@@ -231,6 +231,7 @@ func TestMetrics(t *testing.T) {
 		{`h4r_requests_rejected_total{reason="invalid_argument"}`, eq(1), "1"},
 		{`h4r_http_requests_total{code="200",route="/v1/context-pack"}`, eq(1), "1"},
 		{`process_resident_memory_bytes`, gt(0), "> 0"},
+		{`h4r_packs_in_flight`, eq(0), "0 once every pack is answered"},
 	}
 	for _, tt := range tests {
 		v, ok := values[tt.series]
@@ -319,5 +320,33 @@ func TestGeneratorFailureDegrades(t *testing.T) {
 				t.Errorf("warnings %q do not name the failed generator", p.Explainability.Warnings)
 			}
 		})
+	}
+}
+
+// TestBusyServerAnswersDegraded holds every pack slot and checks that a
+// context request then gets, after half its deadline, an empty degraded
+// pack that says the server was busy — while a bad request still gets its
+// error — and that a freed slot serves packs again.
+func TestBusyServerAnswersDegraded(t *testing.T) {
+	s := newStack(t, server.WithMaxInFlight(2), server.WithRequestTimeout(400*time.Millisecond))
+	base := s.serve(t)
+	busy := func(p *h4r.Pack) bool {
+		return slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "server was busy") })
+	}
+	release := s.srv.HoldSlots()
+	p := decodePack(t, post(t, base+"/v1/context-pack", healerBody, "X-Request-Id", "busy-1"))
+	if p.Status != h4r.StatusDegraded || !busy(p) || len(p.Results) != 0 || p.RequestID != "busy-1" {
+		t.Errorf("while busy: status %q, %d results, request_id %q, warnings %q; want an empty degraded pack saying busy", p.Status, len(p.Results), p.RequestID, p.Explainability.Warnings)
+	}
+	env := decodeEnvelope(t, post(t, base+"/v1/a2a", `{"meta": {"id": "msg-busy", "type": "ContextRequest"}, "payload": {"query": {"text": "login"}}}`))
+	if env.Meta.Type != h4r.TypeContextResult {
+		t.Errorf("A2A while busy: %s, want a ContextResult", env.Meta.Type)
+	}
+	if e := checkErrorShape(t, post(t, base+"/v1/context-pack", `{"query": {"text": "x", "type": "fuzzy"}}`)); e.Field != "query.type" {
+		t.Errorf("a bad request while busy: %+v, want its own error on query.type", e)
+	}
+	release()
+	if p := decodePack(t, post(t, base+"/v1/context-pack", healerBody)); busy(p) {
+		t.Errorf("after the slots are free the pack still says busy: %q", p.Explainability.Warnings)
 	}
 }

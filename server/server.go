@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -23,7 +24,10 @@ const (
 	// DefaultRateLimitPerMinute is the original design's 60 context
 	// requests per minute per key.
 	DefaultRateLimitPerMinute = 60
-	requestIDHeader           = "X-Request-Id"
+	// DefaultPacksPerCPU packs are built at once per CPU: enough to overlap
+	// a pack's waits on the store, few enough that each keeps its deadline.
+	DefaultPacksPerCPU = 2
+	requestIDHeader    = "X-Request-Id"
 )
 
 // ContextPacker builds context packs (engine.Engine).
@@ -51,6 +55,7 @@ type Server struct {
 	limiter        *auth.Limiter // per-key rate limits of context requests
 	metrics        *metrics.Metrics
 	checks         []readinessCheck // backends /health/ready checks besides the store
+	slots          chan struct{}    // packs being built; nil: unbounded
 	policy         PolicyReporter   // nil: no GET /v1/policy
 	now            func() time.Time
 }
@@ -93,6 +98,17 @@ func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = n
 // it. Without it the server makes its own.
 func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics = m } }
 
+// WithMaxInFlight bounds the context packs built at once (default
+// DefaultPacksPerCPU per CPU); n <= 0 removes the bound. See admit.
+func WithMaxInFlight(n int) Option {
+	return func(s *Server) {
+		s.slots = nil
+		if n > 0 {
+			s.slots = make(chan struct{}, n)
+		}
+	}
+}
+
 // WithReadinessCheck adds a backend that GET /health/ready checks besides
 // the store (a vector index, a graph database, a remote policy).
 func WithReadinessCheck(name string, check func(context.Context) error) Option {
@@ -105,6 +121,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 		engine: engine, store: store,
 		maxBodyBytes: DefaultMaxBodyBytes, requestTimeout: DefaultRequestTimeout,
 		log: slog.Default(), now: time.Now,
+		slots: make(chan struct{}, DefaultPacksPerCPU*runtime.GOMAXPROCS(0)),
 	}
 	for _, o := range opts {
 		o(s)
