@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -115,4 +116,51 @@ func TestLocalRulesAgreeWithRego(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzLocalRulesAgreeWithRego: for any metadata and specialist, the bundled
+// Rego policy (one by one and in a batch) and the Go rules decide alike.
+func FuzzLocalRulesAgreeWithRego(f *testing.F) {
+	engine, err := New(context.Background(), WithDecisionMemo(0))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(0.71, 0.29, false, true, uint8(1), uint8(2), uint8(0))
+	f.Add(0.7, 0.3, true, false, uint8(0), uint8(0), uint8(3))
+	f.Add(1.0, 0.0, true, true, uint8(7), uint8(7), uint8(4))
+	groups := []string{"qa", "ops", "dev"}
+	pick := func(bits uint8) []string {
+		var out []string
+		for i, g := range groups {
+			if bits&(1<<i) != 0 {
+				out = append(out, g)
+			}
+		}
+		return out
+	}
+	f.Fuzz(func(t *testing.T, sensitivity, trust float64, creds, pii bool, restricted, authorized, level uint8) {
+		if sensitivity < 0 || sensitivity > 1 || trust < 0 || trust > 1 {
+			return // the store rejects scores outside [0, 1]
+		}
+		m := sources.Metadata{Sensitivity: &sensitivity, Trust: &trust, HasCredentials: creds, RestrictedToGroups: pick(restricted)}
+		if pii {
+			m.ContainsPII, m.PIIFields = true, []string{"$.content.personalData"}
+		}
+		who := spec(h4r.SecurityLevel(level%5), pick(authorized)...)
+		item := memory(m)
+		want, err := LocalRules{}.Decide(t.Context(), who, item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := engine.Decide(t.Context(), who, item)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("rego %+v (%v), local %+v for %+v, %+v", got, err, want, m, who)
+		}
+		batch := engine.DecideBatch(t.Context(), who, []*sources.Item{item, item})
+		for _, r := range batch {
+			if r.Err != nil || !reflect.DeepEqual(r.Decision, want) {
+				t.Fatalf("batch %+v, local %+v", r, want)
+			}
+		}
+	})
 }
