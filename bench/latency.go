@@ -317,6 +317,9 @@ func LatencyMarkdown(w io.Writer, r *LatencyReport) {
 		f := r.Floor[run.Size]
 		fmt.Fprintf(w, " %.1f / %.1f / %.1f | %.1f× |\n", f.P50, f.P95, f.P99, run.TotalOverFloorP50)
 	}
+	fmt.Fprintln(w, "\nThe floor is the raw full-text query alone, one at a time and without a deadline; a degraded")
+	fmt.Fprintln(w, "pack stopped at its generator's deadline (H4R_GENERATOR_TIMEOUT_MS), so its stages are cut")
+	fmt.Fprintln(w, "short and total/floor can fall under 1. Throughput counts degraded packs.")
 }
 
 // stageNames lists the stages found, generators first, in a fixed order.
