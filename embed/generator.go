@@ -30,6 +30,7 @@ type Generator struct {
 	index    Index
 	timeout  time.Duration
 	minScore float64
+	maxHits  int
 	fallback sources.Generator
 }
 
@@ -42,6 +43,12 @@ func WithQueryTimeout(d time.Duration) GeneratorOption { return func(g *Generato
 
 // WithMinScore sets the cosine floor of a hit (default DefaultMinScore).
 func WithMinScore(s float64) GeneratorOption { return func(g *Generator) { g.minScore = s } }
+
+// WithMaxHits caps the hits of one search below the query's limit (0, the
+// default: the query's limit). On scifact, fusing the 20 nearest rather
+// than 100 kept full-text's Recall@100 and raised nDCG@10 on both splits
+// (BenchmarkSciFact): far neighbours of a lexical embedder add noise.
+func WithMaxHits(n int) GeneratorOption { return func(g *Generator) { g.maxHits = n } }
 
 // WithFallback sets the generator that answers when the query cannot be
 // embedded in time (the store's full-text search), so that a semantic
@@ -62,6 +69,8 @@ func NewGenerator(e Embedder, ix Index, opts ...GeneratorOption) (*Generator, er
 		return nil, h4r.Errorf(h4r.EINVALID, "timeout", "query embedding timeout must be positive, got %v", g.timeout)
 	case g.minScore < -1 || g.minScore > 1:
 		return nil, h4r.Errorf(h4r.EINVALID, "minScore", "minimum cosine must be in [-1, 1], got %v", g.minScore)
+	case g.maxHits < 0:
+		return nil, h4r.Errorf(h4r.EINVALID, "maxHits", "max hits must be >= 0, got %d", g.maxHits)
 	}
 	return g, nil
 }
@@ -90,7 +99,11 @@ func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hi
 		}
 		return hits, &sources.FallbackError{Primary: "query embedding (" + g.embedder.Model() + ")", Fallback: g.fallback.Name() + " search", Err: err}
 	}
-	hits, err := g.index.SearchVectors(ctx, g.embedder.Model(), vecs[0], q.Filters, q.Limit, g.minScore)
+	limit := q.Limit
+	if g.maxHits > 0 && (limit == 0 || limit > g.maxHits) {
+		limit = g.maxHits
+	}
+	hits, err := g.index.SearchVectors(ctx, g.embedder.Model(), vecs[0], q.Filters, limit, g.minScore)
 	if err != nil {
 		return nil, fmt.Errorf("vector search: %w", err)
 	}

@@ -98,6 +98,31 @@ func TestGenerator(t *testing.T) {
 	}
 }
 
+func TestGeneratorMaxHits(t *testing.T) {
+	h := newHash(t)
+	s := storeWith(t, h, generatorItems)
+	g, err := embed.NewGenerator(h, s, embed.WithMaxHits(2), embed.WithMinScore(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		limit int
+		want  int
+	}{
+		{"no limit takes the cap", 0, 2},
+		{"larger limit is capped", 100, 2},
+		{"smaller limit stays", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hits, err := g.Generate(t.Context(), sources.Query{Text: "login", Limit: tc.limit})
+			if err != nil || len(hits) != tc.want {
+				t.Fatalf("%d hits, %v; want %d", len(hits), err, tc.want)
+			}
+		})
+	}
+}
+
 // A failed embedding answers from full-text search with a FallbackError
 // (the engine turns it into a warning); without fallback it is an error.
 func TestGeneratorDegradesToFullText(t *testing.T) {
@@ -154,6 +179,7 @@ func TestNewGeneratorRejects(t *testing.T) {
 		opt  embed.GeneratorOption
 	}{
 		{"zero timeout", embed.WithQueryTimeout(0)},
+		{"negative max hits", embed.WithMaxHits(-1)},
 		{"floor above 1", embed.WithMinScore(1.5)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

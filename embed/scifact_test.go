@@ -38,14 +38,20 @@ type runHits struct {
 // BenchmarkSciFact measures the relevance signal on SciFact's 300 test
 // queries (5,183 abstracts): full-text (FTS5 bm25) only, vectors (the
 // built-in hashing embedder, exact search in the SQLite store) only, and
-// both fused, relative and reciprocal-rank, at several vector weights and
-// cosine floors. Each generator returns its top 100, as in the engine; the
-// ranking uses the relevance signal alone (the other signals are constant
-// on BEIR documents). nDCG@10 and Recall@100 are reported per setting.
+// both fused, relative and reciprocal-rank, at several vector weights,
+// cosine floors and caps on the vector hits. Full-text returns its top 100,
+// as in the engine; the ranking uses the relevance signal alone (the other
+// signals are constant on BEIR documents). nDCG@10 and Recall@100 are
+// reported per setting. Choose settings on the train split, report test:
 //
+//	H4R_BENCH_SPLIT=train go test ./embed -run '^$' -bench SciFact -benchtime 1x
 //	go test ./embed -run '^$' -bench SciFact -benchtime 1x
 func BenchmarkSciFact(b *testing.B) {
-	ds, err := bench.LoadBEIR(datasetDir(b, "scifact"), "test")
+	split := os.Getenv("H4R_BENCH_SPLIT") // "train" to choose settings on, "test" (default) to report
+	if split == "" {
+		split = "test"
+	}
+	ds, err := bench.LoadBEIR(datasetDir(b, "scifact"), split)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,7 +79,7 @@ func BenchmarkSciFact(b *testing.B) {
 		textTook, vecTook = textTook+t1.Sub(t0), vecTook+time.Since(t1)
 		runs = append(runs, runHits{query: q, text: th, vecs: vh})
 	}
-	b.Logf("scifact: %d docs, %d queries; per query full-text %v, vector %v", len(ds.Docs), len(runs),
+	b.Logf("scifact %s: %d docs, %d queries; per query full-text %v, vector %v", split, len(ds.Docs), len(runs),
 		textTook/time.Duration(len(runs)), vecTook/time.Duration(len(runs)))
 
 	type setting struct {
@@ -82,6 +88,7 @@ func BenchmarkSciFact(b *testing.B) {
 		text   bool
 		vector bool
 		floor  float64
+		cap    int // most vector hits kept; 0: all 100
 	}
 	settings := []setting{
 		{name: "fulltext_only", fusion: ranker.Fusion{}, text: true},
@@ -96,6 +103,15 @@ func BenchmarkSciFact(b *testing.B) {
 					text:   true, vector: true, floor: floor,
 				})
 			}
+		}
+	}
+	for _, c := range []int{10, 20, 50} {
+		for _, w := range []float64{0.1, 0.2, 0.3} {
+			settings = append(settings, setting{
+				name:   fmt.Sprintf("relative_w%.1f_vectorcap%d", w, c),
+				fusion: ranker.Fusion{Method: ranker.FusionRelative, Weights: map[string]float64{sources.GenFullText: 1 - w, sources.GenVector: w}},
+				text:   true, vector: true, floor: embed.DefaultMinScore, cap: c,
+			})
 		}
 	}
 	var relevanceOnly h4r.Weights
@@ -114,7 +130,10 @@ func BenchmarkSciFact(b *testing.B) {
 					}
 					if st.vector {
 						var kept []sources.Hit
-						for _, h := range r.vecs {
+						for i, h := range r.vecs {
+							if st.cap > 0 && i >= st.cap {
+								break
+							}
 							if h.Score >= st.floor {
 								kept = append(kept, h)
 							}
