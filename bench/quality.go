@@ -68,6 +68,7 @@ type QualityReport struct {
 	Lambda    float64            `json:"recencyDecayLambda"`
 	Docs      int                `json:"docs"`
 	Queries   int                `json:"queries"`
+	Degraded  int                `json:"degraded"` // queries whose pack was degraded (a generator failed or was late)
 	Overall   Metrics            `json:"overall"`
 	Groups    []GroupMetrics     `json:"groups,omitempty"` // per query category, when the dataset has them
 	Seconds   float64            `json:"seconds"`

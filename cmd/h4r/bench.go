@@ -228,7 +228,16 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 			return err
 		}
 		overall, groups, per := bench.Evaluate(ds, runs)
-		rep := &bench.QualityReport{
+		degraded := 0
+		for _, r := range runs {
+			if r.Status != h4r.StatusOK {
+				degraded++
+			}
+		}
+		if degraded > 0 {
+			fmt.Fprintf(stderr, "%s: %d of %d packs were degraded (a generator failed or missed --generator-timeout); see the per-query file's warnings\n", ds.Name, degraded, len(runs))
+		}
+		rep := &bench.QualityReport{Degraded: degraded,
 			Schema: bench.QualitySchema, Dataset: ds.Name, Store: storeName(cfg), QueryType: c.qtype,
 			Weights: bench.WeightsMap(w), Lambda: lambda, Docs: len(ds.Docs), Queries: len(runs),
 			Overall: overall, Groups: groups, Seconds: time.Since(start).Seconds(), PerQuery: per,
