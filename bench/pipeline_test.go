@@ -189,3 +189,36 @@ func TestSciFactReference(t *testing.T) {
 		t.Errorf("nDCG@10 = %.4f, want 0.681 ± 0.01", overall.NDCG10)
 	}
 }
+
+// max_hops reaches the request: the root cause two hops from the symptoms
+// gets causality 1/3 by default and none at one hop.
+func TestMaxHopsReachesTheRequest(t *testing.T) {
+	ds, a := loadSynthetic(t)
+	tests := []struct {
+		name string
+		hops int
+		want float64
+	}{{"default three hops", 0, 1.0 / 3}, {"one hop", 1, 0}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs, err := bench.Run(context.Background(), a, ds, bench.WithMaxHops(tt.hops))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			for _, r := range runs {
+				for _, c := range r.Ranked {
+					if strings.HasSuffix(c.ID, "-rootcause0") {
+						checked++
+						if got := c.Signals[h4r.Causality]; math.Abs(got-tt.want) > 1e-9 {
+							t.Errorf("%s: causality %v, want %v", c.ID, got, tt.want)
+						}
+					}
+				}
+			}
+			if checked == 0 {
+				t.Fatal("no root cause was ranked")
+			}
+		})
+	}
+}

@@ -26,6 +26,7 @@ type runOptions struct {
 	queryType h4r.QueryType
 	weights   *h4r.Weights
 	deliver   bool
+	maxHops   int
 }
 
 func newRunOptions(opts []RunOption) runOptions {
@@ -54,6 +55,9 @@ func WithQueryType(t h4r.QueryType) RunOption { return func(o *runOptions) { o.q
 // WithWeights sends these weights with every request (default: the
 // service's configured weights).
 func WithWeights(w h4r.Weights) RunOption { return func(o *runOptions) { o.weights = &w } }
+
+// WithMaxHops sets the request's max_hops (0: the service's H4R_MAX_HOPS).
+func WithMaxHops(n int) RunOption { return func(o *runOptions) { o.maxHops = max(n, 0) } }
 
 // WithDelivery lets packs deliver items (full budgets). By default a run
 // asks for a one-byte budget, so that every ranked candidate is still
@@ -187,6 +191,7 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 		Limit:         h4r.MaxLimit,
 		TLDRSentences: &zero,
 		IncludeGraph:  &noGraph,
+		MaxHops:       o.maxHops,
 	}
 	if q.Scope != "" {
 		req.Query.Filters = map[string]any{ScopeKey: q.Scope}

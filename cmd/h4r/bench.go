@@ -69,6 +69,7 @@ type benchCommon struct {
 	workers  int
 	verbose  bool
 	timeout  time.Duration
+	maxHops  int
 }
 
 func (c *benchCommon) register(fs *flag.FlagSet) {
@@ -78,11 +79,12 @@ func (c *benchCommon) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.qtype, "type", string(h4r.QueryKeyword), "query type of the requests: keyword (full-text only), hybrid, semantic")
 	fs.IntVar(&c.workers, "workers", 2, "queries in flight")
 	fs.BoolVar(&c.verbose, "v", false, "log the service's warnings")
+	fs.IntVar(&c.maxHops, "max-hops", 0, "causal hops from the anchors per request (0: H4R_MAX_HOPS)")
 	fs.DurationVar(&c.timeout, "generator-timeout", time.Minute, "deadline of each generator and request: long, so that a loaded machine does not change what is measured")
 }
 
 func (c *benchCommon) runOptions(cfg config.Config, stderr io.Writer) []bench.RunOption {
-	opts := []bench.RunOption{bench.WithProgress(stderr), bench.WithWorkers(c.workers), bench.WithQueryType(h4r.QueryType(c.qtype))}
+	opts := []bench.RunOption{bench.WithProgress(stderr), bench.WithWorkers(c.workers), bench.WithQueryType(h4r.QueryType(c.qtype)), bench.WithMaxHops(c.maxHops)}
 	if c.verbose {
 		opts = append(opts, bench.WithLogger(cfg.Logger(stderr)))
 	}
