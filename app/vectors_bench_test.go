@@ -51,7 +51,7 @@ func zipfTexts(n, queries int) ([]string, []string) {
 // hybrid (full-text and vectors, fused) and semantic (vectors only): the
 // fused request's overhead is hybrid's time over keyword's in the same run.
 //
-//	go test ./app -run '^$' -bench PackFusion -count 6 | tee fusion.txt
+//	go test ./app -run '^$' -bench PackFusion -benchtime 100x -count 8 | tee fusion.txt
 //	benchstat -col /type fusion.txt
 func BenchmarkPackFusion(b *testing.B) {
 	cfg := config.Default()
