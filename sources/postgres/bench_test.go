@@ -143,7 +143,8 @@ func measure(b *testing.B, run rankedQuery, texts []string, limit int) {
 // latency percentiles of one candidate query.
 //
 //	H4R_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
-//	  go test ./sources/postgres -run '^$' -bench SciFact -benchtime 1500x -count 6
+//	  go test ./sources/postgres -run '^$' -bench SciFact -benchtime 300x -count 3 | tee scifact.txt
+//	benchstat -col /impl scifact.txt
 func BenchmarkSciFact(b *testing.B) {
 	dir := filepath.Join(sharedDatasets, "scifact")
 	if _, err := os.Stat(dir); err != nil {
@@ -180,10 +181,10 @@ func BenchmarkSciFact(b *testing.B) {
 		name string
 		run  rankedQuery
 	}{
-		{"bm25", generator(s.FullText())},
-		{"bm25_exact", generator(exact.FullText())},
-		{"ts_rank", tsRank(pool)},
-		{"sqlite_fts5", generator(lite.FullText())},
+		{"impl=bm25", generator(s.FullText())},
+		{"impl=bm25_exact", generator(exact.FullText())},
+		{"impl=ts_rank", tsRank(pool)},
+		{"impl=sqlite_fts5", generator(lite.FullText())},
 	} {
 		ndcg := 0.0
 		for i, q := range ds.Queries {
