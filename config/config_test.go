@@ -81,7 +81,7 @@ func TestDefault(t *testing.T) {
 		EmbedTimeout:          500 * time.Millisecond,
 		EmbedCacheSize:        10000,
 		Fusion:                "relative",
-		FusionVector:          0.5,
+		FusionVector:          0.1,
 		QdrantCollection:      "h4r_items",
 		Neo4jUser:             "neo4j",
 		OPATimeout:            100 * time.Millisecond,

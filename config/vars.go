@@ -59,7 +59,7 @@ func table() []variable {
 
 		serviceURL("DATABASE_URL", "Postgres store, e.g. postgres://h4r:secret@localhost:5432/h4r. Empty: the embedded SQLite store.",
 			func(c *Config) *string { return &c.DatabaseURL }, "postgres", "postgresql"),
-		serviceURL("QDRANT_URL", "Qdrant vector search, e.g. http://localhost:6333. Empty: embedded exact vector search.",
+		serviceURL("QDRANT_URL", "Qdrant vector search over gRPC, e.g. http://localhost:6334. Empty: exact vector search in the embedded store.",
 			func(c *Config) *string { return &c.QdrantURL }, "http", "https"),
 		serviceURL("NEO4J_URL", "Neo4j for causal hops, e.g. neo4j://localhost:7687. Empty: hops in the store.",
 			func(c *Config) *string { return &c.Neo4jURL }, "neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"),
@@ -123,7 +123,7 @@ func table() []variable {
 			func(c *Config) *int { return &c.EmbedCacheSize }, 0, 10_000_000),
 		oneOf("H4R_FUSION", "relative", "How full-text and vector scores fuse into relevance: relative (min-max normalised, weighted) or rrf (reciprocal-rank fusion).",
 			func(c *Config) *string { return &c.Fusion }, "relative", "rrf"),
-		number("H4R_FUSION_VECTOR_WEIGHT", "0.5", "Share of the vector generator in fused relevance (full-text gets the rest).",
+		number("H4R_FUSION_VECTOR_WEIGHT", "0.1", "Share of the vector generator in fused relevance (full-text gets the rest); 0.1 was chosen on SciFact's train split with the built-in embedder.",
 			func(c *Config) *float64 { return &c.FusionVector }, 0, 1),
 		text("QDRANT_API_KEY", "", "API key of the Qdrant server (empty: none).",
 			func(c *Config) *string { return &c.QdrantAPIKey }, nil),
