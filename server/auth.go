@@ -131,43 +131,50 @@ func (s *Server) identity(c *echo.Context, field string, raw json.RawMessage) (h
 	if p == nil {
 		return specialist(field, raw)
 	}
-	spec := p.Specialist
+	return narrow(p.Specialist, field, raw)
+}
+
+// narrow applies a claimed specialist (raw, at field) to an authenticated
+// principal: the result is the principal with the claim's lower level or
+// fewer groups, or permission_denied naming what the claim would raise.
+func narrow(principal h4r.Specialist, field string, raw json.RawMessage) (h4r.Specialist, error) {
+	spec := principal
 	spec.AuthorizedGroups = slices.Clone(spec.AuthorizedGroups)
 	if len(raw) == 0 || string(raw) == "null" {
 		return spec, nil
 	}
 	var cl claim
 	if err := h4r.DecodeStrict(raw, &cl, field); err != nil {
-		return spec, err
+		return h4r.Specialist{}, err
 	}
 	denied := func(name, format string, args ...any) error {
 		return h4r.Errorf(h4r.EFORBIDDEN, field+"."+name, format, args...)
 	}
 	if cl.ID != nil && *cl.ID != spec.ID {
-		return spec, denied("id", "this API key speaks for %q; a request cannot name another specialist", spec.ID)
+		return h4r.Specialist{}, denied("id", "this API key speaks for %q; a request cannot name another specialist", spec.ID)
 	}
 	if cl.Type != nil && *cl.Type != spec.Type {
-		return spec, denied("type", "this API key speaks for a %q; a request cannot change its type", spec.Type)
+		return h4r.Specialist{}, denied("type", "this API key speaks for a %q; a request cannot change its type", spec.Type)
 	}
 	if cl.SecurityLevel != nil {
 		if *cl.SecurityLevel > spec.SecurityLevel {
-			return spec, denied("securityLevel", "this API key is cleared for %s; a request may lower its level, never raise it to %s", spec.SecurityLevel, *cl.SecurityLevel)
+			return h4r.Specialist{}, denied("securityLevel", "this API key is cleared for %s; a request may lower its level, never raise it to %s", spec.SecurityLevel, *cl.SecurityLevel)
 		}
 		spec.SecurityLevel = *cl.SecurityLevel
 	}
 	if cl.AuthorizedGroups != nil {
 		groups := []string{}
 		for i, g := range *cl.AuthorizedGroups {
-			if !slices.Contains(p.Specialist.AuthorizedGroups, g) {
-				return spec, denied(fmt.Sprintf("authorizedGroups[%d]", i), "this API key is not in group %q; a request may drop groups, never add them", g)
+			if !slices.Contains(principal.AuthorizedGroups, g) {
+				return h4r.Specialist{}, denied(fmt.Sprintf("authorizedGroups[%d]", i), "this API key is not in group %q; a request may drop groups, never add them", g)
 			}
 			groups = append(groups, g)
 		}
 		spec.AuthorizedGroups = groups
 	}
 	// The checks above are the reasons; this is the rule (h4r.Specialist.Narrows).
-	if !spec.Narrows(p.Specialist) {
-		return p.Specialist, h4r.Errorf(h4r.EFORBIDDEN, field, "the claimed specialist does not narrow this API key's principal")
+	if !spec.Narrows(principal) {
+		return h4r.Specialist{}, h4r.Errorf(h4r.EFORBIDDEN, field, "the claimed specialist does not narrow this API key's principal")
 	}
 	return spec, nil
 }
