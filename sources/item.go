@@ -94,15 +94,27 @@ func valueOr(p *float64, def float64) float64 {
 	return *p
 }
 
-// wellKnown lists the metadata keys that are fields of Metadata.
+// isWellKnown reports whether key is one of the metadata keys that are
+// fields of Metadata.
 func isWellKnown(key string) bool {
-	switch key {
-	case "createdAt", "importance", "trust", "sensitivity", "novelty", "containsPII", "piiFields",
+	return slices.Contains(wellKnownKeys(), key)
+}
+
+// wellKnownKeys lists the keys isWellKnown accepts, for wellKnownFold.
+func wellKnownKeys() []string {
+	return []string{"createdAt", "importance", "trust", "sensitivity", "novelty", "containsPII", "piiFields",
 		"hasCredentials", "restrictedToGroups", "tags", "source",
-		"updatedAt", "version", "accessCount", "lastAccessedAt", "byteSize", "tokens":
-		return true
+		"updatedAt", "version", "accessCount", "lastAccessedAt", "byteSize", "tokens"}
+}
+
+// wellKnownFold returns the well-known key equal to key up to case.
+func wellKnownFold(key string) (string, bool) {
+	for _, k := range wellKnownKeys() {
+		if strings.EqualFold(k, key) {
+			return k, true
+		}
 	}
-	return false
+	return "", false
 }
 
 // metadataJSON is the wire form of the well-known keys.
@@ -172,6 +184,12 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 	var w metadataJSON
 	*m = Metadata{}
 	for key, val := range raw {
+		// A well-known key in another case ("HasCredentials") would land in
+		// Extra, where no policy looks: an item could hide its credentials
+		// or sensitivity by a typo. Refuse it instead.
+		if known, ok := wellKnownFold(key); ok && known != key {
+			return h4r.Errorf(h4r.EINVALID, "metadata."+key, "metadata keys are case-sensitive: did you mean %q?", known)
+		}
 		if !isWellKnown(key) {
 			var v any
 			if err := json.Unmarshal(val, &v); err != nil {
