@@ -45,6 +45,10 @@ type App struct {
 	Policy Policy
 	Engine *engine.Engine
 
+	// Checks are the backends besides the store that /health/ready asks,
+	// by name ("qdrant", "neo4j").
+	Checks map[string]func(context.Context) error
+
 	closers []func() error // run by Close, last first
 }
 
@@ -77,7 +81,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err := cfg.ApplyWeightsFile(); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg}
+	a := &App{Config: cfg, Checks: map[string]func(context.Context) error{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, a.Close())

@@ -30,6 +30,7 @@ func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (
 	if err != nil {
 		return nil, fmt.Errorf("NEO4J_URL: %w", err)
 	}
+	a.Checks["neo4j"] = client.Ping
 	store := a.Store
 	mirror := neo4j.NewMirror(client, store, neo4j.WithLogger(o.log))
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))

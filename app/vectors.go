@@ -69,6 +69,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 			return mirror.Close(ctx)
 		})
 		a.Store = &mirroredStore{Store: a.Store, mirror: mirror, log: o.log}
+		a.Checks["qdrant"] = ix.Ping
 		index = ix
 	case isVectorStore:
 		vs.EnableVectors(docs)

@@ -91,6 +91,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		server.WithMetrics(m),
 		server.WithPolicy(a.Policy),
 	}
+	for name, check := range a.Checks {
+		sopts = append(sopts, server.WithReadinessCheck(name, check))
+	}
 	if keys != nil {
 		sopts = append(sopts, server.WithAuthenticator(keys))
 	}

@@ -197,6 +197,19 @@ func (ix *Index) bootstrap(ctx context.Context) error {
 // Close closes the connection.
 func (ix *Index) Close() error { return ix.client.Close() }
 
+// Ping checks that Qdrant answers and the collection still exists
+// (/health/ready).
+func (ix *Index) Ping(ctx context.Context) error {
+	exists, err := ix.client.CollectionExists(ctx, ix.collection)
+	if err != nil {
+		return fmt.Errorf("asking Qdrant for collection %q: %w", ix.collection, err)
+	}
+	if !exists {
+		return fmt.Errorf("Qdrant collection %q is gone", ix.collection)
+	}
+	return nil
+}
+
 // Dimension returns the dimension of the collection's vectors.
 func (ix *Index) Dimension() int { return ix.dim }
 
