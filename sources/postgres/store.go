@@ -16,6 +16,8 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
+
+	"github.com/h4r/h4r/sources/internal/access"
 )
 
 // Defaults.
@@ -37,7 +39,7 @@ type Store struct {
 	counter *tokens.Counter
 	now     func() time.Time
 	log     *slog.Logger
-	access  *accessTracker
+	access  *access.Tracker
 	termCut int
 	retry   retryPolicy
 
@@ -145,7 +147,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		pool.Close()
 		return nil, err
 	}
-	s.access = startAccessTracker(s.flushAccess, o.flushEvery, o.now, o.log)
+	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	return s, nil
 }
 
@@ -226,7 +228,7 @@ func explain(err error) error {
 // again does nothing and returns the first call's error.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = s.access.stop()
+		s.closeErr = s.access.Stop()
 		s.pool.Close()
 	})
 	return s.closeErr

@@ -19,6 +19,8 @@ import (
 	"github.com/h4r/h4r/tokens"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/h4r/h4r/sources/internal/access"
 )
 
 // Connection settings.
@@ -45,7 +47,7 @@ type Store struct {
 	counter *tokens.Counter
 	now     func() time.Time
 	log     *slog.Logger
-	access  *accessTracker
+	access  *access.Tracker
 	vectors vectorIndex // item vectors for exact search (vectors.go)
 
 	closeOnce sync.Once
@@ -141,7 +143,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 
 	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log}
 	s.vectors.embedder = o.embedder
-	s.access = startAccessTracker(s.flushAccess, o.flushEvery, o.now, o.log)
+	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	return s, nil
 }
 
@@ -168,7 +170,7 @@ func dsn(path string, readOnly bool) string {
 // again does nothing and returns the first call's error.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.access.stop(), s.readers.Close(), s.writer.Close())
+		s.closeErr = errors.Join(s.access.Stop(), s.readers.Close(), s.writer.Close())
 	})
 	return s.closeErr
 }
