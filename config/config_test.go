@@ -57,7 +57,7 @@ func TestDefault(t *testing.T) {
 	want := config.Config{
 		Addr:                  "127.0.0.1:8080",
 		DataDir:               "./data",
-		Weights:               h4r.Weights{0.40, 0.15, 0.09, 0.12, 0.09, 0.06, 0.06, 0.03},
+		Weights:               h4r.Weights{0.240, 0.127, 0.101, 0.127, 0, 0.101, 0.152, 0.152},
 		RecencyDecayLambda:    0.1,
 		MaxHops:               3,
 		MaxBytesDefault:       122880,
@@ -132,8 +132,8 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		}
 	}
 	for _, v := range vars[2:10] {
-		if !strings.Contains(v.Description, "Provisional") {
-			t.Errorf("%s description does not say the default is provisional: %q", v.Name, v.Description)
+		if !strings.Contains(v.Description, "h4r bench tune") {
+			t.Errorf("%s description does not say where the default comes from: %q", v.Name, v.Description)
 		}
 	}
 	// Vars builds a new slice on each call: a caller cannot change the table.

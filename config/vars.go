@@ -25,15 +25,15 @@ type variable struct {
 	check func(c Config) error
 }
 
-// provisional ends the description of every default weight.
-const provisional = " Provisional default (the seed's weights scaled by 0.6, relevance added) until the benchmark harness tunes it."
+// tuned ends the description of every default weight: where it came from.
+const tuned = " Default tuned by h4r bench tune on scifact, cisi, cranfield and the synthetic set (bench/RESULTS.md)."
 
 // table is the one list of variables. Vars, Default, FromEnv, Validate and
 // EnvExample all derive from it; a new setting is one new row here.
 func table() []variable {
 	weight := func(s h4r.Signal, def, what string) variable {
 		return number("H4R_WEIGHT_"+strings.ToUpper(s.String()), def,
-			"Ranking weight of the "+s.String()+" signal ("+what+")."+provisional,
+			"Ranking weight of the "+s.String()+" signal ("+what+")."+tuned,
 			func(c *Config) *float64 { return &c.Weights[s] }, 0, math.Inf(1))
 	}
 	return []variable{
@@ -42,14 +42,14 @@ func table() []variable {
 		text("H4R_DATA_DIR", "./data", "Directory of the embedded store; the SQLite file is h4r.db in it.",
 			func(c *Config) *string { return &c.DataDir }, checkNotEmpty),
 
-		weight(h4r.Relevance, "0.40", "how well the item matches the query text"),
-		weight(h4r.Recency, "0.15", "exp(-lambda * age in days)"),
-		weight(h4r.Frequency, "0.09", "how often the item was accessed"),
-		weight(h4r.Importance, "0.12", "metadata.importance"),
-		weight(h4r.Causality, "0.09", "1/(1+hops) from the anchors"),
-		weight(h4r.Novelty, "0.06", "1 - metadata.novelty"),
-		weight(h4r.Trust, "0.06", "metadata.trust"),
-		weight(h4r.Sensitivity, "0.03", "1 - metadata.sensitivity"),
+		weight(h4r.Relevance, "0.240", "how well the item matches the query text"),
+		weight(h4r.Recency, "0.127", "exp(-lambda * age in days)"),
+		weight(h4r.Frequency, "0.101", "how often the item was accessed"),
+		weight(h4r.Importance, "0.127", "metadata.importance"),
+		weight(h4r.Causality, "0", "1/(1+hops) from the anchors"),
+		weight(h4r.Novelty, "0.101", "1 - metadata.novelty"),
+		weight(h4r.Trust, "0.152", "metadata.trust"),
+		weight(h4r.Sensitivity, "0.152", "1 - metadata.sensitivity"),
 		text("H4R_WEIGHTS_FILE", "", "JSON file of tuned weights and lambda written by h4r bench tune; when set, it replaces the H4R_WEIGHT_* values and H4R_RECENCY_DECAY_LAMBDA.",
 			func(c *Config) *string { return &c.WeightsFile }, nil),
 		number("H4R_RECENCY_DECAY_LAMBDA", "0.1", "Decay rate lambda of the recency signal, per day: an item 7 days old scores exp(-0.7) = 0.50 at 0.1.",
