@@ -17,6 +17,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/sources/internal/migrations"
 )
 
 // A read whose deadline passes is cancelled in Postgres, not left running
@@ -83,11 +84,11 @@ func TestMigrationsFromManyReplicasAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
-	migrations, err := loadMigrations(mustSub(t))
+	all, err := migrations.Load(mustSub(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if latest := latestVersion(migrations); from != latest || to != latest {
+	if latest := latestVersion(all); from != latest || to != latest {
 		t.Errorf("Migrate went from %d to %d, want %d to %d (nothing left to do)", from, to, latest, latest)
 	}
 	s := openAt(t, dsn)
@@ -95,8 +96,8 @@ func TestMigrationsFromManyReplicasAtOnce(t *testing.T) {
 	if err := s.pool.QueryRow(t.Context(), `SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
-	if rows != len(migrations) || distinct != len(migrations) {
-		t.Errorf("schema_migrations holds %d rows (%d versions), want each of %d migrations once", rows, distinct, len(migrations))
+	if rows != len(all) || distinct != len(all) {
+		t.Errorf("schema_migrations holds %d rows (%d versions), want each of %d migrations once", rows, distinct, len(all))
 	}
 }
 

@@ -7,53 +7,16 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/h4r/h4r/sources/internal/migrations"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations reads every *.sql file in the root of fsys, ordered by
-// version. Two files with one version are an error.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	paths, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		return nil, fmt.Errorf("listing migrations: %w", err)
-	}
-	var out []migration
-	for _, p := range paths {
-		number, name, ok := strings.Cut(strings.TrimSuffix(path.Base(p), ".sql"), "_")
-		version, err := strconv.Atoi(number)
-		if !ok || err != nil || version <= 0 {
-			return nil, fmt.Errorf("migration file %s: name must look like 0001_what.sql", p)
-		}
-		body, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return nil, fmt.Errorf("reading migration %s: %w", p, err)
-		}
-		out = append(out, migration{version: version, name: name, sql: string(body)})
-	}
-	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", out[i-1].name, out[i].name, out[i].version)
-		}
-	}
-	return out, nil
-}
 
 // migrate applies the embedded migrations the schema has not seen, all in
 // one transaction that first takes an advisory lock keyed by the schema:
@@ -65,14 +28,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("reading embedded migrations: %w", err)
 	}
-	migrations, err := loadMigrations(sub)
+	all, err := migrations.Load(sub)
 	if err != nil {
 		return err
 	}
-	return applyMigrations(ctx, pool, migrations, log)
+	return applyMigrations(ctx, pool, all, log)
 }
 
-func applyMigrations(ctx context.Context, pool *pgxpool.Pool, migrations []migration, log *slog.Logger) (err error) {
+func applyMigrations(ctx context.Context, pool *pgxpool.Pool, all []migrations.Migration, log *slog.Logger) (err error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("beginning the migration: %w", err)
@@ -107,20 +70,20 @@ func applyMigrations(ctx context.Context, pool *pgxpool.Pool, migrations []migra
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("reading the schema version: %w", err)
 	}
-	if latest := latestVersion(migrations); current > latest {
+	if latest := latestVersion(all); current > latest {
 		return fmt.Errorf("schema %q is at version %d, newer than this binary knows (%d): upgrade h4r", *schema, current, latest)
 	}
-	for _, m := range migrations {
-		if m.version <= current {
+	for _, m := range all {
+		if m.Version <= current {
 			continue
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("applying migration %d (%s): %w", m.version, m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("applying migration %d (%s): %w", m.Version, m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return fmt.Errorf("recording migration %d (%s): %w", m.version, m.name, err)
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("recording migration %d (%s): %w", m.Version, m.Name, err)
 		}
-		log.InfoContext(ctx, "applying schema migration", "version", m.version, "name", m.name, "schema", *schema)
+		log.InfoContext(ctx, "applying schema migration", "version", m.Version, "name", m.Name, "schema", *schema)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("committing the migration: %w", err)
@@ -128,11 +91,11 @@ func applyMigrations(ctx context.Context, pool *pgxpool.Pool, migrations []migra
 	return nil
 }
 
-func latestVersion(ms []migration) int {
+func latestVersion(ms []migrations.Migration) int {
 	if len(ms) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }
 
 // schemaVersion returns the latest applied migration, 0 for a schema that

@@ -18,6 +18,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r/sources/internal/migrations"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -85,7 +86,7 @@ func TestOpenAppliesEmbeddedMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := loadMigrations(embedded)
+	all, err := migrations.Load(embedded)
 	if err != nil {
 		t.Fatal(err)
 	}

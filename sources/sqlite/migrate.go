@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/h4r/h4r/sources/internal/migrations"
 )
 
 // migrationFiles holds the schema migrations, named NNNN_what.sql. A
@@ -21,49 +19,13 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one numbered schema change.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations reads every *.sql file in the root of fsys, ordered by
-// version. Two files with one version are an error.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	paths, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		return nil, fmt.Errorf("listing migrations: %w", err)
-	}
-	var out []migration
-	for _, p := range paths {
-		number, name, ok := strings.Cut(strings.TrimSuffix(path.Base(p), ".sql"), "_")
-		version, err := strconv.Atoi(number)
-		if !ok || err != nil || version <= 0 {
-			return nil, fmt.Errorf("migration file %s: name must look like 0001_what.sql", p)
-		}
-		body, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return nil, fmt.Errorf("reading migration %s: %w", p, err)
-		}
-		out = append(out, migration{version: version, name: name, sql: string(body)})
-	}
-	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", out[i-1].name, out[i].name, out[i].version)
-		}
-	}
-	return out, nil
-}
-
 // migrate applies the migrations of fsys that db has not applied yet, each
 // in its own transaction together with its schema_migrations row, so that a
 // failed migration leaves the file at the previous version. The writer's
 // transactions begin IMMEDIATE, so two processes opening one file at once
 // apply each migration once.
 func migrate(ctx context.Context, db *sql.DB, fsys fs.FS, now func() time.Time, log *slog.Logger) error {
-	migrations, err := loadMigrations(fsys)
+	all, err := migrations.Load(fsys)
 	if err != nil {
 		return err
 	}
@@ -78,11 +40,11 @@ func migrate(ctx context.Context, db *sql.DB, fsys fs.FS, now func() time.Time, 
 	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("reading schema version: %w", err)
 	}
-	if latest := latestVersion(migrations); current > latest {
+	if latest := latestVersion(all); current > latest {
 		return fmt.Errorf("database schema is at version %d, newer than this binary knows (%d): upgrade h4r", current, latest)
 	}
-	for _, m := range migrations {
-		if m.version <= current {
+	for _, m := range all {
+		if m.Version <= current {
 			continue
 		}
 		applied, err := applyMigration(ctx, db, m, now().UTC())
@@ -90,25 +52,25 @@ func migrate(ctx context.Context, db *sql.DB, fsys fs.FS, now func() time.Time, 
 			return err
 		}
 		if applied {
-			log.InfoContext(ctx, "applied schema migration", "version", m.version, "name", m.name)
+			log.InfoContext(ctx, "applied schema migration", "version", m.Version, "name", m.Name)
 		}
 	}
 	return nil
 }
 
-func latestVersion(ms []migration) int {
+func latestVersion(ms []migrations.Migration) int {
 	if len(ms) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }
 
 // applyMigration runs one migration unless another process applied it
 // since we read the schema version; it reports whether it ran.
-func applyMigration(ctx context.Context, db *sql.DB, m migration, now time.Time) (applied bool, err error) {
+func applyMigration(ctx context.Context, db *sql.DB, m migrations.Migration, now time.Time) (applied bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("beginning migration %d (%s): %w", m.version, m.name, err)
+		return false, fmt.Errorf("beginning migration %d (%s): %w", m.Version, m.Name, err)
 	}
 	defer func() {
 		if err != nil {
@@ -116,21 +78,21 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, now time.Time)
 		}
 	}()
 	var done bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.version).Scan(&done); err != nil {
-		return false, fmt.Errorf("checking migration %d (%s): %w", m.version, m.name, err)
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.Version).Scan(&done); err != nil {
+		return false, fmt.Errorf("checking migration %d (%s): %w", m.Version, m.Name, err)
 	}
 	if done {
 		return false, tx.Commit()
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return false, fmt.Errorf("applying migration %d (%s): %w", m.version, m.name, err)
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return false, fmt.Errorf("applying migration %d (%s): %w", m.Version, m.Name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, formatTime(now)); err != nil {
-		return false, fmt.Errorf("recording migration %d (%s): %w", m.version, m.name, err)
+		m.Version, m.Name, formatTime(now)); err != nil {
+		return false, fmt.Errorf("recording migration %d (%s): %w", m.Version, m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("committing migration %d (%s): %w", m.version, m.name, err)
+		return false, fmt.Errorf("committing migration %d (%s): %w", m.Version, m.Name, err)
 	}
 	return true, nil
 }
