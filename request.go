@@ -3,7 +3,6 @@ package h4r
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -155,9 +154,24 @@ func (f Filters) Empty() bool {
 	return len(f.Kinds) == 0 && len(f.Tags) == 0 && f.CreatedAfter.IsZero() && f.CreatedBefore.IsZero() && len(f.Metadata) == 0
 }
 
-// metadataKey is what a metadata filter key may look like; stores build
-// JSON paths from it, so it must not contain quotes or path syntax.
-var metadataKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_\-]{0,63}$`)
+// ValidMetadataKey reports whether key may name a metadata value in a
+// filter: ^[A-Za-z_][A-Za-z0-9_-]{0,63}$. Stores build JSON paths from it, so
+// it must not hold quotes or path syntax; they check it again because
+// Filters may be built in Go rather than by ParseFilters.
+func ValidMetadataKey(key string) bool {
+	if len(key) == 0 || len(key) > 64 {
+		return false
+	}
+	for i, r := range key {
+		switch {
+		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && (r == '-' || '0' <= r && r <= '9'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // ParseFilters turns a query.filters object into Filters. field names the
 // object in errors ("payload.query.filters").
@@ -196,8 +210,8 @@ func ParseFilters(field string, raw map[string]any) (Filters, error) {
 				f.CreatedBefore = t
 			}
 		default:
-			if !metadataKey.MatchString(key) {
-				return f, Errorf(EINVALID, at, "filter key must match %s", metadataKey)
+			if !ValidMetadataKey(key) {
+				return f, Errorf(EINVALID, at, `filter key must match ^[A-Za-z_][A-Za-z0-9_\-]{0,63}$`)
 			}
 			switch x := v.(type) {
 			case string:

@@ -30,7 +30,7 @@ func compileFilter(f h4r.Filters) (*filter, error) {
 	c.tags = slices.Compact(c.tags)
 	for key, v := range f.Metadata {
 		field := "filters." + key
-		if !validMetadataKey(key) {
+		if !h4r.ValidMetadataKey(key) {
 			return nil, h4r.Errorf(h4r.EINVALID, field, "filter key must be a letter or _ followed by up to 63 letters, digits, _ or -")
 		}
 		switch x := v.(type) {
@@ -107,21 +107,4 @@ func maintained(it *sources.Item, key string) (float64, bool) {
 		return float64(it.Metadata.Tokens), true
 	}
 	return 0, false
-}
-
-// validMetadataKey matches ^[A-Za-z_][A-Za-z0-9_\-]{0,63}$, what
-// h4r.ParseFilters accepts; Filters built in Go are checked again.
-func validMetadataKey(key string) bool {
-	if len(key) == 0 || len(key) > 64 {
-		return false
-	}
-	for i, r := range key {
-		switch {
-		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
-		case i > 0 && (r == '-' || '0' <= r && r <= '9'):
-		default:
-			return false
-		}
-	}
-	return true
 }

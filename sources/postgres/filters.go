@@ -80,7 +80,7 @@ func whereFilters(f h4r.Filters, p *params) (string, error) {
 // value to test by containment.
 func metadataCondition(key string, value any) (string, any, error) {
 	field := "filters." + key
-	if !validMetadataKey(key) {
+	if !h4r.ValidMetadataKey(key) {
 		return "", nil, h4r.Errorf(h4r.EINVALID, field, "filter key must be a letter or _ followed by up to 63 letters, digits, _ or -")
 	}
 	switch x := value.(type) {
@@ -119,22 +119,4 @@ func maintainedColumn(key string) string {
 		return "tokens"
 	}
 	return ""
-}
-
-// validMetadataKey matches ^[A-Za-z_][A-Za-z0-9_\-]{0,63}$, what
-// h4r.ParseFilters accepts; Filters may be built in Go, so it is checked
-// again here.
-func validMetadataKey(key string) bool {
-	if len(key) == 0 || len(key) > 64 {
-		return false
-	}
-	for i, r := range key {
-		switch {
-		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
-		case i > 0 && (r == '-' || '0' <= r && r <= '9'):
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -68,7 +68,7 @@ func whereFilters(f h4r.Filters) (string, []any, error) {
 // which hold the live values.
 func metadataCondition(key string, value any) (string, []any, error) {
 	field := "filters." + key
-	if !validMetadataKey(key) {
+	if !h4r.ValidMetadataKey(key) {
 		return "", nil, h4r.Errorf(h4r.EINVALID, field, "filter key must be a letter or _ followed by up to 63 letters, digits, _ or -")
 	}
 	switch x := value.(type) {
@@ -86,7 +86,7 @@ func metadataCondition(key string, value any) (string, []any, error) {
 		}
 		return "0", nil, nil // these keys hold numbers: nothing else equals them
 	}
-	path := `$."` + key + `"` // the key holds no quote: validMetadataKey
+	path := `$."` + key + `"` // the key holds no quote: h4r.ValidMetadataKey
 	switch x := value.(type) {
 	case bool:
 		jsonType := "false"
@@ -115,24 +115,6 @@ func maintainedColumn(key string) string {
 		return "tokens"
 	}
 	return ""
-}
-
-// validMetadataKey matches ^[A-Za-z_][A-Za-z0-9_\-]{0,63}$, what
-// h4r.ParseFilters accepts; it is checked again here because Filters may be
-// built in Go, and a key becomes part of a JSON path.
-func validMetadataKey(key string) bool {
-	if len(key) == 0 || len(key) > 64 {
-		return false
-	}
-	for i, r := range key {
-		switch {
-		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
-		case i > 0 && (r == '-' || '0' <= r && r <= '9'):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func jsonList(values []string) (string, error) {
