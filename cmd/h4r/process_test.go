@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
@@ -298,7 +301,7 @@ func TestKill9AfterAcknowledgedIngest(t *testing.T) {
 			if dsn == "" {
 				t.Skip("set H4R_TEST_DATABASE_URL to run the crash test against Postgres")
 			}
-			return []string{"DATABASE_URL=" + dsn}
+			return []string{"DATABASE_URL=" + ownSchema(t, dsn)}
 		}},
 	}
 	for _, st := range stores {
@@ -340,4 +343,40 @@ func TestKill9AfterAcknowledgedIngest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ownSchema creates a schema for this test, drops it when the test ends,
+// and returns dsn pointing at it: the test leaves nothing behind and does
+// not meet other tests' items.
+func ownSchema(t *testing.T, dsn string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connecting to H4R_TEST_DATABASE_URL: %v", err)
+	}
+	defer conn.Close(ctx)
+	schema := fmt.Sprintf("h4r_cmdtest_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("creating schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("H4R_TEST_DATABASE_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
