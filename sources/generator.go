@@ -107,3 +107,32 @@ func (e *FallbackError) Error() string {
 }
 
 func (e *FallbackError) Unwrap() error { return e.Err }
+
+// HitLimit checks a query's limit and applies a generator's default when
+// it is 0. A negative limit is an invalid_argument error on field "limit".
+func HitLimit(limit, def int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
+	case limit == 0:
+		return def, nil
+	}
+	return limit, nil
+}
+
+// ReadPresent reads ids from a store for mirroring: the items it holds, and
+// the ids it does not (deleted, or never written), which a mirror removes.
+func ReadPresent(ctx context.Context, get func(context.Context, string) (*Item, error), ids []string) (present []*Item, absent []string, err error) {
+	for _, id := range ids {
+		it, err := get(ctx, id)
+		switch {
+		case h4r.ErrorCode(err) == h4r.ENOTFOUND:
+			absent = append(absent, id)
+		case err != nil:
+			return nil, nil, fmt.Errorf("reading item %q from the store: %w", id, err)
+		default:
+			present = append(present, it)
+		}
+	}
+	return present, absent, nil
+}

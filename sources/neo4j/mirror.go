@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
 )
 
@@ -102,18 +101,9 @@ func (m *Mirror) sync(ctx context.Context, ids []string) error {
 		return err
 	}
 	defer m.unlock()
-	var items []*sources.Item
-	var gone []string
-	for _, id := range ids {
-		it, err := m.src.Get(ctx, id)
-		switch {
-		case h4r.ErrorCode(err) == h4r.ENOTFOUND:
-			gone = append(gone, id)
-		case err != nil:
-			return fmt.Errorf("reading item %q from the store: %w", id, err)
-		default:
-			items = append(items, it)
-		}
+	items, gone, err := sources.ReadPresent(ctx, m.src.Get, ids)
+	if err != nil {
+		return err
 	}
 	if err := m.w.Upsert(ctx, items); err != nil {
 		return err

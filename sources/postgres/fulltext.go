@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
 )
 
@@ -87,7 +86,7 @@ const cutSQL = `SELECT EXISTS (SELECT 1 FROM terms
 // BM25 (higher is better). Words are stemmed and stop words dropped
 // (Postgres's english configuration). Text without words finds nothing.
 func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
-	limit, err := hitLimit(q.Limit, defaultFullTextLimit)
+	limit, err := sources.HitLimit(q.Limit, defaultFullTextLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -153,15 +152,4 @@ func (g fullText) run(ctx context.Context, query string, args []any) ([]sources.
 		return nil
 	})
 	return hits, err
-}
-
-// hitLimit checks a query's limit and applies the generator's default.
-func hitLimit(limit, def int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
-	case limit == 0:
-		return def, nil
-	}
-	return limit, nil
 }

@@ -47,7 +47,7 @@ const hopsSQL = `WITH RECURSIVE walk (id, hops) AS (
 // that exist come back at distance 0. Links are followed both ways unless
 // q.Directed. Hits are ordered by distance, then id.
 func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
-	limit, err := hitLimit(q.Limit, defaultGraphLimit)
+	limit, err := sources.HitLimit(q.Limit, defaultGraphLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -164,18 +164,9 @@ func (m *Mirror) add(ids []string) {
 // sync reads ids from the store, upserts those present and deletes the
 // points of those absent.
 func (m *Mirror) sync(ctx context.Context, ids []string) error {
-	var present []*sources.Item
-	var absent []string
-	for _, id := range ids {
-		it, err := m.items.Get(ctx, id)
-		switch {
-		case h4r.ErrorCode(err) == h4r.ENOTFOUND:
-			absent = append(absent, id)
-		case err != nil:
-			return fmt.Errorf("reading item %q to mirror it: %w", id, err)
-		default:
-			present = append(present, it)
-		}
+	present, absent, err := sources.ReadPresent(ctx, m.items.Get, ids)
+	if err != nil {
+		return err
 	}
 	if err := m.upsert(ctx, present); err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
 )
 
@@ -26,7 +25,7 @@ func (fullText) Name() string { return sources.GenFullText }
 // Score is −bm25, so higher is better; an item that matches more of the
 // words, or rarer ones, scores higher. Text without words finds nothing.
 func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
-	limit, err := hitLimit(q.Limit, defaultFullTextLimit)
+	limit, err := sources.HitLimit(q.Limit, defaultFullTextLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -79,17 +78,6 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 		return nil, fmt.Errorf("full-text search for %q: %w", q.Text, err)
 	}
 	return hits, nil
-}
-
-// hitLimit checks a query's limit and applies the generator's default.
-func hitLimit(limit, def int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
-	case limit == 0:
-		return def, nil
-	}
-	return limit, nil
 }
 
 // MatchExpression turns natural-language text into an FTS5 MATCH expression

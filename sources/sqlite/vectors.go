@@ -484,7 +484,7 @@ func (s *Store) nearestFiltered(ctx context.Context, tx *sql.Tx, q []float32, li
 // same filters as full-text search). Hits under minScore are left out;
 // limit 0 means 100. The vectors are held in memory after the first search.
 func (s *Store) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]sources.Hit, error) {
-	limit, err := hitLimit(limit, defaultVectorLimit)
+	limit, err := sources.HitLimit(limit, defaultVectorLimit)
 	if err != nil {
 		return nil, err
 	}
