@@ -13,27 +13,27 @@ import (
 	"strings"
 	"time"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/engine"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 )
 
 // Store is what the service needs of a store (sources/sqlite.Store; the
 // Postgres store implements the same contract, sources/storetest).
 type Store interface {
-	Upsert(ctx context.Context, items []sources.Item) ([]string, error)
-	Get(ctx context.Context, id string) (*sources.Item, error)
+	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
+	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Count(ctx context.Context) (int, error)
 	Ping(ctx context.Context) error
-	FullText() sources.Generator
-	Graph() sources.Generator
+	FullText() h4r.Generator
+	Graph() h4r.Generator
 	RecordAccess(ids []string)
-	Each(ctx context.Context, fn func(*sources.Item) error) error
+	Each(ctx context.Context, fn func(*h4r.Item) error) error
 	Close() error
 }
 

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/neo4j"
 )
 
@@ -21,7 +21,7 @@ const graphCloseTimeout = 10 * time.Second
 // that every write is mirrored into the graph, a background loop retries
 // mirror writes that failed, and the CTE answers whenever Neo4j fails or is
 // late (a warning in the pack, not a failed request).
-func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (sources.Generator, error) {
+func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (h4r.Generator, error) {
 	if cfg.Neo4jURL == "" {
 		return a.Store.Graph(), nil
 	}
@@ -86,7 +86,7 @@ type graphMirroredStore struct {
 	mirror *neo4j.Mirror
 }
 
-func (s *graphMirroredStore) Upsert(ctx context.Context, items []sources.Item) ([]string, error) {
+func (s *graphMirroredStore) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
 	ids, err := s.Store.Upsert(ctx, items)
 	if err != nil {
 		return ids, err

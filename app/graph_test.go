@@ -13,7 +13,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/neo4j"
 	"github.com/h4r/h4r/sources/neo4j/bolttest"
 )
@@ -25,12 +24,12 @@ const patient = time.Minute
 // causalCorpus is an incident, the deploy that caused it and the library
 // bump that caused the deploy's failure. Only the incident shares words
 // with the question; the others can only be found by following links.
-func causalCorpus() []sources.Item {
-	return []sources.Item{
+func causalCorpus() []h4r.Item {
+	return []h4r.Item{
 		{ID: "incident", Kind: "incident", Text: "checkout page crashed for all users",
-			Links: []sources.Link{{Type: "caused_by", Target: "deploy-42"}}},
+			Links: []h4r.Link{{Type: "caused_by", Target: "deploy-42"}}},
 		{ID: "deploy-42", Kind: "deploy", Text: "release of version 42 with a new payment library",
-			Links: []sources.Link{{Type: "caused_by", Target: "lib-bump"}}},
+			Links: []h4r.Link{{Type: "caused_by", Target: "lib-bump"}}},
 		{ID: "lib-bump", Kind: "change", Text: "payment library upgraded to 3.0"},
 		{ID: "lunch", Kind: "note", Text: "team lunch on friday"},
 	}
@@ -137,7 +136,7 @@ func TestCausalPacksFromNeo4j(t *testing.T) {
 				t.Error("Neo4j was not asked for the hops")
 			}
 			for _, r := range p.Results {
-				if w, ok := tc.want[r.ID]; ok && w < 1 && !strings.Contains(r.Metadata.Source, sources.GenGraph) {
+				if w, ok := tc.want[r.ID]; ok && w < 1 && !strings.Contains(r.Metadata.Source, h4r.GenGraph) {
 					t.Errorf("%s reached by hops has source %q", r.ID, r.Metadata.Source)
 				}
 			}
@@ -154,16 +153,16 @@ func TestCausalPacksFromNeo4j(t *testing.T) {
 		if w := strings.Join(p.Explainability.Warnings, "\n"); !strings.Contains(w, "neo4j failed") || !strings.Contains(w, "store CTE answered") {
 			t.Errorf("warnings %q do not say that the store answered for neo4j", w)
 		}
-		if p.Sources[sources.GenGraph].Error != "" {
-			t.Errorf("graph source error %q: a fallback answer is not a failure", p.Sources[sources.GenGraph].Error)
+		if p.Sources[h4r.GenGraph].Error != "" {
+			t.Errorf("graph source error %q: a fallback answer is not a failure", p.Sources[h4r.GenGraph].Error)
 		}
 	})
 
 	t.Run("writes while neo4j fails are kept", func(t *testing.T) {
 		g.FailAll(&bolttest.Failure{Code: "Neo.DatabaseError.General.UnknownError", Message: "disk full"})
-		late := sources.Item{ID: "rollback", Kind: "change", Text: "rolled back version 42",
-			Links: []sources.Link{{Type: "fixes", Target: "incident"}}}
-		if _, err := a.Store.Upsert(context.Background(), []sources.Item{late}); err != nil {
+		late := h4r.Item{ID: "rollback", Kind: "change", Text: "rolled back version 42",
+			Links: []h4r.Link{{Type: "fixes", Target: "incident"}}}
+		if _, err := a.Store.Upsert(context.Background(), []h4r.Item{late}); err != nil {
 			t.Fatalf("a write failed because its mirror did: %v", err)
 		}
 		if _, err := a.Store.Get(context.Background(), "rollback"); err != nil {
@@ -233,7 +232,7 @@ func TestRebuildGraphCatchesUpWithTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close(context.Background())
-	if err := other.Upsert(context.Background(), []*sources.Item{{ID: "stale", Kind: "note"}}); err != nil {
+	if err := other.Upsert(context.Background(), []*h4r.Item{{ID: "stale", Kind: "note"}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,7 +11,6 @@ import (
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/embed"
 	ranker "github.com/h4r/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/qdrant"
 	"github.com/h4r/h4r/sources/sqlite"
 )
@@ -34,7 +33,7 @@ const (
 // exactly (sources/sqlite.Store).
 type vectorStore interface {
 	EnableVectors(e sqlite.Embedder)
-	SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]sources.Hit, error)
+	SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error)
 	MissingVectors(ctx context.Context, model string) (int, error)
 	WarmVectors(ctx context.Context, model string) error
 	ReindexVectors(ctx context.Context, progress func(done int)) (int, error)
@@ -46,10 +45,10 @@ type vectorStore interface {
 // that writes are mirrored). A store that keeps no vectors, without Qdrant,
 // gets full-text only and a warning at start; semantic requests then say
 // so in their pack.
-func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]sources.Generator, ranker.Fusion, error) {
+func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]h4r.Generator, ranker.Fusion, error) {
 	fusion := ranker.Fusion{Method: cfg.Fusion, Weights: map[string]float64{
-		sources.GenFullText: 1 - cfg.FusionVector,
-		sources.GenVector:   cfg.FusionVector,
+		h4r.GenFullText: 1 - cfg.FusionVector,
+		h4r.GenVector:   cfg.FusionVector,
 	}}
 	fulltext := a.Store.FullText()
 	docs, queries, err := embedders(cfg, o.log)
@@ -83,14 +82,14 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		index = vs
 	default:
 		o.log.WarnContext(ctx, "vector candidates are unavailable: this store keeps no vectors; set QDRANT_URL for semantic and hybrid vector search (semantic queries are answered by full-text search)")
-		return []sources.Generator{fulltext}, fusion, nil
+		return []h4r.Generator{fulltext}, fusion, nil
 	}
 	gen, err := embed.NewGenerator(queries, index, embed.WithQueryTimeout(cfg.EmbedTimeout),
 		embed.WithMaxHits(vectorCandidates), embed.WithFallback(fulltext))
 	if err != nil {
 		return nil, fusion, fmt.Errorf("building the vector generator: %w", err)
 	}
-	return []sources.Generator{fulltext, gen}, fusion, nil
+	return []h4r.Generator{fulltext, gen}, fusion, nil
 }
 
 // warmVectors loads the store's vectors into memory in the background, so
@@ -169,7 +168,7 @@ type mirroredStore struct {
 	log    *slog.Logger
 }
 
-func (m *mirroredStore) Upsert(ctx context.Context, items []sources.Item) ([]string, error) {
+func (m *mirroredStore) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
 	ids, err := m.Store.Upsert(ctx, items)
 	if err != nil {
 		return ids, err

@@ -9,7 +9,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources"
 )
 
 // zipfTexts returns n texts of 12 to 60 words drawn from a Zipf-distributed
@@ -62,9 +61,9 @@ func BenchmarkPackFusion(b *testing.B) {
 	}
 	defer a.Close()
 	texts, queries := zipfTexts(10_000, 64)
-	items := make([]sources.Item, len(texts))
+	items := make([]h4r.Item, len(texts))
 	for i, text := range texts {
-		items[i] = sources.Item{ID: fmt.Sprintf("item-%05d", i), Kind: "note", Text: text}
+		items[i] = h4r.Item{ID: fmt.Sprintf("item-%05d", i), Kind: "note", Text: text}
 	}
 	for start := 0; start < len(items); start += 1000 {
 		if _, err := a.Store.Upsert(b.Context(), items[start:min(start+1000, len(items))]); err != nil {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/sqlite"
 )
 
@@ -30,10 +30,10 @@ func TestNoVectorStoreWithoutQdrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gens) != 1 || gens[0].Name() != sources.GenFullText {
+	if len(gens) != 1 || gens[0].Name() != h4r.GenFullText {
 		t.Fatalf("generators %v, want full-text alone", gens)
 	}
-	if fusion.Method != "relative" || fusion.Weights[sources.GenVector] != a.Config.FusionVector {
+	if fusion.Method != "relative" || fusion.Weights[h4r.GenVector] != a.Config.FusionVector {
 		t.Errorf("fusion %+v: the configured method and weights still apply", fusion)
 	}
 	if !strings.Contains(logs.String(), "vector candidates are unavailable") {

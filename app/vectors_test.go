@@ -16,7 +16,6 @@ import (
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/embed"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/qdrant/qdranttest"
 	"github.com/h4r/h4r/sources/sqlite"
 )
@@ -51,15 +50,15 @@ func openApp(t *testing.T, cfg config.Config) *app.App {
 // memories: the query "authentcation" (a typo) shares no word with any of
 // them, so full-text search finds nothing; the character n-grams of the
 // hashing embedder find the authentication item.
-func memories() []sources.Item {
-	return []sources.Item{
+func memories() []h4r.Item {
+	return []h4r.Item{
 		{ID: "auth", Kind: "incident", Text: "authentication token expired for the checkout service"},
 		{ID: "login", Kind: "test_failure", Text: "login button selector not found on the page"},
 		{ID: "cache", Kind: "note", Text: "cache eviction policy for hot keys"},
 	}
 }
 
-func ingest(t *testing.T, a *app.App, items []sources.Item) {
+func ingest(t *testing.T, a *app.App, items []h4r.Item) {
 	t.Helper()
 	if _, err := a.Store.Upsert(t.Context(), items); err != nil {
 		t.Fatal(err)
@@ -100,16 +99,16 @@ func TestQueryTypesWithBuiltInVectors(t *testing.T) {
 		wantSources []string
 		wantAuth    bool
 	}{
-		{h4r.QueryKeyword, "authentcation", []string{sources.GenFullText}, false},
-		{h4r.QuerySemantic, "authentcation", []string{sources.GenVector}, true},
-		{h4r.QueryHybrid, "authentcation", []string{sources.GenFullText, sources.GenVector}, true},
-		{h4r.QueryHybrid, "login selector", []string{sources.GenFullText, sources.GenVector}, false},
+		{h4r.QueryKeyword, "authentcation", []string{h4r.GenFullText}, false},
+		{h4r.QuerySemantic, "authentcation", []string{h4r.GenVector}, true},
+		{h4r.QueryHybrid, "authentcation", []string{h4r.GenFullText, h4r.GenVector}, true},
+		{h4r.QueryHybrid, "login selector", []string{h4r.GenFullText, h4r.GenVector}, false},
 	} {
 		t.Run(string(tc.typ)+" "+tc.query, func(t *testing.T) {
 			p := ask(t, a, tc.typ, tc.query)
 			var got []string
 			for name := range p.Sources {
-				if name != sources.GenGraph {
+				if name != h4r.GenGraph {
 					got = append(got, name)
 				}
 			}
@@ -149,7 +148,7 @@ func TestFusionSettings(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Fusion, cfg.FusionVector = tc.method, tc.weight
 			a := openApp(t, cfg)
-			ingest(t, a, append(memories(), sources.Item{ID: "zqx", Text: "zqx " + filler}))
+			ingest(t, a, append(memories(), h4r.Item{ID: "zqx", Text: "zqx " + filler}))
 			// Full-text finds zqx alone (the only exact word); the vector
 			// generator ranks auth first (typos share most n-grams).
 			const query = "authentcation tokn expird servce zqx"
@@ -162,8 +161,8 @@ func TestFusionSettings(t *testing.T) {
 				t.Fatalf("precondition: the vector search must rank auth first, got %v, %v", vecs, err)
 			}
 			p := ask(t, a, h4r.QueryHybrid, query)
-			if p.Sources[sources.GenFullText].Candidates != 1 {
-				t.Fatalf("precondition: full-text must find zqx alone, found %d", p.Sources[sources.GenFullText].Candidates)
+			if p.Sources[h4r.GenFullText].Candidates != 1 {
+				t.Fatalf("precondition: full-text must find zqx alone, found %d", p.Sources[h4r.GenFullText].Candidates)
 			}
 			var rel = -1.0
 			for _, it := range p.Explainability.Items {
@@ -277,7 +276,7 @@ func TestQdrantEndToEnd(t *testing.T) {
 		t.Fatalf("%d points after ingest, want 3", n)
 	}
 	p := ask(t, a, h4r.QuerySemantic, "authentcation")
-	if !slices.Contains(resultIDs(p), "auth") || p.Sources[sources.GenVector].Candidates == 0 {
+	if !slices.Contains(resultIDs(p), "auth") || p.Sources[h4r.GenVector].Candidates == 0 {
 		t.Fatalf("semantic results %v, sources %+v", resultIDs(p), p.Sources)
 	}
 	if err := a.Store.Delete(t.Context(), "auth"); err != nil {
@@ -290,7 +289,7 @@ func TestQdrantEndToEnd(t *testing.T) {
 	q.Mu.Lock()
 	q.FailUpserts = 1
 	q.Mu.Unlock()
-	ingest(t, a, []sources.Item{{ID: "late", Text: "written while Qdrant failed"}})
+	ingest(t, a, []h4r.Item{{ID: "late", Text: "written while Qdrant failed"}})
 	if n, _ := a.Store.Count(t.Context()); n != 3 {
 		t.Fatalf("Count = %d, want 3", n)
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 )
 
 // Doc is one document of a BEIR corpus. The fields the dataset's Mapping
@@ -169,14 +169,14 @@ func LoadBEIR(dir, split string, opts ...LoadOption) (*Dataset, error) {
 // become metadata and links. A document with neither title nor text
 // (cranfield has one) can never be retrieved and is left out. Access counts
 // are not part of an item (the store maintains them): see OpenLoaded.
-func (ds *Dataset) Items() []sources.Item {
-	items := make([]sources.Item, 0, len(ds.Docs))
+func (ds *Dataset) Items() []h4r.Item {
+	items := make([]h4r.Item, 0, len(ds.Docs))
 	for _, d := range ds.Docs {
 		text := strings.TrimSpace(d.Title + "\n" + d.Text)
 		if text == "" {
 			continue
 		}
-		it := sources.Item{ID: d.ID, Kind: "document", Text: text}
+		it := h4r.Item{ID: d.ID, Kind: "document", Text: text}
 		m := &it.Metadata
 		m.CreatedAt = d.CreatedAt
 		m.Importance, m.Trust, m.Sensitivity, m.Novelty = d.Importance, d.Trust, d.Sensitivity, d.Novelty
@@ -184,8 +184,8 @@ func (ds *Dataset) Items() []sources.Item {
 			m.Extra = map[string]any{ScopeKey: d.Scope}
 		}
 		for _, l := range d.Links {
-			it.Links = append(it.Links, sources.Link{Type: l.Type, Target: l.Target, Strength: 1})
-			if len(it.Links) == sources.MaxLinks {
+			it.Links = append(it.Links, h4r.Link{Type: l.Type, Target: l.Target, Strength: 1})
+			if len(it.Links) == h4r.MaxLinks {
 				break // the item model's limit; a longer list is cut, not refused
 			}
 		}

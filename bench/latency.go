@@ -14,7 +14,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources"
 )
 
 // LatencySchema names the version of the latency report's JSON shape.
@@ -116,18 +115,18 @@ func (c *memoryCorpus) phrase(n int) string {
 }
 
 // items returns items from (1-based) from to to.
-func (c *memoryCorpus) items(from, to int) []sources.Item {
-	out := make([]sources.Item, 0, to-from+1)
+func (c *memoryCorpus) items(from, to int) []h4r.Item {
+	out := make([]h4r.Item, 0, to-from+1)
 	for i := from; i <= to; i++ {
 		f := func() *float64 { x := math.Round(c.rng.Float64()*100) / 100; return &x }
-		it := sources.Item{ID: fmt.Sprintf("mem-%07d", i), Kind: "note", Text: c.phrase(20 + c.rng.IntN(40))}
+		it := h4r.Item{ID: fmt.Sprintf("mem-%07d", i), Kind: "note", Text: c.phrase(20 + c.rng.IntN(40))}
 		it.Metadata.CreatedAt = c.now.Add(-time.Duration(c.rng.Float64() * 365 * 24 * float64(time.Hour)))
 		it.Metadata.Importance, it.Metadata.Novelty = f(), f()
 		trust := 0.3 + 0.7*c.rng.Float64()
 		sens := 0.6 * c.rng.Float64()
 		it.Metadata.Trust, it.Metadata.Sensitivity = &trust, &sens
 		if i > 1 && c.rng.IntN(2) == 0 {
-			it.Links = []sources.Link{{Type: "follows", Target: fmt.Sprintf("mem-%07d", 1+c.rng.IntN(i-1)), Strength: 1}}
+			it.Links = []h4r.Link{{Type: "follows", Target: fmt.Sprintf("mem-%07d", 1+c.rng.IntN(i-1)), Strength: 1}}
 		}
 		out = append(out, it)
 	}
@@ -201,7 +200,7 @@ func timeFloor(ctx context.Context, a *app.App, corpus *memoryCorpus, o LatencyO
 	gen := a.Store.FullText()
 	var ms []float64
 	for range o.Requests {
-		q := sources.Query{Text: corpus.query(), Limit: 100}
+		q := h4r.CandidateQuery{Text: corpus.query(), Limit: 100}
 		t0 := time.Now()
 		if _, err := gen.Generate(ctx, q); err != nil {
 			return Percentiles{}, fmt.Errorf("latency: the raw full-text query %q: %w", q.Text, err)

@@ -13,14 +13,13 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/policy"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 )
 
 // The corpus is dated relative to this day: the README's demo runs on it.
 var corpusDay = time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 
-func mustItems(t *testing.T) []sources.Item {
+func mustItems(t *testing.T) []h4r.Item {
 	t.Helper()
 	items, err := demo.Items()
 	if err != nil {
@@ -31,7 +30,7 @@ func mustItems(t *testing.T) []sources.Item {
 
 // deliveredTokens counts an item's tokens as the slicer does: the delivered
 // JSON, exactly, with cl100k_base.
-func deliveredTokens(t *testing.T, c *tokens.Counter, it sources.Item) int {
+func deliveredTokens(t *testing.T, c *tokens.Counter, it h4r.Item) int {
 	t.Helper()
 	b, err := it.Delivered().Encode()
 	if err != nil {
@@ -126,44 +125,44 @@ func TestCorpusHasEveryCategory(t *testing.T) {
 	tests := []struct {
 		name     string
 		min, max int // max 0: no upper bound
-		is       func(sources.Item) bool
+		is       func(h4r.Item) bool
 	}{
-		{"personal data to redact", 2, 0, func(it sources.Item) bool {
+		{"personal data to redact", 2, 0, func(it h4r.Item) bool {
 			return it.Metadata.ContainsPII && slices.Contains(it.Metadata.PIIFields, "$.content.personalData")
 		}},
-		{"exactly one item with credentials", 1, 1, func(it sources.Item) bool { return it.Metadata.HasCredentials }},
-		{"secrets are obviously fake", 1, 1, func(it sources.Item) bool {
+		{"exactly one item with credentials", 1, 1, func(it h4r.Item) bool { return it.Metadata.HasCredentials }},
+		{"secrets are obviously fake", 1, 1, func(it h4r.Item) bool {
 			b, _ := json.Marshal(it.Content)
 			return it.Metadata.HasCredentials && strings.Contains(string(b), "ghp_FAKEFAKE")
 		}},
-		{"sensitivity above 0.7", 2, 0, func(it sources.Item) bool { return it.Metadata.SensitivityValue() > 0.7 }},
-		{"restricted to security", 1, 0, func(it sources.Item) bool { return slices.Contains(it.Metadata.RestrictedToGroups, "security") }},
-		{"restricted to qa", 1, 0, func(it sources.Item) bool { return slices.Contains(it.Metadata.RestrictedToGroups, "qa") }},
-		{"low trust", 1, 0, func(it sources.Item) bool { return it.Metadata.TrustValue() < 0.3 }},
-		{"e2e test failures", 10, 0, func(it sources.Item) bool {
+		{"sensitivity above 0.7", 2, 0, func(it h4r.Item) bool { return it.Metadata.SensitivityValue() > 0.7 }},
+		{"restricted to security", 1, 0, func(it h4r.Item) bool { return slices.Contains(it.Metadata.RestrictedToGroups, "security") }},
+		{"restricted to qa", 1, 0, func(it h4r.Item) bool { return slices.Contains(it.Metadata.RestrictedToGroups, "qa") }},
+		{"low trust", 1, 0, func(it h4r.Item) bool { return it.Metadata.TrustValue() < 0.3 }},
+		{"e2e test failures", 10, 0, func(it h4r.Item) bool {
 			x := it.Metadata.Extra
 			return it.Kind == "test_failure" && x["status"] == "failed" && x["test_type"] != nil &&
 				str(it.Content, "test") != "" && str(it.Content, "selector") != ""
 		}},
-		{"selector changes", 3, 0, func(it sources.Item) bool { return it.Kind == "selector_change" && str(it.Content, "selector") != "" }},
-		{"flaky tests tagged flaky", 3, 0, func(it sources.Item) bool {
+		{"selector changes", 3, 0, func(it h4r.Item) bool { return it.Kind == "selector_change" && str(it.Content, "selector") != "" }},
+		{"flaky tests tagged flaky", 3, 0, func(it h4r.Item) bool {
 			return it.Kind == "flaky_test" && slices.Contains(it.Metadata.Tags, "flaky")
 		}},
-		{"decisions with alternatives", 5, 0, func(it sources.Item) bool {
+		{"decisions with alternatives", 5, 0, func(it h4r.Item) bool {
 			alts, _ := it.Content["alternatives"].([]any)
 			return it.Kind == "decision" && len(alts) >= 2
 		}},
-		{"fixes", 5, 0, func(it sources.Item) bool { return it.Kind == "fix" }},
-		{"commits", 5, 0, func(it sources.Item) bool { return it.Kind == "commit" && str(it.Content, "sha") != "" }},
-		{"incidents", 2, 0, func(it sources.Item) bool { return it.Kind == "incident" }},
-		{"runbooks", 3, 0, func(it sources.Item) bool { return it.Kind == "runbook" }},
-		{"created within the last day", 2, 0, func(it sources.Item) bool {
+		{"fixes", 5, 0, func(it h4r.Item) bool { return it.Kind == "fix" }},
+		{"commits", 5, 0, func(it h4r.Item) bool { return it.Kind == "commit" && str(it.Content, "sha") != "" }},
+		{"incidents", 2, 0, func(it h4r.Item) bool { return it.Kind == "incident" }},
+		{"runbooks", 3, 0, func(it h4r.Item) bool { return it.Kind == "runbook" }},
+		{"created within the last day", 2, 0, func(it h4r.Item) bool {
 			return it.Metadata.CreatedAt.After(corpusDay.Add(-24 * time.Hour))
 		}},
-		{"older than 100 days", 1, 0, func(it sources.Item) bool {
+		{"older than 100 days", 1, 0, func(it h4r.Item) bool {
 			return it.Metadata.CreatedAt.Before(corpusDay.Add(-100 * 24 * time.Hour))
 		}},
-		{"long items, over 1000 tokens delivered", 2, 0, func(it sources.Item) bool {
+		{"long items, over 1000 tokens delivered", 2, 0, func(it h4r.Item) bool {
 			return deliveredTokens(t, counter, it) > 1000
 		}},
 		{"caused_by links", 5, 0, hasLink("caused_by")},
@@ -187,9 +186,9 @@ func TestCorpusHasEveryCategory(t *testing.T) {
 	}
 }
 
-func hasLink(typ string) func(sources.Item) bool {
-	return func(it sources.Item) bool {
-		return slices.ContainsFunc(it.Links, func(l sources.Link) bool { return l.Type == typ })
+func hasLink(typ string) func(h4r.Item) bool {
+	return func(it h4r.Item) bool {
+		return slices.ContainsFunc(it.Links, func(l h4r.Link) bool { return l.Type == typ })
 	}
 }
 
@@ -214,7 +213,7 @@ func mentionsAll(text, query string) bool {
 // allowedForHealer asks the Go copy of the bundled policy (kept equal to
 // the Rego by policy's agreement test) whether playwright_healer, internal,
 // group qa, may see the item.
-func allowedForHealer(t *testing.T, it sources.Item) bool {
+func allowedForHealer(t *testing.T, it h4r.Item) bool {
 	t.Helper()
 	healer := h4r.Specialist{Type: "specialist", ID: "playwright_healer", SecurityLevel: h4r.Internal, AuthorizedGroups: []string{"qa"}}
 	d, err := policy.LocalRules{}.Decide(context.Background(), healer, &it)
@@ -230,7 +229,7 @@ func TestFirstQueryShowsEveryStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var matching []sources.Item
+	var matching []h4r.Item
 	delivered := map[string]bool{}
 	for _, it := range items {
 		if mentionsAll(it.Text, firstQuery) {
@@ -240,7 +239,7 @@ func TestFirstQueryShowsEveryStage(t *testing.T) {
 			}
 		}
 	}
-	count := func(is func(sources.Item) bool) int {
+	count := func(is func(h4r.Item) bool) int {
 		n := 0
 		for _, it := range matching {
 			if is(it) {
@@ -270,21 +269,21 @@ func TestFirstQueryShowsEveryStage(t *testing.T) {
 		got  int
 		min  int
 	}{
-		{"credential item is a candidate (dropped by policy)", count(func(it sources.Item) bool { return it.Metadata.HasCredentials }), 1},
-		{"sensitive item is a candidate (dropped by policy)", count(func(it sources.Item) bool { return it.Metadata.SensitivityValue() > 0.7 }), 1},
-		{"low-trust item is a candidate (dropped by policy)", count(func(it sources.Item) bool { return it.Metadata.TrustValue() < 0.3 }), 1},
-		{"security-only item is a candidate (dropped by policy)", count(func(it sources.Item) bool {
+		{"credential item is a candidate (dropped by policy)", count(func(it h4r.Item) bool { return it.Metadata.HasCredentials }), 1},
+		{"sensitive item is a candidate (dropped by policy)", count(func(it h4r.Item) bool { return it.Metadata.SensitivityValue() > 0.7 }), 1},
+		{"low-trust item is a candidate (dropped by policy)", count(func(it h4r.Item) bool { return it.Metadata.TrustValue() < 0.3 }), 1},
+		{"security-only item is a candidate (dropped by policy)", count(func(it h4r.Item) bool {
 			return slices.Contains(it.Metadata.RestrictedToGroups, "security")
 		}), 1},
-		{"personal data is delivered redacted", count(func(it sources.Item) bool {
+		{"personal data is delivered redacted", count(func(it h4r.Item) bool {
 			return delivered[it.ID] && slices.Contains(it.Metadata.PIIFields, "$.content.personalData")
 		}), 1},
-		{"qa-only item is delivered to qa", count(func(it sources.Item) bool {
+		{"qa-only item is delivered to qa", count(func(it h4r.Item) bool {
 			return delivered[it.ID] && slices.Contains(it.Metadata.RestrictedToGroups, "qa")
 		}), 1},
-		{"several test failures (retry_with_healing)", count(func(it sources.Item) bool { return delivered[it.ID] && it.Kind == "test_failure" }), 3},
-		{"a selector change (suggest_fix)", count(func(it sources.Item) bool { return delivered[it.ID] && it.Kind == "selector_change" }), 1},
-		{"a fix", count(func(it sources.Item) bool { return delivered[it.ID] && it.Kind == "fix" }), 1},
+		{"several test failures (retry_with_healing)", count(func(it h4r.Item) bool { return delivered[it.ID] && it.Kind == "test_failure" }), 3},
+		{"a selector change (suggest_fix)", count(func(it h4r.Item) bool { return delivered[it.ID] && it.Kind == "selector_change" }), 1},
+		{"a fix", count(func(it h4r.Item) bool { return delivered[it.ID] && it.Kind == "fix" }), 1},
 		{"links among the delivered items (causal graph)", edges, 3},
 		{"more tokens than the 2500 budget", tokensDelivered, 2501},
 		{"one item that alone takes much of the budget", longest, 1000},

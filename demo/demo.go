@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // corpus is the demo memory, one JSON item a line.
@@ -17,7 +16,7 @@ var corpus []byte
 
 // Items parses the embedded corpus. Every call returns new items, so callers
 // may change them.
-func Items() ([]sources.Item, error) {
+func Items() ([]h4r.Item, error) {
 	items, err := parse(corpus)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the embedded demo corpus: %w", err)
@@ -30,15 +29,15 @@ func Items() ([]sources.Item, error) {
 // unique and every link must point at an item of the corpus, because a
 // corpus with a dangling link would demonstrate a causal graph with holes.
 // Errors are invalid_argument and name the line: "line 7.metadata.trust".
-func parse(data []byte) ([]sources.Item, error) {
-	var items []sources.Item
+func parse(data []byte) ([]h4r.Item, error) {
+	var items []h4r.Item
 	lineOf := map[string]int{}
 	for n, line := range bytes.Split(data, []byte("\n")) {
 		field := fmt.Sprintf("line %d", n+1)
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var it sources.Item
+		var it h4r.Item
 		if err := h4r.DecodeStrict(line, &it, field); err != nil {
 			return nil, err
 		}
@@ -64,7 +63,7 @@ func parse(data []byte) ([]sources.Item, error) {
 
 // Upserter is the part of a store LoadIfEmpty needs.
 type Upserter interface {
-	Upsert(ctx context.Context, items []sources.Item) ([]string, error)
+	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
 	Count(ctx context.Context) (int, error)
 }
 

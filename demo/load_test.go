@@ -5,20 +5,20 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/demo"
-	"github.com/h4r/h4r/sources"
 )
 
 // memStore is an in-memory demo.Upserter: it keeps items by id, as a store
 // does, and can be told to fail.
 type memStore struct {
-	items     map[string]sources.Item
+	items     map[string]h4r.Item
 	upserts   int // calls to Upsert that stored something
 	countErr  error
 	upsertErr error
 }
 
-func (m *memStore) Upsert(ctx context.Context, items []sources.Item) ([]string, error) {
+func (m *memStore) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -51,10 +51,10 @@ func TestLoadIfEmpty(t *testing.T) {
 	}
 	errCount := errors.New("database is locked")
 	errUpsert := errors.New("disk full")
-	own := sources.Item{ID: "mine", Text: "an item of the user's own", Metadata: sources.Metadata{}}
+	own := h4r.Item{ID: "mine", Text: "an item of the user's own", Metadata: h4r.Metadata{}}
 	tests := []struct {
 		name        string
-		seed        []sources.Item
+		seed        []h4r.Item
 		countErr    error
 		upsertErr   error
 		cancel      bool
@@ -66,14 +66,14 @@ func TestLoadIfEmpty(t *testing.T) {
 	}{
 		{name: "empty store gets the corpus", calls: 1, wantLoaded: len(corpus), wantUpserts: 1, wantItems: len(corpus)},
 		{name: "second start loads nothing", calls: 2, wantLoaded: 0, wantUpserts: 1, wantItems: len(corpus)},
-		{name: "a store with the user's items is left alone", seed: []sources.Item{own}, calls: 1, wantItems: 1},
+		{name: "a store with the user's items is left alone", seed: []h4r.Item{own}, calls: 1, wantItems: 1},
 		{name: "count failure stops the load", countErr: errCount, calls: 1, wantErr: errCount},
 		{name: "upsert failure is reported", upsertErr: errUpsert, calls: 1, wantErr: errUpsert},
 		{name: "cancelled context", cancel: true, calls: 1, wantErr: context.Canceled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &memStore{items: map[string]sources.Item{}, countErr: tt.countErr, upsertErr: tt.upsertErr}
+			store := &memStore{items: map[string]h4r.Item{}, countErr: tt.countErr, upsertErr: tt.upsertErr}
 			for _, it := range tt.seed {
 				store.items[it.ID] = it
 			}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Index finds the items nearest to a vector: the SQLite store's exact
@@ -15,7 +14,7 @@ import (
 // Score; only vectors of model are compared; filters apply as in full-text
 // search; hits under minScore are left out.
 type Index interface {
-	SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]sources.Hit, error)
+	SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error)
 }
 
 // DefaultMinScore is the cosine under which a vector hit is not a
@@ -31,7 +30,7 @@ type Generator struct {
 	timeout  time.Duration
 	minScore float64
 	maxHits  int
-	fallback sources.Generator
+	fallback h4r.Generator
 }
 
 // GeneratorOption configures NewGenerator.
@@ -54,7 +53,7 @@ func WithMaxHits(n int) GeneratorOption { return func(g *Generator) { g.maxHits 
 // embedded in time (the store's full-text search), so that a semantic
 // request degrades to full-text results with a warning instead of coming
 // back empty.
-func WithFallback(f sources.Generator) GeneratorOption { return func(g *Generator) { g.fallback = f } }
+func WithFallback(f h4r.Generator) GeneratorOption { return func(g *Generator) { g.fallback = f } }
 
 // NewGenerator returns the vector generator of e (usually a Cache) over ix.
 func NewGenerator(e Embedder, ix Index, opts ...GeneratorOption) (*Generator, error) {
@@ -75,13 +74,13 @@ func NewGenerator(e Embedder, ix Index, opts ...GeneratorOption) (*Generator, er
 	return g, nil
 }
 
-// Name returns sources.GenVector.
-func (g *Generator) Name() string { return sources.GenVector }
+// Name returns h4r.GenVector.
+func (g *Generator) Name() string { return h4r.GenVector }
 
 // Generate embeds q.Text and returns the nearest items. When the embedding
 // fails or is late and a fallback is set, it returns the fallback's hits
-// with a *sources.FallbackError, which the engine reports as a warning.
-func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
+// with a *h4r.FallbackError, which the engine reports as a warning.
+func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
 	ectx, cancel := context.WithTimeout(ctx, g.timeout)
 	vecs, err := g.embedder.Embed(ectx, []string{q.Text})
 	cancel()
@@ -97,7 +96,7 @@ func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hi
 		if ferr != nil {
 			return nil, errors.Join(err, fmt.Errorf("fallback %s: %w", g.fallback.Name(), ferr))
 		}
-		return hits, &sources.FallbackError{Primary: "query embedding (" + g.embedder.Model() + ")", Fallback: g.fallback.Name() + " search", Err: err}
+		return hits, &h4r.FallbackError{Primary: "query embedding (" + g.embedder.Model() + ")", Fallback: g.fallback.Name() + " search", Err: err}
 	}
 	limit := q.Limit
 	if g.maxHits > 0 && (limit == 0 || limit > g.maxHits) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/sqlite"
 )
 
@@ -24,11 +23,11 @@ func (brokenEmbedder) Embed(context.Context, []string) ([][]float32, error) {
 }
 
 // storeWith opens a real SQLite store embedding with e and holding items.
-func storeWith(t *testing.T, e sqlite.Embedder, items []sources.Item) *sqlite.Store {
+func storeWith(t *testing.T, e sqlite.Embedder, items []h4r.Item) *sqlite.Store {
 	return storeWithTB(t, e, items)
 }
 
-func storeWithTB(t testing.TB, e sqlite.Embedder, items []sources.Item) *sqlite.Store {
+func storeWithTB(t testing.TB, e sqlite.Embedder, items []h4r.Item) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "h4r.db"),
 		sqlite.WithVectors(e), sqlite.WithLogger(slog.New(slog.DiscardHandler)))
@@ -44,13 +43,13 @@ func storeWithTB(t testing.TB, e sqlite.Embedder, items []sources.Item) *sqlite.
 	return s
 }
 
-var generatorItems = []sources.Item{
+var generatorItems = []h4r.Item{
 	{ID: "opt", Kind: "note", Text: "query optimizer rewrites slow joins"},
 	{ID: "login", Kind: "test_failure", Text: "login page button selector not found"},
 	{ID: "pay", Kind: "incident", Text: "payment gateway timeout during checkout"},
 }
 
-func hitIDs(hits []sources.Hit) []string {
+func hitIDs(hits []h4r.Hit) []string {
 	var out []string
 	for _, h := range hits {
 		out = append(out, h.Item.ID)
@@ -65,17 +64,17 @@ func TestGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Name() != sources.GenVector {
+	if g.Name() != h4r.GenVector {
 		t.Fatalf("Name = %s", g.Name())
 	}
 	for _, tc := range []struct {
 		name string
-		q    sources.Query
+		q    h4r.CandidateQuery
 		want []string
 	}{
-		{"nearest first", sources.Query{Text: "optimizing queries", Limit: 1}, []string{"opt"}},
-		{"filters pass through", sources.Query{Text: "optimizing queries", Filters: h4r.Filters{Kinds: []string{"incident"}}}, nil},
-		{"floor leaves unrelated out", sources.Query{Text: "zebra"}, nil},
+		{"nearest first", h4r.CandidateQuery{Text: "optimizing queries", Limit: 1}, []string{"opt"}},
+		{"filters pass through", h4r.CandidateQuery{Text: "optimizing queries", Filters: h4r.Filters{Kinds: []string{"incident"}}}, nil},
+		{"floor leaves unrelated out", h4r.CandidateQuery{Text: "zebra"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hits, err := g.Generate(t.Context(), tc.q)
@@ -115,7 +114,7 @@ func TestGeneratorMaxHits(t *testing.T) {
 		{"smaller limit stays", 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hits, err := g.Generate(t.Context(), sources.Query{Text: "login", Limit: tc.limit})
+			hits, err := g.Generate(t.Context(), h4r.CandidateQuery{Text: "login", Limit: tc.limit})
 			if err != nil || len(hits) != tc.want {
 				t.Fatalf("%d hits, %v; want %d", len(hits), err, tc.want)
 			}
@@ -127,13 +126,13 @@ func TestGeneratorMaxHits(t *testing.T) {
 // (the engine turns it into a warning); without fallback it is an error.
 func TestGeneratorDegradesToFullText(t *testing.T) {
 	s := storeWith(t, newHash(t), generatorItems)
-	q := sources.Query{Text: "payment timeout"}
+	q := h4r.CandidateQuery{Text: "payment timeout"}
 	g, err := embed.NewGenerator(brokenEmbedder{}, s, embed.WithFallback(s.FullText()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hits, err := g.Generate(t.Context(), q)
-	var fe *sources.FallbackError
+	var fe *h4r.FallbackError
 	if !errors.As(err, &fe) || fe.Fallback != "fulltext search" {
 		t.Fatalf("err = %v, want a FallbackError naming full-text search", err)
 	}
@@ -161,8 +160,8 @@ func TestGeneratorSlowEmbedding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits, err := g.Generate(t.Context(), sources.Query{Text: "login selector"})
-	var fe *sources.FallbackError
+	hits, err := g.Generate(t.Context(), h4r.CandidateQuery{Text: "login selector"})
+	var fe *h4r.FallbackError
 	if !errors.As(err, &fe) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a FallbackError wrapping the deadline", err)
 	}

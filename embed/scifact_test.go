@@ -11,7 +11,6 @@ import (
 	"github.com/h4r/h4r/bench"
 	"github.com/h4r/h4r/embed"
 	ranker "github.com/h4r/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // datasetDir returns ../shared/datasets/name (from the module root), or
@@ -32,7 +31,7 @@ func datasetDir(b *testing.B, name string) string {
 // fused many ways.
 type runHits struct {
 	query      bench.Query
-	text, vecs []sources.Hit
+	text, vecs []h4r.Hit
 }
 
 // BenchmarkSciFact measures the relevance signal on SciFact's 300 test
@@ -65,7 +64,7 @@ func BenchmarkSciFact(b *testing.B) {
 	var runs []runHits
 	var textTook, vecTook time.Duration
 	for _, q := range ds.Queries {
-		sq := sources.Query{Text: q.Text, Limit: 100}
+		sq := h4r.CandidateQuery{Text: q.Text, Limit: 100}
 		t0 := time.Now()
 		th, err := fulltext.Generate(b.Context(), sq)
 		if err != nil {
@@ -99,7 +98,7 @@ func BenchmarkSciFact(b *testing.B) {
 			for _, w := range []float64{0.1, 0.2, 0.3, 0.4, 0.5} {
 				settings = append(settings, setting{
 					name:   fmt.Sprintf("%s_w%.1f_floor%.2f", method, w, floor),
-					fusion: ranker.Fusion{Method: method, Weights: map[string]float64{sources.GenFullText: 1 - w, sources.GenVector: w}},
+					fusion: ranker.Fusion{Method: method, Weights: map[string]float64{h4r.GenFullText: 1 - w, h4r.GenVector: w}},
 					text:   true, vector: true, floor: floor,
 				})
 			}
@@ -109,7 +108,7 @@ func BenchmarkSciFact(b *testing.B) {
 		for _, w := range []float64{0.1, 0.2, 0.3} {
 			settings = append(settings, setting{
 				name:   fmt.Sprintf("relative_w%.1f_vectorcap%d", w, c),
-				fusion: ranker.Fusion{Method: ranker.FusionRelative, Weights: map[string]float64{sources.GenFullText: 1 - w, sources.GenVector: w}},
+				fusion: ranker.Fusion{Method: ranker.FusionRelative, Weights: map[string]float64{h4r.GenFullText: 1 - w, h4r.GenVector: w}},
 				text:   true, vector: true, floor: embed.DefaultMinScore, cap: c,
 			})
 		}
@@ -122,14 +121,14 @@ func BenchmarkSciFact(b *testing.B) {
 			for b.Loop() {
 				ndcg, recall = 0, 0
 				for _, r := range runs {
-					hits := map[string][]sources.Hit{}
+					hits := map[string][]h4r.Hit{}
 					var order []string
 					if st.text {
-						hits[sources.GenFullText] = r.text
-						order = append(order, sources.GenFullText)
+						hits[h4r.GenFullText] = r.text
+						order = append(order, h4r.GenFullText)
 					}
 					if st.vector {
-						var kept []sources.Hit
+						var kept []h4r.Hit
 						for i, h := range r.vecs {
 							if st.cap > 0 && i >= st.cap {
 								break
@@ -138,10 +137,10 @@ func BenchmarkSciFact(b *testing.B) {
 								kept = append(kept, h)
 							}
 						}
-						hits[sources.GenVector] = kept
-						order = append(order, sources.GenVector)
+						hits[h4r.GenVector] = kept
+						order = append(order, h4r.GenVector)
 					}
-					ranked, _ := ranker.Rank(sources.Merge(order, hits), ranker.Options{Weights: relevanceOnly, Fusion: st.fusion, Now: time.Unix(0, 0)})
+					ranked, _ := ranker.Rank(h4r.Merge(order, hits), ranker.Options{Weights: relevanceOnly, Fusion: st.fusion, Now: time.Unix(0, 0)})
 					ids := make([]string, len(ranked))
 					for i, rk := range ranked {
 						ids[i] = rk.Candidate.Item.ID

@@ -11,7 +11,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/engine"
-	"github.com/h4r/h4r/sources"
 )
 
 // BenchmarkContextPack measures the whole pack path (full-text and hop
@@ -55,7 +54,7 @@ func benchStages(b *testing.B, a *app.App, queries []string) {
 		gen := a.Store.FullText()
 		i := 0
 		for b.Loop() {
-			if _, err := gen.Generate(context.Background(), sources.Query{Text: queries[i%len(queries)], Limit: engine.DefaultCandidateLimit}); err != nil {
+			if _, err := gen.Generate(context.Background(), h4r.CandidateQuery{Text: queries[i%len(queries)], Limit: engine.DefaultCandidateLimit}); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -110,17 +109,17 @@ func (c *corpus) words(n int) string {
 	return strings.Join(ws, " ")
 }
 
-func (c *corpus) items(n int) []sources.Item {
+func (c *corpus) items(n int) []h4r.Item {
 	kinds := []string{"test_failure", "fix", "commit", "decision", "selector_change", "flaky_test", "runbook"}
-	out := make([]sources.Item, n)
+	out := make([]h4r.Item, n)
 	for i := range out {
 		f := func() *float64 { v := c.rng.Float64(); return &v }
-		it := sources.Item{
+		it := h4r.Item{
 			ID:      fmt.Sprintf("gen-%06d", i),
 			Kind:    kinds[c.rng.IntN(len(kinds))],
 			Text:    c.words(20 + c.rng.IntN(100)),
 			Content: map[string]any{"test": fmt.Sprintf("spec-%d", c.rng.IntN(500)), "detail": c.words(10)},
-			Metadata: sources.Metadata{
+			Metadata: h4r.Metadata{
 				CreatedAt:  demoNow.Add(-time.Duration(c.rng.IntN(180*24)) * time.Hour),
 				Importance: f(), Trust: f(), Sensitivity: f(), Novelty: f(),
 				Tags: []string{kinds[c.rng.IntN(len(kinds))]},
@@ -132,7 +131,7 @@ func (c *corpus) items(n int) []sources.Item {
 			it.Content["personalData"] = map[string]any{"email": fmt.Sprintf("user%d@example.com", i)}
 		}
 		for l := c.rng.IntN(3); l > 0 && i > 0; l-- {
-			it.Links = append(it.Links, sources.Link{Type: "caused_by", Target: fmt.Sprintf("gen-%06d", c.rng.IntN(i))})
+			it.Links = append(it.Links, h4r.Link{Type: "caused_by", Target: fmt.Sprintf("gen-%06d", c.rng.IntN(i))})
 		}
 		out[i] = it
 	}

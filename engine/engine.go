@@ -12,7 +12,6 @@ import (
 	ranker "github.com/h4r/h4r/h4r"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/sources"
 )
 
 // Defaults for Settings fields left at zero.
@@ -24,7 +23,7 @@ const (
 
 // Slicer applies policy and budgets to ranked items (scs.Slicer).
 type Slicer interface {
-	Slice(ctx context.Context, spec h4r.Specialist, items []*sources.Item, limits scs.Limits) scs.Outcome
+	Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome
 }
 
 // AccessRecorder counts deliveries; it must not block on I/O.
@@ -47,8 +46,8 @@ type Settings struct {
 
 // Engine answers context requests. It is safe for concurrent use.
 type Engine struct {
-	text     []sources.Generator // relevance generators, in evidence order
-	graph    sources.Generator   // causal hops; may be nil
+	text     []h4r.Generator // relevance generators, in evidence order
+	graph    h4r.Generator   // causal hops; may be nil
 	slicer   Slicer
 	builder  *pack.Builder
 	access   AccessRecorder
@@ -61,12 +60,12 @@ type Engine struct {
 type Option func(*Engine)
 
 // WithTextGenerators sets the relevance generators (full-text, vectors).
-func WithTextGenerators(g ...sources.Generator) Option {
+func WithTextGenerators(g ...h4r.Generator) Option {
 	return func(e *Engine) { e.text = append(e.text, g...) }
 }
 
 // WithGraphGenerator sets the causal-hop generator.
-func WithGraphGenerator(g sources.Generator) Option { return func(e *Engine) { e.graph = g } }
+func WithGraphGenerator(g h4r.Generator) Option { return func(e *Engine) { e.graph = g } }
 
 // WithSlicer sets the policy slicer (required).
 func WithSlicer(s Slicer) Option { return func(e *Engine) { e.slicer = s } }
@@ -112,7 +111,7 @@ func New(opts ...Option) (*Engine, error) {
 		s.GeneratorTimeout = DefaultGeneratorTimeout
 	}
 	if s.MaxHops <= 0 {
-		s.MaxHops = sources.DefaultMaxHops
+		s.MaxHops = h4r.DefaultMaxHops
 	}
 	if s.Budget.MaxBytes <= 0 || s.Budget.MaxTokens <= 0 || s.Budget.MaxItems <= 0 {
 		return nil, fmt.Errorf("engine: budget limits must be positive, got %+v", s.Budget)
@@ -163,7 +162,7 @@ func (e *Engine) ContextPack(ctx context.Context, spec h4r.Specialist, req *h4r.
 
 	// Slicing: items under min_score never reach the policy.
 	entries := make([]pack.Entry, len(ranked))
-	var toSlice []*sources.Item
+	var toSlice []*h4r.Item
 	var sliceIdx []int
 	for i, r := range ranked {
 		entries[i].Ranked = r
@@ -259,7 +258,7 @@ func (e *Engine) limits(req *h4r.ContextRequest) (scs.Limits, []string) {
 // generatorRun is one generator's answer.
 type generatorRun struct {
 	name    string
-	hits    []sources.Hit
+	hits    []h4r.Hit
 	took    time.Duration
 	err     error  // the generator failed: no hits, the pack is degraded
 	warning string // the generator answered from its fallback
@@ -269,10 +268,10 @@ type generatorRun struct {
 // hits. Text generators run concurrently; hops run alongside them when the
 // request names anchors, and after them (from the top text hits) when it
 // does not.
-func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filters h4r.Filters) ([]*sources.Candidate, map[string]h4r.SourceStats, []string) {
+func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filters h4r.Filters) ([]*h4r.Candidate, map[string]h4r.SourceStats, []string) {
 	var warnings []string
 	text := e.textGenerators(req.Query.Type, &warnings)
-	q := sources.Query{
+	q := h4r.CandidateQuery{
 		Text: req.Query.Text, Filters: filters, Limit: e.settings.CandidateLimit,
 		Anchors: req.Anchors, MaxHops: e.settings.MaxHops, Directed: req.Directed,
 	}
@@ -290,18 +289,18 @@ func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filter
 	gens := text
 	hopsNow := e.graph != nil && len(req.Anchors) > 0
 	if hopsNow {
-		gens = append(append([]sources.Generator{}, text...), e.graph)
+		gens = append(append([]h4r.Generator{}, text...), e.graph)
 	}
 	runs := e.runAll(ctx, gens, q)
 	if e.graph != nil && !hopsNow {
 		q.Anchors = topAnchors(runs, e.settings.AnchorsFromTop)
 		if len(q.Anchors) > 0 {
-			runs = append(runs, e.runAll(ctx, []sources.Generator{e.graph}, q)...)
+			runs = append(runs, e.runAll(ctx, []h4r.Generator{e.graph}, q)...)
 		}
 	}
 
 	order := make([]string, 0, len(runs))
-	hits := make(map[string][]sources.Hit, len(runs))
+	hits := make(map[string][]h4r.Hit, len(runs))
 	stats := make(map[string]h4r.SourceStats, len(runs))
 	for _, r := range runs {
 		st := h4r.SourceStats{Candidates: len(r.hits), Ms: ms(r.took)}
@@ -318,14 +317,14 @@ func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filter
 		order = append(order, r.name)
 		hits[r.name] = r.hits
 	}
-	return sources.Merge(order, hits), stats, warnings
+	return h4r.Merge(order, hits), stats, warnings
 }
 
 // textGenerators picks the relevance generators for a query type.
-func (e *Engine) textGenerators(t h4r.QueryType, warnings *[]string) []sources.Generator {
-	var fulltext, vector []sources.Generator
+func (e *Engine) textGenerators(t h4r.QueryType, warnings *[]string) []h4r.Generator {
+	var fulltext, vector []h4r.Generator
 	for _, g := range e.text {
-		if g.Name() == sources.GenVector {
+		if g.Name() == h4r.GenVector {
 			vector = append(vector, g)
 		} else {
 			fulltext = append(fulltext, g)
@@ -345,7 +344,7 @@ func (e *Engine) textGenerators(t h4r.QueryType, warnings *[]string) []sources.G
 }
 
 // runAll runs generators concurrently, each under its own deadline.
-func (e *Engine) runAll(ctx context.Context, gens []sources.Generator, q sources.Query) []generatorRun {
+func (e *Engine) runAll(ctx context.Context, gens []h4r.Generator, q h4r.CandidateQuery) []generatorRun {
 	runs := make([]generatorRun, len(gens))
 	var wg sync.WaitGroup
 	for i, g := range gens {
@@ -355,7 +354,7 @@ func (e *Engine) runAll(ctx context.Context, gens []sources.Generator, q sources
 			t0 := time.Now()
 			hits, err := g.Generate(gctx, q)
 			runs[i] = generatorRun{name: g.Name(), hits: hits, took: time.Since(t0), err: err}
-			var fallback *sources.FallbackError
+			var fallback *h4r.FallbackError
 			if errors.As(err, &fallback) {
 				runs[i].err, runs[i].warning = nil, fallback.Error()
 				return

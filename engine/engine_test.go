@@ -18,7 +18,6 @@ import (
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
@@ -169,7 +168,7 @@ type failingGenerator struct {
 
 func (g failingGenerator) Name() string { return g.name }
 
-func (g failingGenerator) Generate(ctx context.Context, _ sources.Query) ([]sources.Hit, error) {
+func (g failingGenerator) Generate(ctx context.Context, _ h4r.CandidateQuery) ([]h4r.Hit, error) {
 	if g.block {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -183,7 +182,7 @@ const patient = time.Minute
 
 // newEngine builds an engine over the demo store with the given generator
 // deadline and extra text generators.
-func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra ...sources.Generator) *engine.Engine {
+func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra ...h4r.Generator) *engine.Engine {
 	tb.Helper()
 	counter, err := tokens.New(tokens.CL100K)
 	if err != nil {
@@ -195,7 +194,7 @@ func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra 
 	}
 	cfg := config.Default()
 	e, err := engine.New(
-		engine.WithTextGenerators(append([]sources.Generator{a.Store.FullText()}, extra...)...),
+		engine.WithTextGenerators(append([]h4r.Generator{a.Store.FullText()}, extra...)...),
 		engine.WithGraphGenerator(a.Store.Graph()),
 		engine.WithSlicer(scs.New(pol, counter)),
 		engine.WithPackBuilder(pack.NewBuilder()),
@@ -220,8 +219,8 @@ func TestFailedGeneratorDegradesThePack(t *testing.T) {
 		timeout     time.Duration // every generator's deadline; full-text must make it even under -race on a loaded machine
 		wantWarning string
 	}{
-		{"generator error", failingGenerator{name: sources.GenVector}, patient, "connection refused"},
-		{"generator past its deadline", failingGenerator{name: sources.GenVector, block: true}, 2 * time.Second, "timed out"},
+		{"generator error", failingGenerator{name: h4r.GenVector}, patient, "connection refused"},
+		{"generator past its deadline", failingGenerator{name: h4r.GenVector, block: true}, 2 * time.Second, "timed out"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,7 +235,7 @@ func TestFailedGeneratorDegradesThePack(t *testing.T) {
 			if len(p.Results) == 0 {
 				t.Error("no results although full-text worked")
 			}
-			if s := p.Sources[sources.GenVector]; !strings.Contains(s.Error, tt.wantWarning) {
+			if s := p.Sources[h4r.GenVector]; !strings.Contains(s.Error, tt.wantWarning) {
 				t.Errorf("sources.vector.error = %q, want it to mention %q", s.Error, tt.wantWarning)
 			}
 			if !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "vector") }) {
@@ -270,7 +269,7 @@ func TestCausalHops(t *testing.T) {
 	}
 	// Pick an anchor with links, and a query sharing no word with one of
 	// its neighbours: that neighbour must still become a candidate.
-	var anchor sources.Item
+	var anchor h4r.Item
 	for _, it := range items {
 		if len(it.Links) > 0 && !it.Metadata.HasCredentials && it.Metadata.SensitivityValue() <= 0.7 && len(it.Metadata.RestrictedToGroups) == 0 {
 			anchor = it
@@ -284,9 +283,9 @@ func TestCausalHops(t *testing.T) {
 		req         h4r.ContextRequest
 		wantSources []string
 	}{
-		{"causal query driven by anchors alone", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenGraph}},
-		{"keyword query with anchors", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryKeyword, Text: "zzzz-no-such-word"}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenFullText, sources.GenGraph}},
-		{"hybrid query with anchors", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "zzzz-no-such-word"}, Anchors: []string{anchor.ID}, Limit: 50}, []string{sources.GenFullText, sources.GenGraph, sources.GenVector}},
+		{"causal query driven by anchors alone", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{anchor.ID}, Limit: 50}, []string{h4r.GenGraph}},
+		{"keyword query with anchors", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryKeyword, Text: "zzzz-no-such-word"}, Anchors: []string{anchor.ID}, Limit: 50}, []string{h4r.GenFullText, h4r.GenGraph}},
+		{"hybrid query with anchors", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "zzzz-no-such-word"}, Anchors: []string{anchor.ID}, Limit: 50}, []string{h4r.GenFullText, h4r.GenGraph, h4r.GenVector}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -465,16 +464,16 @@ func TestInvalidRequests(t *testing.T) {
 
 // answeredByFallback is a graph generator whose primary failed and whose
 // fallback (the real store CTE) answered, as the Neo4j generator does.
-type answeredByFallback struct{ fallback sources.Generator }
+type answeredByFallback struct{ fallback h4r.Generator }
 
-func (g answeredByFallback) Name() string { return sources.GenGraph }
+func (g answeredByFallback) Name() string { return h4r.GenGraph }
 
-func (g answeredByFallback) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
+func (g answeredByFallback) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
 	hits, err := g.fallback.Generate(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return hits, &sources.FallbackError{Primary: "neo4j", Fallback: "store CTE", Err: errors.New("connection refused")}
+	return hits, &h4r.FallbackError{Primary: "neo4j", Fallback: "store CTE", Err: errors.New("connection refused")}
 }
 
 func TestFallbackAnswerIsKeptWithAWarning(t *testing.T) {
@@ -508,7 +507,7 @@ func TestFallbackAnswerIsKeptWithAWarning(t *testing.T) {
 	if p.Status != h4r.StatusOK {
 		t.Errorf("status %q: a fallback answer is a complete pack", p.Status)
 	}
-	if s := p.Sources[sources.GenGraph]; s.Candidates == 0 || s.Error != "" {
+	if s := p.Sources[h4r.GenGraph]; s.Candidates == 0 || s.Error != "" {
 		t.Errorf("graph source %+v: want the fallback's hits and no error", s)
 	}
 	if !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool {

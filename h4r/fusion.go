@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Fusion methods.
@@ -59,7 +58,7 @@ func finiteNonNegative(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x,
 // those that found something in this request: a generator that found
 // nothing does not dilute the others. A candidate a generator did not find
 // gets 0 from it; one found only by hops has relevance 0.
-func (f Fusion) relevance(cands []*sources.Candidate) ([]float64, []string) {
+func (f Fusion) relevance(cands []*h4r.Candidate) ([]float64, []string) {
 	var warnings []string
 	if err := f.Validate("fusion"); err != nil {
 		warnings = append(warnings, "fusion settings are invalid ("+h4r.ErrorMessage(err)+"): relative fusion with equal weights applies")
@@ -86,11 +85,11 @@ func (f Fusion) relevance(cands []*sources.Candidate) ([]float64, []string) {
 
 // textGenerators lists the text generators that found at least one
 // candidate, in the fixed order of compareGenerators.
-func textGenerators(cands []*sources.Candidate) []string {
+func textGenerators(cands []*h4r.Candidate) []string {
 	var gens []string
 	for _, c := range cands {
 		for _, e := range c.Evidence {
-			if e.Generator != sources.GenGraph && !slices.Contains(gens, e.Generator) {
+			if e.Generator != h4r.GenGraph && !slices.Contains(gens, e.Generator) {
 				gens = append(gens, e.Generator)
 			}
 		}
@@ -102,7 +101,7 @@ func textGenerators(cands []*sources.Candidate) []string {
 // fuseRelative writes Σ w·minmax(s) / Σ w into out. A generator whose
 // scores are all equal (or that has a single hit) gives its hits 1.
 // Non-finite raw scores count as the worst score.
-func fuseRelative(cands []*sources.Candidate, gens []string, weight func(string) float64, out []float64) {
+func fuseRelative(cands []*h4r.Candidate, gens []string, weight func(string) float64, out []float64) {
 	var totalWeight float64
 	for _, gen := range gens {
 		w := weight(gen)
@@ -139,7 +138,7 @@ func fuseRelative(cands []*sources.Candidate, gens []string, weight func(string)
 // fuseRRF writes Σ w/(k+rank) / Σ w/(k+1) into out: the reciprocal-rank
 // sum scaled so that the best possible (first for every generator) is 1.
 // An evidence rank under 1 (not set) counts as 1.
-func (f Fusion) fuseRRF(cands []*sources.Candidate, gens []string, weight func(string) float64, out []float64) {
+func (f Fusion) fuseRRF(cands []*h4r.Candidate, gens []string, weight func(string) float64, out []float64) {
 	k := f.RRFK
 	if k == 0 {
 		k = DefaultRRFK

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // DefaultLambda is the default recency decay per day
@@ -35,7 +34,7 @@ type Options struct {
 // Ranked is one candidate with its signals, score and a one-line
 // explanation of the score.
 type Ranked struct {
-	Candidate   *sources.Candidate
+	Candidate   *h4r.Candidate
 	Signals     h4r.Signals
 	Score       float64
 	Explanation string // "Score 0.743 (top signals: relevance=0.91, recency=0.85, importance=0.70)"
@@ -45,7 +44,7 @@ type Ranked struct {
 // recency (newer first), then by id, so the order is fully determined by the
 // input. Warnings say what Rank had to adjust (weights not summing to 1, an
 // unknown fusion method); they belong in the pack's warnings.
-func Rank(cands []*sources.Candidate, opts Options) (ranked []Ranked, warnings []string) {
+func Rank(cands []*h4r.Candidate, opts Options) (ranked []Ranked, warnings []string) {
 	weights, warnings := normalisedWeights(opts.Weights)
 
 	lambda := opts.Lambda
@@ -136,14 +135,14 @@ func recency(createdAt, now time.Time, lambda float64) float64 {
 }
 
 // logAccess is log(accessCount + 1), the un-normalised frequency.
-func logAccess(it *sources.Item) float64 {
+func logAccess(it *h4r.Item) float64 {
 	return math.Log1p(float64(max(it.Metadata.AccessCount, 0)))
 }
 
 // causality is 1/(1+d) for d hops from the nearest anchor, 0 when the graph
 // generator did not reach the item.
-func causality(c *sources.Candidate) float64 {
-	e, ok := c.Find(sources.GenGraph)
+func causality(c *h4r.Candidate) float64 {
+	e, ok := c.Find(h4r.GenGraph)
 	if !ok {
 		return 0
 	}
@@ -188,7 +187,7 @@ func explain(score float64, w h4r.Weights, s h4r.Signals) string {
 
 // SourceLabel names the generators that found c, "+"-joined in a fixed
 // order: "fulltext+vector+graph", then any other generator alphabetically.
-func SourceLabel(c *sources.Candidate) string {
+func SourceLabel(c *h4r.Candidate) string {
 	names := make([]string, 0, len(c.Evidence))
 	for _, e := range c.Evidence {
 		if !slices.Contains(names, e.Generator) {
@@ -208,11 +207,11 @@ func compareGenerators(a, b string) int {
 
 func generatorOrder(name string) int {
 	switch name {
-	case sources.GenFullText:
+	case h4r.GenFullText:
 		return 0
-	case sources.GenVector:
+	case h4r.GenVector:
 		return 1
-	case sources.GenGraph:
+	case h4r.GenGraph:
 		return 2
 	}
 	return 3

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // now is the fixed clock of these tests.
@@ -29,25 +28,25 @@ func only(s h4r.Signal) h4r.Weights {
 func ptr(x float64) *float64 { return &x }
 
 // cand builds a candidate created at testNow, found by the given evidence.
-func cand(id string, ev ...sources.Evidence) *sources.Candidate {
-	return &sources.Candidate{
-		Item:     &sources.Item{ID: id, Text: "text of " + id, Metadata: sources.Metadata{CreatedAt: testNow}},
+func cand(id string, ev ...h4r.Evidence) *h4r.Candidate {
+	return &h4r.Candidate{
+		Item:     &h4r.Item{ID: id, Text: "text of " + id, Metadata: h4r.Metadata{CreatedAt: testNow}},
 		Evidence: ev,
 	}
 }
 
-func ft(score float64, rank int) sources.Evidence {
-	return sources.Evidence{Generator: sources.GenFullText, Score: score, Rank: rank}
+func ft(score float64, rank int) h4r.Evidence {
+	return h4r.Evidence{Generator: h4r.GenFullText, Score: score, Rank: rank}
 }
 
-func vec(score float64, rank int) sources.Evidence {
-	return sources.Evidence{Generator: sources.GenVector, Score: score, Rank: rank}
+func vec(score float64, rank int) h4r.Evidence {
+	return h4r.Evidence{Generator: h4r.GenVector, Score: score, Rank: rank}
 }
 
-func hops(d int) sources.Evidence { return sources.Evidence{Generator: sources.GenGraph, Distance: d} }
+func hops(d int) h4r.Evidence { return h4r.Evidence{Generator: h4r.GenGraph, Distance: d} }
 
 // signalByID ranks cands and returns signal s of each item by id.
-func signalByID(t *testing.T, cands []*sources.Candidate, opts Options, s h4r.Signal) map[string]float64 {
+func signalByID(t *testing.T, cands []*h4r.Candidate, opts Options, s h4r.Signal) map[string]float64 {
 	t.Helper()
 	if opts.Weights == (h4r.Weights{}) {
 		opts.Weights = only(s)
@@ -83,33 +82,33 @@ func assertValues(t *testing.T, got, want map[string]float64) {
 func TestRelevanceRelative(t *testing.T) {
 	tests := []struct {
 		name   string
-		cands  []*sources.Candidate
+		cands  []*h4r.Candidate
 		fusion Fusion
 		want   map[string]float64
 	}{
 		{
 			name:  "single hit gets 1",
-			cands: []*sources.Candidate{cand("a", ft(3.2, 1))},
+			cands: []*h4r.Candidate{cand("a", ft(3.2, 1))},
 			want:  map[string]float64{"a": 1},
 		},
 		{
 			name:  "min-max within the candidate set",
-			cands: []*sources.Candidate{cand("a", ft(11, 1)), cand("b", ft(5, 2)), cand("c", ft(2, 3))},
+			cands: []*h4r.Candidate{cand("a", ft(11, 1)), cand("b", ft(5, 2)), cand("c", ft(2, 3))},
 			want:  map[string]float64{"a": 1, "b": 1.0 / 3, "c": 0},
 		},
 		{
 			name:  "negative raw scores normalise the same way",
-			cands: []*sources.Candidate{cand("a", ft(-1, 1)), cand("b", ft(-3, 2)), cand("c", ft(-5, 3))},
+			cands: []*h4r.Candidate{cand("a", ft(-1, 1)), cand("b", ft(-3, 2)), cand("c", ft(-5, 3))},
 			want:  map[string]float64{"a": 1, "b": 0.5, "c": 0},
 		},
 		{
 			name:  "all equal scores get 1",
-			cands: []*sources.Candidate{cand("a", ft(4, 1)), cand("b", ft(4, 2))},
+			cands: []*h4r.Candidate{cand("a", ft(4, 1)), cand("b", ft(4, 2))},
 			want:  map[string]float64{"a": 1, "b": 1},
 		},
 		{
 			name: "two generators with equal weights take the mean, a miss counts 0",
-			cands: []*sources.Candidate{
+			cands: []*h4r.Candidate{
 				cand("a", ft(10, 1), vec(0.2, 3)),
 				cand("b", ft(4, 2), vec(0.8, 1)),
 				cand("c", vec(0.5, 2)),
@@ -119,51 +118,51 @@ func TestRelevanceRelative(t *testing.T) {
 		},
 		{
 			name: "generator weights",
-			cands: []*sources.Candidate{
+			cands: []*h4r.Candidate{
 				cand("a", ft(10, 1), vec(0.2, 3)),
 				cand("b", ft(4, 2), vec(0.8, 1)),
 				cand("c", vec(0.5, 2)),
 			},
-			fusion: Fusion{Weights: map[string]float64{sources.GenFullText: 3}},
+			fusion: Fusion{Weights: map[string]float64{h4r.GenFullText: 3}},
 			want:   map[string]float64{"a": 0.75, "b": 0.25, "c": 0.125},
 		},
 		{
 			name:  "a generator without hits in this request does not dilute",
-			cands: []*sources.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))},
+			cands: []*h4r.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))},
 			// vector is weighted but found nothing, so fulltext alone decides.
-			fusion: Fusion{Weights: map[string]float64{sources.GenVector: 5}},
+			fusion: Fusion{Weights: map[string]float64{h4r.GenVector: 5}},
 			want:   map[string]float64{"a": 1, "b": 0},
 		},
 		{
 			name:   "a zero-weight generator is ignored",
-			cands:  []*sources.Candidate{cand("a", ft(9, 1), vec(0.1, 2)), cand("b", ft(1, 2), vec(0.9, 1))},
-			fusion: Fusion{Weights: map[string]float64{sources.GenVector: 0}},
+			cands:  []*h4r.Candidate{cand("a", ft(9, 1), vec(0.1, 2)), cand("b", ft(1, 2), vec(0.9, 1))},
+			fusion: Fusion{Weights: map[string]float64{h4r.GenVector: 0}},
 			want:   map[string]float64{"a": 1, "b": 0},
 		},
 		{
 			name:   "all text generators weighted zero gives 0, not NaN",
-			cands:  []*sources.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))},
-			fusion: Fusion{Weights: map[string]float64{sources.GenFullText: 0}},
+			cands:  []*h4r.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))},
+			fusion: Fusion{Weights: map[string]float64{h4r.GenFullText: 0}},
 			want:   map[string]float64{"a": 0, "b": 0},
 		},
 		{
 			name:  "found only by hops has relevance 0",
-			cands: []*sources.Candidate{cand("a", ft(9, 1), hops(0)), cand("b", hops(1))},
+			cands: []*h4r.Candidate{cand("a", ft(9, 1), hops(0)), cand("b", hops(1))},
 			want:  map[string]float64{"a": 1, "b": 0},
 		},
 		{
 			name:  "only hops in the request",
-			cands: []*sources.Candidate{cand("a", hops(0)), cand("b", hops(2))},
+			cands: []*h4r.Candidate{cand("a", hops(0)), cand("b", hops(2))},
 			want:  map[string]float64{"a": 0, "b": 0},
 		},
 		{
 			name:  "a non-finite raw score counts as the worst",
-			cands: []*sources.Candidate{cand("a", ft(8, 1)), cand("b", ft(math.NaN(), 2)), cand("c", ft(4, 3))},
+			cands: []*h4r.Candidate{cand("a", ft(8, 1)), cand("b", ft(math.NaN(), 2)), cand("c", ft(4, 3))},
 			want:  map[string]float64{"a": 1, "b": 0, "c": 0},
 		},
 		{
 			name:  "another text generator (a Postgres one, say) counts as text",
-			cands: []*sources.Candidate{cand("a", sources.Evidence{Generator: "pgfts", Score: 2, Rank: 1}), cand("b", ft(5, 1))},
+			cands: []*h4r.Candidate{cand("a", h4r.Evidence{Generator: "pgfts", Score: 2, Rank: 1}), cand("b", ft(5, 1))},
 			want:  map[string]float64{"a": 0.5, "b": 0.5},
 		},
 	}
@@ -179,25 +178,25 @@ func TestRelevanceRRF(t *testing.T) {
 	rrf := Fusion{Method: FusionRRF}
 	tests := []struct {
 		name   string
-		cands  []*sources.Candidate
+		cands  []*h4r.Candidate
 		fusion Fusion
 		want   map[string]float64
 	}{
 		{
 			name:   "single generator, default k 60",
-			cands:  []*sources.Candidate{cand("a", ft(9, 1)), cand("b", ft(8, 2)), cand("c", ft(1, 3))},
+			cands:  []*h4r.Candidate{cand("a", ft(9, 1)), cand("b", ft(8, 2)), cand("c", ft(1, 3))},
 			fusion: rrf,
 			want:   map[string]float64{"a": 1, "b": 61.0 / 62, "c": 61.0 / 63},
 		},
 		{
 			name:   "equal raw scores still keep their ranks",
-			cands:  []*sources.Candidate{cand("a", ft(5, 1)), cand("b", ft(5, 2))},
+			cands:  []*h4r.Candidate{cand("a", ft(5, 1)), cand("b", ft(5, 2))},
 			fusion: rrf,
 			want:   map[string]float64{"a": 1, "b": 61.0 / 62},
 		},
 		{
 			name: "two generators, first everywhere is 1",
-			cands: []*sources.Candidate{
+			cands: []*h4r.Candidate{
 				cand("a", ft(9, 1), vec(0.9, 1)),
 				cand("b", ft(3, 2), vec(0.4, 2)),
 				cand("c", vec(0.3, 3)),
@@ -208,20 +207,20 @@ func TestRelevanceRRF(t *testing.T) {
 		},
 		{
 			name:   "custom k and generator weights",
-			cands:  []*sources.Candidate{cand("a", ft(9, 1), vec(0.1, 2)), cand("b", vec(0.9, 1))},
-			fusion: Fusion{Method: FusionRRF, RRFK: 1, Weights: map[string]float64{sources.GenVector: 3}},
+			cands:  []*h4r.Candidate{cand("a", ft(9, 1), vec(0.1, 2)), cand("b", vec(0.9, 1))},
+			fusion: Fusion{Method: FusionRRF, RRFK: 1, Weights: map[string]float64{h4r.GenVector: 3}},
 			// best = 1/2 + 3/2 = 2; a = 1/2 + 3/3 = 1.5; b = 3/2.
 			want: map[string]float64{"a": 0.75, "b": 0.75},
 		},
 		{
 			name:   "an unset rank counts as first",
-			cands:  []*sources.Candidate{cand("a", ft(1, 0))},
+			cands:  []*h4r.Candidate{cand("a", ft(1, 0))},
 			fusion: rrf,
 			want:   map[string]float64{"a": 1},
 		},
 		{
 			name:   "found only by hops has relevance 0",
-			cands:  []*sources.Candidate{cand("a", ft(1, 1)), cand("b", hops(1))},
+			cands:  []*h4r.Candidate{cand("a", ft(1, 1)), cand("b", hops(1))},
 			fusion: rrf,
 			want:   map[string]float64{"a": 1, "b": 0},
 		},
@@ -247,13 +246,13 @@ func TestSingleGeneratorOrderPreserved(t *testing.T) {
 	}
 	scores[7] = scores[3] + 1e-9
 	slices.SortFunc(scores, func(a, b float64) int { return -compareFloat(a, b) })
-	for _, gen := range []string{sources.GenFullText, sources.GenVector} {
+	for _, gen := range []string{h4r.GenFullText, h4r.GenVector} {
 		for _, method := range []string{FusionRelative, FusionRRF} {
 			t.Run(gen+"/"+method, func(t *testing.T) {
-				var cands []*sources.Candidate
+				var cands []*h4r.Candidate
 				for i, s := range scores {
 					c := cand(fmt.Sprintf("doc-%03d", n-i)) // ids run against the order
-					c.Evidence = []sources.Evidence{{Generator: gen, Score: s, Rank: i + 1}}
+					c.Evidence = []h4r.Evidence{{Generator: gen, Score: s, Rank: i + 1}}
 					c.Item.Metadata.CreatedAt = testNow.Add(-time.Duration(rng.IntN(1000)) * time.Hour)
 					c.Item.Metadata.Importance = ptr(rng.Float64())
 					c.Item.Metadata.AccessCount = rng.Int64N(50)
@@ -285,7 +284,7 @@ func compareFloat(a, b float64) int {
 	return 0
 }
 
-func idsOf(cands []*sources.Candidate) []string {
+func idsOf(cands []*h4r.Candidate) []string {
 	ids := make([]string, len(cands))
 	for i, c := range cands {
 		ids[i] = c.Item.ID
@@ -317,7 +316,7 @@ func TestRecency(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := cand("a")
 			c.Item.Metadata.CreatedAt = tt.createdAt
-			ranked, warnings := Rank([]*sources.Candidate{c}, Options{Weights: only(h4r.Recency), Lambda: tt.lambda, Now: testNow})
+			ranked, warnings := Rank([]*h4r.Candidate{c}, Options{Weights: only(h4r.Recency), Lambda: tt.lambda, Now: testNow})
 			if got := ranked[0].Signals[h4r.Recency]; math.Abs(got-tt.want) > tolerance {
 				t.Errorf("recency = %.15g, want %.15g", got, tt.want)
 			}
@@ -341,7 +340,7 @@ func TestFrequency(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var cands []*sources.Candidate
+			var cands []*h4r.Candidate
 			want := map[string]float64{}
 			for i, n := range tt.counts {
 				c := cand(fmt.Sprintf("i%d", i))
@@ -357,22 +356,22 @@ func TestFrequency(t *testing.T) {
 func TestMetadataSignals(t *testing.T) {
 	tests := []struct {
 		name string
-		meta sources.Metadata
+		meta h4r.Metadata
 		want map[h4r.Signal]float64
 	}{
 		{
 			name: "defaults when metadata is missing",
-			meta: sources.Metadata{},
+			meta: h4r.Metadata{},
 			want: map[h4r.Signal]float64{h4r.Importance: 0.5, h4r.Trust: 0.5, h4r.Novelty: 1, h4r.Sensitivity: 1},
 		},
 		{
 			name: "given values, novelty and sensitivity inverted",
-			meta: sources.Metadata{Importance: ptr(0.7), Trust: ptr(0.9), Novelty: ptr(0.1), Sensitivity: ptr(0.2)},
+			meta: h4r.Metadata{Importance: ptr(0.7), Trust: ptr(0.9), Novelty: ptr(0.1), Sensitivity: ptr(0.2)},
 			want: map[h4r.Signal]float64{h4r.Importance: 0.7, h4r.Trust: 0.9, h4r.Novelty: 0.9, h4r.Sensitivity: 0.8},
 		},
 		{
 			name: "extremes",
-			meta: sources.Metadata{Importance: ptr(0), Trust: ptr(1), Novelty: ptr(1), Sensitivity: ptr(0)},
+			meta: h4r.Metadata{Importance: ptr(0), Trust: ptr(1), Novelty: ptr(1), Sensitivity: ptr(0)},
 			want: map[h4r.Signal]float64{h4r.Importance: 0, h4r.Trust: 1, h4r.Novelty: 0, h4r.Sensitivity: 1},
 		},
 	}
@@ -381,7 +380,7 @@ func TestMetadataSignals(t *testing.T) {
 			c := cand("a")
 			c.Item.Metadata = tt.meta
 			for s, want := range tt.want {
-				got := signalByID(t, []*sources.Candidate{c}, Options{Weights: only(s)}, s)["a"]
+				got := signalByID(t, []*h4r.Candidate{c}, Options{Weights: only(s)}, s)["a"]
 				if math.Abs(got-want) > tolerance {
 					t.Errorf("%s = %v, want %v", s, got, want)
 				}
@@ -393,18 +392,18 @@ func TestMetadataSignals(t *testing.T) {
 func TestCausality(t *testing.T) {
 	tests := []struct {
 		name string
-		ev   []sources.Evidence
+		ev   []h4r.Evidence
 		want float64
 	}{
-		{name: "not reached by hops", ev: []sources.Evidence{ft(3, 1)}, want: 0},
-		{name: "an anchor", ev: []sources.Evidence{hops(0)}, want: 1},
-		{name: "one hop", ev: []sources.Evidence{ft(3, 1), hops(1)}, want: 0.5},
-		{name: "three hops", ev: []sources.Evidence{hops(3)}, want: 0.25},
-		{name: "negative distance counts as an anchor", ev: []sources.Evidence{hops(-2)}, want: 1},
+		{name: "not reached by hops", ev: []h4r.Evidence{ft(3, 1)}, want: 0},
+		{name: "an anchor", ev: []h4r.Evidence{hops(0)}, want: 1},
+		{name: "one hop", ev: []h4r.Evidence{ft(3, 1), hops(1)}, want: 0.5},
+		{name: "three hops", ev: []h4r.Evidence{hops(3)}, want: 0.25},
+		{name: "negative distance counts as an anchor", ev: []h4r.Evidence{hops(-2)}, want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := signalByID(t, []*sources.Candidate{cand("a", tt.ev...)}, Options{}, h4r.Causality)
+			got := signalByID(t, []*h4r.Candidate{cand("a", tt.ev...)}, Options{}, h4r.Causality)
 			assertValues(t, got, map[string]float64{"a": tt.want})
 		})
 	}
@@ -435,7 +434,7 @@ func TestWeightNormalisation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ranked, warnings := Rank([]*sources.Candidate{c}, Options{Weights: tt.weights, Now: testNow})
+			ranked, warnings := Rank([]*h4r.Candidate{c}, Options{Weights: tt.weights, Now: testNow})
 			if got := ranked[0].Score; math.IsNaN(got) || math.Abs(got-tt.wantScore) > 1e-9 {
 				t.Errorf("score = %v, want %v", got, tt.wantScore)
 			}
@@ -457,38 +456,38 @@ func scale(w h4r.Weights, f float64) h4r.Weights {
 }
 
 func TestTieBreaking(t *testing.T) {
-	older := func(id string, d time.Duration) *sources.Candidate {
+	older := func(id string, d time.Duration) *h4r.Candidate {
 		c := cand(id)
 		c.Item.Metadata.CreatedAt = testNow.Add(-d)
 		return c
 	}
 	tests := []struct {
 		name    string
-		cands   []*sources.Candidate
+		cands   []*h4r.Candidate
 		weights h4r.Weights
 		want    []string
 	}{
 		{
 			name:    "higher score first",
-			cands:   []*sources.Candidate{cand("a", ft(1, 2)), cand("b", ft(3, 1))},
+			cands:   []*h4r.Candidate{cand("a", ft(1, 2)), cand("b", ft(3, 1))},
 			weights: only(h4r.Relevance),
 			want:    []string{"b", "a"},
 		},
 		{
 			name:    "equal scores: newer first",
-			cands:   []*sources.Candidate{older("a", 48*time.Hour), older("b", time.Hour), older("c", 24*time.Hour)},
+			cands:   []*h4r.Candidate{older("a", 48*time.Hour), older("b", time.Hour), older("c", 24*time.Hour)},
 			weights: only(h4r.Importance),
 			want:    []string{"b", "c", "a"},
 		},
 		{
 			name:    "equal scores and recency: id ascending",
-			cands:   []*sources.Candidate{cand("m"), cand("b"), cand("z"), cand("a")},
+			cands:   []*h4r.Candidate{cand("m"), cand("b"), cand("z"), cand("a")},
 			weights: only(h4r.Trust),
 			want:    []string{"a", "b", "m", "z"},
 		},
 		{
 			name:    "all-zero weights fall back to recency, then id",
-			cands:   []*sources.Candidate{older("b", time.Hour), older("a", time.Hour), older("c", 0)},
+			cands:   []*h4r.Candidate{older("b", time.Hour), older("a", time.Hour), older("c", 0)},
 			weights: h4r.Weights{},
 			want:    []string{"c", "a", "b"},
 		},
@@ -514,7 +513,7 @@ func TestTieBreaking(t *testing.T) {
 func TestExplanation(t *testing.T) {
 	tests := []struct {
 		name    string
-		cand    *sources.Candidate
+		cand    *h4r.Candidate
 		weights h4r.Weights
 		want    string
 	}{
@@ -522,7 +521,7 @@ func TestExplanation(t *testing.T) {
 			name: "top three by weighted contribution, not by raw value",
 			// relevance 1, recency 1, importance 0.7, causality 0.5,
 			// novelty 0.9, trust 0.6, sensitivity 0.8, frequency 0.
-			cand: func() *sources.Candidate {
+			cand: func() *h4r.Candidate {
 				c := cand("a", ft(1, 1), hops(1))
 				c.Item.Metadata.Importance, c.Item.Metadata.Trust = ptr(0.7), ptr(0.6)
 				c.Item.Metadata.Novelty, c.Item.Metadata.Sensitivity = ptr(0.1), ptr(0.2)
@@ -548,7 +547,7 @@ func TestExplanation(t *testing.T) {
 		},
 		{
 			name: "equal contributions keep the signal order",
-			cand: func() *sources.Candidate {
+			cand: func() *h4r.Candidate {
 				c := cand("a", ft(1, 1))
 				c.Item.Metadata.Importance, c.Item.Metadata.Trust = ptr(1), ptr(1)
 				return c
@@ -559,7 +558,7 @@ func TestExplanation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ranked, _ := Rank([]*sources.Candidate{tt.cand}, Options{Weights: tt.weights, Now: testNow})
+			ranked, _ := Rank([]*h4r.Candidate{tt.cand}, Options{Weights: tt.weights, Now: testNow})
 			if got := ranked[0].Explanation; got != tt.want {
 				t.Errorf("explanation\n got %q\nwant %q", got, tt.want)
 			}
@@ -570,14 +569,14 @@ func TestExplanation(t *testing.T) {
 func TestSourceLabel(t *testing.T) {
 	tests := []struct {
 		name string
-		ev   []sources.Evidence
+		ev   []h4r.Evidence
 		want string
 	}{
-		{name: "full-text only", ev: []sources.Evidence{ft(1, 1)}, want: "fulltext"},
-		{name: "fixed order whatever the evidence order", ev: []sources.Evidence{hops(1), vec(1, 1), ft(1, 1)}, want: "fulltext+vector+graph"},
-		{name: "graph only", ev: []sources.Evidence{hops(0)}, want: "graph"},
-		{name: "duplicates once", ev: []sources.Evidence{ft(1, 1), ft(2, 2)}, want: "fulltext"},
-		{name: "unknown generators last, by name", ev: []sources.Evidence{{Generator: "zeta"}, {Generator: "alpha"}, hops(0)}, want: "graph+alpha+zeta"},
+		{name: "full-text only", ev: []h4r.Evidence{ft(1, 1)}, want: "fulltext"},
+		{name: "fixed order whatever the evidence order", ev: []h4r.Evidence{hops(1), vec(1, 1), ft(1, 1)}, want: "fulltext+vector+graph"},
+		{name: "graph only", ev: []h4r.Evidence{hops(0)}, want: "graph"},
+		{name: "duplicates once", ev: []h4r.Evidence{ft(1, 1), ft(2, 2)}, want: "fulltext"},
+		{name: "unknown generators last, by name", ev: []h4r.Evidence{{Generator: "zeta"}, {Generator: "alpha"}, hops(0)}, want: "graph+alpha+zeta"},
 		{name: "no evidence", ev: nil, want: ""},
 	}
 	for _, tt := range tests {
@@ -620,7 +619,7 @@ func TestFusionValidate(t *testing.T) {
 }
 
 func TestInvalidFusionFallsBackWithWarning(t *testing.T) {
-	cands := []*sources.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))}
+	cands := []*h4r.Candidate{cand("a", ft(9, 1)), cand("b", ft(1, 2))}
 	ranked, warnings := Rank(cands, Options{Weights: only(h4r.Relevance), Now: testNow, Fusion: Fusion{Method: "borda"}})
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "borda") {
 		t.Errorf("warnings = %q, want one naming the method", warnings)
@@ -640,7 +639,7 @@ func TestRankEmpty(t *testing.T) {
 
 func BenchmarkRank1000(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	cands := make([]*sources.Candidate, 1000)
+	cands := make([]*h4r.Candidate, 1000)
 	for i := range cands {
 		c := cand(fmt.Sprintf("mem-%04d", i), ft(20*rng.Float64(), i+1), vec(rng.Float64(), 1000-i))
 		if i%3 == 0 {

@@ -9,7 +9,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
 	ranker "github.com/h4r/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // DefaultTLDRSentences is the TL;DR length when neither the builder nor the
@@ -26,8 +25,8 @@ type Entry struct {
 	Reason, Detail string // h4r.ReasonKept, or why it was left out (h4r.Reason*)
 	Redacted       bool
 	RedactedFields []string
-	Delivered      *sources.Delivered // the delivered (redacted) form; nil unless kept
-	Bytes, Tokens  int                // size of the delivered form
+	Delivered      *h4r.Delivered // the delivered (redacted) form; nil unless kept
+	Bytes, Tokens  int            // size of the delivered form
 }
 
 // Input is everything a pack is built from.

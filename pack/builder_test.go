@@ -10,7 +10,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
-	"github.com/h4r/h4r/sources"
 )
 
 func TestResults(t *testing.T) {
@@ -72,7 +71,7 @@ func TestResults(t *testing.T) {
 
 // sourceOf spells out the expected source labels of the fixture, so that
 // the test does not just call the function under test.
-func sourceOf(c *sources.Candidate) string {
+func sourceOf(c *h4r.Candidate) string {
 	return map[string]string{
 		"mem-001": "fulltext+vector+graph", "mem-002": "fulltext+vector", "mem-003": "fulltext+vector+graph",
 		"mem-006": "graph",

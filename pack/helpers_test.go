@@ -10,7 +10,6 @@ import (
 
 	"github.com/h4r/h4r"
 	ranker "github.com/h4r/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -27,17 +26,17 @@ type verdict struct {
 }
 
 // loadItems reads testdata/items.json.
-func loadItems(t testing.TB) map[string]*sources.Item {
+func loadItems(t testing.TB) map[string]*h4r.Item {
 	t.Helper()
 	data, err := os.ReadFile("testdata/items.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var items []*sources.Item
+	var items []*h4r.Item
 	if err := json.Unmarshal(data, &items); err != nil {
 		t.Fatalf("decoding testdata/items.json: %v", err)
 	}
-	byID := map[string]*sources.Item{}
+	byID := map[string]*h4r.Item{}
 	for i, it := range items {
 		if err := it.Validate("items[" + it.ID + "]"); err != nil {
 			t.Fatalf("items[%d]: %v", i, err)
@@ -98,17 +97,17 @@ var fixtureWeights = h4r.Weights{0.4, 0.15, 0.05, 0.1, 0.1, 0.05, 0.1, 0.05}
 func fixtureInput(t testing.TB) Input {
 	t.Helper()
 	items := loadItems(t)
-	ev := map[string][]sources.Evidence{
-		"mem-001": {{Generator: sources.GenFullText, Score: 9.5, Rank: 2}, {Generator: sources.GenVector, Score: 0.82, Rank: 1}, {Generator: sources.GenGraph, Distance: 0}},
-		"mem-002": {{Generator: sources.GenFullText, Score: 4, Rank: 4}, {Generator: sources.GenVector, Score: 0.55, Rank: 3}},
-		"mem-003": {{Generator: sources.GenFullText, Score: 6, Rank: 3}, {Generator: sources.GenVector, Score: 0.4, Rank: 4}, {Generator: sources.GenGraph, Distance: 1}},
-		"mem-004": {{Generator: sources.GenFullText, Score: 12, Rank: 1}, {Generator: sources.GenVector, Score: 0.8, Rank: 2}},
-		"mem-005": {{Generator: sources.GenFullText, Score: 1.5, Rank: 5}},
-		"mem-006": {{Generator: sources.GenGraph, Distance: 2}},
+	ev := map[string][]h4r.Evidence{
+		"mem-001": {{Generator: h4r.GenFullText, Score: 9.5, Rank: 2}, {Generator: h4r.GenVector, Score: 0.82, Rank: 1}, {Generator: h4r.GenGraph, Distance: 0}},
+		"mem-002": {{Generator: h4r.GenFullText, Score: 4, Rank: 4}, {Generator: h4r.GenVector, Score: 0.55, Rank: 3}},
+		"mem-003": {{Generator: h4r.GenFullText, Score: 6, Rank: 3}, {Generator: h4r.GenVector, Score: 0.4, Rank: 4}, {Generator: h4r.GenGraph, Distance: 1}},
+		"mem-004": {{Generator: h4r.GenFullText, Score: 12, Rank: 1}, {Generator: h4r.GenVector, Score: 0.8, Rank: 2}},
+		"mem-005": {{Generator: h4r.GenFullText, Score: 1.5, Rank: 5}},
+		"mem-006": {{Generator: h4r.GenGraph, Distance: 2}},
 	}
-	var cands []*sources.Candidate
+	var cands []*h4r.Candidate
 	for _, id := range []string{"mem-001", "mem-002", "mem-003", "mem-004", "mem-005", "mem-006"} {
-		cands = append(cands, &sources.Candidate{Item: items[id], Evidence: ev[id]})
+		cands = append(cands, &h4r.Candidate{Item: items[id], Evidence: ev[id]})
 	}
 	ranked, warnings := ranker.Rank(cands, ranker.Options{Weights: fixtureWeights, Lambda: ranker.DefaultLambda, Now: fixedNow})
 	if len(warnings) != 0 {
@@ -138,9 +137,9 @@ func fixtureInput(t testing.TB) Input {
 			BudgetLimit: h4r.BudgetUsage{Bytes: 122880, EstimatedTokens: 30000, Items: 10},
 		},
 		Sources: map[string]h4r.SourceStats{
-			sources.GenFullText: {Candidates: 5, Ms: 1.2},
-			sources.GenVector:   {Candidates: 4, Ms: 2.5},
-			sources.GenGraph:    {Candidates: 3, Ms: 0.7},
+			h4r.GenFullText: {Candidates: 5, Ms: 1.2},
+			h4r.GenVector:   {Candidates: 4, Ms: 2.5},
+			h4r.GenGraph:    {Candidates: 3, Ms: 0.7},
 		},
 		Timings:       h4r.Timings{CandidateMs: 12.5, RankingMs: 0.8, SlicingMs: 3.2},
 		Start:         fixedNow.Add(-42 * time.Millisecond),
@@ -154,11 +153,11 @@ func fixtureInput(t testing.TB) Input {
 // entry is a hand-made entry: relevance is its relevance signal and score.
 // Kept entries are delivered unredacted.
 func entry(id, kind, text, reason string, relevance float64) Entry {
-	it := &sources.Item{ID: id, Kind: kind, Text: text, Metadata: sources.Metadata{CreatedAt: fixedNow}}
+	it := &h4r.Item{ID: id, Kind: kind, Text: text, Metadata: h4r.Metadata{CreatedAt: fixedNow}}
 	var s h4r.Signals
 	s[h4r.Relevance] = relevance
 	e := Entry{
-		Ranked: ranker.Ranked{Candidate: &sources.Candidate{Item: it}, Signals: s, Score: relevance,
+		Ranked: ranker.Ranked{Candidate: &h4r.Candidate{Item: it}, Signals: s, Score: relevance,
 			Explanation: "Score of " + id},
 		Reason: reason,
 	}

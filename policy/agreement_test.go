@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 func ptr(v float64) *float64 { return &v }
@@ -15,8 +14,8 @@ func spec(level h4r.SecurityLevel, groups ...string) h4r.Specialist {
 	return h4r.Specialist{Type: "specialist", ID: "playwright_healer", SecurityLevel: level, AuthorizedGroups: groups}
 }
 
-func memory(m sources.Metadata) *sources.Item {
-	return &sources.Item{
+func memory(m h4r.Metadata) *h4r.Item {
+	return &h4r.Item{
 		ID: "mem-001", Kind: "test_failure", Text: "login-spec-001 failed: element #login-button not found",
 		Content:  map[string]any{"test": "login-spec-001", "personalData": map[string]any{"email": "a@b.c"}},
 		Metadata: m,
@@ -39,55 +38,55 @@ func redacted(fields ...string) Decision {
 var decisionCases = []struct {
 	name string
 	spec h4r.Specialist
-	meta sources.Metadata
+	meta h4r.Metadata
 	want Decision
 }{
-	{"public, metadata defaults", spec(h4r.Public), sources.Metadata{}, allowed()},
-	{"internal, metadata defaults", spec(h4r.Internal), sources.Metadata{}, allowed()},
-	{"confidential, metadata defaults", spec(h4r.Confidential), sources.Metadata{}, allowed()},
-	{"restricted, metadata defaults", spec(h4r.Restricted), sources.Metadata{}, allowed()},
+	{"public, metadata defaults", spec(h4r.Public), h4r.Metadata{}, allowed()},
+	{"internal, metadata defaults", spec(h4r.Internal), h4r.Metadata{}, allowed()},
+	{"confidential, metadata defaults", spec(h4r.Confidential), h4r.Metadata{}, allowed()},
+	{"restricted, metadata defaults", spec(h4r.Restricted), h4r.Metadata{}, allowed()},
 
-	{"sensitivity 0.71 denied to public", spec(h4r.Public), sources.Metadata{Sensitivity: ptr(0.71)}, denied("sensitivity")},
-	{"sensitivity 0.71 denied to internal", spec(h4r.Internal), sources.Metadata{Sensitivity: ptr(0.71)}, denied("sensitivity")},
-	{"sensitivity 0.71 allowed to confidential", spec(h4r.Confidential), sources.Metadata{Sensitivity: ptr(0.71)}, allowed()},
-	{"sensitivity 1 allowed to restricted", spec(h4r.Restricted), sources.Metadata{Sensitivity: ptr(1)}, allowed()},
-	{"sensitivity exactly 0.7 allowed to public", spec(h4r.Public), sources.Metadata{Sensitivity: ptr(0.7)}, allowed()},
-	{"sensitivity just above 0.7 denied to internal", spec(h4r.Internal), sources.Metadata{Sensitivity: ptr(0.7000000000000001)}, denied("sensitivity")},
-	{"sensitivity 0.9 denied to an unknown level", spec(h4r.SecurityLevel(9)), sources.Metadata{Sensitivity: ptr(0.9)}, denied("sensitivity")},
+	{"sensitivity 0.71 denied to public", spec(h4r.Public), h4r.Metadata{Sensitivity: ptr(0.71)}, denied("sensitivity")},
+	{"sensitivity 0.71 denied to internal", spec(h4r.Internal), h4r.Metadata{Sensitivity: ptr(0.71)}, denied("sensitivity")},
+	{"sensitivity 0.71 allowed to confidential", spec(h4r.Confidential), h4r.Metadata{Sensitivity: ptr(0.71)}, allowed()},
+	{"sensitivity 1 allowed to restricted", spec(h4r.Restricted), h4r.Metadata{Sensitivity: ptr(1)}, allowed()},
+	{"sensitivity exactly 0.7 allowed to public", spec(h4r.Public), h4r.Metadata{Sensitivity: ptr(0.7)}, allowed()},
+	{"sensitivity just above 0.7 denied to internal", spec(h4r.Internal), h4r.Metadata{Sensitivity: ptr(0.7000000000000001)}, denied("sensitivity")},
+	{"sensitivity 0.9 denied to an unknown level", spec(h4r.SecurityLevel(9)), h4r.Metadata{Sensitivity: ptr(0.9)}, denied("sensitivity")},
 
-	{"pii redacts its field", spec(h4r.Public), sources.Metadata{ContainsPII: true, PIIFields: []string{"$.content.personalData"}}, redacted("$.content.personalData")},
-	{"pii redacts every field in order", spec(h4r.Internal), sources.Metadata{ContainsPII: true, PIIFields: []string{"$.text", "$.content.personalData.email"}}, redacted("$.text", "$.content.personalData.email")},
-	{"pii without fields has nothing to redact", spec(h4r.Public), sources.Metadata{ContainsPII: true}, allowed()},
-	{"pii fields without the pii flag are ignored", spec(h4r.Public), sources.Metadata{PIIFields: []string{"$.text"}}, allowed()},
+	{"pii redacts its field", spec(h4r.Public), h4r.Metadata{ContainsPII: true, PIIFields: []string{"$.content.personalData"}}, redacted("$.content.personalData")},
+	{"pii redacts every field in order", spec(h4r.Internal), h4r.Metadata{ContainsPII: true, PIIFields: []string{"$.text", "$.content.personalData.email"}}, redacted("$.text", "$.content.personalData.email")},
+	{"pii without fields has nothing to redact", spec(h4r.Public), h4r.Metadata{ContainsPII: true}, allowed()},
+	{"pii fields without the pii flag are ignored", spec(h4r.Public), h4r.Metadata{PIIFields: []string{"$.text"}}, allowed()},
 
-	{"credentials denied to public", spec(h4r.Public), sources.Metadata{HasCredentials: true}, denied("credentials")},
-	{"credentials denied to restricted", spec(h4r.Restricted), sources.Metadata{HasCredentials: true}, denied("credentials")},
+	{"credentials denied to public", spec(h4r.Public), h4r.Metadata{HasCredentials: true}, denied("credentials")},
+	{"credentials denied to restricted", spec(h4r.Restricted), h4r.Metadata{HasCredentials: true}, denied("credentials")},
 
-	{"trust 0.29 denied", spec(h4r.Restricted), sources.Metadata{Trust: ptr(0.29)}, denied("low_trust")},
-	{"trust 0 denied", spec(h4r.Public), sources.Metadata{Trust: ptr(0)}, denied("low_trust")},
-	{"trust exactly 0.3 allowed", spec(h4r.Public), sources.Metadata{Trust: ptr(0.3)}, allowed()},
-	{"trust 0.1+0.2 allowed", spec(h4r.Public), sources.Metadata{Trust: ptr(0.1 + 0.2)}, allowed()},
-	{"trust missing takes default 0.5", spec(h4r.Public), sources.Metadata{Importance: ptr(0.9)}, allowed()},
+	{"trust 0.29 denied", spec(h4r.Restricted), h4r.Metadata{Trust: ptr(0.29)}, denied("low_trust")},
+	{"trust 0 denied", spec(h4r.Public), h4r.Metadata{Trust: ptr(0)}, denied("low_trust")},
+	{"trust exactly 0.3 allowed", spec(h4r.Public), h4r.Metadata{Trust: ptr(0.3)}, allowed()},
+	{"trust 0.1+0.2 allowed", spec(h4r.Public), h4r.Metadata{Trust: ptr(0.1 + 0.2)}, allowed()},
+	{"trust missing takes default 0.5", spec(h4r.Public), h4r.Metadata{Importance: ptr(0.9)}, allowed()},
 
-	{"groups overlap on the only group", spec(h4r.Public, "qa"), sources.Metadata{RestrictedToGroups: []string{"qa"}}, allowed()},
-	{"groups overlap on one of several", spec(h4r.Public, "dev", "ops"), sources.Metadata{RestrictedToGroups: []string{"qa", "ops"}}, allowed()},
-	{"groups without overlap denied", spec(h4r.Restricted, "dev"), sources.Metadata{RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
-	{"group match is case-sensitive", spec(h4r.Restricted, "QA"), sources.Metadata{RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
-	{"restricted item, specialist with empty groups", spec(h4r.Restricted), sources.Metadata{RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
-	{"empty restriction allows anyone", spec(h4r.Public), sources.Metadata{RestrictedToGroups: []string{}}, allowed()},
+	{"groups overlap on the only group", spec(h4r.Public, "qa"), h4r.Metadata{RestrictedToGroups: []string{"qa"}}, allowed()},
+	{"groups overlap on one of several", spec(h4r.Public, "dev", "ops"), h4r.Metadata{RestrictedToGroups: []string{"qa", "ops"}}, allowed()},
+	{"groups without overlap denied", spec(h4r.Restricted, "dev"), h4r.Metadata{RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
+	{"group match is case-sensitive", spec(h4r.Restricted, "QA"), h4r.Metadata{RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
+	{"restricted item, specialist with empty groups", spec(h4r.Restricted), h4r.Metadata{RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
+	{"empty restriction allows anyone", spec(h4r.Public), h4r.Metadata{RestrictedToGroups: []string{}}, allowed()},
 
-	{"sensitivity and credentials both named", spec(h4r.Public), sources.Metadata{Sensitivity: ptr(0.9), HasCredentials: true}, denied("credentials,sensitivity")},
-	{"all four denials named, pii not redacted", spec(h4r.Public, "dev"), sources.Metadata{
+	{"sensitivity and credentials both named", spec(h4r.Public), h4r.Metadata{Sensitivity: ptr(0.9), HasCredentials: true}, denied("credentials,sensitivity")},
+	{"all four denials named, pii not redacted", spec(h4r.Public, "dev"), h4r.Metadata{
 		Sensitivity: ptr(0.95), HasCredentials: true, Trust: ptr(0.1), RestrictedToGroups: []string{"qa"},
 		ContainsPII: true, PIIFields: []string{"$.text"},
 	}, denied("credentials,group_restricted,low_trust,sensitivity")},
-	{"sensitive pii for cleared group member redacted", spec(h4r.Confidential, "qa"), sources.Metadata{
+	{"sensitive pii for cleared group member redacted", spec(h4r.Confidential, "qa"), h4r.Metadata{
 		Sensitivity: ptr(0.9), RestrictedToGroups: []string{"qa"}, ContainsPII: true, PIIFields: []string{"$.content.personalData"},
 	}, redacted("$.content.personalData")},
-	{"credentials with pii denied", spec(h4r.Internal), sources.Metadata{HasCredentials: true, ContainsPII: true, PIIFields: []string{"$.text"}}, denied("credentials")},
-	{"low trust though groups overlap", spec(h4r.Internal, "qa"), sources.Metadata{Trust: ptr(0.2), RestrictedToGroups: []string{"qa"}}, denied("low_trust")},
-	{"restricted level does not bypass groups", spec(h4r.Restricted, "dev"), sources.Metadata{Sensitivity: ptr(0.9), RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
-	{"extra metadata keys, even a stray trust, change nothing", spec(h4r.Internal), sources.Metadata{Extra: map[string]any{"test_type": "e2e", "status": "failed", "trust": 0.0}}, allowed()},
+	{"credentials with pii denied", spec(h4r.Internal), h4r.Metadata{HasCredentials: true, ContainsPII: true, PIIFields: []string{"$.text"}}, denied("credentials")},
+	{"low trust though groups overlap", spec(h4r.Internal, "qa"), h4r.Metadata{Trust: ptr(0.2), RestrictedToGroups: []string{"qa"}}, denied("low_trust")},
+	{"restricted level does not bypass groups", spec(h4r.Restricted, "dev"), h4r.Metadata{Sensitivity: ptr(0.9), RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
+	{"extra metadata keys, even a stray trust, change nothing", spec(h4r.Internal), h4r.Metadata{Extra: map[string]any{"test_type": "e2e", "status": "failed", "trust": 0.0}}, allowed()},
 }
 
 // TestLocalRulesAgreeWithRego asserts the expected decision of every case
@@ -142,7 +141,7 @@ func FuzzLocalRulesAgreeWithRego(f *testing.F) {
 		if sensitivity < 0 || sensitivity > 1 || trust < 0 || trust > 1 {
 			return // the store rejects scores outside [0, 1]
 		}
-		m := sources.Metadata{Sensitivity: &sensitivity, Trust: &trust, HasCredentials: creds, RestrictedToGroups: pick(restricted)}
+		m := h4r.Metadata{Sensitivity: &sensitivity, Trust: &trust, HasCredentials: creds, RestrictedToGroups: pick(restricted)}
 		if pii {
 			m.ContainsPII, m.PIIFields = true, []string{"$.content.personalData"}
 		}
@@ -156,7 +155,7 @@ func FuzzLocalRulesAgreeWithRego(f *testing.F) {
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("rego %+v (%v), local %+v for %+v, %+v", got, err, want, m, who)
 		}
-		batch := engine.DecideBatch(t.Context(), who, []*sources.Item{item, item})
+		batch := engine.DecideBatch(t.Context(), who, []*h4r.Item{item, item})
 		for _, r := range batch {
 			if r.Err != nil || !reflect.DeepEqual(r.Decision, want) {
 				t.Fatalf("batch %+v, local %+v", r, want)

@@ -14,7 +14,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // TestDecideBatchAgreesWithDecide runs the whole decision table through one
@@ -27,7 +26,7 @@ func TestDecideBatchAgreesWithDecide(t *testing.T) {
 	for _, level := range []h4r.SecurityLevel{h4r.Public, h4r.Internal, h4r.Confidential, h4r.Restricted} {
 		t.Run(level.String(), func(t *testing.T) {
 			who := spec(level, "qa")
-			var items []*sources.Item
+			var items []*h4r.Item
 			for i, tc := range decisionCases {
 				it := memory(tc.meta)
 				it.ID = tc.name + string(rune('a'+i%26))
@@ -64,10 +63,10 @@ reason := "b" if input.item.kind == "conflict"
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok1, bad, ok2 := memory(sources.Metadata{}), memory(sources.Metadata{}), memory(sources.Metadata{})
+	ok1, bad, ok2 := memory(h4r.Metadata{}), memory(h4r.Metadata{}), memory(h4r.Metadata{})
 	ok1.ID, bad.ID, ok2.ID = "ok-1", "bad", "ok-2"
 	bad.Kind = "conflict"
-	got := engine.DecideBatch(t.Context(), spec(h4r.Public), []*sources.Item{ok1, bad, nil, ok2})
+	got := engine.DecideBatch(t.Context(), spec(h4r.Public), []*h4r.Item{ok1, bad, nil, ok2})
 	for i, wantErr := range []bool{false, true, true, false} {
 		if (got[i].Err != nil) != wantErr {
 			t.Errorf("result %d: err = %v, want error %v", i, got[i].Err, wantErr)
@@ -183,12 +182,12 @@ allow if {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := memory(sources.Metadata{})
+	it := memory(h4r.Metadata{})
 	d, err := engine.Decide(t.Context(), spec(h4r.Public), it)
 	if err != nil || !d.Allow {
 		t.Fatalf("Decide = %+v, %v; want allowed", d, err)
 	}
-	r := engine.DecideBatch(t.Context(), spec(h4r.Public), []*sources.Item{it})
+	r := engine.DecideBatch(t.Context(), spec(h4r.Public), []*h4r.Item{it})
 	if r[0].Err != nil || !r[0].Decision.Allow {
 		t.Fatalf("DecideBatch = %+v; want allowed", r[0])
 	}
@@ -274,7 +273,7 @@ func TestBundle(t *testing.T) {
 		t.Errorf("Source = %q, files %v; want %q and one module (tests skipped)", engine.Source(), engine.Files(), path)
 	}
 	for kind, want := range map[string]bool{"note": true, "test_failure": false} {
-		it := memory(sources.Metadata{})
+		it := memory(h4r.Metadata{})
 		it.Kind = kind
 		d, err := engine.Decide(t.Context(), spec(h4r.Public), it)
 		if err != nil || d.Allow != want {
@@ -345,12 +344,12 @@ func FuzzDecodePackSettings(f *testing.F) {
 // TestDistinctInputs: items the policy sees alike are evaluated once, and
 // only when the policy is deterministic; what it reads decides "alike".
 func TestDistinctInputs(t *testing.T) {
-	item := func(id string, trust float64, content string) *sources.Item {
-		it := memory(sources.Metadata{Trust: ptr(trust), Version: len(id), AccessCount: int64(len(id) * 3)})
+	item := func(id string, trust float64, content string) *h4r.Item {
+		it := memory(h4r.Metadata{Trust: ptr(trust), Version: len(id), AccessCount: int64(len(id) * 3)})
 		it.ID, it.Content = id, map[string]any{"note": content}
 		return it
 	}
-	items := []*sources.Item{item("a", 0.9, "x"), item("bb", 0.9, "y"), item("ccc", 0.1, "x"), item("dddd", 0.9, "x")}
+	items := []*h4r.Item{item("a", 0.9, "x"), item("bb", 0.9, "y"), item("ccc", 0.1, "x"), item("dddd", 0.9, "x")}
 	cases := []struct {
 		name      string
 		policy    string
@@ -396,7 +395,7 @@ func TestDecisionMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := memory(sources.Metadata{Sensitivity: ptr(0.9), RestrictedToGroups: []string{"qa"}})
+	secret := memory(h4r.Metadata{Sensitivity: ptr(0.9), RestrictedToGroups: []string{"qa"}})
 	cleared, public := spec(h4r.Restricted, "qa"), spec(h4r.Public, "qa")
 	steps := []struct {
 		name      string
@@ -412,7 +411,7 @@ func TestDecisionMemo(t *testing.T) {
 	for _, st := range steps {
 		twin := memory(secret.Metadata)
 		twin.ID = "another id, same metadata"
-		r := engine.DecideBatch(t.Context(), st.who, []*sources.Item{secret, twin})
+		r := engine.DecideBatch(t.Context(), st.who, []*h4r.Item{secret, twin})
 		for i := range r {
 			if r[i].Err != nil || r[i].Decision.Allow != st.wantAllow {
 				t.Fatalf("%s: item %d %+v, want allow %v", st.name, i, r[i], st.wantAllow)
@@ -436,7 +435,7 @@ func TestDecisionMemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if r := failing.DecideBatch(t.Context(), public, []*sources.Item{secret}); r[0].Err == nil || r[0].Decision.Allow {
+		if r := failing.DecideBatch(t.Context(), public, []*h4r.Item{secret}); r[0].Err == nil || r[0].Decision.Allow {
 			t.Fatalf("failing policy: %+v", r[0])
 		}
 	}

@@ -7,14 +7,13 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // benchItems returns n items that exercise every rule.
-func benchItems(n int) []*sources.Item {
-	items := make([]*sources.Item, n)
+func benchItems(n int) []*h4r.Item {
+	items := make([]*h4r.Item, n)
 	for i := range items {
-		m := sources.Metadata{Trust: ptr(float64(i%10) / 10), Sensitivity: ptr(float64(i%7) / 7), HasCredentials: i%13 == 0}
+		m := h4r.Metadata{Trust: ptr(float64(i%10) / 10), Sensitivity: ptr(float64(i%7) / 7), HasCredentials: i%13 == 0}
 		if i%3 == 0 {
 			m.ContainsPII, m.PIIFields = true, []string{"$.content.personalData"}
 		}
@@ -38,8 +37,8 @@ func BenchmarkDecide(b *testing.B) {
 	// input.item: what pruning the input saves.
 	fullInput := *engine
 	fullInput.needs = itemNeeds{all: true}
-	perItem := func(decide func(context.Context, h4r.Specialist, *sources.Item) (Decision, error)) func(context.Context, h4r.Specialist, []*sources.Item) error {
-		return func(ctx context.Context, who h4r.Specialist, items []*sources.Item) error {
+	perItem := func(decide func(context.Context, h4r.Specialist, *h4r.Item) (Decision, error)) func(context.Context, h4r.Specialist, []*h4r.Item) error {
+		return func(ctx context.Context, who h4r.Specialist, items []*h4r.Item) error {
 			for _, it := range items {
 				if _, err := decide(ctx, who, it); err != nil {
 					return err
@@ -50,11 +49,11 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	deciders := []struct {
 		name   string
-		decide func(context.Context, h4r.Specialist, []*sources.Item) error
+		decide func(context.Context, h4r.Specialist, []*h4r.Item) error
 	}{
 		{"rego_per_item", perItem(engine.Decide)},
 		{"rego_per_item_full_input", perItem(fullInput.Decide)},
-		{"rego_batch", func(ctx context.Context, who h4r.Specialist, items []*sources.Item) error {
+		{"rego_batch", func(ctx context.Context, who h4r.Specialist, items []*h4r.Item) error {
 			for _, r := range engine.DecideBatch(ctx, who, items) {
 				if r.Err != nil {
 					return r.Err
@@ -138,7 +137,7 @@ func BenchmarkDecideBatch(b *testing.B) {
 	}{{"default", bundled}, {"custom", custom}} {
 		for _, o := range []struct {
 			name   string
-			decide func(context.Context, h4r.Specialist, []*sources.Item) []Result
+			decide func(context.Context, h4r.Specialist, []*h4r.Item) []Result
 		}{{"per_item_loop", p.engine.decideEach}, {"batch_module", p.engine.DecideBatch}} {
 			b.Run("policy="+p.name+"/option="+o.name, func(b *testing.B) {
 				for b.Loop() {

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // DefaultCacheSize is how many decisions a Cache holds when NewCache is
@@ -77,8 +76,8 @@ func (c *Cache) Purge() { c.lru.Purge() }
 // Decider is a policy the cache can front: the embedded Engine or Remote.
 type Decider interface {
 	Revision() string
-	Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error)
-	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result
+	Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error)
+	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result
 	PackSettings(ctx context.Context, spec h4r.Specialist) (PackSettings, error)
 }
 
@@ -115,7 +114,7 @@ func specialistKey(spec h4r.Specialist) string {
 	return b.String()
 }
 
-func (c *Cached) key(spec string, item *sources.Item) (cacheKey, bool) {
+func (c *Cached) key(spec string, item *h4r.Item) (cacheKey, bool) {
 	if item == nil || item.Metadata.Version <= 0 {
 		return cacheKey{}, false
 	}
@@ -133,7 +132,7 @@ func (c *Cached) lookup(k cacheKey) (cacheEntry, bool) {
 }
 
 // Decide answers from the cache or asks the wrapped policy.
-func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error) {
+func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
 	k, cacheable := c.key(specialistKey(spec), item)
 	if cacheable {
 		if e, ok := c.lookup(k); ok {
@@ -149,13 +148,13 @@ func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *sources.
 
 // DecideBatch answers what it can from the cache and asks the wrapped
 // policy for the rest in one batch.
-func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
+func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
 	out := make([]Result, len(items))
 	sk := specialistKey(spec)
 	keys := make([]cacheKey, len(items))
 	cacheable := make([]bool, len(items))
 	var missIdx []int
-	var missItems []*sources.Item
+	var missItems []*h4r.Item
 	for i, it := range items {
 		keys[i], cacheable[i] = c.key(sk, it)
 		if cacheable[i] {

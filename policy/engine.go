@@ -5,16 +5,16 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"slices"
 	"strings"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Package and query of every H4R policy.
@@ -309,7 +309,7 @@ func (e *Engine) Files() []File { return slices.Clone(e.files) }
 // Decide evaluates the policy for one item. An evaluation error, an
 // undefined decision or a decision whose allow is missing or not a boolean
 // is an error: the caller must not treat it as allowed.
-func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error) {
+func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
 	if item == nil {
 		return Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 	}
@@ -344,7 +344,7 @@ func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *sources.
 // decisions Decide gives one by one. If the batch evaluation fails (one
 // item's rules conflict, say), every item is decided on its own, so that
 // only the items whose decision cannot be made get an error.
-func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
+func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
 	out := make([]Result, len(items))
 	if err := ctx.Err(); err != nil {
 		for i := range out {
@@ -416,7 +416,7 @@ func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 // terms are the distinct inputs; slot[i] is the index of item i's.
 // keys[j] is the j-th input rendered (String is a faithful rendering:
 // equal strings, equal values), when the policy is deterministic.
-func (e *Engine) distinctInputs(items []*sources.Item) (terms []*ast.Term, keys []string, slot []int, err error) {
+func (e *Engine) distinctInputs(items []*h4r.Item) (terms []*ast.Term, keys []string, slot []int, err error) {
 	terms = make([]*ast.Term, 0, len(items))
 	slot = make([]int, len(items))
 	seen := map[string]int{}
@@ -443,7 +443,7 @@ func (e *Engine) distinctInputs(items []*sources.Item) (terms []*ast.Term, keys 
 	return terms, keys, slot, nil
 }
 
-func (e *Engine) decideEach(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
+func (e *Engine) decideEach(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
 	out := make([]Result, len(items))
 	for i, it := range items {
 		out[i].Decision, out[i].Err = e.Decide(ctx, spec, it)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -108,7 +107,7 @@ func TestDecideFailsClosed(t *testing.T) {
 		{"redactedFields entry not a string", "allow := true\nredactedFields := [\"$.text\", 3]", "decision.redactedFields[1]"},
 		{"reason not a string", "allow := true\nreason := [\"x\"]", "decision.reason is"},
 	}
-	item := memory(sources.Metadata{})
+	item := memory(h4r.Metadata{})
 	item.Kind = "note"
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,7 +157,7 @@ func TestDecideHonoursCancelledContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if d, err := engine.Decide(ctx, spec(h4r.Public), memory(sources.Metadata{})); err == nil {
+	if d, err := engine.Decide(ctx, spec(h4r.Public), memory(h4r.Metadata{})); err == nil {
 		t.Fatalf("Decide with a cancelled context = %+v, want an error", d)
 	}
 }
@@ -182,7 +181,7 @@ func TestWithPolicyDir(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			item := memory(sources.Metadata{HasCredentials: true}) // the bundled rules are not loaded
+			item := memory(h4r.Metadata{HasCredentials: true}) // the bundled rules are not loaded
 			item.Kind = tc.kind
 			got, err := engine.Decide(t.Context(), spec(h4r.Public), item)
 			if err != nil {
@@ -253,19 +252,19 @@ func TestInputGolden(t *testing.T) {
 	cases := []struct {
 		name string
 		spec h4r.Specialist
-		item *sources.Item
+		item *h4r.Item
 	}{
-		{"full", spec(h4r.Internal, "qa"), &sources.Item{
+		{"full", spec(h4r.Internal, "qa"), &h4r.Item{
 			ID: "mem-001", Kind: "test_failure", Text: "login failed",
 			Content: map[string]any{"selector": "#login-button", "personalData": map[string]any{"email": "a@b.c"}},
-			Metadata: sources.Metadata{
+			Metadata: h4r.Metadata{
 				CreatedAt: created, Importance: ptr(0.7), Trust: ptr(0.9), Sensitivity: ptr(0.2), Novelty: ptr(0.1),
 				ContainsPII: true, PIIFields: []string{"$.content.personalData"}, RestrictedToGroups: []string{"qa"},
 				Tags: []string{"selector"}, Source: "playwright", Version: 2, AccessCount: 3, ByteSize: 210, Tokens: 55,
 				Extra: map[string]any{"test_type": "e2e", "status": "failed"},
 			},
 		}},
-		{"defaults", h4r.Anonymous(), &sources.Item{ID: "mem-002", Text: "bare"}},
+		{"defaults", h4r.Anonymous(), &h4r.Item{ID: "mem-002", Text: "bare"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,10 +290,10 @@ func TestInputGolden(t *testing.T) {
 }
 
 func TestInputFillsMetadataDefaults(t *testing.T) {
-	meta := Input(h4r.Anonymous(), &sources.Item{ID: "x", Text: "t"})["item"].(map[string]any)["metadata"].(map[string]any)
+	meta := Input(h4r.Anonymous(), &h4r.Item{ID: "x", Text: "t"})["item"].(map[string]any)["metadata"].(map[string]any)
 	want := map[string]any{
-		"importance": sources.DefaultImportance, "trust": sources.DefaultTrust,
-		"sensitivity": sources.DefaultSensitivity, "novelty": sources.DefaultNovelty,
+		"importance": h4r.DefaultImportance, "trust": h4r.DefaultTrust,
+		"sensitivity": h4r.DefaultSensitivity, "novelty": h4r.DefaultNovelty,
 		"piiFields": []any{}, "restrictedToGroups": []any{}, "containsPII": false, "hasCredentials": false,
 	}
 	for key, w := range want {

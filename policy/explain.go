@@ -13,7 +13,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 //go:embed rego/context_test.rego
@@ -55,7 +54,7 @@ type Explanation struct {
 func (x Explanation) PrettyTrace(w io.Writer) { topdown.PrettyTraceWithLocation(w, x.Trace) }
 
 // Explain decides one item, as Decide does, and says which rules fired.
-func (e *Engine) Explain(ctx context.Context, spec h4r.Specialist, item *sources.Item) (Decision, Explanation, error) {
+func (e *Engine) Explain(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, Explanation, error) {
 	if item == nil {
 		return Decision{}, Explanation{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 	}

@@ -2,12 +2,12 @@ package policy
 
 import (
 	"fmt"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Input returns the policy input for one decision, as DESIGN.md gives it:
@@ -20,7 +20,7 @@ import (
 // are never null, so that a policy sees the values the ranker uses. Text is
 // included beyond DESIGN.md's shape so that policies can inspect it (it is
 // also a redaction target, "$.text"). A nil item gives an empty item object.
-func Input(spec h4r.Specialist, item *sources.Item) map[string]any {
+func Input(spec h4r.Specialist, item *h4r.Item) map[string]any {
 	return map[string]any{
 		"specialist": specialistInput(spec),
 		"item":       itemInput(item),
@@ -36,7 +36,7 @@ func specialistInput(spec h4r.Specialist) map[string]any {
 	}
 }
 
-func itemInput(item *sources.Item) map[string]any {
+func itemInput(item *h4r.Item) map[string]any {
 	if item == nil {
 		return map[string]any{}
 	}
@@ -56,7 +56,7 @@ func itemInput(item *sources.Item) map[string]any {
 // metadataInput flattens Metadata the way its MarshalJSON does, but with
 // defaults filled. Well-known keys are written after Extra so that they win
 // should Extra (built in Go rather than decoded) repeat one of them.
-func metadataInput(m sources.Metadata) map[string]any {
+func metadataInput(m h4r.Metadata) map[string]any {
 	out := make(map[string]any, len(m.Extra)+17)
 	for k, v := range m.Extra {
 		out[k] = v
@@ -181,7 +181,7 @@ func (n *itemNeeds) addRef(ref ast.Ref) {
 
 // itemValue converts the item to the Rego value of input.item, with only
 // the keys the policy reads.
-func (n itemNeeds) itemValue(item *sources.Item) (ast.Value, error) {
+func (n itemNeeds) itemValue(item *h4r.Item) (ast.Value, error) {
 	need := func(k string) bool { return n.all || n.keys[k] }
 	obj := ast.NewObjectWithCapacity(5)
 	if need("id") {

@@ -14,7 +14,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Status says which policy decides and how its last reload went; GET
@@ -132,7 +131,7 @@ func (l *Live) Snapshot() Decider {
 
 // Decide decides one item with the policy in use now (Snapshot is better
 // for several items: they are all decided by the same policy).
-func (l *Live) Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error) {
+func (l *Live) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
 	return l.Snapshot().Decide(ctx, spec, item)
 }
 

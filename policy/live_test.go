@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // counting is a Decider that counts the items it is asked about and can be
@@ -31,7 +30,7 @@ func (c *counting) Revision() string {
 	return c.Decider.Revision()
 }
 
-func (c *counting) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
+func (c *counting) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
 	c.calls.Add(int64(len(items)))
 	if c.fail.Load() {
 		out := make([]Result, len(items))
@@ -43,12 +42,12 @@ func (c *counting) DecideBatch(ctx context.Context, spec h4r.Specialist, items [
 	return c.Decider.DecideBatch(ctx, spec, items)
 }
 
-func (c *counting) Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error) {
-	r := c.DecideBatch(ctx, spec, []*sources.Item{item})
+func (c *counting) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
+	r := c.DecideBatch(ctx, spec, []*h4r.Item{item})
 	return r[0].Decision, r[0].Err
 }
 
-func versioned(n int) []*sources.Item {
+func versioned(n int) []*h4r.Item {
 	items := benchItems(n)
 	for _, it := range items {
 		it.Metadata.Version = 1
@@ -156,7 +155,7 @@ func TestCachedDecisionsAreCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	cached := NewCache(10, time.Hour).Wrap(engine)
-	it := memory(sources.Metadata{ContainsPII: true, PIIFields: []string{"$.text"}, Version: 1})
+	it := memory(h4r.Metadata{ContainsPII: true, PIIFields: []string{"$.text"}, Version: 1})
 	d, _ := cached.Decide(t.Context(), spec(h4r.Public), it)
 	d.RedactedFields[0] = "$.changed"
 	again, _ := cached.Decide(t.Context(), spec(h4r.Public), it)
@@ -204,7 +203,7 @@ func TestLiveReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	item := memory(sources.Metadata{}) // kind test_failure
+	item := memory(h4r.Metadata{}) // kind test_failure
 	decide := func(d Decider) bool {
 		t.Helper()
 		got, err := d.Decide(t.Context(), spec(h4r.Public), item)

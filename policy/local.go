@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Thresholds of the default rules, shared by LocalRules and (as literals)
@@ -39,7 +38,7 @@ func (LocalRules) Revision() string { return "local" }
 
 // Decide applies the five rules. Every denying rule is named in Reason,
 // sorted and comma-separated, as the Rego policy does.
-func (LocalRules) Decide(_ context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error) {
+func (LocalRules) Decide(_ context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
 	if item == nil {
 		return Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 	}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Defaults of Remote.
@@ -199,7 +198,7 @@ func (r *Remote) noteRevision(out opaResponse) {
 }
 
 // Decide asks OPA about one item.
-func (r *Remote) Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (Decision, error) {
+func (r *Remote) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
 	if item == nil {
 		return Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 	}
@@ -228,7 +227,7 @@ func decodeRemoteDecision(result []byte) (Decision, error) {
 }
 
 // DecideBatch asks OPA about every item, r.concurrency calls at once.
-func (r *Remote) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []Result {
+func (r *Remote) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
 	out := make([]Result, len(items))
 	var unreachable atomic.Pointer[error]
 	var next atomic.Int64

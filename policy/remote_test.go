@@ -12,7 +12,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/policy/opatest"
-	"github.com/h4r/h4r/sources"
 )
 
 func bundledModules() map[string]string { return map[string]string{BundledFile: bundledPolicy} }
@@ -32,7 +31,7 @@ func newRemote(t *testing.T, url string, opts ...RemoteOption) *Remote {
 func TestRemoteAgreesWithEmbedded(t *testing.T) {
 	opa := opatest.Start(t, bundledModules())
 	remote := newRemote(t, opa.URL)
-	var items []*sources.Item
+	var items []*h4r.Item
 	var want []Decision
 	for _, tc := range decisionCases {
 		it := memory(tc.meta)
@@ -100,7 +99,7 @@ func TestRemoteFailsClosed(t *testing.T) {
 				url = tc.url(url)
 			}
 			remote := newRemote(t, url)
-			d, err := remote.Decide(t.Context(), spec(h4r.Public), memory(sources.Metadata{}))
+			d, err := remote.Decide(t.Context(), spec(h4r.Public), memory(h4r.Metadata{}))
 			if err == nil || d.Allow {
 				t.Fatalf("Decide = %+v, %v; want an error", d, err)
 			}

@@ -2,8 +2,6 @@ package scs
 
 import (
 	"fmt"
-	"github.com/h4r/h4r/demo"
-	"github.com/h4r/h4r/policy"
 	"os"
 	"runtime"
 	"slices"
@@ -11,13 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/policy"
 )
 
 // benchCandidates returns n fixture items (every policy outcome but the
 // invalid path), with the sizes the store computes at ingest when stored.
-func benchCandidates(b *testing.B, n int, stored bool) []*sources.Item {
-	var items []*sources.Item
+func benchCandidates(b *testing.B, n int, stored bool) []*h4r.Item {
+	var items []*h4r.Item
 	for len(items) < n {
 		for _, it := range fixtures(b) {
 			if it.ID == "bad-path" {
@@ -124,7 +124,7 @@ func BenchmarkSlice(b *testing.B) {
 	limits := Limits{MaxBytes: 122880, MaxTokens: 30000, MaxItems: 100}
 	candidates := []struct {
 		name  string
-		items []*sources.Item
+		items []*h4r.Item
 	}{{"demo", demoCandidates(b)}, {"distinct", distinctCandidates(b, 100)}}
 	procs := runtime.GOMAXPROCS(0)
 	options := []struct {
@@ -173,12 +173,12 @@ func BenchmarkSlice(b *testing.B) {
 // demoCandidates is the demo corpus (68 items of a test team's memory) as
 // a store returns it: versions and stored sizes. The bundled policy sees 18
 // distinct inputs among them.
-func demoCandidates(b *testing.B) []*sources.Item {
+func demoCandidates(b *testing.B) []*h4r.Item {
 	all, err := demo.Items()
 	if err != nil {
 		b.Fatal(err)
 	}
-	items := make([]*sources.Item, len(all))
+	items := make([]*h4r.Item, len(all))
 	for i := range all {
 		it := &all[i]
 		it.Metadata.Version = 1
@@ -191,7 +191,7 @@ func demoCandidates(b *testing.B) []*sources.Item {
 // distinctCandidates are n fixture items each with its own trust, so that
 // no two look alike to any policy that reads trust: the worst case for
 // deciding alike inputs once.
-func distinctCandidates(b *testing.B, n int) []*sources.Item {
+func distinctCandidates(b *testing.B, n int) []*h4r.Item {
 	items := benchCandidates(b, n, true)
 	for i, it := range items {
 		it.Metadata.Version = i + 1 // as from a store: cacheable

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // DecisionLogger receives every decision that drops or redacts an item.
@@ -97,7 +96,7 @@ func (l *JSONLog) LogDecision(ctx context.Context, r DecisionRecord) {
 
 // logDecisions writes the drop and redact decisions of one Slice.
 // A redact decision is logged even when the budget then left the item out.
-func (s *Slicer) logDecisions(ctx context.Context, spec h4r.Specialist, items []*sources.Item, decisions []decided, out Outcome) {
+func (s *Slicer) logDecisions(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, decisions []decided, out Outcome) {
 	if s.log == nil {
 		return
 	}

@@ -20,7 +20,7 @@
 // is set (the Go rules of policy.LocalRules, SCS_OPA_FALLBACK_LOCAL=true)
 // does the fallback decide instead, and the outcome's warnings say so.
 //
-// Budgets measure the item as delivered: the JSON of sources.Delivered after
+// Budgets measure the item as delivered: the JSON of h4r.Delivered after
 // redaction, its length in bytes and its exact token count. The walk goes
 // through the allowed items in rank order and stops at the first item that
 // does not fit what is left: that item and every allowed item after it are

@@ -12,7 +12,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/policy/opatest"
-	"github.com/h4r/h4r/sources"
 )
 
 func engineOf(t *testing.T, src string) *policy.Engine {
@@ -82,7 +81,7 @@ type switching struct {
 	n            int
 }
 
-func (s *switching) Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (policy.Decision, error) {
+func (s *switching) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (policy.Decision, error) {
 	return s.later.Decide(ctx, spec, item)
 }
 
@@ -251,7 +250,7 @@ func TestSizeCache(t *testing.T) {
 			for i, v := range tc.versions {
 				item := pick(t, "pii")[0]
 				item.Metadata.Version = v
-				out := slicer.Slice(t.Context(), internalQA, []*sources.Item{item}, limits)
+				out := slicer.Slice(t.Context(), internalQA, []*h4r.Item{item}, limits)
 				got := out.Verdicts[0]
 				if !got.Redacted || got.Tokens == 0 {
 					t.Fatalf("verdict %+v, want a redacted, measured item", got)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // DefaultRedactionMarker replaces every redacted value.
@@ -22,7 +21,7 @@ const DefaultRedactionMarker = "[REDACTED]"
 // a redacted deep copy. If any path is invalid, Redact returns an
 // invalid_argument error naming it (field "redactedFields[i]") and leaves d
 // unchanged.
-func Redact(d *sources.Delivered, paths []string, marker string) (applied []string, err error) {
+func Redact(d *h4r.Delivered, paths []string, marker string) (applied []string, err error) {
 	parsed := make([]Path, len(paths))
 	copyContent := false
 	for i, raw := range paths {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -71,7 +70,7 @@ func TestRedact(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			original := decodeContent(t, content)
-			d := sources.Delivered{ID: "x", Text: "the text", Content: original}
+			d := h4r.Delivered{ID: "x", Text: "the text", Content: original}
 			applied, err := Redact(&d, tc.paths, DefaultRedactionMarker)
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +96,7 @@ func TestRedact(t *testing.T) {
 }
 
 func TestRedactInvalidPath(t *testing.T) {
-	d := sources.Delivered{ID: "x", Text: "secret", Content: map[string]any{"a": "b"}}
+	d := h4r.Delivered{ID: "x", Text: "secret", Content: map[string]any{"a": "b"}}
 	applied, err := Redact(&d, []string{"$.text", "$.content.a", "$.metadata.owner"}, DefaultRedactionMarker)
 	var herr *h4r.Error
 	if !asError(err, &herr) || herr.Code != h4r.EINVALID || herr.Field != "redactedFields[2]" || !strings.Contains(herr.Message, "$.metadata.owner") {
@@ -110,7 +109,7 @@ func TestRedactInvalidPath(t *testing.T) {
 
 func TestRedactCopiesGoTypedContent(t *testing.T) {
 	emails := []string{"a@b.c", "d@e.f"}
-	d := sources.Delivered{ID: "x", Text: "t", Content: map[string]any{"emails": emails, "big": int64(1) << 60}}
+	d := h4r.Delivered{ID: "x", Text: "t", Content: map[string]any{"emails": emails, "big": int64(1) << 60}}
 	applied, err := Redact(&d, []string{"$.content.emails[1]"}, "***")
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +136,7 @@ func asError(err error, target **h4r.Error) bool {
 
 // collect returns every value p names in d, the way a reader of the
 // delivered JSON would find them.
-func collect(d sources.Delivered, p Path) []any {
+func collect(d h4r.Delivered, p Path) []any {
 	if p.root == RootText {
 		return []any{d.Text}
 	}
@@ -201,7 +200,7 @@ func FuzzRedact(f *testing.F) {
 		}
 		var snapshot map[string]any
 		_ = json.Unmarshal([]byte(contentJSON), &snapshot)
-		d := sources.Delivered{ID: "fuzz", Text: "some text", Content: content}
+		d := h4r.Delivered{ID: "fuzz", Text: "some text", Content: content}
 		p, perr := ParsePath(raw)
 		if perr != nil {
 			if _, err := Redact(&d, []string{raw}, marker); err == nil {

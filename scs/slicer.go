@@ -6,27 +6,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/policy"
-	"github.com/h4r/h4r/sources"
 )
 
 // Decider makes the policy decision for one item. Implementations must be
 // safe for concurrent use: Slice decides several items at once.
 type Decider interface {
-	Decide(ctx context.Context, spec h4r.Specialist, item *sources.Item) (policy.Decision, error)
+	Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (policy.Decision, error)
 }
 
 // BatchDecider decides all candidates of a request at once, one result per
 // item in order (policy.Engine: one evaluation over all candidates). A
 // Decider that is also a BatchDecider is asked this way.
 type BatchDecider interface {
-	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*sources.Item) []policy.Result
+	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []policy.Result
 }
 
 // PackPolicy is a policy that may also return pack-level settings (the
@@ -152,7 +152,7 @@ type Verdict struct {
 	RedactedFields []string // the paths that applied
 	// Delivered is the item as delivered, set only when kept. Unless
 	// Redacted, its Content is the input item's own map: read-only.
-	Delivered *sources.Delivered
+	Delivered *h4r.Delivered
 	// Bytes and Tokens measure the delivered form; zero for items the
 	// budget walk did not reach (policy drops, items after it stopped).
 	Bytes, Tokens int
@@ -168,7 +168,7 @@ type decided struct {
 
 // Slice decides every item (given in rank order) and fits the allowed ones
 // into limits. See the package documentation for the rules.
-func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*sources.Item, limits Limits) Outcome {
+func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits Limits) Outcome {
 	out := Outcome{
 		Verdicts: make([]Verdict, len(items)),
 		Stats: h4r.SlicingStats{
@@ -310,7 +310,7 @@ func (s *Slicer) packLimits(ctx context.Context, decider Decider, spec h4r.Speci
 // decideAll makes every item's decision: in batches when the decider can
 // (one per worker, s.concurrency workers), else one item at a time,
 // s.concurrency at once. Items whose decision failed go to the fallback.
-func (s *Slicer) decideAll(ctx context.Context, decider Decider, spec h4r.Specialist, items []*sources.Item) []decided {
+func (s *Slicer) decideAll(ctx context.Context, decider Decider, spec h4r.Specialist, items []*h4r.Item) []decided {
 	out := make([]decided, len(items))
 	workers := min(s.concurrency, len(items))
 	if bd, ok := decider.(BatchDecider); ok && !s.perItem && len(items) > 0 {
@@ -353,7 +353,7 @@ func (s *Slicer) decideAll(ctx context.Context, decider Decider, spec h4r.Specia
 
 // decide asks the decider and, if it fails and a fallback is set, the
 // fallback.
-func (s *Slicer) decide(ctx context.Context, decider Decider, spec h4r.Specialist, item *sources.Item) decided {
+func (s *Slicer) decide(ctx context.Context, decider Decider, spec h4r.Specialist, item *h4r.Item) decided {
 	if item == nil {
 		return decided{err: errors.New("no item (nil)")}
 	}
@@ -362,7 +362,7 @@ func (s *Slicer) decide(ctx context.Context, decider Decider, spec h4r.Specialis
 }
 
 // orFallback returns the decision, or when err is set, the fallback's.
-func (s *Slicer) orFallback(ctx context.Context, spec h4r.Specialist, item *sources.Item, d policy.Decision, err error) decided {
+func (s *Slicer) orFallback(ctx context.Context, spec h4r.Specialist, item *h4r.Item, d policy.Decision, err error) decided {
 	if item == nil {
 		return decided{err: errors.New("no item (nil)")}
 	}
@@ -395,7 +395,7 @@ type budget struct {
 // filling v. An error means the item could not be prepared (an invalid
 // redaction path, content that does not encode) and v is left for the
 // caller to mark as a policy drop.
-func (s *Slicer) deliver(item *sources.Item, d policy.Decision, v *Verdict, b *budget) error {
+func (s *Slicer) deliver(item *h4r.Item, d policy.Decision, v *Verdict, b *budget) error {
 	// Fields are redacted whenever the policy names them, even with redact
 	// false: of the two readings of that contradiction, hiding is the safe one.
 	paths := d.RedactedFields
@@ -452,7 +452,7 @@ func (s *Slicer) deliver(item *sources.Item, d policy.Decision, v *Verdict, b *b
 // per version, redaction paths and marker: the delivered form is a function
 // of those, and counting its tokens exactly is the slicer's largest cost
 // once decisions are cached.
-func (s *Slicer) measure(item *sources.Item, d sources.Delivered, redacted bool, paths []string) (bytes, tokens int, err error) {
+func (s *Slicer) measure(item *h4r.Item, d h4r.Delivered, redacted bool, paths []string) (bytes, tokens int, err error) {
 	if !redacted {
 		bytes, tokens = item.Metadata.ByteSize, item.Metadata.Tokens
 	}
@@ -494,6 +494,6 @@ type sizeKey struct {
 // failing decides nothing: a Snapshotter that had no policy to give.
 type failing struct{}
 
-func (failing) Decide(context.Context, h4r.Specialist, *sources.Item) (policy.Decision, error) {
+func (failing) Decide(context.Context, h4r.Specialist, *h4r.Item) (policy.Decision, error) {
 	return policy.Decision{}, errors.New("no policy is loaded")
 }

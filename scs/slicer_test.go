@@ -13,7 +13,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/policy"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -40,27 +39,27 @@ func defaultEngine(t testing.TB) *policy.Engine {
 }
 
 // fixtures returns fresh copies of the items in testdata/items.json, by id.
-func fixtures(t testing.TB) map[string]*sources.Item {
+func fixtures(t testing.TB) map[string]*h4r.Item {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/items.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var items []*sources.Item
+	var items []*h4r.Item
 	if err := json.Unmarshal(raw, &items); err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]*sources.Item{}
+	byID := map[string]*h4r.Item{}
 	for _, it := range items {
 		byID[it.ID] = it
 	}
 	return byID
 }
 
-func pick(t testing.TB, ids ...string) []*sources.Item {
+func pick(t testing.TB, ids ...string) []*h4r.Item {
 	t.Helper()
 	all := fixtures(t)
-	out := make([]*sources.Item, len(ids))
+	out := make([]*h4r.Item, len(ids))
 	for i, id := range ids {
 		if all[id] == nil {
 			t.Fatalf("no fixture %q", id)
@@ -71,8 +70,8 @@ func pick(t testing.TB, ids ...string) []*sources.Item {
 }
 
 // size measures an item as delivered unredacted, independently of the
-// slicer: the JSON of sources.Delivered and its cl100k token count.
-func size(t testing.TB, it *sources.Item) (bytes, toks int) {
+// slicer: the JSON of h4r.Delivered and its cl100k token count.
+func size(t testing.TB, it *h4r.Item) (bytes, toks int) {
 	t.Helper()
 	b, err := it.Delivered().Encode()
 	if err != nil {
@@ -141,7 +140,7 @@ func reasons(out Outcome) []string {
 
 // giant returns plain-a with a text of n copies of word: n tokens or more,
 // and at least n*len(word) bytes.
-func giant(t testing.TB, word string, n int) *sources.Item {
+func giant(t testing.TB, word string, n int) *h4r.Item {
 	it := pick(t, "plain-a")[0]
 	it.ID = "giant"
 	it.Text = strings.Repeat(word, n)
@@ -163,26 +162,26 @@ func TestSliceBudgets(t *testing.T) {
 
 	cases := []struct {
 		name    string
-		items   []*sources.Item
+		items   []*h4r.Item
 		limits  Limits
 		want    []string
 		details []string // substrings, "" for none
 	}{
 		{
 			name:   "everything fits",
-			items:  []*sources.Item{a, b, tiny},
+			items:  []*h4r.Item{a, b, tiny},
 			limits: Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10},
 			want:   []string{h4r.ReasonKept, h4r.ReasonKept, h4r.ReasonKept},
 		},
 		{
 			name:   "exact fit on bytes and tokens",
-			items:  []*sources.Item{a, b},
+			items:  []*h4r.Item{a, b},
 			limits: Limits{MaxBytes: aBytes + bBytes, MaxTokens: aTokens + bTokens, MaxItems: 2},
 			want:   []string{h4r.ReasonKept, h4r.ReasonKept},
 		},
 		{
 			name:   "byte budget stops the walk, a smaller later item too",
-			items:  []*sources.Item{a, b, tiny},
+			items:  []*h4r.Item{a, b, tiny},
 			limits: Limits{MaxBytes: aBytes + bBytes - 1, MaxTokens: unlimited, MaxItems: 10},
 			want:   []string{h4r.ReasonKept, h4r.ReasonBudgetBytes, h4r.ReasonBudgetBytes},
 			details: []string{"", fmt.Sprintf("needs %d bytes, %d of %d left", bBytes, bBytes-1, aBytes+bBytes-1),
@@ -190,7 +189,7 @@ func TestSliceBudgets(t *testing.T) {
 		},
 		{
 			name:   "token budget stops the walk",
-			items:  []*sources.Item{a, b, tiny},
+			items:  []*h4r.Item{a, b, tiny},
 			limits: Limits{MaxBytes: unlimited, MaxTokens: aTokens + bTokens - 1, MaxItems: 10},
 			want:   []string{h4r.ReasonKept, h4r.ReasonBudgetTokens, h4r.ReasonBudgetTokens},
 			details: []string{"", fmt.Sprintf("needs %d tokens, %d of %d left", bTokens, bTokens-1, aTokens+bTokens-1),
@@ -198,28 +197,28 @@ func TestSliceBudgets(t *testing.T) {
 		},
 		{
 			name:    "item budget",
-			items:   []*sources.Item{a, b, tiny},
+			items:   []*h4r.Item{a, b, tiny},
 			limits:  Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 2},
 			want:    []string{h4r.ReasonKept, h4r.ReasonKept, h4r.ReasonBudgetItems},
 			details: []string{"", "", "item budget of 2 reached"},
 		},
 		{
 			name:    "item budget of one",
-			items:   []*sources.Item{tiny, a, b},
+			items:   []*h4r.Item{tiny, a, b},
 			limits:  Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 1},
 			want:    []string{h4r.ReasonKept, h4r.ReasonBudgetItems, h4r.ReasonBudgetItems},
 			details: []string{"", "item budget of 1 reached", "item budget of 1 reached"},
 		},
 		{
 			name:    "an item larger than the whole byte budget is skipped",
-			items:   []*sources.Item{byteGiant, a, b},
+			items:   []*h4r.Item{byteGiant, a, b},
 			limits:  Limits{MaxBytes: aBytes + bBytes, MaxTokens: unlimited, MaxItems: 10},
 			want:    []string{h4r.ReasonBudgetBytes, h4r.ReasonKept, h4r.ReasonKept},
 			details: []string{fmt.Sprintf("more than the whole budget of %d", aBytes+bBytes), "", ""},
 		},
 		{
 			name:    "an item with more tokens than the whole budget is skipped",
-			items:   []*sources.Item{a, tokenGiant, b},
+			items:   []*h4r.Item{a, tokenGiant, b},
 			limits:  Limits{MaxBytes: unlimited, MaxTokens: aTokens + bTokens, MaxItems: 10},
 			want:    []string{h4r.ReasonKept, h4r.ReasonBudgetTokens, h4r.ReasonKept},
 			details: []string{"", fmt.Sprintf("more than the whole budget of %d", aTokens+bTokens), ""},
@@ -240,7 +239,7 @@ func TestSliceBudgets(t *testing.T) {
 		},
 		{
 			name:    "zero limits deliver nothing",
-			items:   []*sources.Item{a, tiny},
+			items:   []*h4r.Item{a, tiny},
 			limits:  Limits{MaxBytes: 0, MaxTokens: unlimited, MaxItems: 10},
 			want:    []string{h4r.ReasonBudgetBytes, h4r.ReasonBudgetBytes},
 			details: []string{"more than the whole budget of 0", "more than the whole budget of 0"},
@@ -368,7 +367,7 @@ allow if to_number(input.item.text) > 0
 // policy service.
 type erroringDecider struct{}
 
-func (erroringDecider) Decide(context.Context, h4r.Specialist, *sources.Item) (policy.Decision, error) {
+func (erroringDecider) Decide(context.Context, h4r.Specialist, *h4r.Item) (policy.Decision, error) {
 	return policy.Decision{}, errors.New("policy service unreachable")
 }
 
@@ -449,7 +448,7 @@ func TestSliceFailsClosed(t *testing.T) {
 	})
 
 	t.Run("nil items are dropped", func(t *testing.T) {
-		out := New(defaultEngine(t), counter(t)).Slice(t.Context(), internalQA, []*sources.Item{nil, pick(t, "tiny")[0]}, limits)
+		out := New(defaultEngine(t), counter(t)).Slice(t.Context(), internalQA, []*h4r.Item{nil, pick(t, "tiny")[0]}, limits)
 		checkStats(t, out, 2, limits)
 		if got := reasons(out); !reflect.DeepEqual(got, []string{h4r.ReasonPolicy, h4r.ReasonKept}) {
 			t.Errorf("reasons = %v", got)
@@ -487,7 +486,7 @@ func TestSliceLeavesInputItemsUnchanged(t *testing.T) {
 // TestSliceConcurrencyIsInvisible: deciding in parallel gives the same
 // outcome as deciding in order.
 func TestSliceConcurrencyIsInvisible(t *testing.T) {
-	var items []*sources.Item
+	var items []*h4r.Item
 	for i := range 12 {
 		for _, it := range fixtures(t) {
 			it.ID = fmt.Sprintf("%s-%d", it.ID, i)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/server"
-	"github.com/h4r/h4r/sources"
 )
 
 // FuzzDecodeItems checks that DecodeItems never panics, that every error
@@ -52,7 +51,7 @@ func FuzzDecodeItems(f *testing.F) {
 				t.Fatalf("item %d passed DecodeItems but not Validate: %v", i, err)
 			}
 		}
-		again, err := json.Marshal(map[string][]sources.Item{"items": items})
+		again, err := json.Marshal(map[string][]h4r.Item{"items": items})
 		if err != nil {
 			t.Fatalf("decoded items do not encode: %v", err)
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // readBody reads the whole body under the size limit.
@@ -263,21 +262,21 @@ const MaxBatchItems = 1000
 // DecodeItems decodes the body of POST /v1/items: one item object, or
 // {"items": [ … ]}. Each item is decoded strictly and validated; errors name
 // the field ("items[2].metadata.trust", or "metadata.trust" for one item).
-func DecodeItems(body []byte) ([]sources.Item, error) {
+func DecodeItems(body []byte) ([]h4r.Item, error) {
 	var probe map[string]json.RawMessage
 	if err := h4r.DecodeStrict(body, &probe, ""); err != nil {
 		return nil, err
 	}
 	raw, isBatch := probe["items"]
 	if !isBatch {
-		var it sources.Item
+		var it h4r.Item
 		if err := h4r.DecodeStrict(body, &it, ""); err != nil {
 			return nil, err
 		}
 		if err := it.Validate(""); err != nil {
 			return nil, err
 		}
-		return []sources.Item{it}, nil
+		return []h4r.Item{it}, nil
 	}
 	if len(probe) != 1 {
 		keys := make([]string, 0, len(probe))
@@ -299,7 +298,7 @@ func DecodeItems(body []byte) ([]sources.Item, error) {
 	if len(rawItems) > MaxBatchItems {
 		return nil, h4r.Errorf(h4r.EINVALID, "items", "a batch holds at most %d items, got %d: split it (it is written in one transaction)", MaxBatchItems, len(rawItems))
 	}
-	items := make([]sources.Item, len(rawItems))
+	items := make([]h4r.Item, len(rawItems))
 	for i, r := range rawItems {
 		field := fmt.Sprintf("items[%d]", i)
 		if err := h4r.DecodeStrict(bytes.TrimSpace(r), &items[i], field); err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/server"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -90,9 +89,9 @@ func (s *stack) serve(t testing.TB) string {
 }
 
 // fixtureItems reads testdata/items.json.
-func fixtureItems(t testing.TB) []sources.Item {
+func fixtureItems(t testing.TB) []h4r.Item {
 	t.Helper()
-	var batch struct{ Items []sources.Item }
+	var batch struct{ Items []h4r.Item }
 	if err := json.Unmarshal(readFile(t, "testdata/items.json"), &batch); err != nil {
 		t.Fatal(err)
 	}

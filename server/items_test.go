@@ -10,7 +10,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/server"
-	"github.com/h4r/h4r/sources"
 )
 
 // upserted is the answer of POST /v1/items, decoded strictly.
@@ -32,7 +31,7 @@ func decodeUpserted(t testing.TB, r response) upserted {
 }
 
 // getItem fetches an item; ok is false on 404 not_found.
-func getItem(t testing.TB, base, id string) (it *sources.Item, ok bool) {
+func getItem(t testing.TB, base, id string) (it *h4r.Item, ok bool) {
 	t.Helper()
 	r := do(t, http.MethodGet, base+"/v1/items/"+url.PathEscape(id), nil)
 	if r.status == http.StatusNotFound {
@@ -44,7 +43,7 @@ func getItem(t testing.TB, base, id string) (it *sources.Item, ok bool) {
 	if r.status != http.StatusOK {
 		t.Fatalf("GET %s: status %d: %s", id, r.status, r.body)
 	}
-	it = new(sources.Item)
+	it = new(h4r.Item)
 	if err := json.Unmarshal(r.body, it); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +278,7 @@ func TestItemIDsInPaths(t *testing.T) {
 			if r.status != http.StatusOK {
 				t.Fatalf("GET %s: status %d: %s", path, r.status, r.body)
 			}
-			var it sources.Item
+			var it h4r.Item
 			if err := json.Unmarshal(r.body, &it); err != nil || it.ID != tt.id {
 				t.Fatalf("GET %s returned id %q (err %v), want %q", path, it.ID, err, tt.id)
 			}

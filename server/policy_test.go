@@ -19,7 +19,6 @@ import (
 	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/policy/opatest"
 	"github.com/h4r/h4r/server"
-	"github.com/h4r/h4r/sources"
 )
 
 // draftRule is what the second policy adds to the bundled rules.
@@ -28,10 +27,10 @@ deny contains "draft" if "draft" in input.item.metadata.tags
 `
 
 // draftItem is found by the query below and is a draft.
-var draftItem = sources.Item{
+var draftItem = h4r.Item{
 	ID: "mem-draft", Kind: "note", Text: "rollout plan draft for the zeppelin feature flag",
 	Content:  map[string]any{"plan": "enable zeppelin for 5% of users"},
-	Metadata: sources.Metadata{Tags: []string{"draft"}, Trust: ptrTo(0.9)},
+	Metadata: h4r.Metadata{Tags: []string{"draft"}, Trust: ptrTo(0.9)},
 }
 
 func ptrTo(v float64) *float64 { return &v }

@@ -14,7 +14,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/metrics"
-	"github.com/h4r/h4r/sources"
 )
 
 // Defaults for options left unset.
@@ -37,8 +36,8 @@ type ContextPacker interface {
 
 // ItemStore keeps items (sources/sqlite.Store).
 type ItemStore interface {
-	Upsert(ctx context.Context, items []sources.Item) ([]string, error)
-	Get(ctx context.Context, id string) (*sources.Item, error)
+	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
+	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Ping(ctx context.Context) error
 }

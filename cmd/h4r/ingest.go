@@ -12,7 +12,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
-	"github.com/h4r/h4r/sources"
 )
 
 // maxReportedLines caps how many bad lines ingest lists before giving up.
@@ -79,10 +78,10 @@ func cmdIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 // readJSONL decodes and validates every line; it reports up to
 // maxReportedLines bad lines, each with its number, and fails if any.
-func readJSONL(r io.Reader, name string, stderr io.Writer) ([]sources.Item, error) {
+func readJSONL(r io.Reader, name string, stderr io.Writer) ([]h4r.Item, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), sources.MaxItemBytes+1)
-	var items []sources.Item
+	sc.Buffer(make([]byte, 64<<10), h4r.MaxItemBytes+1)
+	var items []h4r.Item
 	bad := 0
 	line := 0
 	for sc.Scan() {
@@ -91,7 +90,7 @@ func readJSONL(r io.Reader, name string, stderr io.Writer) ([]sources.Item, erro
 		if len(text) == 0 {
 			continue
 		}
-		var it sources.Item
+		var it h4r.Item
 		err := h4r.DecodeStrict(text, &it, "")
 		if err == nil {
 			err = it.Validate("")
@@ -107,7 +106,7 @@ func readJSONL(r io.Reader, name string, stderr io.Writer) ([]sources.Item, erro
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s:%d: line is longer than %d bytes", name, line+1, sources.MaxItemBytes)
+			return nil, fmt.Errorf("%s:%d: line is longer than %d bytes", name, line+1, h4r.MaxItemBytes)
 		}
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/policy"
-	"github.com/h4r/h4r/sources"
 )
 
 const policyUsage = `Usage:
@@ -252,7 +251,7 @@ func cmdPolicyEval(ctx context.Context, args []string, configured string, stdout
 	if err := decodeFile(*specFile, &spec); err != nil {
 		return err
 	}
-	var item sources.Item
+	var item h4r.Item
 	if err := decodeFile(*itemFile, &item); err != nil {
 		return err
 	}

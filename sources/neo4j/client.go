@@ -11,7 +11,7 @@ import (
 	driver "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	drvconfig "github.com/neo4j/neo4j-go-driver/v5/neo4j/config"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources/neo4j/internal/cypher"
 )
 
@@ -206,7 +206,7 @@ func run(ctx context.Context, tx driver.ManagedTransaction, query string, params
 // they had. Link targets that are not items yet become nodes that hops do
 // not pass through until the item arrives. Items are written in
 // transactions of the batch size.
-func (c *Client) Upsert(ctx context.Context, items []*sources.Item) error {
+func (c *Client) Upsert(ctx context.Context, items []*h4r.Item) error {
 	for start := 0; start < len(items); start += c.batch {
 		batch := items[start:min(start+c.batch, len(items))]
 		ids := make([]any, len(batch))

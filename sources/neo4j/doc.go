@@ -14,7 +14,7 @@
 // relationship-type filter and direction, and a result cap. Neo4j returns
 // ids and distances; the items, and the filters, come from the store. A
 // failed or late Neo4j is answered by the fallback (the store's CTE), with
-// a sources.FallbackError the engine reports as a warning. Both walk by the
+// a h4r.FallbackError the engine reports as a warning. Both walk by the
 // same rules, which sources/storetest.HopCases pins down: the package's
 // tests run that table over the real driver against bolttest, a Bolt 5
 // server in test code, and against a real Neo4j when NEO4J_URL is set.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources/neo4j"
 	"github.com/h4r/h4r/sources/neo4j/bolttest"
 	"github.com/h4r/h4r/sources/storetest"
@@ -17,8 +17,8 @@ import (
 // failingGenerator is a fallback that fails too.
 type failingGenerator struct{}
 
-func (failingGenerator) Name() string { return sources.GenGraph }
-func (failingGenerator) Generate(context.Context, sources.Query) ([]sources.Hit, error) {
+func (failingGenerator) Name() string { return h4r.GenGraph }
+func (failingGenerator) Generate(context.Context, h4r.CandidateQuery) ([]h4r.Hit, error) {
 	return nil, errors.New("store unavailable")
 }
 
@@ -49,7 +49,7 @@ func TestFallbackAnswersWhenNeo4jCannot(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			hits, err := r.generator(mode.opts...).Generate(ctx, tc.Query())
-			var fe *sources.FallbackError
+			var fe *h4r.FallbackError
 			if !errors.As(err, &fe) {
 				t.Fatalf("got %v, want a FallbackError", err)
 			}
@@ -72,8 +72,8 @@ func TestFallbackThatFailsTooIsAnError(t *testing.T) {
 	r.ingest(t, storetest.HopCases()[0].Items()...)
 	r.graph.FailAll(&bolttest.Failure{Code: "Neo.DatabaseError.General.UnknownError", Message: "disk full"})
 	g := neo4j.NewGenerator(r.client, r.store, failingGenerator{})
-	hits, err := g.Generate(context.Background(), sources.Query{Anchors: []string{"a"}})
-	var fe *sources.FallbackError
+	hits, err := g.Generate(context.Background(), h4r.CandidateQuery{Anchors: []string{"a"}})
+	var fe *h4r.FallbackError
 	if err == nil || errors.As(err, &fe) || hits != nil {
 		t.Fatalf("got %v, %v; want a plain error and no hits", hits, err)
 	}
@@ -91,8 +91,8 @@ func TestExpiredRequestIsNotFallenBackOn(t *testing.T) {
 	r.ingest(t, storetest.HopCases()[0].Items()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := r.generator().Generate(ctx, sources.Query{Anchors: []string{"a"}})
-	var fe *sources.FallbackError
+	_, err := r.generator().Generate(ctx, h4r.CandidateQuery{Anchors: []string{"a"}})
+	var fe *h4r.FallbackError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &fe) {
 		t.Fatalf("got %v, want context.Canceled without a fallback", err)
 	}

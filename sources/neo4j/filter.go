@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // filter is h4r.Filters checked in Go against items read from the store,
@@ -48,7 +47,7 @@ func compileFilter(f h4r.Filters) (*filter, error) {
 }
 
 // match reports whether it passes the filter.
-func (c *filter) match(it *sources.Item) (bool, error) {
+func (c *filter) match(it *h4r.Item) (bool, error) {
 	f := c.f
 	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, it.Kind) {
 		return false, nil
@@ -95,7 +94,7 @@ func (c *filter) match(it *sources.Item) (bool, error) {
 }
 
 // maintained returns the live value of a store-maintained numeric key.
-func maintained(it *sources.Item, key string) (float64, bool) {
+func maintained(it *h4r.Item, key string) (float64, bool) {
 	switch key {
 	case "version":
 		return float64(it.Metadata.Version), true

@@ -8,17 +8,16 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/neo4j"
 )
 
 // countingGenerator counts the calls of the generator it wraps.
 type countingGenerator struct {
-	sources.Generator
+	h4r.Generator
 	calls atomic.Int64
 }
 
-func (c *countingGenerator) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
+func (c *countingGenerator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
 	c.calls.Add(1)
 	return c.Generator.Generate(ctx, q)
 }
@@ -27,14 +26,14 @@ func ptr(v float64) *float64 { return &v }
 
 // filterGraph is a ring of items that differ in everything a filter tests,
 // all within reach of "hub".
-func filterGraph() []sources.Item {
+func filterGraph() []h4r.Item {
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	mk := func(id, kind string, created time.Time, tags []string, extra map[string]any, next string) sources.Item {
-		return sources.Item{ID: id, Kind: kind, Text: "item " + id,
-			Metadata: sources.Metadata{CreatedAt: created, Tags: tags, Extra: extra, Importance: ptr(0.7)},
-			Links:    []sources.Link{{Type: "caused_by", Target: next, Strength: 1}}}
+	mk := func(id, kind string, created time.Time, tags []string, extra map[string]any, next string) h4r.Item {
+		return h4r.Item{ID: id, Kind: kind, Text: "item " + id,
+			Metadata: h4r.Metadata{CreatedAt: created, Tags: tags, Extra: extra, Importance: ptr(0.7)},
+			Links:    []h4r.Link{{Type: "caused_by", Target: next, Strength: 1}}}
 	}
-	return []sources.Item{
+	return []h4r.Item{
 		mk("hub", "event", day, nil, nil, "f1"),
 		mk("f1", "test_failure", day.Add(24*time.Hour), []string{"selector", "login"}, map[string]any{"status": "failed", "retries": 2.0, "flaky": true}, "f2"),
 		mk("f2", "test_failure", day.Add(48*time.Hour), []string{"selector"}, map[string]any{"status": "passed", "retries": 0.0, "flaky": false}, "x1"),
@@ -79,7 +78,7 @@ func TestFiltersMatchTheStore(t *testing.T) {
 			Metadata: map[string]any{"status": "failed", "flaky": true}}, []string{"f1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := sources.Query{Anchors: []string{"hub"}, Filters: tc.f}
+			q := h4r.CandidateQuery{Anchors: []string{"hub"}, Filters: tc.f}
 			hits, err := gen.Generate(context.Background(), q)
 			if err != nil {
 				t.Fatal(err)
@@ -115,7 +114,7 @@ func TestBadFiltersFailAsInTheStore(t *testing.T) {
 		{"list value", h4r.Filters{Metadata: map[string]any{"status": []any{"a"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := sources.Query{Anchors: []string{"hub"}, Filters: tc.f}
+			q := h4r.CandidateQuery{Anchors: []string{"hub"}, Filters: tc.f}
 			_, err := r.generator().Generate(context.Background(), q)
 			_, cteErr := r.store.Graph().Generate(context.Background(), q)
 			got, want := asH4R(err), asH4R(cteErr)
@@ -132,7 +131,7 @@ func TestBadFiltersFailAsInTheStore(t *testing.T) {
 func TestFilteredWalkBeyondMaxReachIsAnsweredByTheStore(t *testing.T) {
 	r := newRig(t)
 	r.ingest(t, filterGraph()...)
-	q := sources.Query{Anchors: []string{"hub"}, Filters: h4r.Filters{Kinds: []string{"fix"}}}
+	q := h4r.CandidateQuery{Anchors: []string{"hub"}, Filters: h4r.Filters{Kinds: []string{"fix"}}}
 	fallback := &countingGenerator{Generator: r.store.Graph()}
 	hits, err := neo4j.NewGenerator(r.client, r.store, fallback, neo4j.WithMaxReach(2)).Generate(context.Background(), q)
 	if err != nil {
@@ -146,7 +145,7 @@ func TestFilteredWalkBeyondMaxReachIsAnsweredByTheStore(t *testing.T) {
 		t.Errorf("hits %v, want the CTE's %v", got, want)
 	}
 	// Unfiltered, the limit is Neo4j's to apply.
-	hits, err = neo4j.NewGenerator(r.client, r.store, fallback, neo4j.WithMaxReach(2)).Generate(context.Background(), sources.Query{Anchors: []string{"hub"}, Limit: 3})
+	hits, err = neo4j.NewGenerator(r.client, r.store, fallback, neo4j.WithMaxReach(2)).Generate(context.Background(), h4r.CandidateQuery{Anchors: []string{"hub"}, Limit: 3})
 	if err != nil || len(hits) != 3 || fallback.calls.Load() != 1 {
 		t.Errorf("unfiltered walk with limit 3: %v, %v, store asked %d times", ordered(hits), err, fallback.calls.Load())
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/neo4j/internal/cypher"
 )
 
@@ -29,17 +28,17 @@ type Hopper interface {
 // ItemReader reads items from the store, the source of truth: hops in
 // Neo4j give ids and distances, the items come from the store.
 type ItemReader interface {
-	Get(ctx context.Context, id string) (*sources.Item, error)
+	Get(ctx context.Context, id string) (*h4r.Item, error)
 }
 
 // Generator is the causal-hop generator over Neo4j. When Neo4j fails or is
 // late, the fallback (the store's recursive CTE) answers, and Generate
-// returns its hits with a *sources.FallbackError, which the engine reports
+// returns its hits with a *h4r.FallbackError, which the engine reports
 // as a warning.
 type Generator struct {
 	hops     Hopper
 	items    ItemReader
-	fallback sources.Generator
+	fallback h4r.Generator
 	log      *slog.Logger
 	types    []string
 	timeout  time.Duration
@@ -48,19 +47,19 @@ type Generator struct {
 
 // NewGenerator returns the generator. It reads WithLinkTypes,
 // WithPrimaryTimeout, WithMaxReach and WithLogger.
-func NewGenerator(hops Hopper, items ItemReader, fallback sources.Generator, opts ...Option) *Generator {
+func NewGenerator(hops Hopper, items ItemReader, fallback h4r.Generator, opts ...Option) *Generator {
 	o := newOptions(opts)
 	return &Generator{hops: hops, items: items, fallback: fallback, log: o.log,
 		types: o.linkTypes, timeout: o.primaryTimeout, maxReach: max(o.maxReach, 1)}
 }
 
 // Name is the graph generator's name: Neo4j replaces the store's walk.
-func (g *Generator) Name() string { return sources.GenGraph }
+func (g *Generator) Name() string { return h4r.GenGraph }
 
 // Generate returns the items within q.MaxHops links of q.Anchors (default
-// sources.DefaultMaxHops), each once at its smallest distance, ordered by
+// h4r.DefaultMaxHops), each once at its smallest distance, ordered by
 // distance then id, filtered and limited: what the store's walk returns.
-func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
+func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
 	limit := q.Limit
 	switch {
 	case limit < 0:
@@ -73,7 +72,7 @@ func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hi
 	case maxHops < 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "max_hops", "max_hops must be >= 0, got %d", maxHops)
 	case maxHops == 0:
-		maxHops = sources.DefaultMaxHops
+		maxHops = h4r.DefaultMaxHops
 	case maxHops > cypher.MaxHops:
 		return nil, h4r.Errorf(h4r.EINVALID, "max_hops", "max_hops must be at most %d, got %d", cypher.MaxHops, maxHops)
 	}
@@ -101,7 +100,7 @@ func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hi
 	if ferr != nil {
 		return nil, fmt.Errorf("neo4j hops failed (%w), and so did the %s: %w", err, FallbackName, ferr)
 	}
-	return fallbackHits, &sources.FallbackError{Primary: PrimaryName, Fallback: FallbackName, Err: err}
+	return fallbackHits, &h4r.FallbackError{Primary: PrimaryName, Fallback: FallbackName, Err: err}
 }
 
 // tooManyError says a filtered walk reached more items than WithMaxReach.
@@ -111,7 +110,7 @@ func (e *tooManyError) Error() string { return fmt.Sprintf("the walk reached mor
 
 // primary answers from Neo4j under its own deadline, leaving the rest of
 // ctx's time to the fallback.
-func (g *Generator) primary(ctx context.Context, q sources.Query, maxHops, limit int, flt *filter) ([]sources.Hit, error) {
+func (g *Generator) primary(ctx context.Context, q h4r.CandidateQuery, maxHops, limit int, flt *filter) ([]h4r.Hit, error) {
 	pctx, budget, cancel := g.primaryContext(ctx)
 	defer cancel()
 	// Without filters Neo4j applies the limit; with them it cannot (the
@@ -131,7 +130,7 @@ func (g *Generator) primary(ctx context.Context, q sources.Query, maxHops, limit
 	if !q.Filters.Empty() && len(reached) > g.maxReach {
 		return nil, &tooManyError{n: g.maxReach}
 	}
-	hits := make([]sources.Hit, 0, min(len(reached), limit))
+	hits := make([]h4r.Hit, 0, min(len(reached), limit))
 	for _, r := range reached {
 		if len(hits) == limit {
 			break
@@ -148,7 +147,7 @@ func (g *Generator) primary(ctx context.Context, q sources.Query, maxHops, limit
 			return nil, err
 		}
 		if ok {
-			hits = append(hits, sources.Hit{Item: it, Distance: r.Distance})
+			hits = append(hits, h4r.Hit{Item: it, Distance: r.Distance})
 		}
 	}
 	return hits, nil

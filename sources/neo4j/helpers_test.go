@@ -5,12 +5,12 @@ import (
 	"log/slog"
 
 	"context"
-	"github.com/h4r/h4r"
 	"path/filepath"
 	"sync"
 	"testing"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
+
 	"github.com/h4r/h4r/sources/neo4j"
 	"github.com/h4r/h4r/sources/neo4j/bolttest"
 	"github.com/h4r/h4r/sources/sqlite"
@@ -57,7 +57,7 @@ func newRig(t *testing.T, opts ...neo4j.Option) *rig {
 
 // ingest writes items to the store and mirrors them, as app's store
 // wrapper does.
-func (r *rig) ingest(t *testing.T, items ...sources.Item) {
+func (r *rig) ingest(t *testing.T, items ...h4r.Item) {
 	t.Helper()
 	ids, err := r.store.Upsert(context.Background(), items)
 	if err != nil {
@@ -72,7 +72,7 @@ func (r *rig) generator(opts ...neo4j.Option) *neo4j.Generator {
 	return neo4j.NewGenerator(r.client, r.store, r.store.Graph(), opts...)
 }
 
-func distances(hits []sources.Hit) map[string]int {
+func distances(hits []h4r.Hit) map[string]int {
 	out := map[string]int{}
 	for _, h := range hits {
 		out[h.Item.ID] = h.Distance
@@ -85,7 +85,7 @@ type idDist struct {
 	Distance int
 }
 
-func ordered(hits []sources.Hit) []idDist {
+func ordered(hits []h4r.Hit) []idDist {
 	out := make([]idDist, len(hits))
 	for i, h := range hits {
 		out[i] = idDist{h.Item.ID, h.Distance}

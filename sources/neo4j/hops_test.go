@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources/storetest"
 )
 
@@ -38,7 +38,7 @@ func TestHopCases(t *testing.T) {
 			if got, want := ordered(hits), ordered(cte); !slices.Equal(got, want) {
 				t.Errorf("neo4j hits %v, CTE hits %v", got, want)
 			}
-			links := map[string][]sources.Link{}
+			links := map[string][]h4r.Link{}
 			for _, it := range items {
 				links[it.ID] = it.Links
 			}
@@ -62,8 +62,8 @@ func TestHopCasesAfterRebuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Junk from an earlier life of the graph must go.
-			if err := r.client.Upsert(ctx, []*sources.Item{{ID: "stale", Kind: "event",
-				Links: []sources.Link{{Type: "caused_by", Target: tc.Nodes[0], Strength: 1}}}}); err != nil {
+			if err := r.client.Upsert(ctx, []*h4r.Item{{ID: "stale", Kind: "event",
+				Links: []h4r.Link{{Type: "caused_by", Target: tc.Nodes[0], Strength: 1}}}}); err != nil {
 				t.Fatal(err)
 			}
 			n, err := r.mirror.Rebuild(ctx)
@@ -86,20 +86,20 @@ func TestHopCasesAfterRebuild(t *testing.T) {
 
 func TestGenerateRejectsWhatTheStoreRejects(t *testing.T) {
 	r := newRig(t)
-	r.ingest(t, sources.Item{ID: "a", Kind: "event", Text: "a"})
+	r.ingest(t, h4r.Item{ID: "a", Kind: "event", Text: "a"})
 	g := r.generator()
 	for _, tc := range []struct {
 		name  string
-		q     sources.Query
+		q     h4r.CandidateQuery
 		field string
 	}{
-		{"negative max hops", sources.Query{Anchors: []string{"a"}, MaxHops: -1}, "max_hops"},
-		{"negative limit", sources.Query{Anchors: []string{"a"}, Limit: -1}, "limit"},
-		{"max hops beyond the statement's bound", sources.Query{Anchors: []string{"a"}, MaxHops: 65}, "max_hops"},
+		{"negative max hops", h4r.CandidateQuery{Anchors: []string{"a"}, MaxHops: -1}, "max_hops"},
+		{"negative limit", h4r.CandidateQuery{Anchors: []string{"a"}, Limit: -1}, "limit"},
+		{"max hops beyond the statement's bound", h4r.CandidateQuery{Anchors: []string{"a"}, MaxHops: 65}, "max_hops"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := g.Generate(context.Background(), tc.q)
-			var fe *sources.FallbackError
+			var fe *h4r.FallbackError
 			if err == nil || errors.As(err, &fe) {
 				t.Fatalf("got %v, want an invalid_argument error", err)
 			}
@@ -108,7 +108,7 @@ func TestGenerateRejectsWhatTheStoreRejects(t *testing.T) {
 			}
 		})
 	}
-	hits, err := g.Generate(context.Background(), sources.Query{})
+	hits, err := g.Generate(context.Background(), h4r.CandidateQuery{})
 	if err != nil || hits != nil {
 		t.Errorf("no anchors: got %v, %v; want nothing", hits, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources/neo4j"
 	"github.com/h4r/h4r/sources/neo4j/bolttest"
 	"github.com/h4r/h4r/sources/sqlite"
@@ -96,7 +96,7 @@ func integration(t *testing.T, url string, opts ...neo4j.Option) {
 		if _, err := m.Rebuild(ctx); err != nil {
 			t.Fatal(err)
 		}
-		upsert := func(items ...sources.Item) {
+		upsert := func(items ...h4r.Item) {
 			ids, err := st.Upsert(ctx, items)
 			if err != nil {
 				t.Fatal(err)
@@ -105,10 +105,10 @@ func integration(t *testing.T, url string, opts ...neo4j.Option) {
 				t.Fatal(err)
 			}
 		}
-		upsert(sources.Item{ID: "a", Kind: "event", Text: "a", Links: []sources.Link{link("caused_by", "b")}},
-			sources.Item{ID: "b", Kind: "event", Text: "b", Links: []sources.Link{link("fixes", "c")}},
-			sources.Item{ID: "c", Kind: "event", Text: "c"})
-		upsert(sources.Item{ID: "a", Kind: "event", Text: "a", Links: []sources.Link{link("similar_to", "c")}})
+		upsert(h4r.Item{ID: "a", Kind: "event", Text: "a", Links: []h4r.Link{link("caused_by", "b")}},
+			h4r.Item{ID: "b", Kind: "event", Text: "b", Links: []h4r.Link{link("fixes", "c")}},
+			h4r.Item{ID: "c", Kind: "event", Text: "c"})
+		upsert(h4r.Item{ID: "a", Kind: "event", Text: "a", Links: []h4r.Link{link("similar_to", "c")}})
 		if err := st.Delete(ctx, "b"); err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func integration(t *testing.T, url string, opts ...neo4j.Option) {
 			t.Fatal(err)
 		}
 		g := neo4j.NewGenerator(client, st, st.Graph())
-		for _, q := range []sources.Query{
+		for _, q := range []h4r.CandidateQuery{
 			{Anchors: []string{"a"}, MaxHops: 5},
 			{Anchors: []string{"c"}, MaxHops: 5},
 			{Anchors: []string{"c"}, MaxHops: 5, Directed: true},
@@ -136,8 +136,8 @@ func integration(t *testing.T, url string, opts ...neo4j.Option) {
 	})
 	t.Run("link type filter", func(t *testing.T) {
 		st := openStore(t)
-		if _, err := st.Upsert(ctx, []sources.Item{
-			{ID: "a", Kind: "event", Text: "a", Links: []sources.Link{link("caused_by", "b"), link("similar_to", "c")}},
+		if _, err := st.Upsert(ctx, []h4r.Item{
+			{ID: "a", Kind: "event", Text: "a", Links: []h4r.Link{link("caused_by", "b"), link("similar_to", "c")}},
 			{ID: "b", Kind: "event", Text: "b"}, {ID: "c", Kind: "event", Text: "c"},
 		}); err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func integration(t *testing.T, url string, opts ...neo4j.Option) {
 			t.Fatal(err)
 		}
 		hits, err := neo4j.NewGenerator(client, st, st.Graph(), neo4j.WithLinkTypes("caused_by")).
-			Generate(ctx, sources.Query{Anchors: []string{"a"}})
+			Generate(ctx, h4r.CandidateQuery{Anchors: []string{"a"}})
 		if err != nil || !slices.Equal(ordered(hits), []idDist{{"a", 0}, {"b", 1}}) {
 			t.Errorf("caused_by only: %v, %v", ordered(hits), err)
 		}

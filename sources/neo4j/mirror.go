@@ -8,18 +8,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 )
 
 // Source is the store a Mirror copies, the source of truth.
 type Source interface {
-	Get(ctx context.Context, id string) (*sources.Item, error)
-	Each(ctx context.Context, fn func(*sources.Item) error) error
+	Get(ctx context.Context, id string) (*h4r.Item, error)
+	Each(ctx context.Context, fn func(*h4r.Item) error) error
 }
 
 // Writer is where a Mirror writes (*Client).
 type Writer interface {
-	Upsert(ctx context.Context, items []*sources.Item) error
+	Upsert(ctx context.Context, items []*h4r.Item) error
 	Delete(ctx context.Context, ids []string) error
 	Clear(ctx context.Context) error
 }
@@ -101,7 +101,7 @@ func (m *Mirror) sync(ctx context.Context, ids []string) error {
 		return err
 	}
 	defer m.unlock()
-	items, gone, err := sources.ReadPresent(ctx, m.src.Get, ids)
+	items, gone, err := h4r.ReadPresent(ctx, m.src.Get, ids)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (m *Mirror) Rebuild(ctx context.Context) (int, error) {
 	if err := m.w.Clear(ctx); err != nil {
 		return 0, err
 	}
-	var batch []*sources.Item
+	var batch []*h4r.Item
 	n := 0
 	flush := func() error {
 		if err := m.w.Upsert(ctx, batch); err != nil {
@@ -222,7 +222,7 @@ func (m *Mirror) Rebuild(ctx context.Context) (int, error) {
 		batch = batch[:0]
 		return nil
 	}
-	err := m.src.Each(ctx, func(it *sources.Item) error {
+	err := m.src.Each(ctx, func(it *h4r.Item) error {
 		cp := *it // a store may reuse what it passes to fn
 		batch = append(batch, &cp)
 		if len(batch) < m.maxBatch {

@@ -8,15 +8,15 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources/neo4j"
 	"github.com/h4r/h4r/sources/neo4j/bolttest"
 )
 
 var diskFull = &bolttest.Failure{Code: "Neo.DatabaseError.General.UnknownError", Message: "disk full"}
 
-func link(typ, target string) sources.Link {
-	return sources.Link{Type: typ, Target: target, Strength: 1}
+func link(typ, target string) h4r.Link {
+	return h4r.Link{Type: typ, Target: target, Strength: 1}
 }
 
 // TestMirrorShapesTheGraph checks the graph the mirror writes: nodes per
@@ -27,8 +27,8 @@ func TestMirrorShapesTheGraph(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	r.ingest(t,
-		sources.Item{ID: "a", Kind: "test_failure", Text: "a", Links: []sources.Link{link("caused_by", "b"), link("similar_to", "ghost")}},
-		sources.Item{ID: "b", Kind: "change", Text: "b"},
+		h4r.Item{ID: "a", Kind: "test_failure", Text: "a", Links: []h4r.Link{link("caused_by", "b"), link("similar_to", "ghost")}},
+		h4r.Item{ID: "b", Kind: "change", Text: "b"},
 	)
 	nodes := r.graph.Nodes()
 	want := []bolttest.Link{{Type: "caused_by", Target: "b", Position: 0, Strength: 1}, {Type: "similar_to", Target: "ghost", Position: 1, Strength: 1}}
@@ -43,7 +43,7 @@ func TestMirrorShapesTheGraph(t *testing.T) {
 	}
 
 	// A new version replaces the links.
-	r.ingest(t, sources.Item{ID: "a", Kind: "fix", Text: "a2", Links: []sources.Link{link("fixes", "b")}})
+	r.ingest(t, h4r.Item{ID: "a", Kind: "fix", Text: "a2", Links: []h4r.Link{link("fixes", "b")}})
 	if a := r.graph.Nodes()["a"]; a.Kind != "fix" || !slices.Equal(a.Links, []bolttest.Link{{Type: "fixes", Target: "b", Strength: 1}}) {
 		t.Errorf("after a new version, node a = %+v", a)
 	}
@@ -57,7 +57,7 @@ func TestMirrorShapesTheGraph(t *testing.T) {
 	if b, ok := r.graph.Nodes()["b"]; !ok || b.Present {
 		t.Errorf("deleted b, still linked to, is %+v (kept: %v); want a placeholder", b, ok)
 	}
-	hits, err := r.generator().Generate(ctx, sources.Query{Anchors: []string{"a"}})
+	hits, err := r.generator().Generate(ctx, h4r.CandidateQuery{Anchors: []string{"a"}})
 	if err != nil || len(hits) != 1 {
 		t.Errorf("walk from a after b's deletion: %v, %v", ordered(hits), err)
 	}
@@ -87,7 +87,7 @@ func TestMirrorRetriesWhatFailed(t *testing.T) {
 	}{
 		{"retry writes the item", func(*testing.T, *rig) {}, true, "v1"},
 		{"retry writes the newest version", func(t *testing.T, r *rig) {
-			if _, err := r.store.Upsert(context.Background(), []sources.Item{{ID: "a", Kind: "v2", Text: "a"}}); err != nil {
+			if _, err := r.store.Upsert(context.Background(), []h4r.Item{{ID: "a", Kind: "v2", Text: "a"}}); err != nil {
 				t.Fatal(err)
 			}
 			r.mirror.Changed(context.Background(), "a") // fails too: Neo4j is still down
@@ -102,7 +102,7 @@ func TestMirrorRetriesWhatFailed(t *testing.T) {
 			r := newRig(t, neo4j.WithMaxRetryTime(0))
 			ctx := context.Background()
 			r.graph.FailAll(diskFull)
-			if _, err := r.store.Upsert(ctx, []sources.Item{{ID: "a", Kind: "v1", Text: "a"}}); err != nil {
+			if _, err := r.store.Upsert(ctx, []h4r.Item{{ID: "a", Kind: "v1", Text: "a"}}); err != nil {
 				t.Fatal(err)
 			}
 			r.mirror.Changed(ctx, "a")
@@ -144,7 +144,7 @@ func TestMirrorRunRetriesInTheBackground(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	r.graph.FailNext(diskFull)
-	if _, err := r.store.Upsert(context.Background(), []sources.Item{{ID: "a", Kind: "event", Text: "a"}}); err != nil {
+	if _, err := r.store.Upsert(context.Background(), []h4r.Item{{ID: "a", Kind: "event", Text: "a"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.mirror.Sync(context.Background(), "a"); err == nil {
@@ -167,10 +167,10 @@ func TestHostileValuesAreParameters(t *testing.T) {
 	evil := `x"}) DETACH DELETE n //`
 	typ := "caused by`]->() DELETE r //"
 	r.ingest(t,
-		sources.Item{ID: evil, Kind: "event", Text: "evil", Links: []sources.Link{link(typ, "b")}},
-		sources.Item{ID: "b", Kind: "event", Text: "b"},
+		h4r.Item{ID: evil, Kind: "event", Text: "evil", Links: []h4r.Link{link(typ, "b")}},
+		h4r.Item{ID: "b", Kind: "event", Text: "b"},
 	)
-	hits, err := r.generator().Generate(context.Background(), sources.Query{Anchors: []string{evil}})
+	hits, err := r.generator().Generate(context.Background(), h4r.CandidateQuery{Anchors: []string{evil}})
 	if err != nil || !slices.Equal(ordered(hits), []idDist{{evil, 0}, {"b", 1}}) {
 		t.Errorf("walk from %q: %v, %v", evil, ordered(hits), err)
 	}
@@ -190,9 +190,9 @@ func TestConcurrentWritersConverge(t *testing.T) {
 		wg.Go(func() {
 			for v := range 5 {
 				kind := fmt.Sprintf("w%d-v%d", w, v)
-				item := sources.Item{ID: "shared", Kind: kind, Text: "shared",
-					Links: []sources.Link{link("caused_by", kind)}}
-				if _, err := r.store.Upsert(ctx, []sources.Item{item}); err != nil {
+				item := h4r.Item{ID: "shared", Kind: kind, Text: "shared",
+					Links: []h4r.Link{link("caused_by", kind)}}
+				if _, err := r.store.Upsert(ctx, []h4r.Item{item}); err != nil {
 					t.Error(err)
 					return
 				}

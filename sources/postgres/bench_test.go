@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bench"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/postgres"
 	"github.com/h4r/h4r/sources/sqlite"
 )
@@ -79,9 +79,9 @@ func rawPool(b *testing.B, dsn string) *pgxpool.Pool {
 	return pool
 }
 
-func generator(g sources.Generator) rankedQuery {
+func generator(g h4r.Generator) rankedQuery {
 	return func(ctx context.Context, text string, limit int) ([]string, error) {
-		hits, err := g.Generate(ctx, sources.Query{Text: text, Limit: limit})
+		hits, err := g.Generate(ctx, h4r.CandidateQuery{Text: text, Limit: limit})
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +102,7 @@ func vacuum(b *testing.B, pool *pgxpool.Pool) {
 	}
 }
 
-func loadItems(b *testing.B, upsert func(context.Context, []sources.Item) ([]string, error), items []sources.Item, batch int) time.Duration {
+func loadItems(b *testing.B, upsert func(context.Context, []h4r.Item) ([]string, error), items []h4r.Item, batch int) time.Duration {
 	b.Helper()
 	start := time.Now()
 	for i := 0; i < len(items); i += batch {

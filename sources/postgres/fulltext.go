@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 )
 
 const defaultFullTextLimit = 100
@@ -14,7 +14,7 @@ const defaultFullTextLimit = 100
 // fullText is the full-text generator: BM25 over the postings table.
 type fullText struct{ s *Store }
 
-func (fullText) Name() string { return sources.GenFullText }
+func (fullText) Name() string { return h4r.GenFullText }
 
 // bm25SQL scores items for the query's lexemes. q holds the query terms the
 // corpus knows, with their idf, computed once per term in float8 (in
@@ -85,8 +85,8 @@ const cutSQL = `SELECT EXISTS (SELECT 1 FROM terms
 // Generate finds the items whose text holds any word of q.Text, scored by
 // BM25 (higher is better). Words are stemmed and stop words dropped
 // (Postgres's english configuration). Text without words finds nothing.
-func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
-	limit, err := sources.HitLimit(q.Limit, defaultFullTextLimit)
+func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
+	limit, err := h4r.HitLimit(q.Limit, defaultFullTextLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 	}
 	// Best first, ties by id; the query kept the ties at the cut, so the
 	// cut by id happens here.
-	slices.SortFunc(hits, func(a, b sources.Hit) int {
+	slices.SortFunc(hits, func(a, b h4r.Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
@@ -134,8 +134,8 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 }
 
 // run runs one scoring query and returns its hits.
-func (g fullText) run(ctx context.Context, query string, args []any) ([]sources.Hit, error) {
-	var hits []sources.Hit
+func (g fullText) run(ctx context.Context, query string, args []any) ([]h4r.Hit, error) {
+	var hits []h4r.Hit
 	err := g.s.read(ctx, func(ctx context.Context) error {
 		var scores []*float64
 		items, err := g.s.queryItems(ctx, query, args, func() []any {
@@ -145,9 +145,9 @@ func (g fullText) run(ctx context.Context, query string, args []any) ([]sources.
 		if err != nil {
 			return err
 		}
-		hits = make([]sources.Hit, len(items))
+		hits = make([]h4r.Hit, len(items))
 		for i, it := range items {
-			hits[i] = sources.Hit{Item: it, Score: *scores[i]}
+			hits[i] = h4r.Hit{Item: it, Score: *scores[i]}
 		}
 		return nil
 	})

@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/internal/migrations"
 )
 
@@ -252,9 +251,9 @@ func TestBM25Scores(t *testing.T) {
 		"d3": "beta gamma delta epsilon zeta",
 		"d4": "omega",
 	}
-	var items []sources.Item
+	var items []h4r.Item
 	for id, text := range docs {
-		items = append(items, sources.Item{ID: id, Text: text})
+		items = append(items, h4r.Item{ID: id, Text: text})
 	}
 	if _, err := s.Upsert(t.Context(), items); err != nil {
 		t.Fatal(err)
@@ -290,7 +289,7 @@ func TestBM25Scores(t *testing.T) {
 	}
 	for _, query := range []string{"alpha", "alpha beta", "gamma delta", "zeta alpha omega"} {
 		t.Run(query, func(t *testing.T) {
-			hits, err := s.FullText().Generate(t.Context(), sources.Query{Text: query})
+			hits, err := s.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: query})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,14 +309,14 @@ func TestBM25Scores(t *testing.T) {
 // which for one word are the shortest items that hold it.
 func TestTermCut(t *testing.T) {
 	s := newStore(t, WithTermCut(2))
-	var items []sources.Item
+	var items []h4r.Item
 	for i := range 5 {
-		items = append(items, sources.Item{ID: fmt.Sprintf("len-%d", i), Text: "needle" + strings.Repeat(" hay", i)})
+		items = append(items, h4r.Item{ID: fmt.Sprintf("len-%d", i), Text: "needle" + strings.Repeat(" hay", i)})
 	}
 	if _, err := s.Upsert(t.Context(), items); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := s.FullText().Generate(t.Context(), sources.Query{Text: "needle"})
+	hits, err := s.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: "needle"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,10 +333,10 @@ func TestStatisticsStayExact(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for b := range 5 {
-				var batch []sources.Item
+				var batch []h4r.Item
 				for i := range 6 {
 					id := fmt.Sprintf("item-%d", (w*7+b*3+i)%20) // writers overlap on ids
-					batch = append(batch, sources.Item{ID: id, Text: strings.Repeat(fmt.Sprintf("word%d ", (w+i)%5), 1+b) + "common"})
+					batch = append(batch, h4r.Item{ID: id, Text: strings.Repeat(fmt.Sprintf("word%d ", (w+i)%5), 1+b) + "common"})
 				}
 				if _, err := s.Upsert(t.Context(), batch); err != nil {
 					t.Errorf("writer %d: %v", w, err)
@@ -380,7 +379,7 @@ func TestStatisticsStayExact(t *testing.T) {
 func TestAccessCountsFromTwoReplicas(t *testing.T) {
 	dsn := newSchema(t)
 	a, b := openAt(t, dsn), openAt(t, dsn)
-	if _, err := a.Upsert(t.Context(), []sources.Item{{ID: "x", Text: "shared"}}); err != nil {
+	if _, err := a.Upsert(t.Context(), []h4r.Item{{ID: "x", Text: "shared"}}); err != nil {
 		t.Fatal(err)
 	}
 	a.RecordAccess([]string{"x", "x"})
@@ -403,19 +402,19 @@ func TestNULIsRejectedWithItsField(t *testing.T) {
 	s := newStore(t)
 	tests := []struct {
 		name  string
-		item  sources.Item
+		item  h4r.Item
 		field string
 	}{
-		{"text", sources.Item{ID: "a", Text: "a\x00b"}, "items[0].text"},
-		{"kind", sources.Item{ID: "a", Kind: "k\x00", Text: "a"}, "items[0].kind"},
-		{"tag", sources.Item{ID: "a", Text: "a", Metadata: sources.Metadata{Tags: []string{"ok", "b\x00d"}}}, "items[0].metadata.tags[1]"},
-		{"link target", sources.Item{ID: "a", Text: "a", Links: []sources.Link{{Type: "fixes", Target: "\x00"}}}, "items[0].links[0].target"},
-		{"content", sources.Item{ID: "a", Text: "a", Content: map[string]any{"k": "v\x00"}}, "items[0].content"},
-		{"metadata", sources.Item{ID: "a", Text: "a", Metadata: sources.Metadata{Extra: map[string]any{"k": "\x00"}}}, "items[0].metadata"},
+		{"text", h4r.Item{ID: "a", Text: "a\x00b"}, "items[0].text"},
+		{"kind", h4r.Item{ID: "a", Kind: "k\x00", Text: "a"}, "items[0].kind"},
+		{"tag", h4r.Item{ID: "a", Text: "a", Metadata: h4r.Metadata{Tags: []string{"ok", "b\x00d"}}}, "items[0].metadata.tags[1]"},
+		{"link target", h4r.Item{ID: "a", Text: "a", Links: []h4r.Link{{Type: "fixes", Target: "\x00"}}}, "items[0].links[0].target"},
+		{"content", h4r.Item{ID: "a", Text: "a", Content: map[string]any{"k": "v\x00"}}, "items[0].content"},
+		{"metadata", h4r.Item{ID: "a", Text: "a", Metadata: h4r.Metadata{Extra: map[string]any{"k": "\x00"}}}, "items[0].metadata"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Upsert(t.Context(), []sources.Item{tt.item})
+			_, err := s.Upsert(t.Context(), []h4r.Item{tt.item})
 			var e *h4r.Error
 			if !errors.As(err, &e) || e.Code != h4r.EINVALID || e.Field != tt.field {
 				t.Fatalf("Upsert: %v, want invalid_argument for %s", err, tt.field)
@@ -427,7 +426,7 @@ func TestNULIsRejectedWithItsField(t *testing.T) {
 	}
 }
 
-func hitIDs(hits []sources.Hit) []string {
+func hitIDs(hits []h4r.Hit) []string {
 	ids := make([]string, len(hits))
 	for i, h := range hits {
 		ids[i] = h.Item.ID
@@ -440,13 +439,13 @@ func hitIDs(hits []sources.Hit) []string {
 // items that pass, so a filter never hides its items behind others'.
 func TestFilteredSearchBelowTheCut(t *testing.T) {
 	s := newStore(t, WithTermCut(2))
-	var items []sources.Item
+	var items []h4r.Item
 	for i := range 6 {
 		kind := "note"
 		if i >= 4 { // the longest items: their impacts are below the cut
 			kind = "fix"
 		}
-		items = append(items, sources.Item{ID: fmt.Sprintf("len-%d", i), Kind: kind, Text: "needle" + strings.Repeat(" hay", i)})
+		items = append(items, h4r.Item{ID: fmt.Sprintf("len-%d", i), Kind: kind, Text: "needle" + strings.Repeat(" hay", i)})
 	}
 	if _, err := s.Upsert(t.Context(), items); err != nil {
 		t.Fatal(err)
@@ -463,7 +462,7 @@ func TestFilteredSearchBelowTheCut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hits, err := s.FullText().Generate(t.Context(), sources.Query{Text: "needle", Filters: tt.filters, Limit: tt.limit})
+			hits, err := s.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: "needle", Filters: tt.filters, Limit: tt.limit})
 			if err != nil {
 				t.Fatal(err)
 			}

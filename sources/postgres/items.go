@@ -13,14 +13,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // encodedItem is one validated, normalised item in the form the tables
 // take, computed before the write transaction begins so that the write
 // lock is held only for SQL.
 type encodedItem struct {
-	item      sources.Item
+	item      h4r.Item
 	content   *string // JSON, nil for SQL NULL
 	metadata  string
 	tags      string // JSON list
@@ -40,7 +39,7 @@ type encodedItem struct {
 // already is replaced: its version goes up by one and its access count is
 // kept. An id repeated within the batch is applied in order: the last one
 // wins and the version goes up once per occurrence.
-func (s *Store) Upsert(ctx context.Context, items []sources.Item) ([]string, error) {
+func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
 	for i := range items {
 		if err := items[i].Validate(fmt.Sprintf("items[%d]", i)); err != nil {
 			return nil, err
@@ -88,7 +87,7 @@ func (s *Store) Upsert(ctx context.Context, items []sources.Item) ([]string, err
 // checkNUL rejects NUL characters, which Postgres text and jsonb cannot
 // hold, naming the field. (The embedded store takes them; JSON clients
 // rarely send them.)
-func checkNUL(it *sources.Item, field string) error {
+func checkNUL(it *h4r.Item, field string) error {
 	bad := func(name, v string) error {
 		if strings.IndexByte(v, 0) >= 0 {
 			return h4r.Errorf(h4r.EINVALID, field+"."+name, "contains a NUL character, which the Postgres store cannot hold")
@@ -113,7 +112,7 @@ func checkNUL(it *sources.Item, field string) error {
 
 // encode normalises a copy of it and measures what budgets will measure:
 // the bytes and tokens of the item as delivered, once, here.
-func (s *Store) encode(it sources.Item, now time.Time, field string) (encodedItem, error) {
+func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, error) {
 	it.Links = slices.Clone(it.Links) // Normalize sets link strengths: leave the caller's slice alone
 	it.Normalize(now)
 	delivered, err := it.Delivered().Encode()
@@ -131,8 +130,8 @@ func (s *Store) encode(it sources.Item, now time.Time, field string) (encodedIte
 	if err != nil {
 		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field, "item cannot be encoded as JSON: %v", err)
 	}
-	if len(whole) > sources.MaxItemBytes {
-		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field, "item is %d bytes as JSON, the limit is %d", len(whole), sources.MaxItemBytes)
+	if len(whole) > h4r.MaxItemBytes {
+		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field, "item is %d bytes as JSON, the limit is %d", len(whole), h4r.MaxItemBytes)
 	}
 	var content *string
 	if it.Content != nil {
@@ -476,14 +475,14 @@ func (s *Store) writeTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // Get returns the item with the given id, with its links and the
 // store-maintained metadata. It returns an *h4r.Error with code not_found
 // when there is none.
-func (s *Store) Get(ctx context.Context, id string) (*sources.Item, error) {
+func (s *Store) Get(ctx context.Context, id string) (*h4r.Item, error) {
 	if id == "" {
 		return nil, h4r.Errorf(h4r.EINVALID, "id", "item id is required")
 	}
 	if strings.IndexByte(id, 0) >= 0 {
 		return nil, h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 	}
-	var items []*sources.Item
+	var items []*h4r.Item
 	err := s.read(ctx, func(ctx context.Context) error {
 		var err error
 		items, err = s.queryItems(ctx, `SELECT `+itemColumns+` FROM items i WHERE i.id = $1`, []any{id}, nil)
@@ -562,16 +561,16 @@ const itemColumns = `i.id, i.kind, i.text, i.content, i.metadata, i.updated_at, 
 // queryItems runs query, whose first columns are itemColumns, and returns
 // the items. When the query selects more columns, extra returns the
 // destinations to scan them into for the row being read.
-func (s *Store) queryItems(ctx context.Context, query string, args []any, extra func() []any) ([]*sources.Item, error) {
+func (s *Store) queryItems(ctx context.Context, query string, args []any, extra func() []any) ([]*h4r.Item, error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("querying items: %w", err)
 	}
 	defer rows.Close()
-	var items []*sources.Item
+	var items []*h4r.Item
 	for rows.Next() {
 		var (
-			it                        sources.Item
+			it                        h4r.Item
 			content, metadata, links  []byte
 			updatedAt                 time.Time
 			lastAccessedAt            *time.Time
@@ -621,10 +620,10 @@ const eachPage = 500
 // time so that a large store is never held in memory. It stops at fn's
 // first error and returns it. Items written while Each runs may or may not
 // be visited.
-func (s *Store) Each(ctx context.Context, fn func(*sources.Item) error) error {
+func (s *Store) Each(ctx context.Context, fn func(*h4r.Item) error) error {
 	after := ""
 	for {
-		var page []*sources.Item
+		var page []*h4r.Item
 		err := s.read(ctx, func(ctx context.Context) error {
 			var err error
 			page, err = s.queryItems(ctx, `SELECT `+itemColumns+` FROM items i WHERE i.id > $1 ORDER BY i.id LIMIT $2`, []any{after, eachPage}, nil)

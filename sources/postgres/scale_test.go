@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/postgres"
 )
 
@@ -62,12 +61,12 @@ func (c *scaleCorpus) words(n, lo, hi int) string {
 	return strings.Join(w, " ")
 }
 
-func (c *scaleCorpus) item(i int) sources.Item {
-	return sources.Item{
+func (c *scaleCorpus) item(i int) h4r.Item {
+	return h4r.Item{
 		ID:   fmt.Sprintf("s-%07d", i),
 		Kind: []string{"test_failure", "fix", "incident", "note"}[c.rng.IntN(4)],
 		Text: c.text(),
-		Metadata: sources.Metadata{
+		Metadata: h4r.Metadata{
 			CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Minute),
 			Tags:      []string{c.vocab[c.rng.IntN(50)]},
 			Extra:     map[string]any{"status": []string{"failed", "passed"}[c.rng.IntN(2)]},
@@ -106,7 +105,7 @@ func BenchmarkScale(b *testing.B) {
 	if fresh || have < n {
 		const batch = 2000
 		start := time.Now()
-		items := make([]sources.Item, 0, batch)
+		items := make([]h4r.Item, 0, batch)
 		for i := range n {
 			it := c.item(i)
 			if i < have {
@@ -167,7 +166,7 @@ func BenchmarkScale(b *testing.B) {
 		b.Run(qc.name+"/bm25", func(b *testing.B) {
 			hits := 0
 			run := func(ctx context.Context, text string, limit int) ([]string, error) {
-				h, err := gen.Generate(ctx, sources.Query{Text: text, Limit: limit, Filters: qc.filters})
+				h, err := gen.Generate(ctx, h4r.CandidateQuery{Text: text, Limit: limit, Filters: qc.filters})
 				hits += len(h)
 				return nil, err
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 
 	"github.com/h4r/h4r/sources/internal/access"
@@ -248,7 +247,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // FullText returns the BM25 full-text candidate generator.
-func (s *Store) FullText() sources.Generator { return fullText{s} }
+func (s *Store) FullText() h4r.Generator { return fullText{s} }
 
 // Graph returns the causal-hop candidate generator.
-func (s *Store) Graph() sources.Generator { return graph{s} }
+func (s *Store) Graph() h4r.Generator { return graph{s} }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	qc "github.com/qdrant/go-client/qdrant"
 	"google.golang.org/grpc"
 )
@@ -44,7 +43,7 @@ const defaultSearchLimit = 100
 
 // ItemGetter reads items from the store, the source of truth (app.Store).
 type ItemGetter interface {
-	Get(ctx context.Context, id string) (*sources.Item, error)
+	Get(ctx context.Context, id string) (*h4r.Item, error)
 }
 
 // Index is one Qdrant collection of item vectors. It is safe for
@@ -225,7 +224,7 @@ func PointID(itemID string) string {
 
 // Upsert writes the vectors of items (one per item, of model) with their
 // payload, and waits for Qdrant to apply them.
-func (ix *Index) Upsert(ctx context.Context, model string, items []*sources.Item, vecs [][]float32) error {
+func (ix *Index) Upsert(ctx context.Context, model string, items []*h4r.Item, vecs [][]float32) error {
 	if len(items) != len(vecs) {
 		return fmt.Errorf("upserting to Qdrant: %d items but %d vectors", len(items), len(vecs))
 	}
@@ -250,7 +249,7 @@ func (ix *Index) Upsert(ctx context.Context, model string, items []*sources.Item
 }
 
 // Payload returns the payload of an item's point.
-func Payload(model string, it *sources.Item) (map[string]*qc.Value, error) {
+func Payload(model string, it *h4r.Item) (map[string]*qc.Value, error) {
 	meta, err := metadataMap(it)
 	if err != nil {
 		return nil, err
@@ -273,7 +272,7 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // metadataMap is the item's metadata as the flat JSON object policies and
 // the SQLite store's filters see.
-func metadataMap(it *sources.Item) (map[string]any, error) {
+func metadataMap(it *h4r.Item) (map[string]any, error) {
 	b, err := json.Marshal(it.Metadata)
 	if err != nil {
 		return nil, fmt.Errorf("metadata of item %q: %w", it.ID, err)
@@ -378,7 +377,7 @@ func Filter(model string, f h4r.Filters) *qc.Filter {
 // that pass filters, best first, with Qdrant's cosine as Score, at least
 // minScore. Items are read from the store; one deleted meanwhile, or that
 // fails a filter on its current values, is left out.
-func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]sources.Hit, error) {
+func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error) {
 	switch {
 	case ix.items == nil:
 		return nil, errors.New("Qdrant search: no item store (WithItems)")
@@ -408,7 +407,7 @@ func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]sources.Hit, 0, len(points))
+	hits := make([]h4r.Hit, 0, len(points))
 	for i, p := range points {
 		it := items[i]
 		if it == nil {
@@ -417,7 +416,7 @@ func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float
 		if ok, err := Matches(filters, it); err != nil || !ok {
 			continue
 		}
-		hits = append(hits, sources.Hit{Item: it, Score: float64(p.GetScore())})
+		hits = append(hits, h4r.Hit{Item: it, Score: float64(p.GetScore())})
 	}
 	return hits, nil
 }
@@ -428,8 +427,8 @@ const hydrateConcurrency = 4
 
 // hydrate reads the items of points from the store, concurrently, in
 // order; an item the store no longer has is nil.
-func (ix *Index) hydrate(ctx context.Context, points []*qc.ScoredPoint) ([]*sources.Item, error) {
-	items := make([]*sources.Item, len(points))
+func (ix *Index) hydrate(ctx context.Context, points []*qc.ScoredPoint) ([]*h4r.Item, error) {
+	items := make([]*h4r.Item, len(points))
 	errs := make([]error, len(points))
 	sem := make(chan struct{}, hydrateConcurrency)
 	var wg sync.WaitGroup
@@ -462,7 +461,7 @@ func (ix *Index) hydrate(ctx context.Context, points []*qc.ScoredPoint) ([]*sour
 // kind in Kinds, every tag present, CreatedAfter <= createdAt <
 // CreatedBefore, and each metadata key present with an equal value of the
 // same JSON type.
-func Matches(f h4r.Filters, it *sources.Item) (bool, error) {
+func Matches(f h4r.Filters, it *h4r.Item) (bool, error) {
 	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, it.Kind) {
 		return false, nil
 	}

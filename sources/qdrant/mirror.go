@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Embedder makes the vectors of item texts (embed.Hash, embed.OpenAI).
@@ -164,7 +163,7 @@ func (m *Mirror) add(ids []string) {
 // sync reads ids from the store, upserts those present and deletes the
 // points of those absent.
 func (m *Mirror) sync(ctx context.Context, ids []string) error {
-	present, absent, err := sources.ReadPresent(ctx, m.items.Get, ids)
+	present, absent, err := h4r.ReadPresent(ctx, m.items.Get, ids)
 	if err != nil {
 		return err
 	}
@@ -174,7 +173,7 @@ func (m *Mirror) sync(ctx context.Context, ids []string) error {
 	return m.ix.Delete(ctx, absent)
 }
 
-func (m *Mirror) upsert(ctx context.Context, items []*sources.Item) error {
+func (m *Mirror) upsert(ctx context.Context, items []*h4r.Item) error {
 	for start := 0; start < len(items); start += mirrorBatch {
 		batch := items[start:min(start+mirrorBatch, len(items))]
 		texts := make([]string, len(batch))
@@ -194,8 +193,8 @@ func (m *Mirror) upsert(ctx context.Context, items []*sources.Item) error {
 
 // Rebuild writes the vector of every item each visits (the store's Each)
 // to Qdrant, in batches, calling progress after each with the count done.
-func (m *Mirror) Rebuild(ctx context.Context, each func(context.Context, func(*sources.Item) error) error, progress func(done int)) (int, error) {
-	var batch []*sources.Item
+func (m *Mirror) Rebuild(ctx context.Context, each func(context.Context, func(*h4r.Item) error) error, progress func(done int)) (int, error) {
+	var batch []*h4r.Item
 	done := 0
 	flush := func() error {
 		if err := m.upsert(ctx, batch); err != nil {
@@ -208,7 +207,7 @@ func (m *Mirror) Rebuild(ctx context.Context, each func(context.Context, func(*s
 		}
 		return nil
 	}
-	err := each(ctx, func(it *sources.Item) error {
+	err := each(ctx, func(it *h4r.Item) error {
 		batch = append(batch, it)
 		if len(batch) == mirrorBatch {
 			return flush()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/qdrant"
 	"github.com/h4r/h4r/sources/qdrant/qdranttest"
 	"github.com/h4r/h4r/sources/sqlite"
@@ -74,16 +73,16 @@ func at(s string) time.Time {
 	return t
 }
 
-func filterItems() []sources.Item {
-	return []sources.Item{
+func filterItems() []h4r.Item {
+	return []h4r.Item{
 		{ID: "a", Kind: "test_failure", Text: "login button selector missing on the page",
-			Metadata: sources.Metadata{CreatedAt: at("2026-11-01T00:00:00Z"), Tags: []string{"ui", "flaky"}, Extra: map[string]any{"status": "failed", "retries": 2.0, "blocking": true}}},
+			Metadata: h4r.Metadata{CreatedAt: at("2026-11-01T00:00:00Z"), Tags: []string{"ui", "flaky"}, Extra: map[string]any{"status": "failed", "retries": 2.0, "blocking": true}}},
 		{ID: "b", Kind: "test_failure", Text: "login form timeout after submit",
-			Metadata: sources.Metadata{CreatedAt: at("2026-11-10T00:00:00Z"), Tags: []string{"ui"}, Extra: map[string]any{"status": "passed", "retries": 0.0, "blocking": false}}},
+			Metadata: h4r.Metadata{CreatedAt: at("2026-11-10T00:00:00Z"), Tags: []string{"ui"}, Extra: map[string]any{"status": "passed", "retries": 0.0, "blocking": false}}},
 		{ID: "c", Kind: "fix", Text: "login selector replaced by data-testid",
-			Metadata: sources.Metadata{CreatedAt: at("2026-11-20T00:00:00Z"), Tags: []string{"flaky"}, Extra: map[string]any{"status": "failed", "retries": "2"}}},
+			Metadata: h4r.Metadata{CreatedAt: at("2026-11-20T00:00:00Z"), Tags: []string{"flaky"}, Extra: map[string]any{"status": "failed", "retries": "2"}}},
 		{ID: "d", Kind: "incident", Text: "login outage during deploy",
-			Metadata: sources.Metadata{CreatedAt: at("2026-11-15T12:00:00Z"), Extra: map[string]any{"status": "1"}}},
+			Metadata: h4r.Metadata{CreatedAt: at("2026-11-15T12:00:00Z"), Extra: map[string]any{"status": "1"}}},
 	}
 }
 
@@ -151,7 +150,7 @@ func TestSearchFiltersMatchTheStore(t *testing.T) {
 	}
 }
 
-func sortedIDs(hits []sources.Hit) []string {
+func sortedIDs(hits []h4r.Hit) []string {
 	var out []string
 	for _, h := range hits {
 		out = append(out, h.Item.ID)
@@ -268,7 +267,7 @@ func TestMirrorRetries(t *testing.T) {
 		t.Fatalf("pending %d, points %d; want 2 pending, 0 points", m.Pending(), f.PointCount("h4r_items"))
 	}
 	// While pending: a is rewritten, b is deleted.
-	if _, err := store.Upsert(ctx, []sources.Item{{ID: "a", Kind: "fix", Text: "rewritten"}}); err != nil {
+	if _, err := store.Upsert(ctx, []h4r.Item{{ID: "a", Kind: "fix", Text: "rewritten"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.Delete(ctx, "b"); err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/sqlite"
 )
 
@@ -51,22 +50,22 @@ func (c *corpus) words(n int) string {
 
 // items returns n items with ids prefix-0…, 12 to 60 words of text, some
 // metadata and, when linked, up to three links to earlier items.
-func (c *corpus) items(prefix string, n int, linked bool) []sources.Item {
-	out := make([]sources.Item, n)
+func (c *corpus) items(prefix string, n int, linked bool) []h4r.Item {
+	out := make([]h4r.Item, n)
 	for i := range out {
 		id := fmt.Sprintf("%s-%05d", prefix, i)
-		it := sources.Item{
+		it := h4r.Item{
 			ID: id, Kind: []string{"test_failure", "fix", "incident", "note"}[c.rng.IntN(4)],
 			Text:    c.words(12 + c.rng.IntN(49)),
 			Content: map[string]any{"summary": c.words(8)},
-			Metadata: sources.Metadata{
+			Metadata: h4r.Metadata{
 				Tags:  []string{c.vocab[c.zipf.Uint64()%50]},
 				Extra: map[string]any{"status": []string{"failed", "passed"}[c.rng.IntN(2)]},
 			},
 		}
 		if linked && i > 0 {
 			for range c.rng.IntN(4) {
-				it.Links = append(it.Links, sources.Link{Type: "caused_by", Target: fmt.Sprintf("%s-%05d", prefix, c.rng.IntN(i))})
+				it.Links = append(it.Links, h4r.Link{Type: "caused_by", Target: fmt.Sprintf("%s-%05d", prefix, c.rng.IntN(i))})
 			}
 		}
 		out[i] = it
@@ -99,12 +98,12 @@ func BenchmarkFullText(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name  string
-		query func(i int) sources.Query
+		query func(i int) h4r.CandidateQuery
 	}{
-		{"limit_100", func(i int) sources.Query { return sources.Query{Text: queries[i%len(queries)]} }},
-		{"limit_10", func(i int) sources.Query { return sources.Query{Text: queries[i%len(queries)], Limit: 10} }},
-		{"filtered", func(i int) sources.Query {
-			return sources.Query{Text: queries[i%len(queries)], Filters: filtersKindStatus()}
+		{"limit_100", func(i int) h4r.CandidateQuery { return h4r.CandidateQuery{Text: queries[i%len(queries)]} }},
+		{"limit_10", func(i int) h4r.CandidateQuery { return h4r.CandidateQuery{Text: queries[i%len(queries)], Limit: 10} }},
+		{"filtered", func(i int) h4r.CandidateQuery {
+			return h4r.CandidateQuery{Text: queries[i%len(queries)], Filters: filtersKindStatus()}
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -136,7 +135,7 @@ func BenchmarkGraph(b *testing.B) {
 	hits, i := 0, 0
 	for b.Loop() {
 		anchors := []string{fmt.Sprintf("item-%05d", (i*7919)%10_000), fmt.Sprintf("item-%05d", (i*104729)%10_000), fmt.Sprintf("item-%05d", (i*1299709)%10_000)}
-		h, err := gen.Generate(b.Context(), sources.Query{Anchors: anchors})
+		h, err := gen.Generate(b.Context(), h4r.CandidateQuery{Anchors: anchors})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -153,7 +152,7 @@ func BenchmarkUpsertBatch(b *testing.B) {
 	c := newCorpus(3)
 	templates := c.items("t", 1000, true)
 	s := openTemp(b)
-	batch := make([]sources.Item, batchSize)
+	batch := make([]h4r.Item, batchSize)
 	n := 0
 	for b.Loop() {
 		for j := range batch {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 )
 
 // Full-text limits.
@@ -19,13 +19,13 @@ const (
 // fullText is the full-text generator: FTS5 over items.text, ranked by bm25.
 type fullText struct{ s *Store }
 
-func (fullText) Name() string { return sources.GenFullText }
+func (fullText) Name() string { return h4r.GenFullText }
 
 // Generate finds the items whose text contains any word of q.Text. A hit's
 // Score is −bm25, so higher is better; an item that matches more of the
 // words, or rarer ones, scores higher. Text without words finds nothing.
-func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
-	limit, err := sources.HitLimit(q.Limit, defaultFullTextLimit)
+func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
+	limit, err := h4r.HitLimit(q.Limit, defaultFullTextLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 	}
 	args := append(append([]any{match}, filterArgs...), limit)
 
-	var hits []sources.Hit
+	var hits []h4r.Hit
 	err = g.s.readTx(ctx, func(tx *sql.Tx) error {
 		var scores []*float64
 		items, err := queryItems(ctx, tx, query, args, func() []any {
@@ -68,9 +68,9 @@ func (g fullText) Generate(ctx context.Context, q sources.Query) ([]sources.Hit,
 		if err != nil {
 			return err
 		}
-		hits = make([]sources.Hit, len(items))
+		hits = make([]h4r.Hit, len(items))
 		for i, it := range items {
-			hits[i] = sources.Hit{Item: it, Score: *scores[i]}
+			hits[i] = h4r.Hit{Item: it, Score: *scores[i]}
 		}
 		return nil
 	})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 const defaultGraphLimit = 500
@@ -16,7 +15,7 @@ const defaultGraphLimit = 500
 // the anchors, as a recursive query.
 type graph struct{ s *Store }
 
-func (graph) Name() string { return sources.GenGraph }
+func (graph) Name() string { return h4r.GenGraph }
 
 // hopsSQL walks the links from the anchors. walk holds (item, hops) pairs;
 // UNION drops a pair seen before, so cycles end, and the hop bound ends the
@@ -43,11 +42,11 @@ const hopsSQL = `WITH RECURSIVE walk (id, hops) AS (
 	WHERE 1`
 
 // Generate returns the items within q.MaxHops links of q.Anchors (default
-// sources.DefaultMaxHops), each once with its smallest distance; anchors
+// h4r.DefaultMaxHops), each once with its smallest distance; anchors
 // that exist come back at distance 0. Links are followed both ways unless
 // q.Directed. Hits are ordered by distance, then id.
-func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
-	limit, err := sources.HitLimit(q.Limit, defaultGraphLimit)
+func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
+	limit, err := h4r.HitLimit(q.Limit, defaultGraphLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +55,7 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 	case maxHops < 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "max_hops", "max_hops must be >= 0, got %d", maxHops)
 	case maxHops == 0:
-		maxHops = sources.DefaultMaxHops
+		maxHops = h4r.DefaultMaxHops
 	}
 	where, filterArgs, err := whereFilters(q.Filters)
 	if err != nil {
@@ -72,7 +71,7 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 	query := hopsSQL + where + ` ORDER BY r.distance, i.id LIMIT ?`
 	args := append(append([]any{string(anchors), maxHops, maxHops, q.Directed}, filterArgs...), limit)
 
-	var hits []sources.Hit
+	var hits []h4r.Hit
 	err = g.s.readTx(ctx, func(tx *sql.Tx) error {
 		var distances []*int
 		items, err := queryItems(ctx, tx, query, args, func() []any {
@@ -82,9 +81,9 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 		if err != nil {
 			return err
 		}
-		hits = make([]sources.Hit, len(items))
+		hits = make([]h4r.Hit, len(items))
 		for i, it := range items {
-			hits[i] = sources.Hit{Item: it, Distance: *distances[i]}
+			hits[i] = h4r.Hit{Item: it, Distance: *distances[i]}
 		}
 		return nil
 	})

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/internal/migrations"
 	"github.com/h4r/h4r/tokens"
 )
@@ -247,7 +246,7 @@ func TestConnectionSettings(t *testing.T) {
 // trigger another process installed) must leave nothing of the batch.
 func TestUpsertRollsBackOnWriteFailure(t *testing.T) {
 	s, path := newTestStore(t)
-	if _, err := s.Upsert(t.Context(), []sources.Item{{ID: "keep", Text: "kept text"}}); err != nil {
+	if _, err := s.Upsert(t.Context(), []h4r.Item{{ID: "keep", Text: "kept text"}}); err != nil {
 		t.Fatal(err)
 	}
 	db := rawDB(t, path)
@@ -257,9 +256,9 @@ func TestUpsertRollsBackOnWriteFailure(t *testing.T) {
 	}
 	db.Close()
 
-	batch := []sources.Item{
-		{ID: "keep", Text: "replaced text", Metadata: sources.Metadata{Tags: []string{"x"}}},
-		{ID: "fresh", Text: "fresh text", Links: []sources.Link{{Type: "fixes", Target: "keep"}}},
+	batch := []h4r.Item{
+		{ID: "keep", Text: "replaced text", Metadata: h4r.Metadata{Tags: []string{"x"}}},
+		{ID: "fresh", Text: "fresh text", Links: []h4r.Link{{Type: "fixes", Target: "keep"}}},
 		{ID: "poison", Text: "poison text"},
 		{ID: "late", Text: "late text"},
 	}
@@ -308,20 +307,20 @@ func TestFullTextIndexStaysInSync(t *testing.T) {
 		do   func() error
 	}{
 		{"insert", func() error {
-			_, err := s.Upsert(ctx, []sources.Item{{ID: "a", Text: "alpha one"}, {ID: "b", Text: "beta two"}, {ID: "c", Text: "gamma"}})
+			_, err := s.Upsert(ctx, []h4r.Item{{ID: "a", Text: "alpha one"}, {ID: "b", Text: "beta two"}, {ID: "c", Text: "gamma"}})
 			return err
 		}},
 		{"replace with new text", func() error {
-			_, err := s.Upsert(ctx, []sources.Item{{ID: "a", Text: "alpha changed"}})
+			_, err := s.Upsert(ctx, []h4r.Item{{ID: "a", Text: "alpha changed"}})
 			return err
 		}},
 		{"replace with the same text", func() error {
-			_, err := s.Upsert(ctx, []sources.Item{{ID: "b", Text: "beta two", Kind: "other"}})
+			_, err := s.Upsert(ctx, []h4r.Item{{ID: "b", Text: "beta two", Kind: "other"}})
 			return err
 		}},
 		{"delete", func() error { return s.Delete(ctx, "c") }},
 		{"same id three times in a batch", func() error {
-			_, err := s.Upsert(ctx, []sources.Item{{ID: "d", Text: "x"}, {ID: "d", Text: "y"}, {ID: "d", Text: "x"}})
+			_, err := s.Upsert(ctx, []h4r.Item{{ID: "d", Text: "x"}, {ID: "d", Text: "y"}, {ID: "d", Text: "x"}})
 			return err
 		}},
 	}
@@ -337,7 +336,7 @@ func TestFullTextIndexStaysInSync(t *testing.T) {
 
 func TestDiacriticsAreIgnored(t *testing.T) {
 	s, _ := newTestStore(t)
-	if _, err := s.Upsert(t.Context(), []sources.Item{{ID: "fr", Text: "Le café a rejeté le résumé"}, {ID: "en", Text: "plain cafe resume"}}); err != nil {
+	if _, err := s.Upsert(t.Context(), []h4r.Item{{ID: "fr", Text: "Le café a rejeté le résumé"}, {ID: "en", Text: "plain cafe resume"}}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -350,7 +349,7 @@ func TestDiacriticsAreIgnored(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hits, err := s.FullText().Generate(t.Context(), sources.Query{Text: tt.query})
+			hits, err := s.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: tt.query})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -374,7 +373,7 @@ func TestAccessFlushedInBackground(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := newTestStore(t, WithAccessFlushInterval(time.Minute), WithClock(time.Now))
-		if _, err := s.Upsert(t.Context(), []sources.Item{{ID: "a", Text: "alpha"}}); err != nil {
+		if _, err := s.Upsert(t.Context(), []h4r.Item{{ID: "a", Text: "alpha"}}); err != nil {
 			t.Fatal(err)
 		}
 		s.RecordAccess([]string{"a", "a"})
@@ -411,7 +410,7 @@ func TestAccessFlushedInBackground(t *testing.T) {
 // no access recorded before Close and must not race.
 func TestRecordAccessConcurrently(t *testing.T) {
 	s, path := newTestStore(t, WithAccessFlushInterval(time.Millisecond))
-	if _, err := s.Upsert(t.Context(), []sources.Item{{ID: "a", Text: "alpha"}, {ID: "b", Text: "beta"}}); err != nil {
+	if _, err := s.Upsert(t.Context(), []h4r.Item{{ID: "a", Text: "alpha"}, {ID: "b", Text: "beta"}}); err != nil {
 		t.Fatal(err)
 	}
 	const goroutines, each = 8, 200
@@ -485,7 +484,7 @@ func TestOpenRejects(t *testing.T) {
 func TestClockStampsItems(t *testing.T) {
 	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.FixedZone("X", 3600))
 	s, _ := newTestStore(t, WithClock(func() time.Time { return now }))
-	if _, err := s.Upsert(context.Background(), []sources.Item{{ID: "a", Text: "alpha"}}); err != nil {
+	if _, err := s.Upsert(context.Background(), []h4r.Item{{ID: "a", Text: "alpha"}}); err != nil {
 		t.Fatal(err)
 	}
 	it, err := s.Get(t.Context(), "a")
@@ -539,7 +538,7 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open(%q): %v", path, err)
 			}
-			if _, err := s.Upsert(t.Context(), []sources.Item{{ID: "a", Text: "alpha"}}); err != nil {
+			if _, err := s.Upsert(t.Context(), []h4r.Item{{ID: "a", Text: "alpha"}}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(); err != nil {

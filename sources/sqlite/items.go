@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // encodedItem is one validated, normalised item in the form the tables
 // take. Everything here is computed before the write transaction begins, so
 // that the single writer holds the lock only for SQL.
 type encodedItem struct {
-	item      sources.Item
+	item      h4r.Item
 	content   any // JSON text, or nil for SQL NULL
 	metadata  string
 	createdAt string
@@ -31,7 +30,7 @@ type encodedItem struct {
 // and nothing is written. An id that exists already is replaced: its version
 // goes up by one and its access count is kept. An id repeated within the
 // batch is applied in order, so the last one wins.
-func (s *Store) Upsert(ctx context.Context, items []sources.Item) ([]string, error) {
+func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
 	for i := range items {
 		if err := items[i].Validate(fmt.Sprintf("items[%d]", i)); err != nil {
 			return nil, err
@@ -59,7 +58,7 @@ func (s *Store) Upsert(ctx context.Context, items []sources.Item) ([]string, err
 
 // encode normalises a copy of it and measures what budgets will measure:
 // the bytes and tokens of the item as delivered, once, here.
-func (s *Store) encode(it sources.Item, now time.Time, field string) (encodedItem, error) {
+func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, error) {
 	it.Links = slices.Clone(it.Links) // Normalize sets link strengths: leave the caller's slice alone
 	it.Normalize(now)
 	delivered, err := it.Delivered().Encode()
@@ -74,8 +73,8 @@ func (s *Store) encode(it sources.Item, now time.Time, field string) (encodedIte
 	if err != nil {
 		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field, "item cannot be encoded as JSON: %v", err)
 	}
-	if len(whole) > sources.MaxItemBytes {
-		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field, "item is %d bytes as JSON, the limit is %d", len(whole), sources.MaxItemBytes)
+	if len(whole) > h4r.MaxItemBytes {
+		return encodedItem{}, h4r.Errorf(h4r.EINVALID, field, "item is %d bytes as JSON, the limit is %d", len(whole), h4r.MaxItemBytes)
 	}
 	var content any
 	if it.Content != nil {
@@ -175,11 +174,11 @@ func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // Get returns the item with the given id, with its links and the
 // store-maintained metadata. It returns an *h4r.Error with code not_found
 // when there is none.
-func (s *Store) Get(ctx context.Context, id string) (*sources.Item, error) {
+func (s *Store) Get(ctx context.Context, id string) (*h4r.Item, error) {
 	if id == "" {
 		return nil, h4r.Errorf(h4r.EINVALID, "id", "item id is required")
 	}
-	var items []*sources.Item
+	var items []*h4r.Item
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		items, err = queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id = ?`, []any{id}, nil)
@@ -237,7 +236,7 @@ const itemColumns = `i.id, i.kind, i.text, i.content, i.metadata, i.updated_at, 
 // queryItems runs query, whose first columns are itemColumns, and returns
 // the items with their links. When the query selects more columns, extra
 // returns the destinations to scan them into for the row being read.
-func queryItems(ctx context.Context, tx *sql.Tx, query string, args []any, extra func() []any) (items []*sources.Item, err error) {
+func queryItems(ctx context.Context, tx *sql.Tx, query string, args []any, extra func() []any) (items []*h4r.Item, err error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("querying items: %w", err)
@@ -245,7 +244,7 @@ func queryItems(ctx context.Context, tx *sql.Tx, query string, args []any, extra
 	defer func() { err = errors.Join(err, rows.Close()) }()
 	for rows.Next() {
 		var (
-			it                        sources.Item
+			it                        h4r.Item
 			content                   sql.NullString
 			metadata, updatedAt       string
 			lastAccessedAt            sql.NullString
@@ -291,11 +290,11 @@ func queryItems(ctx context.Context, tx *sql.Tx, query string, args []any, extra
 }
 
 // loadLinks fills in the links items hold, in the order they were given.
-func loadLinks(ctx context.Context, tx *sql.Tx, items []*sources.Item) (err error) {
+func loadLinks(ctx context.Context, tx *sql.Tx, items []*h4r.Item) (err error) {
 	if len(items) == 0 {
 		return nil
 	}
-	byID := make(map[string]*sources.Item, len(items))
+	byID := make(map[string]*h4r.Item, len(items))
 	ids := make([]string, 0, len(items))
 	for _, it := range items {
 		byID[it.ID] = it
@@ -313,7 +312,7 @@ func loadLinks(ctx context.Context, tx *sql.Tx, items []*sources.Item) (err erro
 	defer func() { err = errors.Join(err, rows.Close()) }()
 	for rows.Next() {
 		var source string
-		var l sources.Link
+		var l h4r.Link
 		if err := rows.Scan(&source, &l.Target, &l.Type, &l.Strength); err != nil {
 			return fmt.Errorf("reading a link row: %w", err)
 		}
@@ -334,10 +333,10 @@ const eachPage = 500
 // so that a large store is never held in memory. It stops at fn's first
 // error and returns it. Items written while Each runs may or may not be
 // visited. Rebuilding a derived index (vectors, a graph mirror) uses it.
-func (s *Store) Each(ctx context.Context, fn func(*sources.Item) error) error {
+func (s *Store) Each(ctx context.Context, fn func(*h4r.Item) error) error {
 	after := ""
 	for {
-		var page []*sources.Item
+		var page []*h4r.Item
 		err := s.readTx(ctx, func(tx *sql.Tx) error {
 			var err error
 			page, err = queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id > ? ORDER BY i.id LIMIT ?`, []any{after, eachPage}, nil)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -187,7 +186,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // FullText returns the full-text candidate generator.
-func (s *Store) FullText() sources.Generator { return fullText{s} }
+func (s *Store) FullText() h4r.Generator { return fullText{s} }
 
 // Graph returns the causal-hop candidate generator.
-func (s *Store) Graph() sources.Generator { return graph{s} }
+func (s *Store) Graph() h4r.Generator { return graph{s} }

@@ -14,7 +14,6 @@ import (
 	"sync"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // Embedder makes the vectors of item texts at ingest and reindex
@@ -483,8 +482,8 @@ func (s *Store) nearestFiltered(ctx context.Context, tx *sql.Tx, q []float32, li
 // of every stored vector, restricted to the items that pass filters (the
 // same filters as full-text search). Hits under minScore are left out;
 // limit 0 means 100. The vectors are held in memory after the first search.
-func (s *Store) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]sources.Hit, error) {
-	limit, err := sources.HitLimit(limit, defaultVectorLimit)
+func (s *Store) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error) {
+	limit, err := h4r.HitLimit(limit, defaultVectorLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +498,7 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 		return nil, err
 	}
 	v := &s.vectors
-	var hits []sources.Hit
+	var hits []h4r.Hit
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		if err := s.ensureLoaded(ctx, tx, model); err != nil {
 			return err
@@ -554,7 +553,7 @@ func passingIDs(ctx context.Context, tx *sql.Tx, ids []string, where string, arg
 
 // hydrate reads the items of the hits, keeping their order. An item deleted
 // by another process since the vectors were loaded is left out.
-func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]sources.Hit, error) {
+func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
 	if len(top) == 0 {
 		return nil, nil
 	}
@@ -570,14 +569,14 @@ func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]sources.Hit, erro
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]*sources.Item, len(items))
+	byID := make(map[string]*h4r.Item, len(items))
 	for _, it := range items {
 		byID[it.ID] = it
 	}
-	hits := make([]sources.Hit, 0, len(top))
+	hits := make([]h4r.Hit, 0, len(top))
 	for _, t := range top {
 		if it := byID[t.id]; it != nil {
-			hits = append(hits, sources.Hit{Item: it, Score: t.score})
+			hits = append(hits, h4r.Hit{Item: it, Score: t.score})
 		}
 	}
 	return hits, nil
@@ -604,7 +603,7 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 	if e == nil {
 		return 0, errors.New("reindexing vectors: the store has no embedder (WithVectors)")
 	}
-	var batch []*sources.Item
+	var batch []*h4r.Item
 	done := 0
 	flush := func() error {
 		if len(batch) == 0 {
@@ -632,7 +631,7 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 		}
 		return nil
 	}
-	err := s.Each(ctx, func(it *sources.Item) error {
+	err := s.Each(ctx, func(it *h4r.Item) error {
 		batch = append(batch, it)
 		if len(batch) == reindexBatch {
 			return flush()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/sqlite"
 )
 
@@ -49,7 +48,7 @@ func BenchmarkVectorSearch(b *testing.B) {
 				run  func(i int) (int, error)
 			}{
 				{"search=fulltext", func(i int) (int, error) {
-					h, err := s.FullText().Generate(b.Context(), sources.Query{Text: queries[i%len(queries)]})
+					h, err := s.FullText().Generate(b.Context(), h4r.CandidateQuery{Text: queries[i%len(queries)]})
 					return len(h), err
 				}},
 				{"search=vector", func(i int) (int, error) {
@@ -57,7 +56,7 @@ func BenchmarkVectorSearch(b *testing.B) {
 					return len(h), err
 				}},
 				{"search=fulltext_filtered", func(i int) (int, error) {
-					h, err := s.FullText().Generate(b.Context(), sources.Query{Text: queries[i%len(queries)], Filters: filtersKindStatus()})
+					h, err := s.FullText().Generate(b.Context(), h4r.CandidateQuery{Text: queries[i%len(queries)], Filters: filtersKindStatus()})
 					return len(h), err
 				}},
 				{"search=vector_filtered", func(i int) (int, error) {

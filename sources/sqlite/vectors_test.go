@@ -12,7 +12,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/sources/sqlite"
 )
 
@@ -27,16 +26,16 @@ func hashEmbedder(t testing.TB, opts ...embed.HashOption) *embed.Hash {
 
 // vectorItems are short texts where the nearest neighbour of a query is
 // clear to a person and reachable by hashed n-grams.
-func vectorItems() []sources.Item {
-	return []sources.Item{
-		{ID: "opt", Kind: "note", Text: "query optimizer rewrites slow joins", Metadata: sources.Metadata{Tags: []string{"db"}, Extra: map[string]any{"team": "data"}}},
-		{ID: "login", Kind: "test_failure", Text: "login page button selector not found", Metadata: sources.Metadata{Tags: []string{"ui", "flaky"}, Extra: map[string]any{"team": "qa"}}},
-		{ID: "pay", Kind: "incident", Text: "payment gateway timeout during checkout", Metadata: sources.Metadata{Tags: []string{"ui"}, Extra: map[string]any{"team": "qa", "severity": 2.0}}},
-		{ID: "cache", Kind: "note", Text: "cache eviction policy for hot keys", Metadata: sources.Metadata{Extra: map[string]any{"team": "data", "severity": 1.0}}},
+func vectorItems() []h4r.Item {
+	return []h4r.Item{
+		{ID: "opt", Kind: "note", Text: "query optimizer rewrites slow joins", Metadata: h4r.Metadata{Tags: []string{"db"}, Extra: map[string]any{"team": "data"}}},
+		{ID: "login", Kind: "test_failure", Text: "login page button selector not found", Metadata: h4r.Metadata{Tags: []string{"ui", "flaky"}, Extra: map[string]any{"team": "qa"}}},
+		{ID: "pay", Kind: "incident", Text: "payment gateway timeout during checkout", Metadata: h4r.Metadata{Tags: []string{"ui"}, Extra: map[string]any{"team": "qa", "severity": 2.0}}},
+		{ID: "cache", Kind: "note", Text: "cache eviction policy for hot keys", Metadata: h4r.Metadata{Extra: map[string]any{"team": "data", "severity": 1.0}}},
 	}
 }
 
-func ids(hits []sources.Hit) []string {
+func ids(hits []h4r.Hit) []string {
 	out := make([]string, len(hits))
 	for i, h := range hits {
 		out[i] = h.Item.ID
@@ -44,7 +43,7 @@ func ids(hits []sources.Hit) []string {
 	return out
 }
 
-func search(t *testing.T, s *sqlite.Store, e *embed.Hash, text string, f h4r.Filters, limit int, minScore float64) []sources.Hit {
+func search(t *testing.T, s *sqlite.Store, e *embed.Hash, text string, f h4r.Filters, limit int, minScore float64) []h4r.Hit {
 	t.Helper()
 	hits, err := s.SearchVectors(t.Context(), e.Model(), e.Vector(text), f, limit, minScore)
 	if err != nil {
@@ -119,7 +118,7 @@ func TestSearchVectorsFollowsWrites(t *testing.T) {
 		t.Fatalf("before: %v", got)
 	}
 	// New text: the old vector must not answer for it.
-	if _, err := s.Upsert(ctx, []sources.Item{{ID: "pay", Text: "mobile layout broken on small screens"}}); err != nil {
+	if _, err := s.Upsert(ctx, []h4r.Item{{ID: "pay", Text: "mobile layout broken on small screens"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(search(t, s, e, q, h4r.Filters{}, 10, 0.5)); slices.Contains(got, "pay") {
@@ -268,9 +267,9 @@ func TestSearchVectorsRejects(t *testing.T) {
 func TestSearchVectorsTiesByID(t *testing.T) {
 	e := hashEmbedder(t)
 	s := openVec(t, e)
-	var items []sources.Item
+	var items []h4r.Item
 	for _, id := range []string{"d", "b", "c", "a"} {
-		items = append(items, sources.Item{ID: id, Text: "identical text"})
+		items = append(items, h4r.Item{ID: id, Text: "identical text"})
 	}
 	if _, err := s.Upsert(t.Context(), items); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ type HopCase struct {
 	Kinds    map[string]string // item kind by id; "event" when absent
 	Edges    []Edge            // ingested as caused_by links
 	Anchors  []string
-	MaxHops  int // 0: sources.DefaultMaxHops (3)
+	MaxHops  int // 0: h4r.DefaultMaxHops (3)
 	Directed bool
 	Filters  h4r.Filters
 	Limit    int

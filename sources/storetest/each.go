@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 )
 
 // testEach checks that Each visits every item once, in id order, across
@@ -16,16 +16,16 @@ func (s *suite) testEach(t *testing.T) {
 	ctx := context.Background()
 	st := s.open(t)
 	const n = 1234 // more than one page of any sane page size
-	items := make([]sources.Item, n)
+	items := make([]h4r.Item, n)
 	for i := range items {
-		items[i] = sources.Item{ID: fmt.Sprintf("each-%05d", n-i), Text: fmt.Sprintf("item number %d", i),
-			Links: []sources.Link{{Type: "follows", Target: "each-00001"}}}
+		items[i] = h4r.Item{ID: fmt.Sprintf("each-%05d", n-i), Text: fmt.Sprintf("item number %d", i),
+			Links: []h4r.Link{{Type: "follows", Target: "each-00001"}}}
 	}
 	if _, err := st.Upsert(ctx, items); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
-	err := st.Each(ctx, func(it *sources.Item) error {
+	err := st.Each(ctx, func(it *h4r.Item) error {
 		ids = append(ids, it.ID)
 		if it.Metadata.Version != 1 || it.Metadata.Tokens == 0 || len(it.Links) != 1 {
 			return fmt.Errorf("%s: version %d, tokens %d, %d links: stored fields missing", it.ID, it.Metadata.Version, it.Metadata.Tokens, len(it.Links))
@@ -41,7 +41,7 @@ func (s *suite) testEach(t *testing.T) {
 
 	stop := errors.New("stop here")
 	visited := 0
-	err = st.Each(ctx, func(*sources.Item) error {
+	err = st.Each(ctx, func(*h4r.Item) error {
 		visited++
 		if visited == 3 {
 			return stop

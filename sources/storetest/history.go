@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // historyFinal is the corpus the history test ends with: texts of clearly
 // different lengths and word counts, so that the ranking of each query is
 // not a near tie that a store's rounding could flip.
-func historyFinal() []sources.Item {
+func historyFinal() []h4r.Item {
 	texts := []string{
 		"checkout timeout timeout timeout in the payment service",
 		"checkout page slow",
@@ -24,7 +23,7 @@ func historyFinal() []sources.Item {
 		"release nine rolled back after payment errors",
 		"selector for the login button changed in the redesign",
 	}
-	items := make([]sources.Item, len(texts))
+	items := make([]h4r.Item, len(texts))
 	for i, text := range texts {
 		items[i] = textItem(fmt.Sprintf("h-%d", i), text)
 	}
@@ -42,7 +41,7 @@ func (s *suite) testHistory(t *testing.T) {
 	worked := s.open(t)
 	// First versions with other words, then the final ones, some in a
 	// batch that repeats an id.
-	var first []sources.Item
+	var first []h4r.Item
 	for _, it := range final {
 		first = append(first, textItem(it.ID, "obsolete wording about checkout checkout payment "+strings.Repeat("filler ", len(it.ID))))
 	}
@@ -63,8 +62,8 @@ func (s *suite) testHistory(t *testing.T) {
 
 	for _, query := range []string{"checkout timeout", "payment release", "login button", "obsolete filler", "database pool", "checkout"} {
 		t.Run(query, func(t *testing.T) {
-			want := hitIDs(generate(t, fresh.FullText(), sources.Query{Text: query}))
-			got := hitIDs(generate(t, worked.FullText(), sources.Query{Text: query}))
+			want := hitIDs(generate(t, fresh.FullText(), h4r.CandidateQuery{Text: query}))
+			got := hitIDs(generate(t, worked.FullText(), h4r.CandidateQuery{Text: query}))
 			if !slices.Equal(got, want) {
 				t.Errorf("after the history: %v; loaded once: %v", got, want)
 			}
@@ -78,10 +77,10 @@ func (s *suite) testHistory(t *testing.T) {
 func (s *suite) testFilterValues(t *testing.T) {
 	st := s.open(t)
 	odd := []string{`a,b`, `"quoted"`, `{brace}`, `back\slash`, `two words`, `it's`, `NULL`}
-	var items []sources.Item
+	var items []h4r.Item
 	for i, v := range odd {
-		items = append(items, sources.Item{ID: fmt.Sprintf("v-%d", i), Kind: v, Text: "value holder",
-			Metadata: sources.Metadata{Tags: []string{v}, Extra: map[string]any{"label": v}}})
+		items = append(items, h4r.Item{ID: fmt.Sprintf("v-%d", i), Kind: v, Text: "value holder",
+			Metadata: h4r.Metadata{Tags: []string{v}, Extra: map[string]any{"label": v}}})
 	}
 	upsert(t, st, items...)
 	for i, v := range odd {
@@ -95,8 +94,8 @@ func (s *suite) testFilterValues(t *testing.T) {
 			{"metadata", h4r.Filters{Metadata: map[string]any{"label": v}}},
 		} {
 			t.Run(tt.name+" "+v, func(t *testing.T) {
-				for _, gen := range []sources.Generator{st.FullText(), st.Graph()} {
-					q := sources.Query{Text: "value", Anchors: []string{want[0], "v-0", "v-1"}, Filters: tt.filters}
+				for _, gen := range []h4r.Generator{st.FullText(), st.Graph()} {
+					q := h4r.CandidateQuery{Text: "value", Anchors: []string{want[0], "v-0", "v-1"}, Filters: tt.filters}
 					if got := hitIDs(generate(t, gen, q)); !slices.Equal(got, want) {
 						t.Errorf("%s: got %v, want %v", gen.Name(), got, want)
 					}

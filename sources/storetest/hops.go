@@ -6,22 +6,22 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/h4r/h4r/sources"
+	"github.com/h4r/h4r"
 )
 
 // Items returns the items of a hop case's graph: one per node, holding
 // the links that leave it.
-func (c HopCase) Items() []sources.Item {
-	items := make([]sources.Item, 0, len(c.Nodes))
+func (c HopCase) Items() []h4r.Item {
+	items := make([]h4r.Item, 0, len(c.Nodes))
 	for _, id := range c.Nodes {
 		kind := c.Kinds[id]
 		if kind == "" {
 			kind = "event"
 		}
-		it := sources.Item{ID: id, Kind: kind, Text: "node " + id}
+		it := h4r.Item{ID: id, Kind: kind, Text: "node " + id}
 		for _, e := range c.Edges {
 			if e.From == id {
-				it.Links = append(it.Links, sources.Link{Type: "caused_by", Target: e.To, Strength: 1})
+				it.Links = append(it.Links, h4r.Link{Type: "caused_by", Target: e.To, Strength: 1})
 			}
 		}
 		items = append(items, it)
@@ -30,8 +30,8 @@ func (c HopCase) Items() []sources.Item {
 }
 
 // Query returns the graph query of a hop case.
-func (c HopCase) Query() sources.Query {
-	return sources.Query{Anchors: c.Anchors, MaxHops: c.MaxHops, Directed: c.Directed, Filters: c.Filters, Limit: c.Limit}
+func (c HopCase) Query() h4r.CandidateQuery {
+	return h4r.CandidateQuery{Anchors: c.Anchors, MaxHops: c.MaxHops, Directed: c.Directed, Filters: c.Filters, Limit: c.Limit}
 }
 
 func (s *suite) testHops(t *testing.T) {
@@ -52,7 +52,7 @@ func (s *suite) testHops(t *testing.T) {
 			if !maps.Equal(got, tc.Want) {
 				t.Errorf("distances %v, want %v", got, tc.Want)
 			}
-			ordered := slices.IsSortedFunc(hits, func(a, b sources.Hit) int {
+			ordered := slices.IsSortedFunc(hits, func(a, b h4r.Hit) int {
 				if a.Distance != b.Distance {
 					return a.Distance - b.Distance
 				}
@@ -63,7 +63,7 @@ func (s *suite) testHops(t *testing.T) {
 			}
 			// Hits carry whole items, links included: the pack draws its
 			// causal graph from them.
-			byID := map[string]sources.Item{}
+			byID := map[string]h4r.Item{}
 			for _, it := range items {
 				byID[it.ID] = it
 			}

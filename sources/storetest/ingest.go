@@ -8,17 +8,16 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 func (s *suite) testIngest(t *testing.T) {
 	created := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
-		item sources.Item
+		item h4r.Item
 	}{
-		{"minimal item gets createdAt", sources.Item{ID: "m1", Text: "hello"}},
-		{"full item", sources.Item{
+		{"minimal item gets createdAt", h4r.Item{ID: "m1", Text: "hello"}},
+		{"full item", h4r.Item{
 			ID:   "mem-001",
 			Kind: "test_failure",
 			Text: "login-spec-001 failed: element #login-button not found",
@@ -26,7 +25,7 @@ func (s *suite) testIngest(t *testing.T) {
 				"test": "login-spec-001", "selector": "#login-button",
 				"personalData": map[string]any{"email": "a@b.c"}, "attempts": []any{1.0, 2.0},
 			},
-			Metadata: sources.Metadata{
+			Metadata: h4r.Metadata{
 				CreatedAt:  created,
 				Importance: ptr(0.7), Trust: ptr(0.9), Sensitivity: ptr(0.2), Novelty: ptr(0.1),
 				ContainsPII: true, PIIFields: []string{"$.content.personalData"},
@@ -35,26 +34,26 @@ func (s *suite) testIngest(t *testing.T) {
 				Source:             "playwright",
 				Extra:              map[string]any{"test_type": "e2e", "status": "failed", "retries": 3.0, "flaky": false},
 			},
-			Links: []sources.Link{
+			Links: []h4r.Link{
 				{Type: "caused_by", Target: "mem-000", Strength: 0.5},
 				{Type: "similar_to", Target: "mem-002", Strength: 1},
 			},
 		}},
-		{"link strength defaults to 1", sources.Item{
-			ID: "l1", Text: "links", Metadata: sources.Metadata{CreatedAt: created},
-			Links: []sources.Link{{Type: "fixes", Target: "x"}, {Type: "fixes", Target: "x"}},
+		{"link strength defaults to 1", h4r.Item{
+			ID: "l1", Text: "links", Metadata: h4r.Metadata{CreatedAt: created},
+			Links: []h4r.Link{{Type: "fixes", Target: "x"}, {Type: "fixes", Target: "x"}},
 		}},
-		{"tags are de-duplicated", sources.Item{
-			ID: "t1", Text: "tags", Metadata: sources.Metadata{CreatedAt: created, Tags: []string{"b", "a", "b"}},
+		{"tags are de-duplicated", h4r.Item{
+			ID: "t1", Text: "tags", Metadata: h4r.Metadata{CreatedAt: created, Tags: []string{"b", "a", "b"}},
 		}},
-		{"createdAt in another zone is kept as the same instant", sources.Item{
-			ID: "z1", Text: "zone", Metadata: sources.Metadata{CreatedAt: time.Date(2026, 11, 20, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600))},
+		{"createdAt in another zone is kept as the same instant", h4r.Item{
+			ID: "z1", Text: "zone", Metadata: h4r.Metadata{CreatedAt: time.Date(2026, 11, 20, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600))},
 		}},
-		{"unicode text and id", sources.Item{
-			ID: "ümlaut-✓", Text: "Ünïcödé tëxt with emoji 🔥 and 日本語", Metadata: sources.Metadata{CreatedAt: created},
+		{"unicode text and id", h4r.Item{
+			ID: "ümlaut-✓", Text: "Ünïcödé tëxt with emoji 🔥 and 日本語", Metadata: h4r.Metadata{CreatedAt: created},
 		}},
-		{"empty content object", sources.Item{
-			ID: "c1", Text: "content", Content: map[string]any{}, Metadata: sources.Metadata{CreatedAt: created},
+		{"empty content object", h4r.Item{
+			ID: "c1", Text: "content", Content: map[string]any{}, Metadata: h4r.Metadata{CreatedAt: created},
 		}},
 	}
 	for _, tt := range tests {
@@ -65,7 +64,7 @@ func (s *suite) testIngest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := st.Upsert(t.Context(), []sources.Item{in})
+			got, err := st.Upsert(t.Context(), []h4r.Item{in})
 			if err != nil {
 				t.Fatalf("Upsert: %v", err)
 			}
@@ -125,9 +124,9 @@ func (s *suite) testReplace(t *testing.T) {
 		st = s.open(t)
 	}
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	v1 := sources.Item{ID: "r", Kind: "note", Text: "original wording alpha",
-		Metadata: sources.Metadata{CreatedAt: created, Tags: []string{"old"}},
-		Links:    []sources.Link{{Type: "caused_by", Target: "x"}}}
+	v1 := h4r.Item{ID: "r", Kind: "note", Text: "original wording alpha",
+		Metadata: h4r.Metadata{CreatedAt: created, Tags: []string{"old"}},
+		Links:    []h4r.Link{{Type: "caused_by", Target: "x"}}}
 	upsert(t, st, textItem("x", "target of the first version"), v1)
 	first := get(t, st, "r")
 
@@ -141,8 +140,8 @@ func (s *suite) testReplace(t *testing.T) {
 		wantAccess = 2
 	}
 
-	v2 := sources.Item{ID: "r", Kind: "fix", Text: "revised wording beta",
-		Metadata: sources.Metadata{CreatedAt: created, Tags: []string{"new"}}}
+	v2 := h4r.Item{ID: "r", Kind: "fix", Text: "revised wording beta",
+		Metadata: h4r.Metadata{CreatedAt: created, Tags: []string{"new"}}}
 	upsert(t, st, v2)
 	second := get(t, st, "r")
 
@@ -166,10 +165,10 @@ func (s *suite) testReplace(t *testing.T) {
 		}
 	})
 	t.Run("full-text index follows the text", func(t *testing.T) {
-		if hits := generate(t, st.FullText(), sources.Query{Text: "alpha original"}); len(hits) != 0 {
+		if hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "alpha original"}); len(hits) != 0 {
 			t.Errorf("old text still found: %v", hitIDs(hits))
 		}
-		if hits := generate(t, st.FullText(), sources.Query{Text: "beta"}); !slices.Equal(hitIDs(hits), []string{"r"}) {
+		if hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "beta"}); !slices.Equal(hitIDs(hits), []string{"r"}) {
 			t.Errorf("new text: got %v, want [r]", hitIDs(hits))
 		}
 	})
@@ -178,12 +177,12 @@ func (s *suite) testReplace(t *testing.T) {
 			tag  string
 			want []string
 		}{{"old", nil}, {"new", []string{"r"}}} {
-			hits := generate(t, st.FullText(), sources.Query{Text: "wording", Filters: h4r.Filters{Tags: []string{tt.tag}}})
+			hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "wording", Filters: h4r.Filters{Tags: []string{tt.tag}}})
 			if got := hitIDs(hits); !slices.Equal(got, tt.want) {
 				t.Errorf("tag %q: got %v, want %v", tt.tag, got, tt.want)
 			}
 		}
-		hits := generate(t, st.Graph(), sources.Query{Anchors: []string{"x"}})
+		hits := generate(t, st.Graph(), h4r.CandidateQuery{Anchors: []string{"x"}})
 		if got := hitIDs(hits); !slices.Equal(got, []string{"x"}) {
 			t.Errorf("hops from x: got %v, want only x (r no longer links to it)", got)
 		}
@@ -194,7 +193,7 @@ func (s *suite) testReplace(t *testing.T) {
 		if third.Metadata.Version != 3 {
 			t.Errorf("version = %d, want 3", third.Metadata.Version)
 		}
-		if hits := generate(t, st.FullText(), sources.Query{Text: "beta"}); !slices.Equal(hitIDs(hits), []string{"r"}) {
+		if hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "beta"}); !slices.Equal(hitIDs(hits), []string{"r"}) {
 			t.Errorf("got %v, want [r] once", hitIDs(hits))
 		}
 		if n := count(t, st); n != 2 {
@@ -204,23 +203,23 @@ func (s *suite) testReplace(t *testing.T) {
 }
 
 func (s *suite) testBatchAtomicity(t *testing.T) {
-	good := func(id string) sources.Item { return textItem(id, "new item "+id) }
+	good := func(id string) h4r.Item { return textItem(id, "new item "+id) }
 	replacement := textItem("keep", "replaced text that must not land")
 	tests := []struct {
 		name      string
-		batch     []sources.Item
+		batch     []h4r.Item
 		wantField string
 	}{
-		{"empty id in the middle", []sources.Item{good("n1"), {ID: "", Text: "x"}, good("n2")}, "items[1].id"},
-		{"missing text", []sources.Item{replacement, {ID: "n1", Text: "  "}, good("n2")}, "items[1].text"},
-		{"trust out of range at the end", []sources.Item{replacement, good("n1"),
-			{ID: "n2", Text: "x", Metadata: sources.Metadata{Trust: ptr(1.5)}}}, "items[2].metadata.trust"},
-		{"bad link strength", []sources.Item{good("n1"),
-			{ID: "n2", Text: "x", Links: []sources.Link{{Type: "fixes", Target: "keep", Strength: 2}}}, good("n3")}, "items[1].links[0].strength"},
-		{"link without target", []sources.Item{good("n1"), good("n2"),
-			{ID: "n3", Text: "x", Links: []sources.Link{{Type: "fixes"}}}}, "items[2].links[0].target"},
-		{"item over the size limit", []sources.Item{replacement,
-			{ID: "n1", Text: "big", Content: map[string]any{"blob": strings.Repeat("x", sources.MaxItemBytes)}}}, "items[1]"},
+		{"empty id in the middle", []h4r.Item{good("n1"), {ID: "", Text: "x"}, good("n2")}, "items[1].id"},
+		{"missing text", []h4r.Item{replacement, {ID: "n1", Text: "  "}, good("n2")}, "items[1].text"},
+		{"trust out of range at the end", []h4r.Item{replacement, good("n1"),
+			{ID: "n2", Text: "x", Metadata: h4r.Metadata{Trust: ptr(1.5)}}}, "items[2].metadata.trust"},
+		{"bad link strength", []h4r.Item{good("n1"),
+			{ID: "n2", Text: "x", Links: []h4r.Link{{Type: "fixes", Target: "keep", Strength: 2}}}, good("n3")}, "items[1].links[0].strength"},
+		{"link without target", []h4r.Item{good("n1"), good("n2"),
+			{ID: "n3", Text: "x", Links: []h4r.Link{{Type: "fixes"}}}}, "items[2].links[0].target"},
+		{"item over the size limit", []h4r.Item{replacement,
+			{ID: "n1", Text: "big", Content: map[string]any{"blob": strings.Repeat("x", h4r.MaxItemBytes)}}}, "items[1]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -244,7 +243,7 @@ func (s *suite) testBatchAtomicity(t *testing.T) {
 					t.Errorf("Get(%q) after a rejected batch: %v, want not_found", it.ID, err)
 				}
 			}
-			if hits := generate(t, st.FullText(), sources.Query{Text: "new replaced"}); len(hits) != 0 {
+			if hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "new replaced"}); len(hits) != 0 {
 				t.Errorf("rejected batch is searchable: %v", hitIDs(hits))
 			}
 		})
@@ -253,7 +252,7 @@ func (s *suite) testBatchAtomicity(t *testing.T) {
 
 func (s *suite) testDuplicateIDs(t *testing.T) {
 	st := s.open(t)
-	batch := []sources.Item{textItem("a", "first"), textItem("b", "other"), textItem("a", "second"), textItem("a", "third")}
+	batch := []h4r.Item{textItem("a", "first"), textItem("b", "other"), textItem("a", "second"), textItem("a", "third")}
 	got, err := st.Upsert(t.Context(), batch)
 	if err != nil {
 		t.Fatalf("Upsert: %v", err)
@@ -268,7 +267,7 @@ func (s *suite) testDuplicateIDs(t *testing.T) {
 	if n := count(t, st); n != 2 {
 		t.Errorf("Count = %d, want 2", n)
 	}
-	if hits := generate(t, st.FullText(), sources.Query{Text: "first second"}); len(hits) != 0 {
+	if hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "first second"}); len(hits) != 0 {
 		t.Errorf("earlier texts still indexed: %v", hitIDs(hits))
 	}
 }
@@ -302,9 +301,9 @@ func (s *suite) testDelete(t *testing.T) {
 	st := s.open(t)
 	// b → a → c: a is held and holds a link.
 	upsert(t, st,
-		sources.Item{ID: "a", Kind: "event", Text: "doomed item", Metadata: sources.Metadata{Tags: []string{"t"}},
-			Links: []sources.Link{{Type: "caused_by", Target: "c"}}},
-		sources.Item{ID: "b", Kind: "event", Text: "survivor one", Links: []sources.Link{{Type: "caused_by", Target: "a"}}},
+		h4r.Item{ID: "a", Kind: "event", Text: "doomed item", Metadata: h4r.Metadata{Tags: []string{"t"}},
+			Links: []h4r.Link{{Type: "caused_by", Target: "c"}}},
+		h4r.Item{ID: "b", Kind: "event", Text: "survivor one", Links: []h4r.Link{{Type: "caused_by", Target: "a"}}},
 		textItem("c", "survivor two"))
 	if err := st.Delete(t.Context(), "a"); err != nil {
 		t.Fatalf("Delete: %v", err)
@@ -323,12 +322,12 @@ func (s *suite) testDelete(t *testing.T) {
 			}
 		}},
 		{"not searchable", func(t *testing.T) {
-			if hits := generate(t, st.FullText(), sources.Query{Text: "doomed"}); len(hits) != 0 {
+			if hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "doomed"}); len(hits) != 0 {
 				t.Errorf("deleted item found: %v", hitIDs(hits))
 			}
 		}},
 		{"hops neither reach nor pass it", func(t *testing.T) {
-			hits := generate(t, st.Graph(), sources.Query{Anchors: []string{"b"}, MaxHops: 5})
+			hits := generate(t, st.Graph(), h4r.CandidateQuery{Anchors: []string{"b"}, MaxHops: 5})
 			if got := hitIDs(hits); !slices.Equal(got, []string{"b"}) {
 				t.Errorf("hops from b: %v, want [b]", got)
 			}
@@ -346,7 +345,7 @@ func (s *suite) testDelete(t *testing.T) {
 			if v := get(t, st, "a").Metadata.Version; v != 1 {
 				t.Errorf("version = %d, want 1", v)
 			}
-			hits := generate(t, st.Graph(), sources.Query{Anchors: []string{"b"}, MaxHops: 5})
+			hits := generate(t, st.Graph(), h4r.CandidateQuery{Anchors: []string{"b"}, MaxHops: 5})
 			if got := hitIDs(hits); !slices.Equal(got, []string{"b", "a"}) {
 				t.Errorf("hops from b: %v, want [b a] (b's link reaches the new a)", got)
 			}

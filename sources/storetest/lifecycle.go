@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 func (s *suite) testAccessCounts(t *testing.T) {
@@ -32,7 +31,7 @@ func (s *suite) testAccessCounts(t *testing.T) {
 		{"b", 1, true},
 		{"c", 0, false},
 	}
-	hits := generate(t, st.FullText(), sources.Query{Text: "alpha"})
+	hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "alpha"})
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
 			m := get(t, st, tt.id).Metadata
@@ -42,7 +41,7 @@ func (s *suite) testAccessCounts(t *testing.T) {
 			if m.LastAccessedAt.IsZero() == tt.accessed {
 				t.Errorf("lastAccessedAt = %v, want it set: %v", m.LastAccessedAt, tt.accessed)
 			}
-			i := slices.IndexFunc(hits, func(h sources.Hit) bool { return h.Item.ID == tt.id })
+			i := slices.IndexFunc(hits, func(h h4r.Hit) bool { return h.Item.ID == tt.id })
 			if i < 0 {
 				t.Fatalf("full text did not find %s", tt.id)
 			}
@@ -96,7 +95,7 @@ func (s *suite) testPersistence(t *testing.T) {
 			}
 		}},
 		{"full text", func(t *testing.T) {
-			if hits := generate(t, st.FullText(), sources.Query{Text: "node"}); len(hits) != len(items) {
+			if hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "node"}); len(hits) != len(items) {
 				t.Errorf("got %d hits, want %d", len(hits), len(items))
 			}
 		}},
@@ -106,7 +105,7 @@ func (s *suite) testPersistence(t *testing.T) {
 			}
 		}},
 		{"metadata filter", func(t *testing.T) {
-			hits := generate(t, st.FullText(), sources.Query{Text: "node", Filters: h4r.Filters{Metadata: map[string]any{"status": "failed"}}})
+			hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "node", Filters: h4r.Filters{Metadata: map[string]any{"status": "failed"}}})
 			if got := hitIDs(hits); !slices.Equal(got, []string{items[0].ID}) {
 				t.Errorf("got %v, want [%s]", got, items[0].ID)
 			}
@@ -139,11 +138,11 @@ func (s *suite) testConcurrentWriters(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for b := range batches {
-				batch := make([]sources.Item, perItem)
+				batch := make([]h4r.Item, perItem)
 				for i := range batch {
 					id := fmt.Sprintf("w%d-b%d-i%d", w, b, i)
-					batch[i] = sources.Item{ID: id, Kind: "event", Text: "concurrent write " + id,
-						Links: []sources.Link{{Type: "follows", Target: fmt.Sprintf("w%d-b%d-i0", w, b)}}}
+					batch[i] = h4r.Item{ID: id, Kind: "event", Text: "concurrent write " + id,
+						Links: []h4r.Link{{Type: "follows", Target: fmt.Sprintf("w%d-b%d-i0", w, b)}}}
 				}
 				if _, err := st.Upsert(t.Context(), batch); err != nil {
 					fail(fmt.Errorf("writer %d batch %d: %w", w, b, err))
@@ -152,7 +151,7 @@ func (s *suite) testConcurrentWriters(t *testing.T) {
 		})
 		wg.Go(func() {
 			for range batches {
-				if _, err := st.FullText().Generate(t.Context(), sources.Query{Text: "concurrent"}); err != nil {
+				if _, err := st.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: "concurrent"}); err != nil {
 					fail(fmt.Errorf("reader %d: %w", w, err))
 				}
 			}
@@ -166,7 +165,7 @@ func (s *suite) testConcurrentWriters(t *testing.T) {
 	if n := count(t, st); n != want {
 		t.Errorf("Count = %d, want %d", n, want)
 	}
-	hits := generate(t, st.FullText(), sources.Query{Text: "concurrent", Limit: want + 10})
+	hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "concurrent", Limit: want + 10})
 	if len(hits) != want {
 		t.Errorf("full text found %d, want %d", len(hits), want)
 	}

@@ -7,29 +7,28 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // filterCorpus returns the items the filter cases run over. Every text holds
 // "alpha", so a full-text search for it finds them all unless filtered.
-func filterCorpus() []sources.Item {
+func filterCorpus() []h4r.Item {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	t1 := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	t2 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	return []sources.Item{
-		{ID: "a", Kind: "test_failure", Text: "alpha login selector failure", Metadata: sources.Metadata{
+	return []h4r.Item{
+		{ID: "a", Kind: "test_failure", Text: "alpha login selector failure", Metadata: h4r.Metadata{
 			CreatedAt: t0, Tags: []string{"selector", "login"}, Importance: ptr(0.7), ContainsPII: true, Source: "playwright",
 			Extra: map[string]any{"test_type": "e2e", "status": "failed", "retries": 3, "flaky": true, "code": "1", "test-suite": "smoke"},
 		}},
-		{ID: "b", Kind: "test_failure", Text: "alpha login unit failure", Metadata: sources.Metadata{
+		{ID: "b", Kind: "test_failure", Text: "alpha login unit failure", Metadata: h4r.Metadata{
 			CreatedAt: t1, Tags: []string{"login"},
 			Extra: map[string]any{"test_type": "unit", "status": "failed", "retries": 2, "flaky": false, "code": 1},
 		}},
-		{ID: "c", Kind: "fix", Text: "alpha selector fix", Metadata: sources.Metadata{
+		{ID: "c", Kind: "fix", Text: "alpha selector fix", Metadata: h4r.Metadata{
 			CreatedAt: t2, Tags: []string{"selector"},
 			Extra: map[string]any{"test_type": "e2e", "status": "passed", "ratio": 0.25},
 		}},
-		{ID: "d", Kind: "note", Text: "alpha note", Metadata: sources.Metadata{
+		{ID: "d", Kind: "note", Text: "alpha note", Metadata: h4r.Metadata{
 			CreatedAt: time.Date(2026, 1, 15, 12, 0, 0, 0, time.FixedZone("EET", 2*3600)),
 		}},
 	}
@@ -84,11 +83,11 @@ func (s *suite) testFilters(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, q := range []struct {
-				gen   sources.Generator
-				query sources.Query
+				gen   h4r.Generator
+				query h4r.CandidateQuery
 			}{
-				{st.FullText(), sources.Query{Text: "alpha", Filters: tt.filters}},
-				{st.Graph(), sources.Query{Anchors: all, Filters: tt.filters}},
+				{st.FullText(), h4r.CandidateQuery{Text: "alpha", Filters: tt.filters}},
+				{st.Graph(), h4r.CandidateQuery{Anchors: all, Filters: tt.filters}},
 			} {
 				got := hitIDs(generate(t, q.gen, q.query))
 				slices.Sort(got)
@@ -102,7 +101,7 @@ func (s *suite) testFilters(t *testing.T) {
 
 func (s *suite) testFullTextRanking(t *testing.T) {
 	st := s.open(t)
-	items := []sources.Item{
+	items := []h4r.Item{
 		textItem("five", "login test failures selector issues"),
 		textItem("three", "login test failures noted yesterday"),
 		textItem("one", "login page rendered slowly today"),
@@ -135,7 +134,7 @@ func (s *suite) testFullTextRanking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hits := generate(t, st.FullText(), sources.Query{Text: tt.query, Limit: tt.limit})
+			hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: tt.query, Limit: tt.limit})
 			got := hitIDs(hits)
 			set := slices.Sorted(slices.Values(got))
 			if !slices.Equal(set, tt.want) {
@@ -161,12 +160,12 @@ func (s *suite) testFullTextRanking(t *testing.T) {
 	}
 	t.Run("default limit is 100", func(t *testing.T) {
 		st := s.open(t)
-		var many []sources.Item
+		var many []h4r.Item
 		for _, id := range ids("m", 120) {
 			many = append(many, textItem(id, "common words everywhere"))
 		}
 		upsert(t, st, many...)
-		if hits := generate(t, st.FullText(), sources.Query{Text: "common"}); len(hits) != 100 {
+		if hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: "common"}); len(hits) != 100 {
 			t.Errorf("got %d hits, want 100", len(hits))
 		}
 	})
@@ -177,7 +176,7 @@ func (s *suite) testFullTextSyntax(t *testing.T) {
 	upsert(t, st, textItem("login", LoginText), textItem("other", "database backup completed"))
 	for _, q := range NastyQueries() {
 		t.Run(q.Name, func(t *testing.T) {
-			hits, err := st.FullText().Generate(t.Context(), sources.Query{Text: q.Text})
+			hits, err := st.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: q.Text})
 			if err != nil {
 				t.Fatalf("Generate(%q): %v", q.Text, err)
 			}
@@ -198,19 +197,19 @@ func (s *suite) testBadQueries(t *testing.T) {
 	badValue := h4r.Filters{Metadata: map[string]any{"x": []any{"list"}}}
 	tests := []struct {
 		name      string
-		gen       sources.Generator
-		query     sources.Query
+		gen       h4r.Generator
+		query     h4r.CandidateQuery
 		wantField string
 	}{
-		{"full text negative limit", st.FullText(), sources.Query{Text: "alpha", Limit: -1}, "limit"},
-		{"graph negative limit", st.Graph(), sources.Query{Anchors: []string{"a"}, Limit: -1}, "limit"},
-		{"graph negative max hops", st.Graph(), sources.Query{Anchors: []string{"a"}, MaxHops: -1}, "max_hops"},
-		{"full text metadata key with a quote", st.FullText(), sources.Query{Text: "alpha", Filters: badKey}, `filters.a"b`},
-		{"graph metadata key with a quote", st.Graph(), sources.Query{Anchors: []string{"a"}, Filters: badKey}, `filters.a"b`},
-		{"full text list filter value", st.FullText(), sources.Query{Text: "alpha", Filters: badValue}, "filters.x"},
-		{"graph list filter value", st.Graph(), sources.Query{Anchors: []string{"a"}, Filters: badValue}, "filters.x"},
-		{"bad filter with a query of no words", st.FullText(), sources.Query{Text: "?!", Filters: badKey}, `filters.a"b`},
-		{"bad filter without anchors", st.Graph(), sources.Query{Filters: badValue}, "filters.x"},
+		{"full text negative limit", st.FullText(), h4r.CandidateQuery{Text: "alpha", Limit: -1}, "limit"},
+		{"graph negative limit", st.Graph(), h4r.CandidateQuery{Anchors: []string{"a"}, Limit: -1}, "limit"},
+		{"graph negative max hops", st.Graph(), h4r.CandidateQuery{Anchors: []string{"a"}, MaxHops: -1}, "max_hops"},
+		{"full text metadata key with a quote", st.FullText(), h4r.CandidateQuery{Text: "alpha", Filters: badKey}, `filters.a"b`},
+		{"graph metadata key with a quote", st.Graph(), h4r.CandidateQuery{Anchors: []string{"a"}, Filters: badKey}, `filters.a"b`},
+		{"full text list filter value", st.FullText(), h4r.CandidateQuery{Text: "alpha", Filters: badValue}, "filters.x"},
+		{"graph list filter value", st.Graph(), h4r.CandidateQuery{Anchors: []string{"a"}, Filters: badValue}, "filters.x"},
+		{"bad filter with a query of no words", st.FullText(), h4r.CandidateQuery{Text: "?!", Filters: badKey}, `filters.a"b`},
+		{"bad filter without anchors", st.Graph(), h4r.CandidateQuery{Filters: badValue}, "filters.x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -18,16 +17,16 @@ type Store interface {
 	// suite may call it more than once; later calls must do no harm.
 	Close() error
 	Ping(ctx context.Context) error
-	Upsert(ctx context.Context, items []sources.Item) ([]string, error)
-	Get(ctx context.Context, id string) (*sources.Item, error)
+	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
+	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Count(ctx context.Context) (int, error)
-	FullText() sources.Generator
-	Graph() sources.Generator
+	FullText() h4r.Generator
+	Graph() h4r.Generator
 	RecordAccess(ids []string)
 	// Each visits every item in id order; derived indexes are rebuilt
 	// from it.
-	Each(ctx context.Context, fn func(*sources.Item) error) error
+	Each(ctx context.Context, fn func(*h4r.Item) error) error
 }
 
 // Option configures Run.
@@ -97,11 +96,11 @@ func (s *suite) testGeneratorNames(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		gen  sources.Generator
+		gen  h4r.Generator
 		want string
 	}{
-		{"full text", st.FullText(), sources.GenFullText},
-		{"graph", st.Graph(), sources.GenGraph},
+		{"full text", st.FullText(), h4r.GenFullText},
+		{"graph", st.Graph(), h4r.GenGraph},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +112,7 @@ func (s *suite) testGeneratorNames(t *testing.T) {
 }
 
 // upsert writes items and fails t on error.
-func upsert(t *testing.T, st Store, items ...sources.Item) {
+func upsert(t *testing.T, st Store, items ...h4r.Item) {
 	t.Helper()
 	ids, err := st.Upsert(t.Context(), items)
 	if err != nil {
@@ -124,7 +123,7 @@ func upsert(t *testing.T, st Store, items ...sources.Item) {
 	}
 }
 
-func get(t *testing.T, st Store, id string) *sources.Item {
+func get(t *testing.T, st Store, id string) *h4r.Item {
 	t.Helper()
 	it, err := st.Get(t.Context(), id)
 	if err != nil {
@@ -143,7 +142,7 @@ func count(t *testing.T, st Store) int {
 }
 
 // generate runs a generator and fails t on error.
-func generate(t *testing.T, g sources.Generator, q sources.Query) []sources.Hit {
+func generate(t *testing.T, g h4r.Generator, q h4r.CandidateQuery) []h4r.Hit {
 	t.Helper()
 	hits, err := g.Generate(t.Context(), q)
 	if err != nil {
@@ -152,7 +151,7 @@ func generate(t *testing.T, g sources.Generator, q sources.Query) []sources.Hit 
 	return hits
 }
 
-func hitIDs(hits []sources.Hit) []string {
+func hitIDs(hits []h4r.Hit) []string {
 	ids := make([]string, len(hits))
 	for i, h := range hits {
 		ids[i] = h.Item.ID
@@ -179,7 +178,7 @@ func wantError(t *testing.T, err error, code, field string) {
 
 // canonical is an item as JSON without the store-maintained metadata, for
 // comparing what was ingested with what comes back.
-func canonical(t *testing.T, it *sources.Item) string {
+func canonical(t *testing.T, it *h4r.Item) string {
 	t.Helper()
 	c := *it
 	m := &c.Metadata
@@ -195,8 +194,8 @@ func canonical(t *testing.T, it *sources.Item) string {
 // ptr returns a pointer to v, for metadata scores.
 func ptr(v float64) *float64 { return &v }
 
-func textItem(id, text string) sources.Item {
-	return sources.Item{ID: id, Kind: "event", Text: text}
+func textItem(id, text string) h4r.Item {
+	return h4r.Item{ID: id, Kind: "event", Text: text}
 }
 
 func ids(prefix string, n int) []string {

@@ -1,4 +1,4 @@
-package sources
+package h4r
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/h4r/h4r"
 )
 
 // Defaults for metadata scores an item does not give. They are neutral: an
@@ -179,7 +177,7 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 func (m *Metadata) UnmarshalJSON(b []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return h4r.Errorf(h4r.EINVALID, "metadata", "metadata must be a JSON object")
+		return Errorf(EINVALID, "metadata", "metadata must be a JSON object")
 	}
 	var w metadataJSON
 	*m = Metadata{}
@@ -188,12 +186,12 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 		// Extra, where no policy looks: an item could hide its credentials
 		// or sensitivity by a typo. Refuse it instead.
 		if known, ok := wellKnownFold(key); ok && known != key {
-			return h4r.Errorf(h4r.EINVALID, "metadata."+key, "metadata keys are case-sensitive: did you mean %q?", known)
+			return Errorf(EINVALID, "metadata."+key, "metadata keys are case-sensitive: did you mean %q?", known)
 		}
 		if !isWellKnown(key) {
 			var v any
 			if err := json.Unmarshal(val, &v); err != nil {
-				return h4r.Errorf(h4r.EINVALID, "metadata."+key, "invalid JSON value")
+				return Errorf(EINVALID, "metadata."+key, "invalid JSON value")
 			}
 			if m.Extra == nil {
 				m.Extra = map[string]any{}
@@ -203,7 +201,7 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 		}
 		one, _ := json.Marshal(map[string]json.RawMessage{key: val})
 		if err := json.Unmarshal(one, &w); err != nil {
-			return h4r.Errorf(h4r.EINVALID, "metadata."+key, "wrong type for %s: %s", key, jsonTypeHint(key))
+			return Errorf(EINVALID, "metadata."+key, "wrong type for %s: %s", key, jsonTypeHint(key))
 		}
 	}
 	if w.CreatedAt != nil {
@@ -251,25 +249,25 @@ func (it *Item) Validate(field string) error {
 	id := strings.TrimSpace(it.ID)
 	switch {
 	case id == "":
-		return h4r.Errorf(h4r.EINVALID, at("id"), "id is required")
+		return Errorf(EINVALID, at("id"), "id is required")
 	case id != it.ID:
-		return h4r.Errorf(h4r.EINVALID, at("id"), "id must not start or end with white space")
+		return Errorf(EINVALID, at("id"), "id must not start or end with white space")
 	case len(it.ID) > MaxIDBytes:
-		return h4r.Errorf(h4r.EINVALID, at("id"), "id is longer than %d bytes", MaxIDBytes)
+		return Errorf(EINVALID, at("id"), "id is longer than %d bytes", MaxIDBytes)
 	case !utf8.ValidString(it.ID):
-		return h4r.Errorf(h4r.EINVALID, at("id"), "id is not valid UTF-8")
+		return Errorf(EINVALID, at("id"), "id is not valid UTF-8")
 	}
 	if strings.TrimSpace(it.Text) == "" {
-		return h4r.Errorf(h4r.EINVALID, at("text"), "text is required: it is what search indexes")
+		return Errorf(EINVALID, at("text"), "text is required: it is what search indexes")
 	}
 	if len(it.Text) > MaxTextBytes {
-		return h4r.Errorf(h4r.EINVALID, at("text"), "text is %d bytes, the limit is %d", len(it.Text), MaxTextBytes)
+		return Errorf(EINVALID, at("text"), "text is %d bytes, the limit is %d", len(it.Text), MaxTextBytes)
 	}
 	if !utf8.ValidString(it.Text) {
-		return h4r.Errorf(h4r.EINVALID, at("text"), "text is not valid UTF-8")
+		return Errorf(EINVALID, at("text"), "text is not valid UTF-8")
 	}
 	if d := depth(it.Content); d > MaxMetadataDepth {
-		return h4r.Errorf(h4r.EINVALID, at("content"), "content nests %d levels deep, the limit is %d", d, MaxMetadataDepth)
+		return Errorf(EINVALID, at("content"), "content nests %d levels deep, the limit is %d", d, MaxMetadataDepth)
 	}
 	m := it.Metadata
 	for _, s := range []struct {
@@ -277,32 +275,32 @@ func (it *Item) Validate(field string) error {
 		v    *float64
 	}{{"importance", m.Importance}, {"trust", m.Trust}, {"sensitivity", m.Sensitivity}, {"novelty", m.Novelty}} {
 		if s.v != nil && (math.IsNaN(*s.v) || *s.v < 0 || *s.v > 1) {
-			return h4r.Errorf(h4r.EINVALID, at("metadata."+s.name), "%s must be in [0, 1], got %v", s.name, *s.v)
+			return Errorf(EINVALID, at("metadata."+s.name), "%s must be in [0, 1], got %v", s.name, *s.v)
 		}
 	}
 	for i, p := range m.PIIFields {
 		if !strings.HasPrefix(p, "$.") {
-			return h4r.Errorf(h4r.EINVALID, fmt.Sprintf("%s[%d]", at("metadata.piiFields"), i), "a PII field is a JSONPath starting with \"$.\", got %q", p)
+			return Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("metadata.piiFields"), i), "a PII field is a JSONPath starting with \"$.\", got %q", p)
 		}
 	}
 	if len(m.Tags) > MaxTags {
-		return h4r.Errorf(h4r.EINVALID, at("metadata.tags"), "at most %d tags, got %d", MaxTags, len(m.Tags))
+		return Errorf(EINVALID, at("metadata.tags"), "at most %d tags, got %d", MaxTags, len(m.Tags))
 	}
 	if d := depth(m.Extra); d > MaxMetadataDepth {
-		return h4r.Errorf(h4r.EINVALID, at("metadata"), "metadata nests %d levels deep, the limit is %d", d, MaxMetadataDepth)
+		return Errorf(EINVALID, at("metadata"), "metadata nests %d levels deep, the limit is %d", d, MaxMetadataDepth)
 	}
 	if len(it.Links) > MaxLinks {
-		return h4r.Errorf(h4r.EINVALID, at("links"), "at most %d links, got %d", MaxLinks, len(it.Links))
+		return Errorf(EINVALID, at("links"), "at most %d links, got %d", MaxLinks, len(it.Links))
 	}
 	for i, l := range it.Links {
 		lf := fmt.Sprintf("%s[%d]", at("links"), i)
 		switch {
 		case strings.TrimSpace(l.Target) == "":
-			return h4r.Errorf(h4r.EINVALID, lf+".target", "link target is required")
+			return Errorf(EINVALID, lf+".target", "link target is required")
 		case strings.TrimSpace(l.Type) == "":
-			return h4r.Errorf(h4r.EINVALID, lf+".type", "link type is required (caused_by, fixes, …)")
+			return Errorf(EINVALID, lf+".type", "link type is required (caused_by, fixes, …)")
 		case math.IsNaN(l.Strength) || l.Strength < 0 || l.Strength > 1:
-			return h4r.Errorf(h4r.EINVALID, lf+".strength", "strength must be in [0, 1], got %v", l.Strength)
+			return Errorf(EINVALID, lf+".strength", "strength must be in [0, 1], got %v", l.Strength)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package sources_test
+package h4r_test
 
 import (
 	"context"
@@ -7,25 +7,24 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 func TestReadPresent(t *testing.T) {
 	broken := errors.New("disk gone")
-	get := func(_ context.Context, id string) (*sources.Item, error) {
+	get := func(_ context.Context, id string) (*h4r.Item, error) {
 		switch id {
 		case "gone":
 			return nil, h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 		case "broken":
 			return nil, broken
 		}
-		return &sources.Item{ID: id}, nil
+		return &h4r.Item{ID: id}, nil
 	}
-	present, absent, err := sources.ReadPresent(context.Background(), get, []string{"a", "gone", "b"})
+	present, absent, err := h4r.ReadPresent(context.Background(), get, []string{"a", "gone", "b"})
 	if err != nil || len(present) != 2 || present[0].ID != "a" || present[1].ID != "b" || !slices.Equal(absent, []string{"gone"}) {
 		t.Errorf("ReadPresent = %v, %v, %v; want a and b present, gone absent", present, absent, err)
 	}
-	if _, _, err := sources.ReadPresent(context.Background(), get, []string{"a", "broken"}); !errors.Is(err, broken) {
+	if _, _, err := h4r.ReadPresent(context.Background(), get, []string{"a", "broken"}); !errors.Is(err, broken) {
 		t.Errorf("a store error was %v, want it returned wrapped", err)
 	}
 }
@@ -43,7 +42,7 @@ func TestHitLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := sources.HitLimit(tt.limit, tt.def)
+			got, err := h4r.HitLimit(tt.limit, tt.def)
 			if got != tt.want || (err != nil) != tt.wantErr || (err != nil && h4r.ErrorCode(err) != h4r.EINVALID) {
 				t.Errorf("HitLimit(%d, %d) = %d, %v", tt.limit, tt.def, got, err)
 			}

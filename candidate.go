@@ -1,10 +1,8 @@
-package sources
+package h4r
 
 import (
 	"context"
 	"fmt"
-
-	"github.com/h4r/h4r"
 )
 
 // Generator names. A candidate's evidence is keyed by them and they appear
@@ -19,12 +17,12 @@ const (
 // configuration says otherwise.
 const DefaultMaxHops = 3
 
-// Query is what a generator is asked. Text generators use Text; the graph
+// CandidateQuery is what a generator is asked. Text generators use Text; the graph
 // generator uses Anchors, MaxHops and Directed. Every generator applies
 // Filters, so that a filtered-out item never becomes a candidate.
-type Query struct {
+type CandidateQuery struct {
 	Text     string
-	Filters  h4r.Filters
+	Filters  Filters
 	Limit    int // at most this many hits; 0 means the generator's default
 	Anchors  []string
 	MaxHops  int
@@ -44,7 +42,7 @@ type Hit struct {
 // for concurrent use and must respect ctx's deadline.
 type Generator interface {
 	Name() string
-	Generate(ctx context.Context, q Query) ([]Hit, error)
+	Generate(ctx context.Context, q CandidateQuery) ([]Hit, error)
 }
 
 // Evidence is what one generator said about a candidate.
@@ -113,7 +111,7 @@ func (e *FallbackError) Unwrap() error { return e.Err }
 func HitLimit(limit, def int) (int, error) {
 	switch {
 	case limit < 0:
-		return 0, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
+		return 0, Errorf(EINVALID, "limit", "limit must be >= 0, got %d", limit)
 	case limit == 0:
 		return def, nil
 	}
@@ -126,7 +124,7 @@ func ReadPresent(ctx context.Context, get func(context.Context, string) (*Item, 
 	for _, id := range ids {
 		it, err := get(ctx, id)
 		switch {
-		case h4r.ErrorCode(err) == h4r.ENOTFOUND:
+		case ErrorCode(err) == ENOTFOUND:
 			absent = append(absent, id)
 		case err != nil:
 			return nil, nil, fmt.Errorf("reading item %q from the store: %w", id, err)

@@ -1,4 +1,4 @@
-package sources_test
+package h4r_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // TestMetadataKeysAreCaseSensitive: a well-known key in another case must
@@ -26,7 +25,7 @@ func TestMetadataKeysAreCaseSensitive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var it sources.Item
+			var it h4r.Item
 			err := h4r.DecodeStrict([]byte(`{"id": "a", "text": "x", "metadata": `+tt.metadata+`}`), &it, "")
 			if tt.wantField == "" {
 				if err != nil {
@@ -41,7 +40,7 @@ func TestMetadataKeysAreCaseSensitive(t *testing.T) {
 		})
 	}
 	// What is accepted keeps its case in Extra.
-	var m sources.Metadata
+	var m h4r.Metadata
 	if err := json.Unmarshal([]byte(`{"Status": "failed"}`), &m); err != nil || m.Extra["Status"] != "failed" {
 		t.Errorf("Extra = %v, %v", m.Extra, err)
 	}

@@ -1,4 +1,4 @@
-package sources_test
+package h4r_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources"
 )
 
 // FuzzItemValidate decodes arbitrary JSON as an item the way ingest does
@@ -34,7 +33,7 @@ func FuzzItemValidate(f *testing.F) {
 	}
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var it sources.Item
+		var it h4r.Item
 		err := h4r.DecodeStrict(data, &it, "")
 		if err == nil {
 			err = it.Validate("")
@@ -54,7 +53,7 @@ func FuzzItemValidate(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted item does not encode: %v", err)
 		}
-		var again sources.Item
+		var again h4r.Item
 		if err := h4r.DecodeStrict(b, &again, ""); err != nil {
 			t.Fatalf("an accepted item does not decode from its own JSON: %v\n%s", err, b)
 		}
