@@ -10,7 +10,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/embed"
-	ranker "github.com/h4r/h4r/h4r"
+	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/sources/qdrant"
 	"github.com/h4r/h4r/sources/sqlite"
 )
@@ -45,8 +45,8 @@ type vectorStore interface {
 // that writes are mirrored). A store that keeps no vectors, without Qdrant,
 // gets full-text only and a warning at start; semantic requests then say
 // so in their pack.
-func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]h4r.Generator, ranker.Fusion, error) {
-	fusion := ranker.Fusion{Method: cfg.Fusion, Weights: map[string]float64{
+func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]h4r.Generator, rank.Fusion, error) {
+	fusion := rank.Fusion{Method: cfg.Fusion, Weights: map[string]float64{
 		h4r.GenFullText: 1 - cfg.FusionVector,
 		h4r.GenVector:   cfg.FusionVector,
 	}}

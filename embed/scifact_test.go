@@ -10,7 +10,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bench"
 	"github.com/h4r/h4r/embed"
-	ranker "github.com/h4r/h4r/h4r"
+	"github.com/h4r/h4r/rank"
 )
 
 // datasetDir returns ../shared/datasets/name (from the module root), or
@@ -83,22 +83,22 @@ func BenchmarkSciFact(b *testing.B) {
 
 	type setting struct {
 		name   string
-		fusion ranker.Fusion
+		fusion rank.Fusion
 		text   bool
 		vector bool
 		floor  float64
 		cap    int // most vector hits kept; 0: all 100
 	}
 	settings := []setting{
-		{name: "fulltext_only", fusion: ranker.Fusion{}, text: true},
-		{name: "vector_only", fusion: ranker.Fusion{}, vector: true, floor: -1},
+		{name: "fulltext_only", fusion: rank.Fusion{}, text: true},
+		{name: "vector_only", fusion: rank.Fusion{}, vector: true, floor: -1},
 	}
 	for _, floor := range []float64{-1, embed.DefaultMinScore, 0.1, 0.2} {
-		for _, method := range []string{ranker.FusionRelative, ranker.FusionRRF} {
+		for _, method := range []string{rank.FusionRelative, rank.FusionRRF} {
 			for _, w := range []float64{0.1, 0.2, 0.3, 0.4, 0.5} {
 				settings = append(settings, setting{
 					name:   fmt.Sprintf("%s_w%.1f_floor%.2f", method, w, floor),
-					fusion: ranker.Fusion{Method: method, Weights: map[string]float64{h4r.GenFullText: 1 - w, h4r.GenVector: w}},
+					fusion: rank.Fusion{Method: method, Weights: map[string]float64{h4r.GenFullText: 1 - w, h4r.GenVector: w}},
 					text:   true, vector: true, floor: floor,
 				})
 			}
@@ -108,7 +108,7 @@ func BenchmarkSciFact(b *testing.B) {
 		for _, w := range []float64{0.1, 0.2, 0.3} {
 			settings = append(settings, setting{
 				name:   fmt.Sprintf("relative_w%.1f_vectorcap%d", w, c),
-				fusion: ranker.Fusion{Method: ranker.FusionRelative, Weights: map[string]float64{h4r.GenFullText: 1 - w, h4r.GenVector: w}},
+				fusion: rank.Fusion{Method: rank.FusionRelative, Weights: map[string]float64{h4r.GenFullText: 1 - w, h4r.GenVector: w}},
 				text:   true, vector: true, floor: embed.DefaultMinScore, cap: c,
 			})
 		}
@@ -140,7 +140,7 @@ func BenchmarkSciFact(b *testing.B) {
 						hits[h4r.GenVector] = kept
 						order = append(order, h4r.GenVector)
 					}
-					ranked, _ := ranker.Rank(h4r.Merge(order, hits), ranker.Options{Weights: relevanceOnly, Fusion: st.fusion, Now: time.Unix(0, 0)})
+					ranked, _ := rank.Rank(h4r.Merge(order, hits), rank.Options{Weights: relevanceOnly, Fusion: st.fusion, Now: time.Unix(0, 0)})
 					ids := make([]string, len(ranked))
 					for i, rk := range ranked {
 						ids[i] = rk.Candidate.Item.ID

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	ranker "github.com/h4r/h4r/h4r"
+	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
 )
@@ -41,7 +41,7 @@ type Settings struct {
 	CandidateLimit   int           // hits asked of each text generator
 	AnchorsFromTop   int           // anchors taken from the top relevance hits when a request gives none
 	GeneratorTimeout time.Duration // each generator's own deadline
-	Fusion           ranker.Fusion
+	Fusion           rank.Fusion
 }
 
 // Engine answers context requests. It is safe for concurrent use.
@@ -153,7 +153,7 @@ func (e *Engine) ContextPack(ctx context.Context, spec h4r.Specialist, req *h4r.
 	candidateDone := time.Now()
 
 	// Ranking.
-	ranked, rankWarnings := ranker.Rank(cands, ranker.Options{
+	ranked, rankWarnings := rank.Rank(cands, rank.Options{
 		Weights: weights, Lambda: e.settings.Lambda, Now: e.now(), Fusion: e.settings.Fusion,
 	})
 	warnings = append(warnings, rankWarnings...)

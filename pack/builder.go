@@ -8,7 +8,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
-	ranker "github.com/h4r/h4r/h4r"
+	"github.com/h4r/h4r/rank"
 )
 
 // DefaultTLDRSentences is the TL;DR length when neither the builder nor the
@@ -21,7 +21,7 @@ const DefaultRedactionMarker = "[REDACTED]"
 
 // Entry is one ranked candidate and what the slicer decided about it.
 type Entry struct {
-	Ranked         ranker.Ranked
+	Ranked         rank.Ranked
 	Reason, Detail string // h4r.ReasonKept, or why it was left out (h4r.Reason*)
 	Redacted       bool
 	RedactedFields []string
@@ -197,7 +197,7 @@ func results(kept []*Entry, includeScores bool) []h4r.Result {
 			Reason:      h4r.ReasonKept,
 			Explanation: r.Explanation,
 			Metadata: h4r.ResultMetadata{
-				Source:         ranker.SourceLabel(r.Candidate),
+				Source:         rank.SourceLabel(r.Candidate),
 				Redacted:       e.Redacted,
 				RedactedFields: e.RedactedFields,
 				ByteSize:       e.Bytes,

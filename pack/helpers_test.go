@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	ranker "github.com/h4r/h4r/h4r"
+	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -49,7 +49,7 @@ func loadItems(t testing.TB) map[string]*h4r.Item {
 // entries turns ranked candidates into entries as the slicer would: kept
 // items get their delivered (redacted) form, measured in bytes and exact
 // tokens.
-func entries(t testing.TB, ranked []ranker.Ranked, verdicts map[string]verdict, counter *tokens.Counter) []Entry {
+func entries(t testing.TB, ranked []rank.Ranked, verdicts map[string]verdict, counter *tokens.Counter) []Entry {
 	t.Helper()
 	out := make([]Entry, len(ranked))
 	for i, r := range ranked {
@@ -109,7 +109,7 @@ func fixtureInput(t testing.TB) Input {
 	for _, id := range []string{"mem-001", "mem-002", "mem-003", "mem-004", "mem-005", "mem-006"} {
 		cands = append(cands, &h4r.Candidate{Item: items[id], Evidence: ev[id]})
 	}
-	ranked, warnings := ranker.Rank(cands, ranker.Options{Weights: fixtureWeights, Lambda: ranker.DefaultLambda, Now: fixedNow})
+	ranked, warnings := rank.Rank(cands, rank.Options{Weights: fixtureWeights, Lambda: rank.DefaultLambda, Now: fixedNow})
 	if len(warnings) != 0 {
 		t.Fatalf("ranking the fixture warned: %q", warnings)
 	}
@@ -157,7 +157,7 @@ func entry(id, kind, text, reason string, relevance float64) Entry {
 	var s h4r.Signals
 	s[h4r.Relevance] = relevance
 	e := Entry{
-		Ranked: ranker.Ranked{Candidate: &h4r.Candidate{Item: it}, Signals: s, Score: relevance,
+		Ranked: rank.Ranked{Candidate: &h4r.Candidate{Item: it}, Signals: s, Score: relevance,
 			Explanation: "Score of " + id},
 		Reason: reason,
 	}

@@ -1,6 +1,7 @@
-// Package ranker is the ranking stage of H4R, which the design card calls
-// "h4r" (hence its directory); the module's root package already has that
-// name, so this one is called ranker.
+// Package rank is the ranking stage of H4R. The design card calls this
+// stage's folder "h4r"; here the root package holds that name and the
+// domain model (where a newcomer looks for it), so the ranker lives in
+// rank/, with a package name that needs no alias.
 //
 // Rank turns merged candidates into a scored, ordered list. Each candidate
 // gets the eight signals of DESIGN.md, each in [0, 1]: relevance (the text
@@ -9,4 +10,4 @@
 // sensitivity⁻. The score is their weighted sum with weights normalised to
 // sum to 1. Ranking is a pure function of its input and the injected clock:
 // the same candidates always come out in the same order.
-package ranker
+package rank
