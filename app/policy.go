@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
@@ -17,7 +18,7 @@ import (
 type Policy interface {
 	Revision() string
 	Source() string
-	Status() policy.Status
+	Status() h4r.PolicyStatus
 }
 
 // newSlicer loads the policy the configuration selects (bundled,
@@ -28,7 +29,7 @@ func newSlicer(ctx context.Context, cfg config.Config, a *App, counter *tokens.C
 	if cfg.OPACacheTTL > 0 {
 		cache = policy.NewCache(policy.DefaultCacheSize, cfg.OPACacheTTL)
 	}
-	var decider scs.Decider
+	var decider h4r.Decider
 	if cfg.OPAURL != "" {
 		ropts := []policy.RemoteOption{policy.WithTimeout(cfg.OPATimeout)}
 		if cache != nil {

@@ -22,14 +22,14 @@ func memory(m h4r.Metadata) *h4r.Item {
 	}
 }
 
-func allowed() Decision {
-	return Decision{Allow: true, RedactedFields: []string{}, Reason: ReasonAllowed}
+func allowed() h4r.Decision {
+	return h4r.Decision{Allow: true, RedactedFields: []string{}, Reason: ReasonAllowed}
 }
-func denied(reason string) Decision {
-	return Decision{Allow: false, RedactedFields: []string{}, Reason: reason}
+func denied(reason string) h4r.Decision {
+	return h4r.Decision{Allow: false, RedactedFields: []string{}, Reason: reason}
 }
-func redacted(fields ...string) Decision {
-	return Decision{Allow: true, Redact: true, RedactedFields: fields, Reason: ReasonPII}
+func redacted(fields ...string) h4r.Decision {
+	return h4r.Decision{Allow: true, Redact: true, RedactedFields: fields, Reason: ReasonPII}
 }
 
 // decisionCases is the table that both the bundled Rego and LocalRules must
@@ -39,7 +39,7 @@ var decisionCases = []struct {
 	name string
 	spec h4r.Specialist
 	meta h4r.Metadata
-	want Decision
+	want h4r.Decision
 }{
 	{"public, metadata defaults", spec(h4r.Public), h4r.Metadata{}, allowed()},
 	{"internal, metadata defaults", spec(h4r.Internal), h4r.Metadata{}, allowed()},

@@ -198,20 +198,20 @@ func TestPackSettings(t *testing.T) {
 		name    string
 		rule    string
 		level   h4r.SecurityLevel
-		want    PackSettings
+		want    h4r.PackSettings
 		wantErr string
 	}{
-		{"no pack rule", "", h4r.Public, PackSettings{}, ""},
-		{"rule applies", `pack := {"maxTokens": 2000, "reason": "small"} if input.specialist.securityLevel == "public"`, h4r.Public, PackSettings{MaxTokens: 2000, Reason: "small"}, ""},
-		{"rule undefined for this specialist", `pack := {"maxTokens": 2000} if input.specialist.securityLevel == "public"`, h4r.Restricted, PackSettings{}, ""},
-		{"all limits", `pack := {"maxBytes": 1000, "maxTokens": 200, "maxItems": 3}`, h4r.Public, PackSettings{MaxBytes: 1000, MaxTokens: 200, MaxItems: 3}, ""},
-		{"unknown key", `pack := {"maxToken": 2000}`, h4r.Public, PackSettings{}, "pack.maxToken is not a pack setting"},
-		{"zero limit", `pack := {"maxItems": 0}`, h4r.Public, PackSettings{}, "pack.maxItems is"},
-		{"fractional limit", `pack := {"maxItems": 2.5}`, h4r.Public, PackSettings{}, "want a positive integer"},
-		{"string limit", `pack := {"maxBytes": "10"}`, h4r.Public, PackSettings{}, "want a positive integer"},
-		{"not an object", `pack := [1]`, h4r.Public, PackSettings{}, "want an object"},
-		{"item is not in the pack input", `pack := {"maxItems": 1} if input.item.kind == "x"`, h4r.Public, PackSettings{}, ""},
-		{"built-in error", `pack := {"maxItems": to_number(input.specialist.id)}`, h4r.Public, PackSettings{}, "to_number"},
+		{"no pack rule", "", h4r.Public, h4r.PackSettings{}, ""},
+		{"rule applies", `pack := {"maxTokens": 2000, "reason": "small"} if input.specialist.securityLevel == "public"`, h4r.Public, h4r.PackSettings{MaxTokens: 2000, Reason: "small"}, ""},
+		{"rule undefined for this specialist", `pack := {"maxTokens": 2000} if input.specialist.securityLevel == "public"`, h4r.Restricted, h4r.PackSettings{}, ""},
+		{"all limits", `pack := {"maxBytes": 1000, "maxTokens": 200, "maxItems": 3}`, h4r.Public, h4r.PackSettings{MaxBytes: 1000, MaxTokens: 200, MaxItems: 3}, ""},
+		{"unknown key", `pack := {"maxToken": 2000}`, h4r.Public, h4r.PackSettings{}, "pack.maxToken is not a pack setting"},
+		{"zero limit", `pack := {"maxItems": 0}`, h4r.Public, h4r.PackSettings{}, "pack.maxItems is"},
+		{"fractional limit", `pack := {"maxItems": 2.5}`, h4r.Public, h4r.PackSettings{}, "want a positive integer"},
+		{"string limit", `pack := {"maxBytes": "10"}`, h4r.Public, h4r.PackSettings{}, "want a positive integer"},
+		{"not an object", `pack := [1]`, h4r.Public, h4r.PackSettings{}, "want an object"},
+		{"item is not in the pack input", `pack := {"maxItems": 1} if input.item.kind == "x"`, h4r.Public, h4r.PackSettings{}, ""},
+		{"built-in error", `pack := {"maxItems": to_number(input.specialist.id)}`, h4r.Public, h4r.PackSettings{}, "to_number"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func BenchmarkDecide(b *testing.B) {
 	// input.item: what pruning the input saves.
 	fullInput := *engine
 	fullInput.needs = itemNeeds{all: true}
-	perItem := func(decide func(context.Context, h4r.Specialist, *h4r.Item) (Decision, error)) func(context.Context, h4r.Specialist, []*h4r.Item) error {
+	perItem := func(decide func(context.Context, h4r.Specialist, *h4r.Item) (h4r.Decision, error)) func(context.Context, h4r.Specialist, []*h4r.Item) error {
 		return func(ctx context.Context, who h4r.Specialist, items []*h4r.Item) error {
 			for _, it := range items {
 				if _, err := decide(ctx, who, it); err != nil {
@@ -137,7 +137,7 @@ func BenchmarkDecideBatch(b *testing.B) {
 	}{{"default", bundled}, {"custom", custom}} {
 		for _, o := range []struct {
 			name   string
-			decide func(context.Context, h4r.Specialist, []*h4r.Item) []Result
+			decide func(context.Context, h4r.Specialist, []*h4r.Item) []h4r.DecisionResult
 		}{{"per_item_loop", p.engine.decideEach}, {"batch_module", p.engine.DecideBatch}} {
 			b.Run("policy="+p.name+"/option="+o.name, func(b *testing.B) {
 				for b.Loop() {

@@ -44,16 +44,8 @@ type cacheKey struct {
 }
 
 type cacheEntry struct {
-	decision Decision
-	pack     PackSettings
-}
-
-// CacheStats are a Cache's counters since it was made, for
-// scs_opa_cache_hits_total and scs_opa_cache_misses_total.
-type CacheStats struct {
-	Hits    uint64 `json:"hits"`
-	Misses  uint64 `json:"misses"`
-	Entries int    `json:"entries"`
+	decision h4r.Decision
+	pack     h4r.PackSettings
 }
 
 // NewCache returns a cache of at most size decisions (DefaultCacheSize if
@@ -66,8 +58,8 @@ func NewCache(size int, ttl time.Duration) *Cache {
 }
 
 // Stats returns the hit and miss counters and the number of entries.
-func (c *Cache) Stats() CacheStats {
-	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.lru.Len()}
+func (c *Cache) Stats() h4r.PolicyCacheStats {
+	return h4r.PolicyCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.lru.Len()}
 }
 
 // Purge empties the cache (the counters stay).
@@ -76,9 +68,9 @@ func (c *Cache) Purge() { c.lru.Purge() }
 // Decider is a policy the cache can front: the embedded Engine or Remote.
 type Decider interface {
 	Revision() string
-	Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error)
-	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result
-	PackSettings(ctx context.Context, spec h4r.Specialist) (PackSettings, error)
+	Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error)
+	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult
+	PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.PackSettings, error)
 }
 
 // Wrap returns d with its decisions cached in c. Wrapping is cheap (live
@@ -132,7 +124,7 @@ func (c *Cached) lookup(k cacheKey) (cacheEntry, bool) {
 }
 
 // Decide answers from the cache or asks the wrapped policy.
-func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
+func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
 	k, cacheable := c.key(specialistKey(spec), item)
 	if cacheable {
 		if e, ok := c.lookup(k); ok {
@@ -148,8 +140,8 @@ func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 
 // DecideBatch answers what it can from the cache and asks the wrapped
 // policy for the rest in one batch.
-func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
-	out := make([]Result, len(items))
+func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
+	out := make([]h4r.DecisionResult, len(items))
 	sk := specialistKey(spec)
 	keys := make([]cacheKey, len(items))
 	cacheable := make([]bool, len(items))
@@ -180,7 +172,7 @@ func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 }
 
 // PackSettings answers from the cache or asks the wrapped policy.
-func (c *Cached) PackSettings(ctx context.Context, spec h4r.Specialist) (PackSettings, error) {
+func (c *Cached) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.PackSettings, error) {
 	k := cacheKey{revision: c.inner.Revision(), specialist: specialistKey(spec), pack: true}
 	if e, ok := c.lookup(k); ok {
 		return e.pack, nil
@@ -194,7 +186,7 @@ func (c *Cached) PackSettings(ctx context.Context, spec h4r.Specialist) (PackSet
 
 // cloneDecision copies the field list so that callers cannot change a
 // cached decision.
-func cloneDecision(d Decision) Decision {
+func cloneDecision(d h4r.Decision) h4r.Decision {
 	d.RedactedFields = slices.Clone(d.RedactedFields)
 	if d.RedactedFields == nil {
 		d.RedactedFields = []string{}

@@ -6,7 +6,7 @@
 // DESIGN.md), a directory of Rego files, or an OPA bundle (.tar.gz)
 // (WithPolicyDir). It decides one item (Decide), all candidates of a request
 // in one evaluation (DecideBatch), and the optional pack-level settings of
-// the rule pack (PackSettings). Input keys of input.item that no rule reads
+// the rule pack (h4r.PackSettings). Input keys of input.item that no rule reads
 // are left out of the input, which cannot change a decision; candidates
 // that then look alike are decided once, and a deterministic policy's
 // decisions are remembered by input (WithDecisionMemo). Explain says which

@@ -68,23 +68,6 @@ const (
 // evaluation errors point into it.
 const BundledFile = "rego/context.rego"
 
-// Decision is what the policy says about one item for one specialist.
-// RedactedFields are JSONPaths ($.text, $.content.…) to replace with a
-// redaction marker; Reason names the rules that decided.
-type Decision struct {
-	Allow          bool     `json:"allow"`
-	Redact         bool     `json:"redact"`
-	RedactedFields []string `json:"redactedFields"`
-	Reason         string   `json:"reason"`
-}
-
-// Result is one item's outcome of a batch decision: a decision, or the
-// error that kept it from being made (the caller fails closed).
-type Result struct {
-	Decision Decision
-	Err      error
-}
-
 // Engine is a compiled policy with its queries prepared: per item, for a
 // whole batch of items, and for pack-level settings. It is immutable and
 // safe for concurrent use.
@@ -100,7 +83,7 @@ type Engine struct {
 	// inputs get equal decisions: decided once per batch, and remembered
 	// in decisions across requests.
 	memo      bool
-	decisions *lru.Cache[string, Decision] // by specialist and input as the policy sees it; nil unless memo
+	decisions *lru.Cache[string, h4r.Decision] // by specialist and input as the policy sees it; nil unless memo
 }
 
 // DefaultDecisionMemo is how many decisions an Engine remembers by input.
@@ -268,7 +251,7 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 	e.needs = analyseInput(user)
 	e.memo = deterministic(user)
 	if e.memo && memo > 0 {
-		e.decisions, _ = lru.New[string, Decision](memo) // errors only for a size <= 0
+		e.decisions, _ = lru.New[string, h4r.Decision](memo) // errors only for a size <= 0
 	}
 	return e, nil
 }
@@ -309,18 +292,18 @@ func (e *Engine) Files() []File { return slices.Clone(e.files) }
 // Decide evaluates the policy for one item. An evaluation error, an
 // undefined decision or a decision whose allow is missing or not a boolean
 // is an error: the caller must not treat it as allowed.
-func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
+func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
 	if item == nil {
-		return Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
+		return h4r.Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 	}
 	// OPA notices cancellation only between evaluation steps, and a short
 	// policy may finish first; a cancelled request gets no decisions.
 	if err := ctx.Err(); err != nil {
-		return Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
+		return h4r.Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
 	}
 	itemValue, err := e.needs.itemValue(item)
 	if err != nil {
-		return Decision{}, err
+		return h4r.Decision{}, err
 	}
 	input := ast.NewObject(
 		ast.Item(ast.InternedTerm("specialist"), ast.NewTerm(specialistValue(spec))),
@@ -328,14 +311,14 @@ func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 	)
 	rs, err := e.item.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
-		return Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
+		return h4r.Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return Decision{}, fmt.Errorf("evaluating policy %s for item %q: decision %s is undefined", e.revision, item.ID, PackagePath)
+		return h4r.Decision{}, fmt.Errorf("evaluating policy %s for item %q: decision %s is undefined", e.revision, item.ID, PackagePath)
 	}
 	d, err := decodeDecision(rs[0].Expressions[0].Value)
 	if err != nil {
-		return Decision{}, fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, item.ID, err)
+		return h4r.Decision{}, fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, item.ID, err)
 	}
 	return d, nil
 }
@@ -344,8 +327,8 @@ func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 // decisions Decide gives one by one. If the batch evaluation fails (one
 // item's rules conflict, say), every item is decided on its own, so that
 // only the items whose decision cannot be made get an error.
-func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
-	out := make([]Result, len(items))
+func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
+	out := make([]h4r.DecisionResult, len(items))
 	if err := ctx.Err(); err != nil {
 		for i := range out {
 			out[i].Err = fmt.Errorf("evaluating policy %s: %w", e.revision, err)
@@ -357,7 +340,7 @@ func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 		return e.decideEach(ctx, spec, items)
 	}
 	// Inputs decided before, for this specialist, need no evaluation.
-	decided := make([]*Decision, len(terms))
+	decided := make([]*h4r.Decision, len(terms))
 	var ask []*ast.Term
 	var askIdx []int
 	sk := specialistKey(spec) + "\x00"
@@ -443,8 +426,8 @@ func (e *Engine) distinctInputs(items []*h4r.Item) (terms []*ast.Term, keys []st
 	return terms, keys, slot, nil
 }
 
-func (e *Engine) decideEach(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
-	out := make([]Result, len(items))
+func (e *Engine) decideEach(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
+	out := make([]h4r.DecisionResult, len(items))
 	for i, it := range items {
 		out[i].Decision, out[i].Err = e.Decide(ctx, spec, it)
 	}
@@ -453,39 +436,39 @@ func (e *Engine) decideEach(ctx context.Context, spec h4r.Specialist, items []*h
 
 // decodeDecision reads the package document. allow is required; redact,
 // redactedFields and reason may be absent but must have the right type.
-func decodeDecision(v any) (Decision, error) {
+func decodeDecision(v any) (h4r.Decision, error) {
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return Decision{}, fmt.Errorf("decision is a %T, want an object", v)
+		return h4r.Decision{}, fmt.Errorf("decision is a %T, want an object", v)
 	}
-	var d Decision
+	var d h4r.Decision
 	allow, ok := doc["allow"].(bool)
 	if !ok {
-		return Decision{}, fmt.Errorf("decision.allow is %s, want a boolean", describe(doc["allow"]))
+		return h4r.Decision{}, fmt.Errorf("decision.allow is %s, want a boolean", describe(doc["allow"]))
 	}
 	d.Allow = allow
 	if raw, present := doc["redact"]; present {
 		if d.Redact, ok = raw.(bool); !ok {
-			return Decision{}, fmt.Errorf("decision.redact is %s, want a boolean", describe(raw))
+			return h4r.Decision{}, fmt.Errorf("decision.redact is %s, want a boolean", describe(raw))
 		}
 	}
 	d.RedactedFields = []string{}
 	if raw, present := doc["redactedFields"]; present {
 		list, ok := raw.([]any)
 		if !ok {
-			return Decision{}, fmt.Errorf("decision.redactedFields is %s, want a list of JSONPath strings", describe(raw))
+			return h4r.Decision{}, fmt.Errorf("decision.redactedFields is %s, want a list of JSONPath strings", describe(raw))
 		}
 		for i, e := range list {
 			s, ok := e.(string)
 			if !ok {
-				return Decision{}, fmt.Errorf("decision.redactedFields[%d] is %s, want a JSONPath string", i, describe(e))
+				return h4r.Decision{}, fmt.Errorf("decision.redactedFields[%d] is %s, want a JSONPath string", i, describe(e))
 			}
 			d.RedactedFields = append(d.RedactedFields, s)
 		}
 	}
 	if raw, present := doc["reason"]; present {
 		if d.Reason, ok = raw.(string); !ok {
-			return Decision{}, fmt.Errorf("decision.reason is %s, want a string", describe(raw))
+			return h4r.Decision{}, fmt.Errorf("decision.reason is %s, want a string", describe(raw))
 		}
 	}
 	return d, nil

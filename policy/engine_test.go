@@ -137,9 +137,9 @@ func TestDecideRejectsNilItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, decide := range map[string]func() (Decision, error){
-		"rego":  func() (Decision, error) { return engine.Decide(t.Context(), spec(h4r.Public), nil) },
-		"local": func() (Decision, error) { return LocalRules{}.Decide(t.Context(), spec(h4r.Public), nil) },
+	for name, decide := range map[string]func() (h4r.Decision, error){
+		"rego":  func() (h4r.Decision, error) { return engine.Decide(t.Context(), spec(h4r.Public), nil) },
+		"local": func() (h4r.Decision, error) { return LocalRules{}.Decide(t.Context(), spec(h4r.Public), nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := decide()
@@ -174,10 +174,10 @@ func TestWithPolicyDir(t *testing.T) {
 	cases := []struct {
 		name string
 		kind string
-		want Decision
+		want h4r.Decision
 	}{
-		{"user rule allows a note", "note", Decision{Allow: true, RedactedFields: []string{}, Reason: "note"}},
-		{"user rule denies the rest", "test_failure", Decision{Allow: false, RedactedFields: []string{}, Reason: "not a note"}},
+		{"user rule allows a note", "note", h4r.Decision{Allow: true, RedactedFields: []string{}, Reason: "note"}},
+		{"user rule denies the rest", "test_failure", h4r.Decision{Allow: false, RedactedFields: []string{}, Reason: "not a note"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,13 +54,13 @@ type Explanation struct {
 func (x Explanation) PrettyTrace(w io.Writer) { topdown.PrettyTraceWithLocation(w, x.Trace) }
 
 // Explain decides one item, as Decide does, and says which rules fired.
-func (e *Engine) Explain(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, Explanation, error) {
+func (e *Engine) Explain(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, Explanation, error) {
 	if item == nil {
-		return Decision{}, Explanation{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
+		return h4r.Decision{}, Explanation{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 	}
 	itemValue, err := e.needs.itemValue(item)
 	if err != nil {
-		return Decision{}, Explanation{}, err
+		return h4r.Decision{}, Explanation{}, err
 	}
 	input := ast.NewObject(
 		ast.Item(ast.InternedTerm("specialist"), ast.NewTerm(specialistValue(spec))),
@@ -70,14 +70,14 @@ func (e *Engine) Explain(ctx context.Context, spec h4r.Specialist, item *h4r.Ite
 	rs, err := e.item.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(buf))
 	x := e.explanation(*buf)
 	if err != nil {
-		return Decision{}, x, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
+		return h4r.Decision{}, x, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return Decision{}, x, fmt.Errorf("evaluating policy %s for item %q: decision %s is undefined", e.revision, item.ID, PackagePath)
+		return h4r.Decision{}, x, fmt.Errorf("evaluating policy %s for item %q: decision %s is undefined", e.revision, item.ID, PackagePath)
 	}
 	d, err := decodeDecision(rs[0].Expressions[0].Value)
 	if err != nil {
-		return Decision{}, x, fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, item.ID, err)
+		return h4r.Decision{}, x, fmt.Errorf("reading policy %s decision for item %q: %w", e.revision, item.ID, err)
 	}
 	return d, x, nil
 }

@@ -16,26 +16,6 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Status says which policy decides and how its last reload went; GET
-// /v1/policy and /health/ready show it.
-type Status struct {
-	Mode        string      `json:"mode"`   // "embedded" or "remote"
-	Source      string      `json:"source"` // "bundled", a directory, a bundle file, or the remote URL
-	Revision    string      `json:"revision"`
-	LoadedAt    time.Time   `json:"loadedAt"`
-	Watching    bool        `json:"watching"`
-	Reloads     int         `json:"reloads"` // successful reloads since start
-	LastError   string      `json:"lastError,omitempty"`
-	LastErrorAt *time.Time  `json:"lastErrorAt,omitempty"`
-	Cache       *CacheStats `json:"cache,omitempty"`
-}
-
-// Modes of Status.
-const (
-	ModeEmbedded = "embedded"
-	ModeRemote   = "remote"
-)
-
 // DefaultDebounce is how long Live waits after the last change to the
 // policy files before it reloads (editors write a file in several steps).
 const DefaultDebounce = 100 * time.Millisecond
@@ -56,7 +36,7 @@ type Live struct {
 
 	current atomic.Pointer[Engine]
 	mu      sync.Mutex // guards status and serialises reloads
-	status  Status
+	status  h4r.PolicyStatus
 
 	stop chan struct{}
 	done chan struct{}
@@ -100,7 +80,7 @@ func NewLive(ctx context.Context, path string, opts ...LiveOption) (*Live, error
 		return nil, err
 	}
 	l.current.Store(e)
-	l.status = Status{Mode: ModeEmbedded, Source: e.Source(), Revision: e.Revision(), LoadedAt: l.now().UTC()}
+	l.status = h4r.PolicyStatus{Mode: h4r.PolicyEmbedded, Source: e.Source(), Revision: e.Revision(), LoadedAt: l.now().UTC()}
 	if l.watch && path != "" {
 		if err := l.startWatch(); err != nil {
 			return nil, err
@@ -121,7 +101,7 @@ func (l *Live) Engine() *Engine { return l.current.Load() }
 
 // Snapshot returns the policy in use now, with the decision cache in front
 // when there is one: what one request decides with.
-func (l *Live) Snapshot() Decider {
+func (l *Live) Snapshot() h4r.Decider {
 	e := l.current.Load()
 	if l.cache != nil {
 		return l.cache.Wrap(e)
@@ -131,7 +111,7 @@ func (l *Live) Snapshot() Decider {
 
 // Decide decides one item with the policy in use now (Snapshot is better
 // for several items: they are all decided by the same policy).
-func (l *Live) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
+func (l *Live) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
 	return l.Snapshot().Decide(ctx, spec, item)
 }
 
@@ -142,7 +122,7 @@ func (l *Live) Revision() string { return l.current.Load().Revision() }
 func (l *Live) Source() string { return l.current.Load().Source() }
 
 // Status returns the policy's status.
-func (l *Live) Status() Status {
+func (l *Live) Status() h4r.PolicyStatus {
 	l.mu.Lock()
 	s := l.status
 	l.mu.Unlock()

@@ -30,10 +30,10 @@ func (c *counting) Revision() string {
 	return c.Decider.Revision()
 }
 
-func (c *counting) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
+func (c *counting) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
 	c.calls.Add(int64(len(items)))
 	if c.fail.Load() {
-		out := make([]Result, len(items))
+		out := make([]h4r.DecisionResult, len(items))
 		for i := range out {
 			out[i].Err = errors.New("policy down")
 		}
@@ -42,7 +42,7 @@ func (c *counting) DecideBatch(ctx context.Context, spec h4r.Specialist, items [
 	return c.Decider.DecideBatch(ctx, spec, items)
 }
 
-func (c *counting) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
+func (c *counting) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
 	r := c.DecideBatch(ctx, spec, []*h4r.Item{item})
 	return r[0].Decision, r[0].Err
 }
@@ -204,7 +204,7 @@ func TestLiveReload(t *testing.T) {
 	}
 	defer live.Close()
 	item := memory(h4r.Metadata{}) // kind test_failure
-	decide := func(d Decider) bool {
+	decide := func(d h4r.Decider) bool {
 		t.Helper()
 		got, err := d.Decide(t.Context(), spec(h4r.Public), item)
 		if err != nil {

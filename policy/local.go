@@ -38,9 +38,9 @@ func (LocalRules) Revision() string { return "local" }
 
 // Decide applies the five rules. Every denying rule is named in Reason,
 // sorted and comma-separated, as the Rego policy does.
-func (LocalRules) Decide(_ context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
+func (LocalRules) Decide(_ context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
 	if item == nil {
-		return Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
+		return h4r.Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 	}
 	m := item.Metadata
 	var deny []string
@@ -59,12 +59,12 @@ func (LocalRules) Decide(_ context.Context, spec h4r.Specialist, item *h4r.Item)
 	}
 	if len(deny) > 0 {
 		slices.Sort(deny)
-		return Decision{Allow: false, RedactedFields: []string{}, Reason: strings.Join(deny, ",")}, nil
+		return h4r.Decision{Allow: false, RedactedFields: []string{}, Reason: strings.Join(deny, ",")}, nil
 	}
 	if m.ContainsPII && len(m.PIIFields) > 0 {
-		return Decision{Allow: true, Redact: true, RedactedFields: slices.Clone(m.PIIFields), Reason: ReasonPII}, nil
+		return h4r.Decision{Allow: true, Redact: true, RedactedFields: slices.Clone(m.PIIFields), Reason: ReasonPII}, nil
 	}
-	return Decision{Allow: true, RedactedFields: []string{}, Reason: ReasonAllowed}, nil
+	return h4r.Decision{Allow: true, RedactedFields: []string{}, Reason: ReasonAllowed}, nil
 }
 
 func sharesGroup(restricted, authorized []string) bool {

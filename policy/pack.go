@@ -13,47 +13,29 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// PackSettings are the pack-level settings a policy may return besides its
-// per-item decisions: the rule pack in package cmo.context, evaluated once
-// per request with input {"specialist": {...}} (no item). Every field is
-// optional; a limit can only narrow the request's budget, never raise it.
-//
-//	pack := {"maxTokens": 2000, "reason": "public specialists get small packs"} if {
-//		input.specialist.securityLevel == "public"
-//	}
-type PackSettings struct {
-	MaxBytes  int    `json:"maxBytes,omitempty"`
-	MaxTokens int    `json:"maxTokens,omitempty"`
-	MaxItems  int    `json:"maxItems,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-}
-
-// IsZero reports whether the settings set nothing.
-func (p PackSettings) IsZero() bool { return p == PackSettings{} }
-
 // PackSettings evaluates the policy's pack rule for a specialist. A policy
 // without one, or whose rule is undefined for this specialist, sets
 // nothing. A rule that errors or returns anything but an object of the
 // documented keys with positive integer limits is an error: the caller
 // fails closed.
-func (e *Engine) PackSettings(ctx context.Context, spec h4r.Specialist) (PackSettings, error) {
+func (e *Engine) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.PackSettings, error) {
 	if e.pack == nil {
-		return PackSettings{}, nil
+		return h4r.PackSettings{}, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return PackSettings{}, fmt.Errorf("evaluating pack settings of policy %s: %w", e.revision, err)
+		return h4r.PackSettings{}, fmt.Errorf("evaluating pack settings of policy %s: %w", e.revision, err)
 	}
 	input := ast.NewObject(ast.Item(ast.InternedTerm("specialist"), ast.NewTerm(specialistValue(spec))))
 	rs, err := e.pack.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
-		return PackSettings{}, fmt.Errorf("evaluating pack settings of policy %s: %w", e.revision, err)
+		return h4r.PackSettings{}, fmt.Errorf("evaluating pack settings of policy %s: %w", e.revision, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return PackSettings{}, nil
+		return h4r.PackSettings{}, nil
 	}
 	ps, err := decodePackSettings(rs[0].Expressions[0].Value)
 	if err != nil {
-		return PackSettings{}, fmt.Errorf("reading pack settings of policy %s: %w", e.revision, err)
+		return h4r.PackSettings{}, fmt.Errorf("reading pack settings of policy %s: %w", e.revision, err)
 	}
 	return ps, nil
 }
@@ -62,12 +44,12 @@ var packKeys = []string{"maxBytes", "maxItems", "maxTokens", "reason"}
 
 // decodePackSettings reads the value of the pack rule (decoded JSON: Go
 // numbers are json.Number or float64).
-func decodePackSettings(v any) (PackSettings, error) {
+func decodePackSettings(v any) (h4r.PackSettings, error) {
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return PackSettings{}, fmt.Errorf("pack is %s, want an object", describe(v))
+		return h4r.PackSettings{}, fmt.Errorf("pack is %s, want an object", describe(v))
 	}
-	var ps PackSettings
+	var ps h4r.PackSettings
 	for key, raw := range doc {
 		var dst *int
 		switch key {
@@ -80,16 +62,16 @@ func decodePackSettings(v any) (PackSettings, error) {
 		case "reason":
 			s, ok := raw.(string)
 			if !ok {
-				return PackSettings{}, fmt.Errorf("pack.reason is %s, want a string", describe(raw))
+				return h4r.PackSettings{}, fmt.Errorf("pack.reason is %s, want a string", describe(raw))
 			}
 			ps.Reason = s
 			continue
 		default:
-			return PackSettings{}, fmt.Errorf("pack.%s is not a pack setting (want %s)", key, strings.Join(packKeys, ", "))
+			return h4r.PackSettings{}, fmt.Errorf("pack.%s is not a pack setting (want %s)", key, strings.Join(packKeys, ", "))
 		}
 		n, ok := positiveInt(raw)
 		if !ok {
-			return PackSettings{}, fmt.Errorf("pack.%s is %s, want a positive integer", key, describe(raw))
+			return h4r.PackSettings{}, fmt.Errorf("pack.%s is %s, want a positive integer", key, describe(raw))
 		}
 		*dst = n
 	}

@@ -103,8 +103,8 @@ func (r *Remote) Snapshot() Decider {
 
 // Status reports the remote policy: its URL, the revision OPA last
 // reported, and the last time OPA could not be reached.
-func (r *Remote) Status() Status {
-	s := Status{Mode: ModeRemote, Source: r.base, Revision: r.Revision(), LoadedAt: r.created}
+func (r *Remote) Status() h4r.PolicyStatus {
+	s := h4r.PolicyStatus{Mode: h4r.PolicyRemote, Source: r.base, Revision: r.Revision(), LoadedAt: r.created}
 	r.mu.Lock()
 	if r.lastError != "" {
 		at := r.lastErrorAt
@@ -198,37 +198,37 @@ func (r *Remote) noteRevision(out opaResponse) {
 }
 
 // Decide asks OPA about one item.
-func (r *Remote) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (Decision, error) {
+func (r *Remote) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
 	if item == nil {
-		return Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
+		return h4r.Decision{}, h4r.Errorf(h4r.EINVALID, "item", "no item to decide on")
 	}
 	raw, err := r.query(ctx, "cmo/context", Input(spec, item))
 	if err != nil {
-		return Decision{}, fmt.Errorf("asking OPA at %s for item %q: %w", r.base, item.ID, err)
+		return h4r.Decision{}, fmt.Errorf("asking OPA at %s for item %q: %w", r.base, item.ID, err)
 	}
 	if raw == nil {
-		return Decision{}, fmt.Errorf("asking OPA at %s for item %q: decision %s is undefined", r.base, item.ID, PackagePath)
+		return h4r.Decision{}, fmt.Errorf("asking OPA at %s for item %q: decision %s is undefined", r.base, item.ID, PackagePath)
 	}
 	d, err := decodeRemoteDecision(raw)
 	if err != nil {
-		return Decision{}, fmt.Errorf("reading OPA's decision for item %q: %w", item.ID, err)
+		return h4r.Decision{}, fmt.Errorf("reading OPA's decision for item %q: %w", item.ID, err)
 	}
 	return d, nil
 }
 
 // decodeRemoteDecision reads the result document of OPA's answer: the same
 // contract as an embedded decision.
-func decodeRemoteDecision(result []byte) (Decision, error) {
+func decodeRemoteDecision(result []byte) (h4r.Decision, error) {
 	var doc any
 	if err := json.Unmarshal(result, &doc); err != nil {
-		return Decision{}, err
+		return h4r.Decision{}, err
 	}
 	return decodeDecision(doc)
 }
 
 // DecideBatch asks OPA about every item, r.concurrency calls at once.
-func (r *Remote) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []Result {
-	out := make([]Result, len(items))
+func (r *Remote) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
+	out := make([]h4r.DecisionResult, len(items))
 	var unreachable atomic.Pointer[error]
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -253,19 +253,19 @@ func (r *Remote) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 }
 
 // PackSettings asks OPA for data.cmo.context.pack; undefined sets nothing.
-func (r *Remote) PackSettings(ctx context.Context, spec h4r.Specialist) (PackSettings, error) {
+func (r *Remote) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.PackSettings, error) {
 	raw, err := r.query(ctx, "cmo/context/pack", map[string]any{"specialist": specialistInput(spec)})
 	if err != nil {
-		return PackSettings{}, fmt.Errorf("asking OPA at %s for pack settings: %w", r.base, err)
+		return h4r.PackSettings{}, fmt.Errorf("asking OPA at %s for pack settings: %w", r.base, err)
 	}
 	if raw == nil {
-		return PackSettings{}, nil
+		return h4r.PackSettings{}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return PackSettings{}, fmt.Errorf("reading OPA's pack settings: %w", err)
+		return h4r.PackSettings{}, fmt.Errorf("reading OPA's pack settings: %w", err)
 	}
 	return decodePackSettings(doc)
 }

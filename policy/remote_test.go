@@ -32,7 +32,7 @@ func TestRemoteAgreesWithEmbedded(t *testing.T) {
 	opa := opatest.Start(t, bundledModules())
 	remote := newRemote(t, opa.URL)
 	var items []*h4r.Item
-	var want []Decision
+	var want []h4r.Decision
 	for _, tc := range decisionCases {
 		it := memory(tc.meta)
 		it.ID = tc.name
@@ -57,7 +57,7 @@ func TestRemoteAgreesWithEmbedded(t *testing.T) {
 	}
 }
 
-func equalDecision(a, b Decision) bool {
+func equalDecision(a, b h4r.Decision) bool {
 	return a.Allow == b.Allow && a.Redact == b.Redact && a.Reason == b.Reason && strings.Join(a.RedactedFields, ",") == strings.Join(b.RedactedFields, ",")
 }
 
@@ -69,7 +69,7 @@ allow := true
 pack := {"maxTokens": 100} if input.specialist.securityLevel == "public"
 `})
 	remote := newRemote(t, opa.URL)
-	for level, want := range map[h4r.SecurityLevel]PackSettings{h4r.Public: {MaxTokens: 100}, h4r.Restricted: {}} {
+	for level, want := range map[h4r.SecurityLevel]h4r.PackSettings{h4r.Public: {MaxTokens: 100}, h4r.Restricted: {}} {
 		got, err := remote.PackSettings(t.Context(), spec(level))
 		if err != nil || got != want {
 			t.Errorf("%s: PackSettings = %+v, %v; want %+v", level, got, err, want)
@@ -136,7 +136,7 @@ func TestRemoteStoppedMidRun(t *testing.T) {
 	if notAsked == 0 {
 		t.Errorf("every item waited for its own call; want the batch cut short after the first unreachable call")
 	}
-	if st := remote.Status(); st.LastError == "" || st.Mode != ModeRemote {
+	if st := remote.Status(); st.LastError == "" || st.Mode != h4r.PolicyRemote {
 		t.Errorf("Status = %+v, want mode remote with the last error", st)
 	}
 }

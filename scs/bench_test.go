@@ -145,7 +145,7 @@ func BenchmarkSlice(b *testing.B) {
 		for _, p := range policies {
 			for _, o := range options {
 				b.Run(fmt.Sprintf("candidates=%s/policy=%s/option=%s", c.name, p.name, o.name), func(b *testing.B) {
-					var d Decider = p.cold
+					var d h4r.Decider = p.cold
 					switch {
 					case o.memo:
 						d = p.memo

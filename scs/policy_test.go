@@ -81,7 +81,7 @@ type switching struct {
 	n            int
 }
 
-func (s *switching) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (policy.Decision, error) {
+func (s *switching) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
 	return s.later.Decide(ctx, spec, item)
 }
 

@@ -13,26 +13,19 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/policy"
 )
-
-// Decider makes the policy decision for one item. Implementations must be
-// safe for concurrent use: Slice decides several items at once.
-type Decider interface {
-	Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (policy.Decision, error)
-}
 
 // BatchDecider decides all candidates of a request at once, one result per
 // item in order (policy.Engine: one evaluation over all candidates). A
 // Decider that is also a BatchDecider is asked this way.
 type BatchDecider interface {
-	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []policy.Result
+	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult
 }
 
 // PackPolicy is a policy that may also return pack-level settings (the
 // rule pack of package cmo.context): budgets that narrow the request's.
 type PackPolicy interface {
-	PackSettings(ctx context.Context, spec h4r.Specialist) (policy.PackSettings, error)
+	PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.PackSettings, error)
 }
 
 // Snapshotter is a policy that can be replaced while the server runs
@@ -40,7 +33,7 @@ type PackPolicy interface {
 // request with it, so a request in flight during a reload finishes on the
 // policy it started with.
 type Snapshotter interface {
-	Snapshot() policy.Decider
+	Snapshot() h4r.Decider
 }
 
 // revisioned is a Decider that can name its policy (policy.Engine).
@@ -75,8 +68,8 @@ func (l Limits) Validate() error {
 // Slicer applies policy and budgets to ranked items. It is safe for
 // concurrent use.
 type Slicer struct {
-	decider     Decider
-	fallback    Decider
+	decider     h4r.Decider
+	fallback    h4r.Decider
 	counter     TokenCounter
 	marker      string
 	concurrency int
@@ -94,7 +87,7 @@ type Option func(*Slicer)
 // WithFallback sets the Decider used for an item when the main decider
 // fails (SCS_OPA_FALLBACK_LOCAL=true gives policy.LocalRules). nil, the
 // default, fails closed: such items are dropped.
-func WithFallback(d Decider) Option { return func(s *Slicer) { s.fallback = d } }
+func WithFallback(d h4r.Decider) Option { return func(s *Slicer) { s.fallback = d } }
 
 // WithRedactionMarker sets the string redacted values are replaced with
 // (default "[REDACTED]").
@@ -125,7 +118,7 @@ func WithDecisionLog(l DecisionLogger) Option { return func(s *Slicer) { s.log =
 
 // New returns a Slicer. decider and counter are required; New panics if
 // either is nil, as that is a wiring mistake, not an input.
-func New(decider Decider, counter TokenCounter, opts ...Option) *Slicer {
+func New(decider h4r.Decider, counter TokenCounter, opts ...Option) *Slicer {
 	if decider == nil || counter == nil {
 		panic("scs.New: decider and counter must not be nil")
 	}
@@ -161,7 +154,7 @@ type Verdict struct {
 
 // decided is one item's policy outcome before budgets.
 type decided struct {
-	decision policy.Decision
+	decision h4r.Decision
 	err      error // no decision could be made
 	fallback bool  // the fallback made the decision
 }
@@ -275,7 +268,7 @@ func firstErr(ds []decided) error {
 // pack rule failed or returned something unreadable) is returned for the
 // caller to fail closed, unless a fallback is set: then the request's
 // limits stand and a warning says why.
-func (s *Slicer) packLimits(ctx context.Context, decider Decider, spec h4r.Specialist, limits Limits, out *Outcome) (Limits, error) {
+func (s *Slicer) packLimits(ctx context.Context, decider h4r.Decider, spec h4r.Specialist, limits Limits, out *Outcome) (Limits, error) {
 	pp, ok := decider.(PackPolicy)
 	if !ok {
 		return limits, nil
@@ -310,7 +303,7 @@ func (s *Slicer) packLimits(ctx context.Context, decider Decider, spec h4r.Speci
 // decideAll makes every item's decision: in batches when the decider can
 // (one per worker, s.concurrency workers), else one item at a time,
 // s.concurrency at once. Items whose decision failed go to the fallback.
-func (s *Slicer) decideAll(ctx context.Context, decider Decider, spec h4r.Specialist, items []*h4r.Item) []decided {
+func (s *Slicer) decideAll(ctx context.Context, decider h4r.Decider, spec h4r.Specialist, items []*h4r.Item) []decided {
 	out := make([]decided, len(items))
 	workers := min(s.concurrency, len(items))
 	if bd, ok := decider.(BatchDecider); ok && !s.perItem && len(items) > 0 {
@@ -353,7 +346,7 @@ func (s *Slicer) decideAll(ctx context.Context, decider Decider, spec h4r.Specia
 
 // decide asks the decider and, if it fails and a fallback is set, the
 // fallback.
-func (s *Slicer) decide(ctx context.Context, decider Decider, spec h4r.Specialist, item *h4r.Item) decided {
+func (s *Slicer) decide(ctx context.Context, decider h4r.Decider, spec h4r.Specialist, item *h4r.Item) decided {
 	if item == nil {
 		return decided{err: errors.New("no item (nil)")}
 	}
@@ -362,7 +355,7 @@ func (s *Slicer) decide(ctx context.Context, decider Decider, spec h4r.Specialis
 }
 
 // orFallback returns the decision, or when err is set, the fallback's.
-func (s *Slicer) orFallback(ctx context.Context, spec h4r.Specialist, item *h4r.Item, d policy.Decision, err error) decided {
+func (s *Slicer) orFallback(ctx context.Context, spec h4r.Specialist, item *h4r.Item, d h4r.Decision, err error) decided {
 	if item == nil {
 		return decided{err: errors.New("no item (nil)")}
 	}
@@ -395,7 +388,7 @@ type budget struct {
 // filling v. An error means the item could not be prepared (an invalid
 // redaction path, content that does not encode) and v is left for the
 // caller to mark as a policy drop.
-func (s *Slicer) deliver(item *h4r.Item, d policy.Decision, v *Verdict, b *budget) error {
+func (s *Slicer) deliver(item *h4r.Item, d h4r.Decision, v *Verdict, b *budget) error {
 	// Fields are redacted whenever the policy names them, even with redact
 	// false: of the two readings of that contradiction, hiding is the safe one.
 	paths := d.RedactedFields
@@ -494,6 +487,6 @@ type sizeKey struct {
 // failing decides nothing: a Snapshotter that had no policy to give.
 type failing struct{}
 
-func (failing) Decide(context.Context, h4r.Specialist, *h4r.Item) (policy.Decision, error) {
-	return policy.Decision{}, errors.New("no policy is loaded")
+func (failing) Decide(context.Context, h4r.Specialist, *h4r.Item) (h4r.Decision, error) {
+	return h4r.Decision{}, errors.New("no policy is loaded")
 }

@@ -367,8 +367,8 @@ allow if to_number(input.item.text) > 0
 // policy service.
 type erroringDecider struct{}
 
-func (erroringDecider) Decide(context.Context, h4r.Specialist, *h4r.Item) (policy.Decision, error) {
-	return policy.Decision{}, errors.New("policy service unreachable")
+func (erroringDecider) Decide(context.Context, h4r.Specialist, *h4r.Item) (h4r.Decision, error) {
+	return h4r.Decision{}, errors.New("policy service unreachable")
 }
 
 func TestSliceFailsClosed(t *testing.T) {

@@ -7,14 +7,13 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
 )
 
 // PolicyReporter reports the policy that decides (app.Policy:
 // policy.Live, or policy.Remote for a remote OPA).
 type PolicyReporter interface {
-	Status() policy.Status
+	Status() h4r.PolicyStatus
 }
 
 // pinger is a policy that lives elsewhere and can be asked whether it

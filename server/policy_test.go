@@ -16,7 +16,6 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/policy/opatest"
 	"github.com/h4r/h4r/server"
 )
@@ -68,13 +67,13 @@ func writePolicyFile(t *testing.T, dir, src string) {
 	}
 }
 
-func policyStatus(t *testing.T, url string) policy.Status {
+func policyStatus(t *testing.T, url string) h4r.PolicyStatus {
 	t.Helper()
 	r := do(t, http.MethodGet, url+"/v1/policy", nil)
 	if r.status != http.StatusOK {
 		t.Fatalf("GET /v1/policy: %d %s", r.status, r.body)
 	}
-	var st policy.Status
+	var st h4r.PolicyStatus
 	if err := json.Unmarshal(r.body, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +130,7 @@ func TestPolicyReloadUnderARunningServer(t *testing.T) {
 	url, _ := policyStack(t, cfg)
 
 	st := policyStatus(t, url)
-	if st.Mode != policy.ModeEmbedded || st.Source != dir || !st.Watching || st.Revision == "" || st.LoadedAt.IsZero() {
+	if st.Mode != h4r.PolicyEmbedded || st.Source != dir || !st.Watching || st.Revision == "" || st.LoadedAt.IsZero() {
 		t.Fatalf("status = %+v", st)
 	}
 	rev1 := st.Revision
@@ -250,7 +249,7 @@ func TestRemotePolicyServer(t *testing.T) {
 			cfg.OPAURL, cfg.OPATimeout, cfg.OPAFallbackLocal = opa.URL, 30*time.Second, fallback
 			cfg.OPACacheTTL = 0 // every pack asks OPA
 			url, _ := policyStack(t, cfg)
-			if st := policyStatus(t, url); st.Mode != policy.ModeRemote || st.Source != opa.URL {
+			if st := policyStatus(t, url); st.Mode != h4r.PolicyRemote || st.Source != opa.URL {
 				t.Fatalf("status = %+v", st)
 			}
 			p := decodePack(t, post(t, url+"/v1/context-pack", draftQuery))
