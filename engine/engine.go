@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/pack"
+	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/scs"
 )
 
