@@ -3,11 +3,10 @@ package h4r
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
-// Error codes: a small fixed set, each mapped to one HTTP status in
-// errorStatus. Every error that crosses an API boundary carries one of them.
+// Error codes: a small fixed set, each mapped to one HTTP status by
+// the HTTP layer (server.HTTPStatus). Every error that crosses an API boundary carries one of them.
 const (
 	EINVALID     = "invalid_argument"
 	ENOTFOUND    = "not_found"
@@ -65,27 +64,4 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
-}
-
-// HTTPStatus returns the HTTP status for an error code (500 for unknown
-// codes). This switch is the single table from code to status.
-func HTTPStatus(code string) int {
-	switch code {
-	case EINVALID:
-		return http.StatusBadRequest
-	case ENOTFOUND:
-		return http.StatusNotFound
-	case EUNAUTH:
-		return http.StatusUnauthorized
-	case EFORBIDDEN:
-		return http.StatusForbidden
-	case EEXHAUSTED:
-		return http.StatusTooManyRequests
-	case EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	case EDEADLINE:
-		return http.StatusGatewayTimeout
-	default:
-		return http.StatusInternalServerError
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/server"
 )
 
 // envelopeOut is an answer envelope, decoded strictly.
@@ -180,7 +181,7 @@ func TestA2AErrors(t *testing.T) {
 				t.Errorf("meta.reply_to %q, want %q", env.Meta.ReplyTo, tt.replyTo)
 			}
 			e := envelopeError(t, env)
-			if e.Code != h4r.EINVALID || h4r.HTTPStatus(e.Code) != r.status {
+			if e.Code != h4r.EINVALID || server.HTTPStatus(e.Code) != r.status {
 				t.Errorf("code %q with status %d, want invalid_argument with its status", e.Code, r.status)
 			}
 			if e.Field != tt.field {

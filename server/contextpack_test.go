@@ -324,7 +324,7 @@ func TestBodySizeLimit(t *testing.T) {
 			} else {
 				e = checkErrorShape(t, r)
 			}
-			if e.Code != h4r.EINVALID || h4r.HTTPStatus(e.Code) != r.status || e.Field != "" {
+			if e.Code != h4r.EINVALID || server.HTTPStatus(e.Code) != r.status || e.Field != "" {
 				t.Errorf("error %+v with status %d, want invalid_argument, 400, no field", e, r.status)
 			}
 			if !strings.Contains(e.Message, fmt.Sprint(limit)) {

@@ -14,5 +14,5 @@
 // Handlers are thin: they decode strictly (unknown fields are errors that name
 // the field), resolve the specialist, call the engine or the store, and
 // encode. Every error leaves through one handler that writes DESIGN.md's
-// error shape with the status from h4r.HTTPStatus.
+// error shape with the status from HTTPStatus (status.go).
 package server

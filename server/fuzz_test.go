@@ -175,7 +175,7 @@ func FuzzA2AEnvelope(f *testing.F) {
 			}
 		case h4r.TypeContextError:
 			e := envelopeError(t, env)
-			if h4r.HTTPStatus(e.Code) != r.status {
+			if server.HTTPStatus(e.Code) != r.status {
 				t.Fatalf("code %s with status %d", e.Code, r.status)
 			}
 		default:

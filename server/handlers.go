@@ -180,7 +180,7 @@ func (s *Server) a2a(c *echo.Context) error {
 		}
 		meta.Type = h4r.TypeContextError
 		payload, _ := json.Marshal(herr)
-		return c.JSON(h4r.HTTPStatus(herr.Code), h4r.Envelope{Meta: meta, Payload: payload})
+		return c.JSON(HTTPStatus(herr.Code), h4r.Envelope{Meta: meta, Payload: payload})
 	}
 	meta.Type = h4r.TypeContextResult
 	payload, err := json.Marshal(p)

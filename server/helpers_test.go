@@ -188,7 +188,7 @@ func checkErrorShape(t testing.TB, r response) *h4r.Error {
 	if e.Error.Message == "" {
 		t.Errorf("error without a message: %s", r.body)
 	}
-	if want := h4r.HTTPStatus(e.Error.Code); r.status != want {
+	if want := server.HTTPStatus(e.Error.Code); r.status != want {
 		t.Errorf("status %d for code %s, want %d", r.status, e.Error.Code, want)
 	}
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {

@@ -167,7 +167,7 @@ func (s *Server) handleError(c *echo.Context, err error) {
 		return
 	}
 	herr := toError(err)
-	status := h4r.HTTPStatus(herr.Code)
+	status := HTTPStatus(herr.Code)
 	s.metrics.Rejected(herr.Code)
 	if herr.Code == h4r.EINTERNAL {
 		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "error", err)
