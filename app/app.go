@@ -142,12 +142,6 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	return a, nil
 }
 
-// notBuiltYet is the error for a setting that selects a part this version
-// does not have.
-func notBuiltYet(variable, what string) error {
-	return fmt.Errorf("%s is set, but %s is not part of this version yet; unset it to use the embedded default", variable, what)
-}
-
 // Close releases what Open acquired, last first: the store's Close flushes
 // access counts.
 func (a *App) Close() error {

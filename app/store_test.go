@@ -1,61 +1,23 @@
 package app_test
 
 import (
-	"context"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/internal/pgtest"
 	"github.com/h4r/h4r/sources/postgres"
 )
 
 // postgresURL returns a database URL whose search_path is a schema of
-// t's own, dropped when t ends. Without H4R_TEST_DATABASE_URL the test is
-// skipped, except in CI, where the Postgres tests must run.
-func postgresURL(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("H4R_TEST_DATABASE_URL")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("H4R_TEST_DATABASE_URL is not set: CI must run the Postgres tests (.ci/run sets it)")
-		}
-		t.Skip("Postgres tests are off: set H4R_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run them")
-	}
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the test database is unreachable, and CI must run the Postgres tests: %v", err)
-		}
-		t.Skipf("the test database is unreachable: %v", err)
-	}
-	schema := "h4r_app_test_" + strings.ToLower(strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
-	if _, err := conn.Exec(t.Context(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE; CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-		conn.Close(context.Background())
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// t's own, dropped when t ends (pgtest.Schema).
+func postgresURL(t *testing.T) string { return pgtest.Schema(t, "h4r_app_test") }
 
 // With DATABASE_URL set the service keeps its items in Postgres, and a
 // pack over the demo corpus is answered from there.

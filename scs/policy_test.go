@@ -85,7 +85,7 @@ func (s *switching) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.I
 	return s.later.Decide(ctx, spec, item)
 }
 
-func (s *switching) Snapshot() policy.Decider {
+func (s *switching) Snapshot() h4r.Decider {
 	s.n++
 	if s.n == 1 {
 		return s.first

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/h4r/h4r/internal/pgtest"
 )
 
 func TestMigrateWithoutDatabaseURL(t *testing.T) {
@@ -23,35 +20,7 @@ func TestMigrateWithoutDatabaseURL(t *testing.T) {
 
 // migrate applies the schema once; run again, it has nothing to do.
 func TestMigrateTwice(t *testing.T) {
-	dsn := os.Getenv("H4R_TEST_DATABASE_URL")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("H4R_TEST_DATABASE_URL is not set: CI must run the Postgres tests (.ci/run sets it)")
-		}
-		t.Skip("Postgres tests are off: set H4R_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run them")
-	}
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatalf("connecting to the test database: %v", err)
-	}
-	const schema = "h4r_cmd_migrate_test"
-	if _, err := conn.Exec(t.Context(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-		conn.Close(context.Background())
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	vars := env(map[string]string{"DATABASE_URL": u.String(), "H4R_LOG_LEVEL": "warn"})
+	vars := env(map[string]string{"DATABASE_URL": pgtest.Schema(t, "h4r_cmd_migrate_test"), "H4R_LOG_LEVEL": "warn"})
 
 	for _, tt := range []struct {
 		name string

@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -21,10 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/internal/pgtest"
 )
 
 // runMainEnv makes the test binary behave as the h4r binary: TestMain runs
@@ -117,9 +115,6 @@ func startProcess(t *testing.T, dataDir string, vars ...string) *serverProcess {
 	case a := <-addr:
 		p.base = "http://" + a
 	case <-p.exited:
-		if strings.Contains(p.stderr.String(), "is not part of this version yet") {
-			t.Skipf("this build does not wire the selected store yet:\n%s", p.stderr)
-		}
 		t.Fatalf("the server exited before listening: %v\n%s", p.err, p.stderr)
 	case <-time.After(patience):
 		t.Fatalf("the server did not listen within %s:\n%s", patience, p.stderr)
@@ -297,11 +292,7 @@ func TestKill9AfterAcknowledgedIngest(t *testing.T) {
 	}{
 		{"embedded store", func(*testing.T) []string { return nil }},
 		{"postgres", func(t *testing.T) []string {
-			dsn := os.Getenv("H4R_TEST_DATABASE_URL")
-			if dsn == "" {
-				t.Skip("set H4R_TEST_DATABASE_URL to run the crash test against Postgres")
-			}
-			return []string{"DATABASE_URL=" + ownSchema(t, dsn)}
+			return []string{"DATABASE_URL=" + pgtest.Schema(t, "h4r_cmdtest")}
 		}},
 	}
 	for _, st := range stores {
@@ -343,40 +334,4 @@ func TestKill9AfterAcknowledgedIngest(t *testing.T) {
 			}
 		})
 	}
-}
-
-// ownSchema creates a schema for this test, drops it when the test ends,
-// and returns dsn pointing at it: the test leaves nothing behind and does
-// not meet other tests' items.
-func ownSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connecting to H4R_TEST_DATABASE_URL: %v", err)
-	}
-	defer conn.Close(ctx)
-	schema := fmt.Sprintf("h4r_cmdtest_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("creating schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("H4R_TEST_DATABASE_URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
