@@ -19,6 +19,7 @@ import (
 	"github.com/h4r/h4r/engine"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/sources/neo4j"
 	"github.com/h4r/h4r/tokens"
 )
 
@@ -49,7 +50,10 @@ type App struct {
 	// by name ("qdrant", "neo4j").
 	Checks map[string]func(context.Context) error
 
-	closers []func() error // run by Close, last first
+	base        Store          // the store as opened, before mirroring
+	mirrors     []storeMirror  // copies kept in step with base, in write order
+	graphMirror *neo4j.Mirror  // nil without NEO4J_URL
+	closers     []func() error // run by Close, last first
 }
 
 // Option configures Open.
@@ -91,10 +95,11 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err != nil {
 		return nil, fmt.Errorf("H4R_TOKEN_ENCODING: %w", err)
 	}
-	if a.Store, err = openStore(ctx, cfg, counter, o); err != nil {
+	if a.base, err = openStore(ctx, cfg, counter, o); err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, a.Store.Close)
+	a.Store = a.base
+	a.closers = append(a.closers, a.base.Close)
 	text, fusion, err := textGenerators(ctx, cfg, a, o)
 	if err != nil {
 		return nil, err
@@ -102,6 +107,9 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	graph, err := graphGenerator(ctx, cfg, a, o)
 	if err != nil {
 		return nil, err
+	}
+	if len(a.mirrors) > 0 {
+		a.Store = &mirroredStore{Store: a.base, mirrors: a.mirrors, log: o.log}
 	}
 	slicer, err := newSlicer(ctx, cfg, a, counter, o)
 	if err != nil {

@@ -23,7 +23,7 @@ const graphCloseTimeout = 10 * time.Second
 // late (a warning in the pack, not a failed request).
 func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (h4r.Generator, error) {
 	if cfg.Neo4jURL == "" {
-		return a.Store.Graph(), nil
+		return a.base.Graph(), nil
 	}
 	client, err := neo4j.Open(ctx, cfg.Neo4jURL, neo4j.WithAuth(cfg.Neo4jUser, cfg.Neo4jPassword),
 		neo4j.WithDatabase(cfg.Neo4jDatabase), neo4j.WithLogger(o.log))
@@ -31,7 +31,7 @@ func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (
 		return nil, fmt.Errorf("NEO4J_URL: %w", err)
 	}
 	a.Checks["neo4j"] = client.Ping
-	store := a.Store
+	store := a.base
 	mirror := neo4j.NewMirror(client, store, neo4j.WithLogger(o.log))
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -53,7 +53,11 @@ func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (
 		return errors.Join(append(errs, client.Close(cctx))...)
 	})
 	checkGraphMirror(ctx, client, store, o.log)
-	a.Store = &graphMirroredStore{Store: store, mirror: mirror}
+	a.graphMirror = mirror
+	a.mirrors = append(a.mirrors, storeMirror{name: "neo4j", sync: func(ctx context.Context, ids []string) error {
+		mirror.Changed(ctx, ids...) // it logs and retries failures itself
+		return nil
+	}})
 	return neo4j.NewGenerator(client, store, store.Graph(), neo4j.WithLogger(o.log)), nil
 }
 
@@ -77,35 +81,6 @@ func checkGraphMirror(ctx context.Context, client *neo4j.Client, store Store, lo
 	}
 }
 
-// graphMirroredStore writes to the store, the source of truth, then
-// mirrors the change into the Neo4j graph. A failed mirror does not fail
-// the write: the item is stored, the mirror logs the failure and retries
-// in the background.
-type graphMirroredStore struct {
-	Store
-	mirror *neo4j.Mirror
-}
-
-func (s *graphMirroredStore) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
-	ids, err := s.Store.Upsert(ctx, items)
-	if err != nil {
-		return ids, err
-	}
-	s.mirror.Changed(ctx, ids...)
-	return ids, nil
-}
-
-func (s *graphMirroredStore) Delete(ctx context.Context, id string) error {
-	if err := s.Store.Delete(ctx, id); err != nil {
-		return err
-	}
-	s.mirror.Changed(ctx, id)
-	return nil
-}
-
-// Unwrap returns the wrapped store.
-func (s *graphMirroredStore) Unwrap() Store { return s.Store }
-
 // RebuildGraph rebuilds the Neo4j graph from the store (h4r reindex
 // --graph): it clears the graph and mirrors every item again. Without
 // NEO4J_URL the graph is the store's own links table and there is nothing
@@ -114,18 +89,11 @@ func RebuildGraph(ctx context.Context, a *App) error {
 	if a.Config.Neo4jURL == "" {
 		return errors.New("NEO4J_URL is not set: the causal graph is the store's links table, there is nothing to rebuild")
 	}
-	for s := a.Store; s != nil; {
-		if g, ok := s.(*graphMirroredStore); ok {
-			if _, err := g.mirror.Rebuild(ctx); err != nil {
-				return fmt.Errorf("rebuilding the neo4j graph: %w", err)
-			}
-			return nil
+	if a.graphMirror != nil {
+		if _, err := a.graphMirror.Rebuild(ctx); err != nil {
+			return fmt.Errorf("rebuilding the neo4j graph: %w", err)
 		}
-		u, ok := s.(interface{ Unwrap() Store })
-		if !ok {
-			break
-		}
-		s = u.Unwrap()
+		return nil
 	}
 	return errors.New("the store is not mirrored into neo4j: open the app with NEO4J_URL set")
 }

@@ -50,15 +50,15 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		h4r.GenFullText: 1 - cfg.FusionVector,
 		h4r.GenVector:   cfg.FusionVector,
 	}}
-	fulltext := a.Store.FullText()
+	fulltext := a.base.FullText()
 	docs, queries, err := embedders(cfg, o.log)
 	if err != nil {
 		return nil, fusion, err
 	}
 	var index embed.Index
-	switch vs, isVectorStore := a.Store.(vectorStore); {
+	switch vs, isVectorStore := a.base.(vectorStore); {
 	case cfg.QdrantURL != "":
-		ix, mirror, err := openQdrant(ctx, cfg, docs, a.Store, o.log)
+		ix, mirror, err := openQdrant(ctx, cfg, docs, a.base, o.log)
 		if err != nil {
 			return nil, fusion, err
 		}
@@ -67,7 +67,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 			defer cancel()
 			return mirror.Close(ctx)
 		})
-		a.Store = &mirroredStore{Store: a.Store, mirror: mirror, log: o.log}
+		a.mirrors = append(a.mirrors, storeMirror{name: "qdrant", sync: mirror.Sync})
 		a.Checks["qdrant"] = ix.Ping
 		index = ix
 	case isVectorStore:
@@ -159,39 +159,6 @@ func openQdrant(ctx context.Context, cfg config.Config, docs embed.Embedder, sto
 	return ix, mirror, nil
 }
 
-// mirroredStore writes to the store, the source of truth, then mirrors the
-// change to Qdrant. A failed mirror does not fail the write: the item is
-// stored, the mirror retries it in the background, and the log says so.
-type mirroredStore struct {
-	Store
-	mirror *qdrant.Mirror
-	log    *slog.Logger
-}
-
-func (m *mirroredStore) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
-	ids, err := m.Store.Upsert(ctx, items)
-	if err != nil {
-		return ids, err
-	}
-	if err := m.mirror.Sync(ctx, ids); err != nil {
-		m.log.WarnContext(ctx, "items stored, Qdrant mirror failed; it will be retried", "items", len(ids), "error", err)
-	}
-	return ids, nil
-}
-
-func (m *mirroredStore) Delete(ctx context.Context, id string) error {
-	if err := m.Store.Delete(ctx, id); err != nil {
-		return err
-	}
-	if err := m.mirror.Sync(ctx, []string{id}); err != nil {
-		m.log.WarnContext(ctx, "item deleted, Qdrant mirror failed; it will be retried", "id", id, "error", err)
-	}
-	return nil
-}
-
-// Unwrap returns the wrapped store.
-func (m *mirroredStore) Unwrap() Store { return m.Store }
-
 // RebuildVectors rebuilds the vector index from the store (h4r reindex):
 // the embedded store's vectors, or the Qdrant collection when QDRANT_URL is
 // set. progress, when not nil, is called with the items done so far. It
@@ -211,15 +178,8 @@ func RebuildVectors(ctx context.Context, a *App, progress func(done int)) (int, 
 		defer mirror.Close(ctx)
 		return mirror.Rebuild(ctx, a.Store.Each, progress)
 	}
-	for s := a.Store; s != nil; {
-		if vs, ok := s.(vectorStore); ok {
-			return vs.ReindexVectors(ctx, progress)
-		}
-		u, ok := s.(interface{ Unwrap() Store })
-		if !ok {
-			break
-		}
-		s = u.Unwrap()
+	if vs, ok := a.base.(vectorStore); ok {
+		return vs.ReindexVectors(ctx, progress)
 	}
 	return 0, errors.New("this store keeps no vectors (Postgres): set QDRANT_URL to keep them in Qdrant, then run h4r reindex")
 }

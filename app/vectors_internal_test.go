@@ -25,7 +25,7 @@ func TestNoVectorStoreWithoutQdrant(t *testing.T) {
 	}
 	defer s.Close()
 	var logs bytes.Buffer
-	a := &App{Config: config.Default(), Store: plainStore{s}}
+	a := &App{Config: config.Default(), Store: plainStore{s}, base: plainStore{s}}
 	gens, fusion, err := textGenerators(t.Context(), a.Config, a, options{log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
