@@ -118,6 +118,21 @@ func HitLimit(limit, def int) (int, error) {
 	return limit, nil
 }
 
+// HopLimit checks a query's hop bound and applies DefaultMaxHops when it is
+// 0. A negative bound, or one above max (the backend's own ceiling; 0 for
+// none), is an invalid_argument error on field "max_hops".
+func HopLimit(maxHops, max int) (int, error) {
+	switch {
+	case maxHops < 0:
+		return 0, Errorf(EINVALID, "max_hops", "max_hops must be >= 0, got %d", maxHops)
+	case maxHops == 0:
+		return DefaultMaxHops, nil
+	case max > 0 && maxHops > max:
+		return 0, Errorf(EINVALID, "max_hops", "max_hops must be at most %d, got %d", max, maxHops)
+	}
+	return maxHops, nil
+}
+
 // ReadPresent reads ids from a store for mirroring: the items it holds, and
 // the ids it does not (deleted, or never written), which a mirror removes.
 func ReadPresent(ctx context.Context, get func(context.Context, string) (*Item, error), ids []string) (present []*Item, absent []string, err error) {

@@ -77,3 +77,11 @@ func newSlicer(ctx context.Context, cfg config.Config, a *App, counter *tokens.C
 func logWriteError(o options) func(error) {
 	return func(err error) { o.log.Error("decision log", "error", err) }
 }
+
+// Both policies must hand the slicer one snapshot per request; a change of
+// signature would otherwise silently turn snapshots (and the decision
+// cache in them) off.
+var (
+	_ scs.Snapshotter = (*policy.Live)(nil)
+	_ scs.Snapshotter = (*policy.Remote)(nil)
+)

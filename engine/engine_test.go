@@ -138,7 +138,7 @@ func TestDemoPack(t *testing.T) {
 		if !strings.HasPrefix(r.Explanation, "Score ") {
 			t.Errorf("%s: explanation %q", r.ID, r.Explanation)
 		}
-		if r.Metadata.Redacted && r.Content["personalData"] != scs.DefaultRedactionMarker {
+		if r.Metadata.Redacted && r.Content["personalData"] != h4r.RedactionMarker {
 			t.Errorf("%s: personalData = %v, want the redaction marker", r.ID, r.Content["personalData"])
 		}
 	}

@@ -15,10 +15,6 @@ import (
 // request says (CONTEXT_PACK_TLDR_SENTENCES).
 const DefaultTLDRSentences = 5
 
-// DefaultRedactionMarker is what the slicer puts in place of a redacted
-// value unless configured otherwise (scs.DefaultRedactionMarker).
-const DefaultRedactionMarker = "[REDACTED]"
-
 // Entry is one ranked candidate and what the slicer decided about it.
 type Entry struct {
 	Ranked         rank.Ranked
@@ -77,7 +73,7 @@ func WithAffordanceRules(rules []affordance.Rule) Option {
 }
 
 // WithRedactionMarker sets the marker the slicer replaces redacted values
-// with (default DefaultRedactionMarker). Sentences and parameter values
+// with (default h4r.RedactionMarker). Sentences and parameter values
 // holding it stay out of the TL;DR and the affordances.
 func WithRedactionMarker(m string) Option { return func(b *Builder) { b.marker = m } }
 
@@ -91,14 +87,14 @@ func NewBuilder(opts ...Option) *Builder {
 		tldrSentences: DefaultTLDRSentences,
 		includeGraph:  true,
 		rules:         affordance.DefaultRules(),
-		marker:        DefaultRedactionMarker,
+		marker:        h4r.RedactionMarker,
 		now:           time.Now,
 	}
 	for _, o := range opts {
 		o(b)
 	}
 	if b.marker == "" {
-		b.marker = DefaultRedactionMarker
+		b.marker = h4r.RedactionMarker
 	}
 	return b
 }

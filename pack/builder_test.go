@@ -94,7 +94,7 @@ func TestRedactedResult(t *testing.T) {
 		t.Fatal("mem-003 missing from the results")
 	}
 	r := p.Results[i]
-	if r.Content["personalData"] != DefaultRedactionMarker || !r.Metadata.Redacted || !slices.Equal(r.Metadata.RedactedFields, []string{"$.content.personalData"}) {
+	if r.Content["personalData"] != h4r.RedactionMarker || !r.Metadata.Redacted || !slices.Equal(r.Metadata.RedactedFields, []string{"$.content.personalData"}) {
 		t.Errorf("mem-003 = %+v, want personalData redacted and reported", r)
 	}
 	b, _ := json.Marshal(p)
@@ -222,7 +222,7 @@ func TestAffordancesFromKeptOnly(t *testing.T) {
 			name: "redacted content is not a parameter",
 			entries: []Entry{func() Entry {
 				e := withContent(entry("s", "selector_change", "renamed", h4r.ReasonKept, 0.9), map[string]any{"selector": "#secret"})
-				e.Delivered.Content = map[string]any{"selector": DefaultRedactionMarker}
+				e.Delivered.Content = map[string]any{"selector": h4r.RedactionMarker}
 				return e
 			}()},
 			want: map[string][]string{affordance.TypeSuggestFix: {"s"}},

@@ -63,7 +63,7 @@ func entries(t testing.TB, ranked []rank.Ranked, verdicts map[string]verdict, co
 			if len(v.redact) > 0 {
 				d.Content = maps.Clone(d.Content)
 				for _, path := range v.redact {
-					d.Content[strings.TrimPrefix(path, "$.content.")] = DefaultRedactionMarker
+					d.Content[strings.TrimPrefix(path, "$.content.")] = h4r.RedactionMarker
 				}
 				e.Redacted, e.RedactedFields = true, v.redact
 			}

@@ -286,7 +286,7 @@ func FuzzSummarize(f *testing.F) {
 			if s.ItemID != "k" || !strings.Contains(keptText, s.Text) {
 				t.Fatalf("sentence %q (item %s) is not from the kept text %q", s.Text, s.ItemID, keptText)
 			}
-			if strings.Contains(s.Text, DefaultRedactionMarker) {
+			if strings.Contains(s.Text, h4r.RedactionMarker) {
 				t.Fatalf("sentence %q holds the redaction marker", s.Text)
 			}
 		}

@@ -94,7 +94,7 @@ func NewRemote(baseURL string, opts ...RemoteOption) (*Remote, error) {
 
 // Snapshot returns what one request decides with: the remote, with the
 // decision cache in front when there is one.
-func (r *Remote) Snapshot() Decider {
+func (r *Remote) Snapshot() h4r.Decider {
 	if r.cache != nil {
 		return r.cache.Wrap(r)
 	}

@@ -39,20 +39,6 @@ const (
 	DecisionRedact = "redact"
 )
 
-type requestIDKey struct{}
-
-// WithRequestID returns a context carrying the request id the decision log
-// records (the server sets it from X-Request-Id).
-func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
-}
-
-// RequestID returns the request id WithRequestID put on ctx, or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
 // JSONLog writes decision records as JSON lines to a writer. It is safe for
 // concurrent use; a failed write is reported to onError once per failure
 // (the slicer does not stop delivering because its audit sink failed, but
@@ -79,7 +65,7 @@ func (l *JSONLog) LogDecision(ctx context.Context, r DecisionRecord) {
 		r.Time = l.now().UTC()
 	}
 	if r.RequestID == "" {
-		r.RequestID = RequestID(ctx)
+		r.RequestID = h4r.RequestID(ctx)
 	}
 	line, err := json.Marshal(r)
 	if err != nil {

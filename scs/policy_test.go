@@ -118,7 +118,7 @@ func TestDecisionLog(t *testing.T) {
 	var buf bytes.Buffer
 	engine := defaultEngine(t)
 	slicer := New(engine, counter(t), WithDecisionLog(NewJSONLog(&buf, nil)))
-	ctx := WithRequestID(t.Context(), "req-42")
+	ctx := h4r.WithRequestID(t.Context(), "req-42")
 	items := pick(t, "plain-a", "pii", "creds", "low-trust", "bad-path")
 	items[1].Metadata.Version = 3
 	slicer.Slice(ctx, internalQA, items, Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10})

@@ -8,9 +8,6 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// DefaultRedactionMarker replaces every redacted value.
-const DefaultRedactionMarker = "[REDACTED]"
-
 // Redact replaces every value each path names with marker and returns the
 // paths that named at least one value, in order, without repeats. Paths
 // that name nothing are ignored. $.content as a whole is removed (content is

@@ -71,7 +71,7 @@ func TestRedact(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			original := decodeContent(t, content)
 			d := h4r.Delivered{ID: "x", Text: "the text", Content: original}
-			applied, err := Redact(&d, tc.paths, DefaultRedactionMarker)
+			applied, err := Redact(&d, tc.paths, h4r.RedactionMarker)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestRedact(t *testing.T) {
 
 func TestRedactInvalidPath(t *testing.T) {
 	d := h4r.Delivered{ID: "x", Text: "secret", Content: map[string]any{"a": "b"}}
-	applied, err := Redact(&d, []string{"$.text", "$.content.a", "$.metadata.owner"}, DefaultRedactionMarker)
+	applied, err := Redact(&d, []string{"$.text", "$.content.a", "$.metadata.owner"}, h4r.RedactionMarker)
 	var herr *h4r.Error
 	if !asError(err, &herr) || herr.Code != h4r.EINVALID || herr.Field != "redactedFields[2]" || !strings.Contains(herr.Message, "$.metadata.owner") {
 		t.Fatalf("error = %v, want invalid_argument on redactedFields[2] naming the path", err)

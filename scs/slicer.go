@@ -122,7 +122,7 @@ func New(decider h4r.Decider, counter TokenCounter, opts ...Option) *Slicer {
 	if decider == nil || counter == nil {
 		panic("scs.New: decider and counter must not be nil")
 	}
-	s := &Slicer{decider: decider, counter: counter, marker: DefaultRedactionMarker, concurrency: runtime.GOMAXPROCS(0)}
+	s := &Slicer{decider: decider, counter: counter, marker: h4r.RedactionMarker, concurrency: runtime.GOMAXPROCS(0)}
 	s.sizes, _ = lru.New[sizeKey, [2]int](DefaultSizeCache)
 	for _, opt := range opts {
 		opt(s)

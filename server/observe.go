@@ -7,17 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/h4r/h4r"
 	"github.com/labstack/echo/v5"
 )
-
-// requestIDKey is the context key of the request id.
-type requestIDKey struct{}
-
-// RequestID returns the request id that the server put in ctx, or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
 
 // LogHandler wraps h so that every record logged with a request's context
 // carries its request id as "request_id" — the engine's and the store's
@@ -33,7 +25,7 @@ func LogHandler(h slog.Handler) slog.Handler {
 type requestIDHandler struct{ slog.Handler }
 
 func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
+	if id := h4r.RequestID(ctx); id != "" {
 		r = r.Clone()
 		r.AddAttrs(slog.String("request_id", id))
 	}
@@ -77,7 +69,7 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(requestIDHeader, id)
 		c.Response().Header().Set(requestIDHeader, id)
-		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), requestIDKey{}, id)))
+		c.SetRequest(c.Request().WithContext(h4r.WithRequestID(c.Request().Context(), id)))
 		return next(c)
 	}
 }

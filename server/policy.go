@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/scs"
 )
 
 // PolicyReporter reports the policy that decides (app.Policy:
@@ -58,15 +57,4 @@ func (s *Server) policyReadiness() string {
 		return PolicyReloadFailed
 	}
 	return PolicyReady
-}
-
-// decisionLogContext carries the request id into the context the slicer
-// sees, so that the decision log names the request of every decision.
-func (s *Server) decisionLogContext(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c *echo.Context) error {
-		if id := requestID(c); id != "" {
-			c.SetRequest(c.Request().WithContext(scs.WithRequestID(c.Request().Context(), id)))
-		}
-		return next(c)
-	}
 }

@@ -138,7 +138,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	// Order: the id first so every later log has it; the access log
 	// around the recovery so that a panic is logged with its 500; the
 	// authentication inside, after routing, where the route is known.
-	e.Use(s.requestID, s.decisionLogContext, s.accessLog, s.recoverPanic, s.authenticate)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.authenticate)
 	e.POST("/v1/context-pack", s.contextPack)
 	e.POST("/v1/a2a", s.a2a)
 	e.POST("/v1/items", s.upsertItems)

@@ -60,21 +60,13 @@ func (g *Generator) Name() string { return h4r.GenGraph }
 // h4r.DefaultMaxHops), each once at its smallest distance, ordered by
 // distance then id, filtered and limited: what the store's walk returns.
 func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
-	limit := q.Limit
-	switch {
-	case limit < 0:
-		return nil, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
-	case limit == 0:
-		limit = defaultLimit
+	limit, err := h4r.HitLimit(q.Limit, defaultLimit)
+	if err != nil {
+		return nil, err
 	}
-	maxHops := q.MaxHops
-	switch {
-	case maxHops < 0:
-		return nil, h4r.Errorf(h4r.EINVALID, "max_hops", "max_hops must be >= 0, got %d", maxHops)
-	case maxHops == 0:
-		maxHops = h4r.DefaultMaxHops
-	case maxHops > cypher.MaxHops:
-		return nil, h4r.Errorf(h4r.EINVALID, "max_hops", "max_hops must be at most %d, got %d", cypher.MaxHops, maxHops)
+	maxHops, err := h4r.HopLimit(q.MaxHops, cypher.MaxHops)
+	if err != nil {
+		return nil, err
 	}
 	flt, err := compileFilter(q.Filters)
 	if err != nil {

@@ -378,13 +378,12 @@ func Filter(model string, f h4r.Filters) *qc.Filter {
 // minScore. Items are read from the store; one deleted meanwhile, or that
 // fails a filter on its current values, is left out.
 func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error) {
-	switch {
-	case ix.items == nil:
+	if ix.items == nil {
 		return nil, errors.New("Qdrant search: no item store (WithItems)")
-	case limit < 0:
-		return nil, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
-	case limit == 0:
-		limit = defaultSearchLimit
+	}
+	limit, err := h4r.HitLimit(limit, defaultSearchLimit)
+	if err != nil {
+		return nil, err
 	}
 	if len(vector) != ix.dim {
 		return nil, h4r.Errorf(h4r.EINVALID, "vector", "query vector has %d dimensions, the Qdrant collection %d", len(vector), ix.dim)

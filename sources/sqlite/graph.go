@@ -50,12 +50,9 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	if err != nil {
 		return nil, err
 	}
-	maxHops := q.MaxHops
-	switch {
-	case maxHops < 0:
-		return nil, h4r.Errorf(h4r.EINVALID, "max_hops", "max_hops must be >= 0, got %d", maxHops)
-	case maxHops == 0:
-		maxHops = h4r.DefaultMaxHops
+	maxHops, err := h4r.HopLimit(q.MaxHops, 0)
+	if err != nil {
+		return nil, err
 	}
 	where, filterArgs, err := whereFilters(q.Filters)
 	if err != nil {
