@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,11 +9,11 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/rank"
 )
 
 // TuneQuery is one query's cached candidates: everything the ranking of any
@@ -127,13 +126,13 @@ func (p Params) Rank(q *TuneQuery, k int) []string {
 		s := c.Signals
 		s[h4r.Recency] = 1 // an undated item was stamped at ingest: age 0
 		if c.AgeDays != 0 {
-			s[h4r.Recency] = math.Exp(-p.Lambda * c.AgeDays)
+			s[h4r.Recency] = rank.Decay(c.AgeDays, p.Lambda)
 		}
 		buf[i] = scored{w.Score(s), s[h4r.Recency], c.ID}
 	}
 	if k <= 0 || k >= len(buf) {
 		slices.SortFunc(buf, func(a, b scored) int {
-			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.recency, a.recency), strings.Compare(a.id, b.id))
+			return rank.Order(a.score, a.recency, a.id, b.score, b.recency, b.id)
 		})
 	} else {
 		buf = topK(buf, k)
@@ -145,16 +144,9 @@ func (p Params) Rank(q *TuneQuery, k int) []string {
 	return ids
 }
 
-// better reports whether a ranks before b. It is the tuner's inner loop, so
-// it compares lazily: recency and id only on ties.
+// better reports whether a ranks before b, as the ranker orders them.
 func better(a, b *scored) bool {
-	if a.score != b.score {
-		return a.score > b.score
-	}
-	if a.recency != b.recency {
-		return a.recency > b.recency
-	}
-	return a.id < b.id
+	return rank.Order(a.score, a.recency, a.id, b.score, b.recency, b.id) < 0
 }
 
 // topK returns the best k of buf, best first, by insertion into a sorted

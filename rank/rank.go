@@ -93,9 +93,7 @@ func Rank(cands []*h4r.Candidate, opts Options) (ranked []Ranked, warnings []str
 	slices.SortFunc(order, func(i, j int) int {
 		a, b := &scored[i], &scored[j]
 		return cmp.Or(
-			cmp.Compare(b.Score, a.Score),
-			cmp.Compare(b.Signals[h4r.Recency], a.Signals[h4r.Recency]),
-			strings.Compare(a.Candidate.Item.ID, b.Candidate.Item.ID),
+			Order(a.Score, a.Signals[h4r.Recency], a.Candidate.Item.ID, b.Score, b.Signals[h4r.Recency], b.Candidate.Item.ID),
 			cmp.Compare(i, j),
 		)
 	})
@@ -131,7 +129,23 @@ func recency(createdAt, now time.Time, lambda float64) float64 {
 	if age < 0 {
 		age = 0
 	}
-	return math.Exp(-lambda * age.Hours() / 24)
+	return Decay(age.Hours()/24, lambda)
+}
+
+// Decay is exp(−λ·ageDays): the recency of an item ageDays old.
+func Decay(ageDays, lambda float64) float64 { return math.Exp(-lambda * ageDays) }
+
+// Order compares two ranked entries as Rank orders them: the higher score
+// first, then the newer (higher recency), then the smaller id. It compares
+// lazily, because the tuner calls it in its inner loop.
+func Order(scoreA, recencyA float64, idA string, scoreB, recencyB float64, idB string) int {
+	switch {
+	case scoreA != scoreB:
+		return cmp.Compare(scoreB, scoreA)
+	case recencyA != recencyB:
+		return cmp.Compare(recencyB, recencyA)
+	}
+	return strings.Compare(idA, idB)
 }
 
 // logAccess is log(accessCount + 1), the un-normalised frequency.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/columns"
 )
 
 // params collects the arguments of one statement and names them $1, $2, …
@@ -96,27 +97,11 @@ func metadataCondition(key string, value any) (string, any, error) {
 	default:
 		return "", nil, h4r.Errorf(h4r.EINVALID, field, "metadata filter value must be a string, number or boolean, got %T", value)
 	}
-	if column := maintainedColumn(key); column != "" {
+	if column := columns.Maintained(key); column != "" {
 		if n, ok := value.(float64); ok {
 			return "i." + column + " = ?::float8", n, nil
 		}
 		return "false", nil, nil // these keys hold numbers: nothing else equals them
 	}
 	return "", value, nil
-}
-
-// maintainedColumn returns the column of a store-maintained numeric
-// metadata key, or "".
-func maintainedColumn(key string) string {
-	switch key {
-	case "version":
-		return "version"
-	case "accessCount":
-		return "access_count"
-	case "byteSize":
-		return "byte_size"
-	case "tokens":
-		return "tokens"
-	}
-	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/columns"
 )
 
 // whereFilters turns f into SQL conditions on the items table aliased as i,
@@ -80,7 +81,7 @@ func metadataCondition(key string, value any) (string, []any, error) {
 	default:
 		return "", nil, h4r.Errorf(h4r.EINVALID, field, "metadata filter value must be a string, number or boolean, got %T", value)
 	}
-	if column := maintainedColumn(key); column != "" {
+	if column := columns.Maintained(key); column != "" {
 		if n, ok := value.(float64); ok {
 			return "i." + column + " = ?", []any{n}, nil
 		}
@@ -99,22 +100,6 @@ func metadataCondition(key string, value any) (string, []any, error) {
 	default:
 		return "(json_type(i.metadata, ?) IN ('integer', 'real') AND json_extract(i.metadata, ?) = ?)", []any{path, path, x}, nil
 	}
-}
-
-// maintainedColumn returns the column of a store-maintained numeric
-// metadata key, or "".
-func maintainedColumn(key string) string {
-	switch key {
-	case "version":
-		return "version"
-	case "accessCount":
-		return "access_count"
-	case "byteSize":
-		return "byte_size"
-	case "tokens":
-		return "tokens"
-	}
-	return ""
 }
 
 func jsonList(values []string) (string, error) {
