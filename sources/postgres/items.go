@@ -294,9 +294,13 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 		stats.nDocs++
 		stats.totalLen += int64(e.docLen)
 	}
-	rows, err = tx.Query(ctx, `INSERT INTO items (id, kind, text, content, metadata, tags, created_at, updated_at, version, byte_size, tokens, doc_len)
+	// A new id starts after the version it had when it was last deleted
+	// (deleted_versions), so that no (id, version) is ever reused.
+	rows, err = tx.Query(ctx, `INSERT INTO items (id, kind, text, content, metadata, tags, created_at, updated_at, version, byte_size, tokens, doc_len, token_encoding)
 		SELECT u.id, u.kind, u.text, u.content::jsonb, u.metadata::jsonb,
-		       ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.created_at, $12, u.version, u.byte_size, u.tokens, u.doc_len
+		       ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.created_at, $12,
+		       u.version + coalesce((SELECT d.version FROM deleted_versions d WHERE d.id = u.id), 0),
+		       u.byte_size, u.tokens, u.doc_len, $13
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
 		            $8::int[], $9::int[], $10::int[], $11::int[]) AS u (id, kind, text, content, metadata, tags, created_at, version, byte_size, tokens, doc_len)
 		ORDER BY u.id
@@ -304,9 +308,9 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 			kind = excluded.kind, text = excluded.text, content = excluded.content, metadata = excluded.metadata,
 			tags = excluded.tags, created_at = excluded.created_at, updated_at = excluded.updated_at,
 			version = items.version + excluded.version, byte_size = excluded.byte_size, tokens = excluded.tokens,
-			doc_len = excluded.doc_len
+			doc_len = excluded.doc_len, token_encoding = excluded.token_encoding
 		RETURNING id, seq`,
-		ids, kinds, texts, contents, metas, tagLists, created, versions, sizes, toks, lens, now)
+		ids, kinds, texts, contents, metas, tagLists, created, versions, sizes, toks, lens, now, s.counter.Encoding())
 	if err != nil {
 		return fmt.Errorf("writing the items: %w", err)
 	}
@@ -515,7 +519,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			return err
 		}
 		var seq, dl int64
-		err = tx.QueryRow(ctx, `DELETE FROM items WHERE id = $1 RETURNING seq, doc_len`, id).Scan(&seq, &dl)
+		var version int32
+		err = tx.QueryRow(ctx, `DELETE FROM items WHERE id = $1 RETURNING seq, doc_len, version`, id).Scan(&seq, &dl, &version)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -523,6 +528,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			return err
 		}
 		found = true
+		// Keep the last version, so that the id written again goes on from it.
+		if _, err := tx.Exec(ctx, `INSERT INTO deleted_versions (id, version) VALUES ($1, $2)
+			ON CONFLICT (id) DO UPDATE SET version = excluded.version`, id, version); err != nil {
+			return err
+		}
 		if err := removePostings(ctx, tx, []int64{seq}); err != nil {
 			return err
 		}

@@ -147,6 +147,11 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		return nil, err
 	}
 	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
+	if n, err := s.recountTokens(ctx); err != nil {
+		return nil, errors.Join(err, s.Close())
+	} else if n > 0 {
+		o.log.InfoContext(ctx, "recounted the tokens of items counted with another encoding", "items", n, "encoding", o.counter.Encoding())
+	}
 	return s, nil
 }
 

@@ -45,7 +45,7 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 		}
 		encoded[i] = e
 	}
-	err := s.upsertTx(ctx, encoded, func(tx *sql.Tx) error { return writeItems(ctx, tx, encoded, formatTime(now)) })
+	err := s.upsertTx(ctx, encoded, func(tx *sql.Tx) error { return writeItems(ctx, tx, encoded, formatTime(now), s.counter.Encoding()) })
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
@@ -98,19 +98,22 @@ func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, e
 // not replaced, so that its seq (the full-text rowid), access count and the
 // rows that reference it survive.
 const (
-	upsertItemSQL = `INSERT INTO items (id, kind, text, content, metadata, created_at, updated_at, version, byte_size, tokens)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+	// A new id starts after the version it had when it was last deleted
+	// (deleted_versions), so that no (id, version) is ever reused.
+	upsertItemSQL = `INSERT INTO items (id, kind, text, content, metadata, created_at, updated_at, version, byte_size, tokens, token_encoding)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, coalesce((SELECT d.version FROM deleted_versions d WHERE d.id = ?1), 0) + 1, ?8, ?9, ?10)
 		ON CONFLICT (id) DO UPDATE SET
 			kind = excluded.kind, text = excluded.text, content = excluded.content,
 			metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at,
-			version = items.version + 1, byte_size = excluded.byte_size, tokens = excluded.tokens`
+			version = items.version + 1, byte_size = excluded.byte_size, tokens = excluded.tokens,
+			token_encoding = excluded.token_encoding`
 	deleteTagsSQL  = `DELETE FROM item_tags WHERE item_id = ?`
 	insertTagSQL   = `INSERT INTO item_tags (item_id, tag) VALUES (?, ?)`
 	deleteLinksSQL = `DELETE FROM links WHERE source = ?`
 	insertLinkSQL  = `INSERT INTO links (source, position, target, type, strength) VALUES (?, ?, ?, ?, ?)`
 )
 
-func writeItems(ctx context.Context, tx *sql.Tx, items []encodedItem, updatedAt string) (err error) {
+func writeItems(ctx context.Context, tx *sql.Tx, items []encodedItem, updatedAt, encoding string) (err error) {
 	var stmts [5]*sql.Stmt
 	for i, q := range []string{upsertItemSQL, deleteTagsSQL, insertTagSQL, deleteLinksSQL, insertLinkSQL} {
 		if stmts[i], err = tx.PrepareContext(ctx, q); err != nil {
@@ -121,7 +124,7 @@ func writeItems(ctx context.Context, tx *sql.Tx, items []encodedItem, updatedAt 
 	upsert, deleteTags, insertTag, deleteLinks, insertLink := stmts[0], stmts[1], stmts[2], stmts[3], stmts[4]
 	for _, e := range items {
 		it := &e.item
-		if _, err := upsert.ExecContext(ctx, it.ID, it.Kind, it.Text, e.content, e.metadata, e.createdAt, updatedAt, e.byteSize, e.tokens); err != nil {
+		if _, err := upsert.ExecContext(ctx, it.ID, it.Kind, it.Text, e.content, e.metadata, e.createdAt, updatedAt, e.byteSize, e.tokens, encoding); err != nil {
 			return fmt.Errorf("writing item %q: %w", it.ID, err)
 		}
 		if _, err := deleteTags.ExecContext(ctx, it.ID); err != nil {
@@ -203,6 +206,12 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	var n int64
 	err := s.deleteTx(ctx, id, func(tx *sql.Tx) error {
+		// Keep the last version, so that the id written again goes on from it.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deleted_versions (id, version)
+			SELECT id, version FROM items WHERE id = ?1
+			ON CONFLICT (id) DO UPDATE SET version = excluded.version`, id); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM items WHERE id = ?`, id)
 		if err != nil {
 			return err

@@ -143,6 +143,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log}
 	s.vectors.embedder = o.embedder
 	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
+	if n, err := s.recountTokens(ctx); err != nil {
+		return nil, errors.Join(err, s.Close())
+	} else if n > 0 {
+		o.log.InfoContext(ctx, "recounted the tokens of items counted with another encoding", "items", n, "encoding", o.counter.Encoding())
+	}
 	return s, nil
 }
 

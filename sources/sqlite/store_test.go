@@ -2,8 +2,10 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -46,5 +48,38 @@ func TestStoreContract(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "nested", "dir", "h4r.db") // Open creates the directories
 			return func(t *testing.T) storetest.Store { return openAt(t, path) }
 		}),
+		storetest.WithFailingWrites(func(t *testing.T) (storetest.Store, func(id string)) {
+			path := filepath.Join(t.TempDir(), "h4r.db")
+			return openAt(t, path), func(id string) { failWritesOf(t, path, id) }
+		}),
+		storetest.WithEncodings(func(t *testing.T) func(t *testing.T, encoding string) storetest.Store {
+			path := filepath.Join(t.TempDir(), "h4r.db")
+			return func(t *testing.T, encoding string) storetest.Store {
+				counter, err := tokens.New(encoding)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return openAt(t, path, sqlite.WithTokenCounter(counter))
+			}
+		}),
 	)
+}
+
+// failWritesOf installs a test-only trigger, over a connection of its own,
+// that makes the database refuse any write of item id.
+func failWritesOf(t *testing.T, path, id string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	quoted := "'" + strings.ReplaceAll(id, "'", "''") + "'"
+	for _, event := range []string{"INSERT", "UPDATE"} {
+		stmt := `CREATE TRIGGER fail_` + strings.ToLower(event) + ` BEFORE ` + event + ` ON items
+			WHEN NEW.id = ` + quoted + ` BEGIN SELECT RAISE(ABORT, 'test trigger refuses this item'); END`
+		if _, err := db.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("installing the failing trigger: %v", err)
+		}
+	}
 }

@@ -340,10 +340,23 @@ func (s *suite) testDelete(t *testing.T) {
 		{"deleting again is not found", func(t *testing.T) {
 			wantError(t, st.Delete(t.Context(), "a"), h4r.ENOTFOUND, "")
 		}},
-		{"re-ingesting starts at version 1", func(t *testing.T) {
+		{"re-ingesting continues the version, never reusing one", func(t *testing.T) {
+			// Caches key policy decisions on (id, version): a version reused
+			// after a delete would give the deleted item's decision to a new
+			// item under the same id, here a more sensitive one.
+			sensitive := 0.95
+			reborn := textItem("a", "reborn")
+			reborn.Metadata.Sensitivity, reborn.Metadata.HasCredentials = &sensitive, true
+			upsert(t, st, reborn)
+			if v := get(t, st, "a").Metadata.Version; v != 2 {
+				t.Errorf("version = %d, want 2 (version 1 was the deleted item's)", v)
+			}
+			if err := st.Delete(t.Context(), "a"); err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
 			upsert(t, st, textItem("a", "reborn"))
-			if v := get(t, st, "a").Metadata.Version; v != 1 {
-				t.Errorf("version = %d, want 1", v)
+			if v := get(t, st, "a").Metadata.Version; v != 3 {
+				t.Errorf("after a second delete, version = %d, want 3", v)
 			}
 			hits := generate(t, st.Graph(), h4r.CandidateQuery{Anchors: []string{"b"}, MaxHops: 5})
 			if got := hitIDs(hits); !slices.Equal(got, []string{"b", "a"}) {

@@ -42,10 +42,27 @@ func WithReopen(newPlace func(t *testing.T) (open func(t *testing.T) Store)) Opt
 	return func(s *suite) { s.newPlace = newPlace }
 }
 
+// WithFailingWrites enables the case where the database itself fails in
+// the middle of a batch. open returns a new, empty store and a function
+// that makes the database refuse (raise an error on) any write of the item
+// with the given id, as a test-only trigger does.
+func WithFailingWrites(open func(t *testing.T) (Store, func(id string))) Option {
+	return func(s *suite) { s.failing = open }
+}
+
+// WithEncodings enables the case where the token encoding changes between
+// two opens of the same data. newPlace is WithReopen's, except that each
+// open names the tiktoken encoding its store counts with.
+func WithEncodings(newPlace func(t *testing.T) (open func(t *testing.T, encoding string) Store)) Option {
+	return func(s *suite) { s.encodings = newPlace }
+}
+
 type suite struct {
-	open     func(t *testing.T) Store
-	newPlace func(t *testing.T) func(t *testing.T) Store
-	counter  *tokens.Counter
+	open      func(t *testing.T) Store
+	newPlace  func(t *testing.T) func(t *testing.T) Store
+	failing   func(t *testing.T) (Store, func(id string))
+	encodings func(t *testing.T) func(t *testing.T, encoding string) Store
+	counter   *tokens.Counter
 }
 
 // Run runs the store contract against the stores open returns. open must
@@ -63,6 +80,8 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("ingest", s.testIngest)
 	t.Run("replace", s.testReplace)
 	t.Run("batch_atomicity", s.testBatchAtomicity)
+	t.Run("batch_atomicity_database_failure", s.testDatabaseFailureMidBatch)
+	t.Run("token_encoding_change", s.testEncodingChange)
 	t.Run("duplicate_ids_in_batch", s.testDuplicateIDs)
 	t.Run("not_found_and_invalid", s.testNotFound)
 	t.Run("delete", s.testDelete)

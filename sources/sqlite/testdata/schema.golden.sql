@@ -10,6 +10,12 @@ CREATE INDEX items_kind ON items (kind);
 -- index links_target
 CREATE INDEX links_target ON links (target, source);
 
+-- table deleted_versions
+CREATE TABLE deleted_versions (
+    id      TEXT    PRIMARY KEY,
+    version INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
 -- table item_tags
 CREATE TABLE item_tags (
     item_id TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
@@ -39,7 +45,7 @@ CREATE TABLE items (
     last_accessed_at TEXT,
     byte_size        INTEGER NOT NULL,
     tokens           INTEGER NOT NULL
-) STRICT;
+, token_encoding TEXT NOT NULL DEFAULT '') STRICT;
 
 -- table items_fts
 CREATE VIRTUAL TABLE items_fts USING fts5 (
