@@ -206,11 +206,12 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fs := flag.NewFlagSet("bench quality", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `bench quality --dataset DIR [flags]`)
 	var c benchCommon
 	c.register(fs)
 	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
 	deliver := fs.Bool("deliver", false, "let packs deliver items (raises access counts during the run; see bench.WithDelivery)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if len(c.datasets) == 0 {
@@ -273,6 +274,7 @@ func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	}
 	fs := flag.NewFlagSet("bench tune", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `bench tune --dataset DIR [--dataset DIR ...] [flags]`)
 	var c benchCommon
 	c.register(fs)
 	k := fs.Int("k", 5, "folds of cross-validation over queries")
@@ -281,7 +283,7 @@ func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	weightsOut := fs.String("weights-out", "", "where to write the tuned weights file (default OUT/weights.json)")
 	saveCache := fs.String("save-cache", "", "write the collected candidates and signals to this file")
 	fromCache := fs.String("from-cache", "", "tune from a file written by --save-cache instead of running the datasets' queries")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if len(c.datasets) == 0 && *fromCache == "" {
@@ -377,11 +379,12 @@ func writeFile(path string, fn func(io.Writer) error) error {
 func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench gen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `bench gen --out DIR [flags]`)
 	out := fs.String("out", "", "folder to write the dataset to (required)")
 	seed := fs.Uint64("seed", 1, "random seed: the same seed writes the same files")
 	per := fs.Int("queries", 30, "queries per category (there are 8 categories)")
 	noise := fs.Int("noise", 8, "unrelated items per query scope")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -401,6 +404,7 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fs := flag.NewFlagSet("bench latency", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `bench latency [flags]`)
 	sizes := fs.String("sizes", "1000,10000,100000,1000000", "corpus sizes, ascending (one store grows through them)")
 	conc := fs.String("concurrency", "1,16,100", "requests in flight")
 	requests := fs.Int("requests", 200, "requests per size and concurrency")
@@ -408,7 +412,7 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	qtype := fs.String("type", string(h4r.QueryHybrid), "query type")
 	out := fs.String("out", "bench-out", "folder of the reports")
 	verbose := fs.Bool("v", false, "log the service's warnings")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	o := bench.LatencyOptions{Requests: *requests, Seed: *seed, QueryType: h4r.QueryType(*qtype), Progress: stderr}

@@ -28,6 +28,7 @@ func cmdIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `ingest FILE.jsonl|- [flags]`)
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded store (H4R_DATA_DIR)")
 	batch := fs.Int("batch", 500, "items per transaction")
 	pos, err := parseInterspersed(fs, args)

@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -30,6 +31,9 @@ Usage:
   h4r migrate [--refresh-impacts]               apply the Postgres schema migrations (DATABASE_URL)
   h4r policy check|test|eval ...                compile, unit-test or try out a Rego policy (h4r policy help)
   h4r bench  quality|tune|gen|latency [flags]   measure ranking quality and latency, tune weights
+  h4r version                                   print the version and the VCS revision
+
+Every command takes --help.
 
 Configuration is read from the environment (see .env.example); flags override it.
 `
@@ -39,21 +43,46 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
 	stop()
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "h4r:", err)
+		if !isFlagError(err) { // the flag package has printed it, and the usage
+			fmt.Fprintln(os.Stderr, errorText(err, os.Args[1:]))
 		}
 		os.Exit(exitCode(err))
 	}
 }
 
-// exitCode is 2 for usage errors, 1 for everything else.
+// errorText is what h4r prints for err: the message on a line of its own,
+// and for a usage mistake a pointer to the command's help.
+func errorText(err error, args []string) string {
+	text := "h4r: " + strings.TrimRight(err.Error(), "\n")
+	var u usageError
+	if errors.As(err, &u) && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		text += "\nRun 'h4r " + args[0] + " --help' for usage."
+	}
+	return text
+}
+
+// exitCode is 2 for usage errors (a flag the command does not know
+// included), 1 for everything else.
 func exitCode(err error) int {
 	var u usageError
-	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+	if errors.As(err, &u) || isFlagError(err) {
 		return 2
 	}
 	return 1
 }
+
+// isFlagError reports whether err came from parsing flags.
+func isFlagError(err error) bool {
+	var f flagError
+	return errors.As(err, &f)
+}
+
+// flagError is a flag the command could not parse; the flag package has
+// already printed the problem and the usage.
+type flagError struct{ err error }
+
+func (e flagError) Error() string { return e.err.Error() }
+func (e flagError) Unwrap() error { return e.err }
 
 // usageError is a mistake in the command line.
 type usageError struct{ msg string }
@@ -67,6 +96,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		return usageError{"missing subcommand"}
 	}
+	err := dispatch(ctx, args, stdin, stdout, stderr, lookupEnv)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // --help: the usage is printed, and asking for it is no error
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	switch args[0] {
 	case "serve":
 		return cmdServe(ctx, args[1:], stderr, lookupEnv, nil)
@@ -85,9 +122,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionLine())
+		return nil
 	}
 	fmt.Fprint(stderr, usage)
 	return usageError{fmt.Sprintf("unknown subcommand %q", args[0])}
+}
+
+// parseFlags parses args with fs. A flag fs does not know is a flagError
+// (the flag package has printed it and the usage); --help is flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return flagError{err}
 }
 
 // parseInterspersed parses flags that may come before or after positional
@@ -95,7 +145,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()

@@ -25,6 +25,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	}
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `migrate [flags]`)
 	refresh := fs.Bool("refresh-impacts", false, "recompute BM25 impacts with the current average item length")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -22,6 +22,7 @@ func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, looku
 	}
 	fs := flag.NewFlagSet("pack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `pack "query" [flags]`)
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded store (H4R_DATA_DIR)")
 	fs.StringVar(&cfg.PolicyDir, "policy-dir", cfg.PolicyDir, "directory of Rego policy files (SCS_POLICY_DIR)")
 	id := fs.String("specialist", "", "specialist id (default: the anonymous public specialist)")

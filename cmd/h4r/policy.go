@@ -90,6 +90,7 @@ func describePath(path string) string {
 func cmdPolicyCheck(ctx context.Context, args []string, configured string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `policy check DIR|BUNDLE`)
 	path, err := policyPath(fs, args, configured)
 	if err != nil {
 		return err
@@ -109,6 +110,7 @@ var errTestsFailed = errors.New("policy tests failed")
 func cmdPolicyTest(ctx context.Context, args []string, configured string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `policy test [flags] DIR|BUNDLE`)
 	verbose := fs.Bool("v", false, "print every test, and the lines coverage missed")
 	coverage := fs.Bool("coverage", false, "report test coverage of the policy")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each test")
@@ -233,6 +235,7 @@ func printCoverage(w io.Writer, report cover.Report, files []policy.File, verbos
 func cmdPolicyEval(ctx context.Context, args []string, configured string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `policy eval --specialist S.json --item I.json [flags]`)
 	specFile := fs.String("specialist", "", "JSON file of the specialist: {type, id, securityLevel, authorizedGroups}")
 	itemFile := fs.String("item", "", "JSON file of the memory item, as ingested")
 	explain := fs.Bool("explain", false, "also print which of the policy's rules fired, and OPA's trace of the policy's own rules")

@@ -21,6 +21,7 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	}
 	fs := flag.NewFlagSet("reindex", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `reindex [flags]`)
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded store (H4R_DATA_DIR)")
 	graph := fs.Bool("graph", false, "also rebuild the Neo4j graph from the store (NEO4J_URL)")
 	pos, err := parseInterspersed(fs, args)

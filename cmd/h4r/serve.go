@@ -28,13 +28,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describeFlags(fs, `serve [flags]`)
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address HOST:PORT (H4R_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded store (H4R_DATA_DIR)")
 	fs.StringVar(&cfg.PolicyDir, "policy-dir", cfg.PolicyDir, "directory of Rego policy files replacing the bundled policy (SCS_POLICY_DIR)")
 	fs.StringVar(&cfg.APIKeysFile, "api-keys-file", cfg.APIKeysFile, "file of API keys (SHA-256 hashes) and their principals (H4R_API_KEYS_FILE)")
 	withDemo := fs.Bool("demo", false, "load the bundled example corpus when the store is empty")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback --addr without API keys: every caller is then whoever it claims to be")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

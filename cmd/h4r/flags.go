@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"runtime/debug"
+	"strings"
+)
+
+// describeFlags makes fs's usage print synopsis and then each flag as the
+// README writes it (--name VALUE), to fs's output. --help then prints it,
+// and run exits 0.
+func describeFlags(fs *flag.FlagSet, synopsis string) {
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: h4r %s\n", synopsis)
+		first := true
+		fs.VisitAll(func(f *flag.Flag) {
+			if first {
+				fmt.Fprint(out, "\nFlags:\n")
+				first = false
+			}
+			value, usage := flag.UnquoteUsage(f)
+			line := "  --" + f.Name
+			if value != "" {
+				line += " " + strings.ToUpper(value)
+			}
+			fmt.Fprintf(out, "%-28s %s", line, usage)
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+				fmt.Fprintf(out, " (default %q)", f.DefValue)
+			}
+			fmt.Fprintln(out)
+		})
+	}
+}
+
+// versionLine is what h4r version prints: the module version and the VCS
+// revision the binary was built from, as the build recorded them.
+func versionLine() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "h4r (no build information)"
+	}
+	version := info.Main.Version
+	if version == "" {
+		version = "(devel)"
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	revision := settings["vcs.revision"]
+	switch {
+	case revision == "":
+		revision = "unknown (built without VCS stamping, e.g. -buildvcs=false)"
+	case settings["vcs.modified"] == "true":
+		revision += " (modified)"
+	}
+	line := fmt.Sprintf("h4r %s, revision %s, %s", version, revision, info.GoVersion)
+	if t := settings["vcs.time"]; t != "" {
+		line += ", committed " + t
+	}
+	return line
+}
