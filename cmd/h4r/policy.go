@@ -25,7 +25,7 @@ import (
 
 const policyUsage = `Usage:
   h4r policy check [DIR|BUNDLE.tar.gz]              compile the policy; errors as file:line:column
-  h4r policy test  [-v] [--coverage] [DIR|BUNDLE]   run its Rego unit tests with OPA's test runner
+  h4r policy test  [--v] [--coverage] [DIR|BUNDLE]  run its Rego unit tests with OPA's test runner
   h4r policy eval  --specialist S.json --item I.json [--explain] [--policy DIR|BUNDLE]
                                                     print the decision (and which rules fired)
 
