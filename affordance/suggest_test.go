@@ -388,7 +388,7 @@ func FuzzKeywordMatch(f *testing.F) {
 		// A keyword found in the text is found in the text padded with
 		// spaces and in upper case.
 		padded := len(Suggest([]Rule{r}, []Evidence{ev("a", "", " "+strings.ToUpper(text)+" ")})) == 1
-		if got && !padded && strings.ToLower(strings.ToUpper(text)) == strings.ToLower(text) {
+		if got && !padded && strings.EqualFold(strings.ToUpper(text), text) {
 			t.Fatalf("keyword %q matches %q but not its padded upper-case form", keyword, text)
 		}
 	})

@@ -1,12 +1,11 @@
 package scs
 
 import (
-	"strings"
-
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 

@@ -7,8 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/h4r/h4r"
 	"github.com/labstack/echo/v5"
+
+	"github.com/h4r/h4r"
 )
 
 // LogHandler wraps h so that every record logged with a request's context

@@ -139,6 +139,7 @@ func TestPanicRecovered(t *testing.T) {
 		{"error", func() { panic(errors.New("db password secret-state-2")) }, "secret-state-2"},
 		{"runtime error", func() {
 			var m map[string]int
+			//lint:ignore SA5000 the test needs a runtime panic
 			m["secret-state-3"]++
 		}, "nil map"},
 	}

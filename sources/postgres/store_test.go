@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/h4r/h4r/sources/storetest"
 	"github.com/h4r/h4r/tokens"
-	"github.com/jackc/pgx/v5"
 )
 
 func TestStoreContract(t *testing.T) {

@@ -16,9 +16,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/h4r/h4r"
 	qc "github.com/qdrant/go-client/qdrant"
 	"google.golang.org/grpc"
+
+	"github.com/h4r/h4r"
 )
 
 // Ports of a Qdrant server: QDRANT_URL may name the REST port by habit;
@@ -161,12 +162,12 @@ func (ix *Index) bootstrap(ctx context.Context) error {
 		params := info.GetConfig().GetParams().GetVectorsConfig().GetParams()
 		switch {
 		case params == nil:
-			return fmt.Errorf("Qdrant collection %q has named vectors; H4R needs one unnamed vector: set QDRANT_COLLECTION to another name", ix.collection)
+			return fmt.Errorf("the Qdrant collection %q has named vectors; H4R needs one unnamed vector: set QDRANT_COLLECTION to another name", ix.collection)
 		case params.GetSize() != uint64(ix.dim):
-			return fmt.Errorf("Qdrant collection %q holds vectors of %d dimensions, but the embedder makes %d: set QDRANT_COLLECTION to a new name (or delete the collection) and run h4r reindex",
+			return fmt.Errorf("the Qdrant collection %q holds vectors of %d dimensions, but the embedder makes %d: set QDRANT_COLLECTION to a new name (or delete the collection) and run h4r reindex",
 				ix.collection, params.GetSize(), ix.dim)
 		case params.GetDistance() != qc.Distance_Cosine:
-			return fmt.Errorf("Qdrant collection %q uses %s distance, H4R needs Cosine: set QDRANT_COLLECTION to a new name and run h4r reindex", ix.collection, params.GetDistance())
+			return fmt.Errorf("the Qdrant collection %q uses %s distance, H4R needs Cosine: set QDRANT_COLLECTION to a new name and run h4r reindex", ix.collection, params.GetDistance())
 		}
 		return nil
 	}
@@ -204,7 +205,7 @@ func (ix *Index) Ping(ctx context.Context) error {
 		return fmt.Errorf("asking Qdrant for collection %q: %w", ix.collection, err)
 	}
 	if !exists {
-		return fmt.Errorf("Qdrant collection %q is gone", ix.collection)
+		return fmt.Errorf("the Qdrant collection %q is gone", ix.collection)
 	}
 	return nil
 }
@@ -379,7 +380,7 @@ func Filter(model string, f h4r.Filters) *qc.Filter {
 // fails a filter on its current values, is left out.
 func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error) {
 	if ix.items == nil {
-		return nil, errors.New("Qdrant search: no item store (WithItems)")
+		return nil, errors.New("searching Qdrant: no item store (WithItems)")
 	}
 	limit, err := h4r.HitLimit(limit, defaultSearchLimit)
 	if err != nil {
@@ -400,7 +401,7 @@ func (ix *Index) SearchVectors(ctx context.Context, model string, vector []float
 		WithPayload:    qc.NewWithPayloadInclude(keyID),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("Qdrant search in %q: %w", ix.collection, err)
+		return nil, fmt.Errorf("searching Qdrant collection %q: %w", ix.collection, err)
 	}
 	items, err := ix.hydrate(ctx, points)
 	if err != nil {

@@ -75,7 +75,7 @@ func NewMirror(ix *Index, e Embedder, store ItemGetter, opts ...MirrorOption) (*
 	}
 	switch {
 	case ix == nil || e == nil || store == nil:
-		return nil, errors.New("Qdrant mirror: an index, an embedder and a store are required")
+		return nil, errors.New("the Qdrant mirror needs an index, an embedder and a store")
 	case m.every <= 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "retryInterval", "retry interval must be positive, got %v", m.every)
 	case m.maxPending <= 0:
@@ -234,7 +234,7 @@ func (m *Mirror) Close(ctx context.Context) error {
 		return nil
 	}
 	if err := m.Flush(ctx); err != nil {
-		return fmt.Errorf("Qdrant mirror: %d items still pending at shutdown (run h4r reindex): %w", m.Pending(), err)
+		return fmt.Errorf("the Qdrant mirror has %d items still pending at shutdown (run h4r reindex): %w", m.Pending(), err)
 	}
 	return nil
 }

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	qc "github.com/qdrant/go-client/qdrant"
+
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/sources/qdrant"
 	"github.com/h4r/h4r/sources/qdrant/qdranttest"
 	"github.com/h4r/h4r/sources/sqlite"
-	qc "github.com/qdrant/go-client/qdrant"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
