@@ -64,10 +64,37 @@ type ContextRequest struct {
 	TLDRSentences *int               `json:"tldr_sentences,omitempty"`
 }
 
-// Validate checks the request and fills defaults (query type, limit). field
-// is the JSON path of the request in its envelope ("payload" for A2A, "" for
-// a context-pack body) and prefixes every offending field in errors.
-func (r *ContextRequest) Validate(field string) error {
+// Plan is a validated request, what the engine runs: the request with its
+// defaults applied (query type, limit) and its filters parsed. A request is
+// planned once, where it enters (ContextRequest.Plan), and never validated
+// again.
+type Plan struct {
+	Request ContextRequest
+	Filters Filters
+}
+
+// Plan validates the request once and returns it planned. field is the
+// JSON path of the request in its envelope ("payload" for A2A, "" for a
+// context-pack body) and prefixes every offending field in errors. The
+// request itself is not changed.
+func (r *ContextRequest) Plan(field string) (*Plan, error) {
+	filters, err := r.validate(field)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Request: *r, Filters: filters}
+	if p.Request.Query.Type == "" {
+		p.Request.Query.Type = DefaultQueryType
+	}
+	if p.Request.Limit == 0 {
+		p.Request.Limit = DefaultLimit
+	}
+	return p, nil
+}
+
+// validate checks the request without changing it and returns its parsed
+// filters.
+func (r *ContextRequest) validate(field string) (Filters, error) {
 	at := func(name string) string {
 		if field == "" {
 			return name
@@ -75,65 +102,62 @@ func (r *ContextRequest) Validate(field string) error {
 		return field + "." + name
 	}
 	switch r.Query.Type {
-	case "":
-		r.Query.Type = DefaultQueryType
-	case QuerySemantic, QueryKeyword, QueryHybrid, QueryCausal:
+	case "", QuerySemantic, QueryKeyword, QueryHybrid, QueryCausal:
 	default:
-		return Errorf(EINVALID, at("query.type"), "unknown query type %q (want semantic, keyword, hybrid or causal)", r.Query.Type)
+		return Filters{}, Errorf(EINVALID, at("query.type"), "unknown query type %q (want semantic, keyword, hybrid or causal)", r.Query.Type)
 	}
 	if len(r.Query.Text) > MaxQueryTextBytes {
-		return Errorf(EINVALID, at("query.text"), "query text is %d bytes, the limit is %d", len(r.Query.Text), MaxQueryTextBytes)
+		return Filters{}, Errorf(EINVALID, at("query.text"), "query text is %d bytes, the limit is %d", len(r.Query.Text), MaxQueryTextBytes)
 	}
 	if strings.TrimSpace(r.Query.Text) == "" && !(r.Query.Type == QueryCausal && len(r.Anchors) > 0) {
-		return Errorf(EINVALID, at("query.text"), "query text is required (a causal query may give anchors instead)")
+		return Filters{}, Errorf(EINVALID, at("query.text"), "query text is required (a causal query may give anchors instead)")
 	}
-	if _, err := ParseFilters(at("query.filters"), r.Query.Filters); err != nil {
-		return err
+	filters, err := ParseFilters(at("query.filters"), r.Query.Filters)
+	if err != nil {
+		return Filters{}, err
 	}
 	switch {
 	case r.Limit < 0:
-		return Errorf(EINVALID, at("limit"), "limit must be >= 0, got %d", r.Limit)
+		return Filters{}, Errorf(EINVALID, at("limit"), "limit must be >= 0, got %d", r.Limit)
 	case r.Limit > MaxLimit:
-		return Errorf(EINVALID, at("limit"), "limit must be <= %d, got %d", MaxLimit, r.Limit)
-	case r.Limit == 0:
-		r.Limit = DefaultLimit
+		return Filters{}, Errorf(EINVALID, at("limit"), "limit must be <= %d, got %d", MaxLimit, r.Limit)
 	}
 	for name, v := range r.Weights {
 		if _, ok := ParseSignal(name); !ok {
-			return Errorf(EINVALID, at("weights."+name), "unknown signal %q (want one of relevance, recency, frequency, importance, causality, novelty, trust, sensitivity)", name)
+			return Filters{}, Errorf(EINVALID, at("weights."+name), "unknown signal %q (want one of relevance, recency, frequency, importance, causality, novelty, trust, sensitivity)", name)
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return Errorf(EINVALID, at("weights."+name), "weight must be a finite number >= 0, got %v", v)
+			return Filters{}, Errorf(EINVALID, at("weights."+name), "weight must be a finite number >= 0, got %v", v)
 		}
 	}
 	if len(r.Anchors) > MaxAnchors {
-		return Errorf(EINVALID, at("anchors"), "at most %d anchors, got %d", MaxAnchors, len(r.Anchors))
+		return Filters{}, Errorf(EINVALID, at("anchors"), "at most %d anchors, got %d", MaxAnchors, len(r.Anchors))
 	}
 	for i, a := range r.Anchors {
 		if strings.TrimSpace(a) == "" {
-			return Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "anchor id must not be empty")
+			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "anchor id must not be empty")
 		}
 	}
 	if r.MaxHops < 0 || r.MaxHops > MaxHopsLimit {
-		return Errorf(EINVALID, at("max_hops"), "max_hops must be between 0 and %d, got %d", MaxHopsLimit, r.MaxHops)
+		return Filters{}, Errorf(EINVALID, at("max_hops"), "max_hops must be between 0 and %d, got %d", MaxHopsLimit, r.MaxHops)
 	}
 	if b := r.Budget; b != nil {
 		for name, v := range map[string]int{"maxBytes": b.MaxBytes, "maxTokens": b.MaxTokens, "maxItems": b.MaxItems} {
 			if v < 0 {
-				return Errorf(EINVALID, at("budget."+name), "budget must be >= 0, got %d", v)
+				return Filters{}, Errorf(EINVALID, at("budget."+name), "budget must be >= 0, got %d", v)
 			}
 		}
 	}
 	if math.IsNaN(r.MinScore) || r.MinScore < 0 || r.MinScore > 1 {
-		return Errorf(EINVALID, at("min_score"), "min_score must be in [0, 1], got %v", r.MinScore)
+		return Filters{}, Errorf(EINVALID, at("min_score"), "min_score must be in [0, 1], got %v", r.MinScore)
 	}
 	if n := r.TLDRSentences; n != nil && (*n < 0 || *n > MaxTLDRSentences) {
-		return Errorf(EINVALID, at("tldr_sentences"), "tldr_sentences must be between 0 and %d, got %d", MaxTLDRSentences, *n)
+		return Filters{}, Errorf(EINVALID, at("tldr_sentences"), "tldr_sentences must be between 0 and %d, got %d", MaxTLDRSentences, *n)
 	}
 	if s := r.Specialist; s != nil && strings.TrimSpace(s.ID) == "" {
-		return Errorf(EINVALID, at("specialist.id"), "specialist id must not be empty")
+		return Filters{}, Errorf(EINVALID, at("specialist.id"), "specialist id must not be empty")
 	}
-	return nil
+	return filters, nil
 }
 
 // Filters narrow the candidates. They come from query.filters, where the

@@ -122,45 +122,112 @@ func New(opts ...Option) (*Engine, error) {
 	return e, nil
 }
 
-// ContextPack answers one request for the given specialist. The specialist
-// is the authenticated identity (narrowed by the request where allowed);
-// the engine trusts it. Errors are *h4r.Error: invalid_argument for a bad
-// request. Generator failures and an expired deadline do not fail the
-// request: they degrade the pack.
+// ContextPack plans req (validating it once) and runs it for the given
+// specialist; see Run.
 func (e *Engine) ContextPack(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest) (*h4r.Pack, error) {
-	start := time.Now()
-	if err := req.Validate(""); err != nil {
-		return nil, err
-	}
-	filters, err := h4r.ParseFilters("query.filters", req.Query.Filters)
+	plan, err := req.Plan("")
 	if err != nil {
 		return nil, err
 	}
+	return e.Run(ctx, spec, plan)
+}
+
+// Stats are the counts and timings of one pack's stages, each stage filling
+// its own part. The pack's timings and slicing statistics are read from
+// them.
+type Stats struct {
+	Candidates    int                        // merged candidates, all generators
+	Generators    map[string]h4r.SourceStats // per generator: hits, time, error
+	CandidateTime time.Duration
+	RankTime      time.Duration
+	Slicing       h4r.SlicingStats // policy, budget and min_score outcomes
+	SliceTime     time.Duration
+	Kept          int // items delivered
+}
+
+// Run answers one planned request for the given specialist, in stages:
+// candidates, ranking, slicing, building. The specialist is the
+// authenticated identity (narrowed by the request where allowed); the
+// engine trusts it. Errors are *h4r.Error: invalid_argument for weights
+// that cannot rank. Generator failures and an expired deadline do not fail
+// the request: they degrade the pack.
+func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4r.Pack, error) {
+	start := time.Now()
+	req := &plan.Request
+	weights, err := e.weights(req)
+	if err != nil {
+		return nil, err
+	}
+	var stats Stats
+	limits, warnings := e.limits(req)
+
+	cands, w := e.candidates(ctx, req, plan.Filters, &stats)
+	warnings = append(warnings, w...)
+
+	ranked, w := e.rank(cands, weights, &stats)
+	warnings = append(warnings, w...)
+
+	entries, w := e.slice(ctx, spec, req, ranked, limits, &stats)
+	warnings = append(warnings, w...)
+
+	status := h4r.StatusOK
+	for _, g := range stats.Generators {
+		if g.Error != "" {
+			status = h4r.StatusDegraded
+		}
+	}
+	if ctx.Err() != nil {
+		status = h4r.StatusDegraded
+		warnings = append(warnings, "the request deadline expired: the pack holds what was found in time")
+	}
+	normalized, _ := weights.Normalized()
+	p := e.builder.Build(pack.Input{
+		Query:      req.Query.Text,
+		Specialist: spec,
+		Entries:    entries,
+		Slicing:    stats.Slicing,
+		Sources:    stats.Generators,
+		Timings: h4r.Timings{
+			CandidateMs: ms(stats.CandidateTime),
+			RankingMs:   ms(stats.RankTime),
+			RetrievalMs: ms(stats.CandidateTime + stats.RankTime),
+			SlicingMs:   ms(stats.SliceTime),
+		},
+		Start:         start,
+		Weights:       normalized,
+		Warnings:      warnings,
+		Status:        status,
+		IncludeScores: req.IncludeScores == nil || *req.IncludeScores,
+		TLDRSentences: req.TLDRSentences,
+		IncludeGraph:  req.IncludeGraph,
+	})
+	e.recordDeliveries(entries)
+	return p, nil
+}
+
+// weights are the configured weights with the request's overrides.
+func (e *Engine) weights(req *h4r.ContextRequest) (h4r.Weights, error) {
 	weights, err := e.settings.Weights.Override("weights", req.Weights)
 	if err != nil {
-		return nil, err
+		return weights, err
 	}
-	if err := weights.Validate("weights"); err != nil {
-		return nil, err
-	}
-	var warnings []string
-	limits, budgetWarnings := e.limits(req)
-	warnings = append(warnings, budgetWarnings...)
+	return weights, weights.Validate("weights")
+}
 
-	// Candidates.
-	cands, sourceStats, candWarnings := e.candidates(ctx, req, filters)
-	warnings = append(warnings, candWarnings...)
-	candidateDone := time.Now()
-
-	// Ranking.
-	ranked, rankWarnings := rank.Rank(cands, rank.Options{
+// rank scores and orders the candidates.
+func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, stats *Stats) ([]rank.Ranked, []string) {
+	t0 := time.Now()
+	ranked, warnings := rank.Rank(cands, rank.Options{
 		Weights: weights, Lambda: e.settings.Lambda, Now: e.now(), Fusion: e.settings.Fusion,
 	})
-	warnings = append(warnings, rankWarnings...)
-	normalized, _ := weights.Normalized()
-	rankingDone := time.Now()
+	stats.RankTime = time.Since(t0)
+	return ranked, warnings
+}
 
-	// Slicing: items under min_score never reach the policy.
+// slice applies min_score, then policy and budgets, to the ranked
+// candidates: items under min_score never reach the policy.
+func (e *Engine) slice(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, ranked []rank.Ranked, limits scs.Limits, stats *Stats) ([]pack.Entry, []string) {
+	t0 := time.Now()
 	entries := make([]pack.Entry, len(ranked))
 	var toSlice []*h4r.Item
 	var sliceIdx []int
@@ -175,58 +242,36 @@ func (e *Engine) ContextPack(ctx context.Context, spec h4r.Specialist, req *h4r.
 		sliceIdx = append(sliceIdx, i)
 	}
 	outcome := e.slicer.Slice(ctx, spec, toSlice, limits)
-	warnings = append(warnings, outcome.Warnings...)
-	var kept []string
 	for j, v := range outcome.Verdicts {
 		en := &entries[sliceIdx[j]]
 		en.Reason, en.Detail = v.Reason, v.Detail
 		en.Redacted, en.RedactedFields = v.Redacted, v.RedactedFields
 		en.Delivered, en.Bytes, en.Tokens = v.Delivered, v.Bytes, v.Tokens
 		if v.Reason == h4r.ReasonKept {
+			stats.Kept++
+		}
+	}
+	stats.Slicing = outcome.Stats
+	stats.Slicing.TotalCandidates = len(ranked)
+	stats.Slicing.TotalDroppedScore = len(ranked) - len(toSlice)
+	stats.SliceTime = time.Since(t0)
+	return entries, outcome.Warnings
+}
+
+// recordDeliveries tells the access recorder which items were delivered.
+func (e *Engine) recordDeliveries(entries []pack.Entry) {
+	if e.access == nil {
+		return
+	}
+	var kept []string
+	for _, en := range entries {
+		if en.Reason == h4r.ReasonKept {
 			kept = append(kept, en.Ranked.Candidate.Item.ID)
 		}
 	}
-	stats := outcome.Stats
-	stats.TotalCandidates = len(ranked)
-	stats.TotalDroppedScore = len(ranked) - len(toSlice)
-	slicingDone := time.Now()
-
-	status := h4r.StatusOK
-	for _, s := range sourceStats {
-		if s.Error != "" {
-			status = h4r.StatusDegraded
-		}
-	}
-	if ctx.Err() != nil {
-		status = h4r.StatusDegraded
-		warnings = append(warnings, "the request deadline expired: the pack holds what was found in time")
-	}
-
-	includeScores := req.IncludeScores == nil || *req.IncludeScores
-	p := e.builder.Build(pack.Input{
-		Query:      req.Query.Text,
-		Specialist: spec,
-		Entries:    entries,
-		Slicing:    stats,
-		Sources:    sourceStats,
-		Timings: h4r.Timings{
-			CandidateMs: ms(candidateDone.Sub(start)),
-			RankingMs:   ms(rankingDone.Sub(candidateDone)),
-			RetrievalMs: ms(rankingDone.Sub(start)),
-			SlicingMs:   ms(slicingDone.Sub(rankingDone)),
-		},
-		Start:         start,
-		Weights:       normalized,
-		Warnings:      warnings,
-		Status:        status,
-		IncludeScores: includeScores,
-		TLDRSentences: req.TLDRSentences,
-		IncludeGraph:  req.IncludeGraph,
-	})
-	if e.access != nil && len(kept) > 0 {
+	if len(kept) > 0 {
 		e.access.RecordAccess(kept)
 	}
-	return p, nil
 }
 
 // limits narrows the configured budget by the request's budget and limit. A
@@ -268,7 +313,8 @@ type generatorRun struct {
 // hits. Text generators run concurrently; hops run alongside them when the
 // request names anchors, and after them (from the top text hits) when it
 // does not.
-func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filters h4r.Filters) ([]*h4r.Candidate, map[string]h4r.SourceStats, []string) {
+func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filters h4r.Filters, stats *Stats) ([]*h4r.Candidate, []string) {
+	t0 := time.Now()
 	var warnings []string
 	text := e.textGenerators(req.Query.Type, &warnings)
 	q := h4r.CandidateQuery{
@@ -301,7 +347,7 @@ func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filter
 
 	order := make([]string, 0, len(runs))
 	hits := make(map[string][]h4r.Hit, len(runs))
-	stats := make(map[string]h4r.SourceStats, len(runs))
+	stats.Generators = make(map[string]h4r.SourceStats, len(runs))
 	for _, r := range runs {
 		st := h4r.SourceStats{Candidates: len(r.hits), Ms: ms(r.took)}
 		if r.warning != "" {
@@ -313,11 +359,13 @@ func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filter
 			warnings = append(warnings, fmt.Sprintf("generator %s failed: %v", r.name, r.err))
 			e.log.WarnContext(ctx, "generator failed", "generator", r.name, "error", r.err)
 		}
-		stats[r.name] = st
+		stats.Generators[r.name] = st
 		order = append(order, r.name)
 		hits[r.name] = r.hits
 	}
-	return h4r.Merge(order, hits), stats, warnings
+	cands := h4r.Merge(order, hits)
+	stats.Candidates, stats.CandidateTime = len(cands), time.Since(t0)
+	return cands, warnings
 }
 
 // textGenerators picks the relevance generators for a query type.

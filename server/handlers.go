@@ -70,23 +70,29 @@ func (s *Server) contextPack(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.pack(c, spec, &req.ContextRequest)
+	req.Specialist = nil // the identity, narrowed: spec
+	plan, err := req.Plan("")
+	if err != nil {
+		return err
+	}
+	p, err := s.pack(c, spec, plan)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, p)
 }
 
-func (s *Server) pack(c *echo.Context, spec h4r.Specialist, req *h4r.ContextRequest) (*h4r.Pack, error) {
-	req.Specialist = nil
+// pack builds the pack of a planned request, within the request deadline
+// and a pack slot.
+func (s *Server) pack(c *echo.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4r.Pack, error) {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.requestTimeout)
 	defer cancel()
-	release, p, err := s.admit(ctx, c, spec, req)
+	release, p, err := s.admit(ctx, c, spec)
 	if p != nil || err != nil {
 		return p, err
 	}
 	defer release()
-	p, err = s.engine.ContextPack(ctx, spec, req)
+	p, err = s.engine.Run(ctx, spec, plan)
 	if err != nil && ctx.Err() != nil && c.Request().Context().Err() == nil && h4r.ErrorCode(err) == h4r.EINTERNAL {
 		// The engine degrades a pack itself when the deadline expires; this
 		// is for a stage that fails on the deadline anyway: the agent still
@@ -107,9 +113,10 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, req *h4r.ContextRequ
 // every one of them miss its deadline, so that under a burst every agent
 // gets a degraded pack. With slots, the admitted packs finish in time and
 // a request that waits longer than half its deadline gets an empty
-// degraded pack at once, saying the server was busy. A request that is
-// invalid still gets its error. On admission, release frees the slot.
-func (s *Server) admit(ctx context.Context, c *echo.Context, spec h4r.Specialist, req *h4r.ContextRequest) (release func(), shed *h4r.Pack, err error) {
+// degraded pack at once, saying the server was busy. Requests are planned
+// (validated) before they wait, so an invalid one gets its error at once.
+// On admission, release frees the slot.
+func (s *Server) admit(ctx context.Context, c *echo.Context, spec h4r.Specialist) (release func(), shed *h4r.Pack, err error) {
 	if s.slots == nil {
 		return func() {}, nil, nil
 	}
@@ -124,9 +131,6 @@ func (s *Server) admit(ctx context.Context, c *echo.Context, spec h4r.Specialist
 	}
 	if err := c.Request().Context().Err(); err != nil {
 		return nil, nil, err // the client went away
-	}
-	if err := req.Validate(""); err != nil {
-		return nil, nil, err
 	}
 	s.log.WarnContext(ctx, "busy: no pack slot within half the deadline", "slots", cap(s.slots), "waited", wait)
 	p := emptyPack(spec, fmt.Sprintf("the server was busy: %d packs were being built and none finished within %s (half the request deadline), so this pack is empty; retry after a pause", cap(s.slots), wait))
@@ -225,10 +229,11 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 	if req.Specialist != nil {
 		return nil, h4r.Errorf(h4r.EINVALID, "payload.specialist", "in an envelope the specialist is meta.from")
 	}
-	if err := req.Validate("payload"); err != nil {
+	plan, err := req.Plan("payload")
+	if err != nil {
 		return nil, err
 	}
-	return s.pack(c, spec, &req)
+	return s.pack(c, spec, plan)
 }
 
 // upsertResponse answers POST /v1/items.

@@ -29,9 +29,10 @@ const (
 	requestIDHeader    = "X-Request-Id"
 )
 
-// ContextPacker builds context packs (engine.Engine).
+// ContextPacker builds context packs from planned requests (engine.Engine).
+// The server plans (validates) each request once, where it arrives.
 type ContextPacker interface {
-	ContextPack(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest) (*h4r.Pack, error)
+	Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4r.Pack, error)
 }
 
 // ItemStore keeps items (sources/sqlite.Store).

@@ -1,0 +1,48 @@
+package h4r_test
+
+import (
+	"testing"
+
+	"github.com/h4r/h4r"
+)
+
+// TestPlanLeavesTheRequestAlone: planning validates and fills defaults in
+// the plan, never in the caller's request, and parses the filters once.
+func TestPlanLeavesTheRequestAlone(t *testing.T) {
+	tests := []struct {
+		name      string
+		req       h4r.ContextRequest
+		wantType  h4r.QueryType
+		wantLimit int
+		wantKinds []string
+	}{
+		{"defaults", h4r.ContextRequest{Query: h4r.Query{Text: "login"}}, h4r.DefaultQueryType, h4r.DefaultLimit, nil},
+		{"given values kept", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryKeyword, Text: "login"}, Limit: 3}, h4r.QueryKeyword, 3, nil},
+		{"filters parsed", h4r.ContextRequest{Query: h4r.Query{Text: "login", Filters: map[string]any{"kind": "test_failure"}}}, h4r.DefaultQueryType, h4r.DefaultLimit, []string{"test_failure"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.req
+			plan, err := tt.req.Plan("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.req.Query.Type != before.Query.Type || tt.req.Limit != before.Limit {
+				t.Errorf("the request changed: %+v, was %+v", tt.req, before)
+			}
+			if plan.Request.Query.Type != tt.wantType || plan.Request.Limit != tt.wantLimit {
+				t.Errorf("plan type %q limit %d, want %q %d", plan.Request.Query.Type, plan.Request.Limit, tt.wantType, tt.wantLimit)
+			}
+			if len(plan.Filters.Kinds) != len(tt.wantKinds) || (len(tt.wantKinds) > 0 && plan.Filters.Kinds[0] != tt.wantKinds[0]) {
+				t.Errorf("plan filters kinds %v, want %v", plan.Filters.Kinds, tt.wantKinds)
+			}
+		})
+	}
+	t.Run("invalid names the field under the prefix", func(t *testing.T) {
+		req := h4r.ContextRequest{Query: h4r.Query{Text: "x", Type: "fuzzy"}}
+		_, err := req.Plan("payload")
+		if e, ok := err.(*h4r.Error); !ok || e.Field != "payload.query.type" {
+			t.Errorf("error %v, want one naming payload.query.type", err)
+		}
+	})
+}
