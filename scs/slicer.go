@@ -163,11 +163,26 @@ type decided struct {
 func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits Limits) Outcome {
 	out := Outcome{
 		Verdicts: make([]Verdict, len(items)),
-		Stats: h4r.SlicingStats{
-			TotalCandidates: len(items),
-			BudgetLimit:     h4r.BudgetUsage{Bytes: limits.MaxBytes, EstimatedTokens: limits.MaxTokens, Items: limits.MaxItems},
-		},
+		Stats:    h4r.SlicingStats{TotalCandidates: len(items)},
 	}
+	decider := s.snapshot(&out)
+	limits, packErr := s.packLimits(ctx, decider, spec, limits, &out)
+	out.Stats.BudgetLimit = h4r.BudgetUsage{Bytes: limits.MaxBytes, EstimatedTokens: limits.MaxTokens, Items: limits.MaxItems}
+	var bad *h4r.Error
+	if errors.As(limits.Validate(), &bad) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s must be > 0: nothing can be delivered", bad.Field))
+	}
+	decisions := s.decideItems(ctx, decider, spec, items, packErr)
+	tally := s.fit(items, decisions, limits, &out)
+	out.Warnings = append(out.Warnings, tally.warnings(decisions)...)
+	out.Stats.FallbackUsed = out.Stats.FallbackUsed || tally.fellBack > 0
+	s.logDecisions(ctx, spec, items, decisions, out)
+	return out
+}
+
+// snapshot takes the policy one request decides with (a Snapshotter's
+// current policy), and records its revision.
+func (s *Slicer) snapshot(out *Outcome) h4r.Decider {
 	decider := s.decider
 	if snap, ok := decider.(Snapshotter); ok {
 		decider = snap.Snapshot()
@@ -178,35 +193,58 @@ func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.It
 	if r, ok := decider.(revisioned); ok {
 		out.Stats.PolicyRevision = r.Revision()
 	}
-	limits, packErr := s.packLimits(ctx, decider, spec, limits, &out)
-	out.Stats.BudgetLimit = h4r.BudgetUsage{Bytes: limits.MaxBytes, EstimatedTokens: limits.MaxTokens, Items: limits.MaxItems}
-	var bad *h4r.Error
-	if errors.As(limits.Validate(), &bad) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%s must be > 0: nothing can be delivered", bad.Field))
-	}
+	return decider
+}
 
-	var decisions []decided
-	if packErr != nil {
-		// The pack-level settings could not be read: nothing is delivered,
-		// as for an item whose decision cannot be made.
-		decisions = make([]decided, len(items))
-		for i := range decisions {
-			decisions[i].err = packErr
-		}
-	} else {
-		decisions = s.decideAll(ctx, decider, spec, items)
+// decideItems decides every item. When the pack-level settings could not
+// be read (packErr), nothing is delivered, as for an item whose decision
+// cannot be made.
+func (s *Slicer) decideItems(ctx context.Context, decider h4r.Decider, spec h4r.Specialist, items []*h4r.Item, packErr error) []decided {
+	if packErr == nil {
+		return s.decideAll(ctx, decider, spec, items)
 	}
+	decisions := make([]decided, len(items))
+	for i := range decisions {
+		decisions[i].err = packErr
+	}
+	return decisions
+}
+
+// sliceTally counts what fit saw, for the pack's warnings.
+type sliceTally struct {
+	fellBack, failedClosed, badRedactions int
+}
+
+// warnings are the pack warnings the tally calls for.
+func (t sliceTally) warnings(decisions []decided) []string {
+	var w []string
+	if t.fellBack > 0 {
+		w = append(w, fmt.Sprintf("policy evaluation failed for %d items; local fallback rules decided", t.fellBack))
+	}
+	if t.failedClosed > 0 {
+		w = append(w, fmt.Sprintf("no policy decision could be made for %d items; they were left out (first error: %v)", t.failedClosed, firstErr(decisions)))
+	}
+	if t.badRedactions > 0 {
+		w = append(w, fmt.Sprintf("the policy asked to redact an invalid path for %d items; they were left out", t.badRedactions))
+	}
+	return w
+}
+
+// fit walks the items in rank order: a denied item is dropped, an allowed
+// one is redacted and delivered while it fits the budget. It fills each
+// verdict and the slicing statistics.
+func (s *Slicer) fit(items []*h4r.Item, decisions []decided, limits Limits, out *Outcome) sliceTally {
 	b := budget{limits: limits}
-	var fellBack, failedClosed, badRedactions int
+	var t sliceTally
 	for i, item := range items {
 		v, d := &out.Verdicts[i], decisions[i]
 		v.Fallback = d.fallback
 		if d.fallback {
-			fellBack++
+			t.fellBack++
 		}
 		switch {
 		case d.err != nil:
-			failedClosed++
+			t.failedClosed++
 			v.Reason, v.Detail = h4r.ReasonPolicy, "policy error: "+d.err.Error()
 		case !d.decision.Allow:
 			reason := d.decision.Reason
@@ -219,7 +257,7 @@ func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.It
 				*v = Verdict{Reason: h4r.ReasonPolicy, Fallback: d.fallback}
 				var badPath *h4r.Error
 				if errors.As(err, &badPath) {
-					badRedactions++
+					t.badRedactions++
 					v.Detail = "policy error: " + badPath.Message
 				} else {
 					v.Detail = "cannot deliver: " + err.Error()
@@ -239,18 +277,7 @@ func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.It
 		}
 	}
 	out.Stats.BudgetUsed = h4r.BudgetUsage{Bytes: b.bytes, EstimatedTokens: b.tokens, Items: b.items}
-	out.Stats.FallbackUsed = out.Stats.FallbackUsed || fellBack > 0
-	if fellBack > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("policy evaluation failed for %d items; local fallback rules decided", fellBack))
-	}
-	if failedClosed > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("no policy decision could be made for %d items; they were left out (first error: %v)", failedClosed, firstErr(decisions)))
-	}
-	if badRedactions > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the policy asked to redact an invalid path for %d items; they were left out", badRedactions))
-	}
-	s.logDecisions(ctx, spec, items, decisions, out)
-	return out
+	return t
 }
 
 func firstErr(ds []decided) error {
