@@ -13,6 +13,7 @@ import (
 
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
@@ -44,21 +45,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	// Every record logged while serving a request, the engine's and the
 	// store's included, carries the request id.
 	log := slog.New(server.LogHandler(cfg.Logger(stderr).Handler()))
-
-	var keys *auth.Keys
-	if cfg.APIKeysFile != "" {
-		if keys, err = auth.Load(cfg.APIKeysFile); err != nil {
-			return fmt.Errorf("H4R_API_KEYS_FILE/--api-keys-file: %w", err)
-		}
-	}
-	loopback, err := isLoopback(cfg.Addr)
+	keys, loopback, err := serveSecurity(cfg, *insecure)
 	if err != nil {
 		return err
 	}
-	if keys == nil && !loopback && !*insecure {
-		return fmt.Errorf("--addr %s is not a loopback address and no API keys are configured (H4R_API_KEYS_FILE): without keys every caller is whoever it claims to be, so h4r serves only on 127.0.0.1, ::1 or localhost unless --insecure is given", cfg.Addr)
-	}
-
 	a, err := app.Open(ctx, cfg, app.WithLogger(log))
 	if err != nil {
 		return err
@@ -69,15 +59,54 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		}
 	}()
 	if *withDemo {
-		n, err := demo.LoadIfEmpty(ctx, a.Store)
-		if err != nil {
-			return fmt.Errorf("loading the demo corpus: %w", err)
-		}
-		if n > 0 {
-			log.Info("loaded the demo corpus", "items", n)
+		if err := loadDemo(ctx, a, log); err != nil {
+			return err
 		}
 	}
+	srv := httpServer(cfg, a, keys, log)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	}
+	logServing(log, cfg, a, keys, loopback, ln.Addr().String())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	return serveUntilDone(ctx, srv, ln, cfg.ShutdownGrace, log)
+}
 
+// serveSecurity loads the API keys, if any, and refuses a non-loopback
+// address without them unless insecure.
+func serveSecurity(cfg config.Config, insecure bool) (keys *auth.Keys, loopback bool, err error) {
+	if cfg.APIKeysFile != "" {
+		if keys, err = auth.Load(cfg.APIKeysFile); err != nil {
+			return nil, false, fmt.Errorf("H4R_API_KEYS_FILE/--api-keys-file: %w", err)
+		}
+	}
+	if loopback, err = isLoopback(cfg.Addr); err != nil {
+		return nil, false, err
+	}
+	if keys == nil && !loopback && !insecure {
+		return nil, false, fmt.Errorf("--addr %s is not a loopback address and no API keys are configured (H4R_API_KEYS_FILE): without keys every caller is whoever it claims to be, so h4r serves only on 127.0.0.1, ::1 or localhost unless --insecure is given", cfg.Addr)
+	}
+	return keys, loopback, nil
+}
+
+// loadDemo loads the bundled example corpus into an empty store.
+func loadDemo(ctx context.Context, a *app.App, log *slog.Logger) error {
+	n, err := demo.LoadIfEmpty(ctx, a.Store)
+	if err != nil {
+		return fmt.Errorf("loading the demo corpus: %w", err)
+	}
+	if n > 0 {
+		log.Info("loaded the demo corpus", "items", n)
+	}
+	return nil
+}
+
+// httpServer builds the HTTP server of the API: routes, limits, metrics,
+// readiness checks and, with keys, authentication.
+func httpServer(cfg config.Config, a *app.App, keys *auth.Keys, log *slog.Logger) *http.Server {
 	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) {
 		if st := a.Policy.Status(); st.Cache != nil {
 			return st.Cache.Hits, st.Cache.Misses
@@ -98,7 +127,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	if keys != nil {
 		sopts = append(sopts, server.WithAuthenticator(keys))
 	}
-	srv := &http.Server{
+	return &http.Server{
 		Handler:           server.New(a.Engine, a.Store, sopts...).Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		MaxHeaderBytes:    64 << 10, // an API key and a request id need far less
@@ -106,27 +135,31 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
-	}
+}
+
+// logServing says at start which mode the server is in.
+func logServing(log *slog.Logger, cfg config.Config, a *app.App, keys *auth.Keys, loopback bool, addr string) {
 	switch {
 	case keys != nil:
-		log.Info("h4r serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir,
+		log.Info("h4r serving", "addr", addr, "data_dir", cfg.DataDir,
 			"policy", a.Policy.Source(), "policy_revision", a.Policy.Revision(),
 			"api_keys", keys.Len(), "rate_limit_per_minute", cfg.RateLimitPerMinute)
 	case loopback:
-		log.Info("h4r serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir,
+		log.Info("h4r serving", "addr", addr, "data_dir", cfg.DataDir,
 			"policy", a.Policy.Source(), "policy_revision", a.Policy.Revision(),
 			"note", "no API keys (H4R_API_KEYS_FILE): serving on loopback only, and each request's specialist is whoever it claims to be")
 	default:
-		log.Warn("h4r serving WITHOUT AUTHENTICATION on a non-loopback address (--insecure)", "addr", ln.Addr().String(),
+		log.Warn("h4r serving WITHOUT AUTHENTICATION on a non-loopback address (--insecure)", "addr", addr,
 			"data_dir", cfg.DataDir, "policy", a.Policy.Source(), "policy_revision", a.Policy.Revision())
 	}
-	if ready != nil {
-		ready <- ln.Addr().String()
-	}
+}
 
+// serveUntilDone serves on ln until ctx is cancelled, then shuts down:
+// no new connections, in-flight requests finished within grace. The
+// caller's deferred App.Close then flushes access counts and the decision
+// log and closes the stores, after the last request that could add to
+// them.
+func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -134,14 +167,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	// Shutdown stops accepting, then waits for in-flight requests; the
-	// deferred a.Close then flushes access counts and the decision log
-	// and closes the stores, after the last request that could add to them.
-	log.Info("shutting down: no new connections, finishing in-flight requests", "grace", cfg.ShutdownGrace)
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	log.Info("shutting down: no new connections, finishing in-flight requests", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutting down: in-flight requests did not finish within %s: %w", cfg.ShutdownGrace, err)
+		return fmt.Errorf("shutting down: in-flight requests did not finish within %s: %w", grace, err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving: %w", err)
