@@ -2,16 +2,12 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/recount"
 )
-
-// recountBatch is how many rows one recount transaction rewrites.
-const recountBatch = 500
 
 // recountTokens recounts the tokens of every item counted with another
 // encoding than the store's counter (H4R_TOKEN_ENCODING changed, or rows
@@ -25,7 +21,7 @@ func (s *Store) recountTokens(ctx context.Context) (int, error) {
 		n := 0
 		err := s.writeTx(ctx, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `SELECT seq, id, kind, text, content FROM items
-				WHERE token_encoding <> $1 AND seq > $2 ORDER BY seq LIMIT $3`, encoding, after, recountBatch)
+				WHERE token_encoding <> $1 AND seq > $2 ORDER BY seq LIMIT $3`, encoding, after, recount.Batch)
 			if err != nil {
 				return err
 			}
@@ -35,27 +31,21 @@ func (s *Store) recountTokens(ctx context.Context) (int, error) {
 			)
 			for rows.Next() {
 				var (
-					seq     int64
-					it      h4r.Item
-					content []byte
+					seq            int64
+					id, kind, text string
+					content        []byte
 				)
-				if err := rows.Scan(&seq, &it.ID, &it.Kind, &it.Text, &content); err != nil {
+				if err := rows.Scan(&seq, &id, &kind, &text, &content); err != nil {
 					rows.Close()
 					return err
 				}
-				if content != nil {
-					if err := json.Unmarshal(content, &it.Content); err != nil {
-						rows.Close()
-						return fmt.Errorf("reading the content of item %q: %w", it.ID, err)
-					}
-				}
-				delivered, err := it.Delivered().Encode()
+				tokens, err := recount.Tokens(s.counter.Count, id, kind, text, content)
 				if err != nil {
 					rows.Close()
 					return err
 				}
 				seqs = append(seqs, seq)
-				counts = append(counts, int32(s.counter.Count(string(delivered))))
+				counts = append(counts, int32(tokens))
 			}
 			if err := rows.Err(); err != nil {
 				return err
@@ -73,7 +63,7 @@ func (s *Store) recountTokens(ctx context.Context) (int, error) {
 			return done, fmt.Errorf("recounting tokens with %s: %w", encoding, err)
 		}
 		done += n
-		if n < recountBatch {
+		if n < recount.Batch {
 			return done, nil
 		}
 	}

@@ -3,15 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
+	"errors"
 	"fmt"
 
-	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/recount"
 )
-
-// recountBatch is how many rows one recount transaction rewrites: small
-// enough not to hold the write lock for long while the store is opening.
-const recountBatch = 500
 
 // recountTokens recounts the tokens of every item counted with another
 // encoding than the store's counter (H4R_TOKEN_ENCODING changed, or rows
@@ -21,54 +17,52 @@ const recountBatch = 500
 func (s *Store) recountTokens(ctx context.Context) (int, error) {
 	encoding := s.counter.Encoding()
 	done := 0
-	for after := int64(0); ; {
-		type row struct {
-			seq     int64
-			it      h4r.Item
-			content sql.NullString
-		}
-		var rows []row
+	for after, n := int64(0), recount.Batch; n == recount.Batch; {
+		n = 0
 		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+			type row struct {
+				seq            int64
+				id, kind, text string
+				content        sql.NullString
+			}
 			rs, err := tx.QueryContext(ctx, `SELECT seq, id, kind, text, content FROM items
-				WHERE token_encoding <> ? AND seq > ? ORDER BY seq LIMIT ?`, encoding, after, recountBatch)
+				WHERE token_encoding <> ? AND seq > ? ORDER BY seq LIMIT ?`, encoding, after, recount.Batch)
 			if err != nil {
 				return err
 			}
-			defer rs.Close()
+			var rows []row
 			for rs.Next() {
 				var r row
-				if err := rs.Scan(&r.seq, &r.it.ID, &r.it.Kind, &r.it.Text, &r.content); err != nil {
+				if err := rs.Scan(&r.seq, &r.id, &r.kind, &r.text, &r.content); err != nil {
+					rs.Close()
 					return err
 				}
 				rows = append(rows, r)
 			}
-			if err := rs.Err(); err != nil {
+			if err := errors.Join(rs.Err(), rs.Close()); err != nil {
 				return err
 			}
 			for _, r := range rows {
+				var content []byte
 				if r.content.Valid {
-					if err := json.Unmarshal([]byte(r.content.String), &r.it.Content); err != nil {
-						return fmt.Errorf("reading the content of item %q: %w", r.it.ID, err)
-					}
+					content = []byte(r.content.String)
 				}
-				delivered, err := r.it.Delivered().Encode()
+				tokens, err := recount.Tokens(s.counter.Count, r.id, r.kind, r.text, content)
 				if err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, `UPDATE items SET tokens = ?, token_encoding = ? WHERE seq = ?`,
-					s.counter.Count(string(delivered)), encoding, r.seq); err != nil {
-					return fmt.Errorf("writing the token count of item %q: %w", r.it.ID, err)
+				if _, err := tx.ExecContext(ctx, `UPDATE items SET tokens = ?, token_encoding = ? WHERE seq = ?`, tokens, encoding, r.seq); err != nil {
+					return fmt.Errorf("writing the token count of item %q: %w", r.id, err)
 				}
+				after = r.seq
 			}
+			n = len(rows)
 			return nil
 		})
 		if err != nil {
 			return done, fmt.Errorf("recounting tokens with %s: %w", encoding, err)
 		}
-		done += len(rows)
-		if len(rows) < recountBatch {
-			return done, nil
-		}
-		after = rows[len(rows)-1].seq
+		done += n
 	}
+	return done, nil
 }

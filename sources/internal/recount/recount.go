@@ -1,0 +1,31 @@
+// Package recount is what the SQL stores share to recount the tokens of
+// stored items when the configured encoding changes: the batch size, and
+// the count of an item as delivered, from its stored columns.
+package recount
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/h4r/h4r"
+)
+
+// Batch is how many rows one recount transaction rewrites: small enough
+// not to hold the write lock for long while a store opens.
+const Batch = 500
+
+// Tokens returns the tokens of the item as delivered (what budgets
+// measure), given its stored columns; content is its JSON, or nil.
+func Tokens(count func(string) int, id, kind, text string, content []byte) (int, error) {
+	it := h4r.Item{ID: id, Kind: kind, Text: text}
+	if content != nil {
+		if err := json.Unmarshal(content, &it.Content); err != nil {
+			return 0, fmt.Errorf("reading the content of item %q: %w", id, err)
+		}
+	}
+	delivered, err := it.Delivered().Encode()
+	if err != nil {
+		return 0, err
+	}
+	return count(string(delivered)), nil
+}
