@@ -140,6 +140,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 			},
 			GeneratorTimeout: cfg.GeneratorTimeout,
 			Fusion:           fusion,
+			CountDeliveries:  cfg.AccessCounting == "delivery",
 		}),
 		engine.WithLogger(o.log),
 		engine.WithClock(o.now),

@@ -65,6 +65,7 @@ type Config struct {
 	EmbedTimeout     time.Duration // H4R_EMBED_TIMEOUT_MS: deadline of one embedding call
 	EmbedCacheSize   int           // H4R_EMBED_CACHE_SIZE: query embeddings kept (LRU); 0 turns the cache off
 	Fusion           string        // H4R_FUSION: relative (min-max) or rrf
+	AccessCounting   string        // H4R_ACCESS_COUNTING: use or delivery
 	FusionVector     float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
 	QdrantAPIKey     string        // QDRANT_API_KEY
 	QdrantCollection string        // QDRANT_COLLECTION

@@ -81,6 +81,7 @@ func TestDefault(t *testing.T) {
 		EmbedTimeout:          500 * time.Millisecond,
 		EmbedCacheSize:        10000,
 		Fusion:                "relative",
+		AccessCounting:        "use",
 		FusionVector:          0.1,
 		QdrantCollection:      "h4r_items",
 		Neo4jUser:             "neo4j",
@@ -105,7 +106,7 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"H4R_ADDR", "H4R_DATA_DIR",
 		"H4R_WEIGHT_RELEVANCE", "H4R_WEIGHT_RECENCY", "H4R_WEIGHT_FREQUENCY", "H4R_WEIGHT_IMPORTANCE",
 		"H4R_WEIGHT_CAUSALITY", "H4R_WEIGHT_NOVELTY", "H4R_WEIGHT_TRUST", "H4R_WEIGHT_SENSITIVITY",
-		"H4R_WEIGHTS_FILE", "H4R_RECENCY_DECAY_LAMBDA", "H4R_MAX_HOPS",
+		"H4R_WEIGHTS_FILE", "H4R_RECENCY_DECAY_LAMBDA", "H4R_ACCESS_COUNTING", "H4R_MAX_HOPS",
 		"DATABASE_URL", "QDRANT_URL", "NEO4J_URL",
 		"SCS_MAX_BYTES_DEFAULT", "SCS_MAX_TOKENS_DEFAULT", "SCS_MAX_ITEMS_DEFAULT",
 		"SCS_POLICY_DIR", "SCS_OPA_URL", "SCS_OPA_FALLBACK_LOCAL", "SCS_OPA_CACHE_TTL_MS",
@@ -162,6 +163,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_WEIGHTS_FILE", "/etc/h4r/weights.json", func(c *config.Config) { c.WeightsFile = "/etc/h4r/weights.json" }},
 		{"H4R_RECENCY_DECAY_LAMBDA", "0.05", func(c *config.Config) { c.RecencyDecayLambda = 0.05 }},
 		{"H4R_MAX_HOPS", "5", func(c *config.Config) { c.MaxHops = 5 }},
+		{"H4R_ACCESS_COUNTING", "delivery", func(c *config.Config) { c.AccessCounting = "delivery" }},
 		{"DATABASE_URL", "postgres://h4r:secret@db:5432/h4r?sslmode=disable", func(c *config.Config) {
 			c.DatabaseURL = "postgres://h4r:secret@db:5432/h4r?sslmode=disable"
 		}},

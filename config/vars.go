@@ -54,6 +54,8 @@ func table() []variable {
 			func(c *Config) *string { return &c.WeightsFile }, nil),
 		number("H4R_RECENCY_DECAY_LAMBDA", "0.1", "Decay rate lambda of the recency signal, per day: an item 7 days old scores exp(-0.7) = 0.50 at 0.1.",
 			func(c *Config) *float64 { return &c.RecencyDecayLambda }, 0, math.Inf(1)),
+		oneOf("H4R_ACCESS_COUNTING", "use", "What raises an item's accessCount, the frequency signal: use (an explicit read of the item by id, or feedback that marks it useful) or delivery (every pack that delivers it; this makes frequency a popularity loop: items that matched earlier queries win later ones).",
+			func(c *Config) *string { return &c.AccessCounting }, "use", "delivery"),
 		whole("H4R_MAX_HOPS", "3", "Most causal hops followed from the anchors when a request does not say.",
 			func(c *Config) *int { return &c.MaxHops }, 1, h4r.MaxHopsLimit),
 

@@ -26,7 +26,7 @@ type Slicer interface {
 	Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome
 }
 
-// AccessRecorder counts deliveries; it must not block on I/O.
+// AccessRecorder counts accesses; it must not block on I/O.
 type AccessRecorder interface {
 	RecordAccess(ids []string)
 }
@@ -42,6 +42,12 @@ type Settings struct {
 	AnchorsFromTop   int           // anchors taken from the top relevance hits when a request gives none
 	GeneratorTimeout time.Duration // each generator's own deadline
 	Fusion           rank.Fusion
+	// CountDeliveries makes every delivery raise the delivered items'
+	// access counts (H4R_ACCESS_COUNTING=delivery). Off by default: a
+	// delivery is not a use, and counting it turns frequency into a
+	// popularity loop, where items that matched earlier queries win later
+	// ones.
+	CountDeliveries bool
 }
 
 // Engine answers context requests. It is safe for concurrent use.
@@ -258,9 +264,10 @@ func (e *Engine) slice(ctx context.Context, spec h4r.Specialist, req *h4r.Contex
 	return entries, outcome.Warnings
 }
 
-// recordDeliveries tells the access recorder which items were delivered.
+// recordDeliveries tells the access recorder which items were delivered,
+// when deliveries count as accesses (Settings.CountDeliveries).
 func (e *Engine) recordDeliveries(entries []pack.Entry) {
-	if e.access == nil {
+	if e.access == nil || !e.settings.CountDeliveries {
 		return
 	}
 	var kept []string

@@ -393,47 +393,59 @@ func TestRequestWeights(t *testing.T) {
 	}
 }
 
-func TestDeliveredItemsAreCounted(t *testing.T) {
-	cfg := testConfig(t)
-	a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
-	if err != nil {
-		t.Fatal(err)
+// TestDeliveriesCountOnlyWhenConfigured: by default (H4R_ACCESS_COUNTING
+// use) a delivery is not an access, so frequency does not become a
+// popularity loop; with "delivery" every delivered item is counted once,
+// and items left out never are.
+func TestDeliveriesCountOnlyWhenConfigured(t *testing.T) {
+	tests := []struct {
+		name     string
+		counting string
+		wantKept int64
+	}{
+		{"use (default)", "use", 0},
+		{"delivery", "delivery", 1},
 	}
-	if _, err := demo.LoadIfEmpty(context.Background(), a.Store); err != nil {
-		t.Fatal(err)
-	}
-	p, err := a.Engine.ContextPack(context.Background(), healer(), &h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}, Limit: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Close(); err != nil { // Close flushes the access counts
-		t.Fatal(err)
-	}
-	store, err := sqlite.Open(context.Background(), filepath.Join(cfg.DataDir, "h4r.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	for _, r := range p.Results {
-		it, err := store.Get(context.Background(), r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if it.Metadata.AccessCount != 1 {
-			t.Errorf("%s: accessCount = %d after one delivery, want 1", r.ID, it.Metadata.AccessCount)
-		}
-	}
-	for _, ex := range p.Explainability.Items {
-		if ex.Reason == h4r.ReasonKept {
-			continue
-		}
-		it, err := store.Get(context.Background(), ex.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if it.Metadata.AccessCount != 0 {
-			t.Errorf("%s was not delivered (%s) but accessCount = %d", ex.ID, ex.Reason, it.Metadata.AccessCount)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.AccessCounting = tt.counting
+			a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := demo.LoadIfEmpty(context.Background(), a.Store); err != nil {
+				t.Fatal(err)
+			}
+			p, err := a.Engine.ContextPack(context.Background(), healer(), &h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}, Limit: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Results) == 0 {
+				t.Fatal("nothing delivered: the test needs deliveries")
+			}
+			if err := a.Close(); err != nil { // Close flushes the access counts
+				t.Fatal(err)
+			}
+			store, err := sqlite.Open(context.Background(), filepath.Join(cfg.DataDir, "h4r.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			for _, ex := range p.Explainability.Items {
+				it, err := store.Get(context.Background(), ex.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := int64(0)
+				if ex.Reason == h4r.ReasonKept {
+					want = tt.wantKept
+				}
+				if it.Metadata.AccessCount != want {
+					t.Errorf("%s (%s): accessCount = %d after one pack, want %d", ex.ID, ex.Reason, it.Metadata.AccessCount, want)
+				}
+			}
+		})
 	}
 }
 

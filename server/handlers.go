@@ -332,6 +332,10 @@ func itemID(c *echo.Context) (string, error) {
 	return unescaped, nil
 }
 
+// accessRecorder counts an access to items (the store): an explicit read
+// is a use, which the frequency signal measures.
+type accessRecorder interface{ RecordAccess(ids []string) }
+
 func (s *Server) getItem(c *echo.Context) error {
 	id, err := itemID(c)
 	if err != nil {
@@ -340,6 +344,9 @@ func (s *Server) getItem(c *echo.Context) error {
 	it, err := s.store.Get(c.Request().Context(), id)
 	if err != nil {
 		return err
+	}
+	if r, ok := s.store.(accessRecorder); ok {
+		r.RecordAccess([]string{id}) // an explicit read is a use (frequency)
 	}
 	return c.JSON(http.StatusOK, it)
 }

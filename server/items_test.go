@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/server"
@@ -289,5 +290,32 @@ func TestItemIDsInPaths(t *testing.T) {
 				t.Errorf("%q is still there after DELETE", tt.id)
 			}
 		})
+	}
+}
+
+// TestReadingAnItemCountsAUse: an explicit read by id is a use of the
+// item, which the frequency signal counts (H4R_ACCESS_COUNTING=use).
+func TestReadingAnItemCountsAUse(t *testing.T) {
+	st := newStack(t)
+	base := st.serve(t)
+	for range 2 {
+		if r := do(t, http.MethodGet, base+"/v1/items/mem-fix", nil); r.status != http.StatusOK {
+			t.Fatalf("GET: %d %s", r.status, r.body)
+		}
+	}
+	// Counts are written in the background, in batches.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		it, err := st.store.Get(t.Context(), "mem-fix")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Metadata.AccessCount == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("accessCount = %d after two reads, want 2", it.Metadata.AccessCount)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

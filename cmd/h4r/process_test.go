@@ -185,7 +185,7 @@ func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // that the access counts of delivered items were written.
 func TestSIGTERMUnderLoad(t *testing.T) {
 	dataDir := t.TempDir()
-	p := startProcess(t, dataDir)
+	p := startProcess(t, dataDir, "H4R_ACCESS_COUNTING=delivery") // counts deliveries, so that the flush at shutdown is seen
 	const writers, readers, batch = 6, 2, 5
 	var (
 		mu        sync.Mutex
