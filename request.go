@@ -2,7 +2,9 @@ package h4r
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -98,7 +100,8 @@ func (r *ContextRequest) Validate(field string) error {
 	case r.Limit == 0:
 		r.Limit = DefaultLimit
 	}
-	for name, v := range r.Weights {
+	for _, name := range slices.Sorted(maps.Keys(r.Weights)) { // the same error for the same input
+		v := r.Weights[name]
 		if _, ok := ParseSignal(name); !ok {
 			return Errorf(EINVALID, at("weights."+name), "unknown signal %q (want one of relevance, recency, frequency, importance, causality, novelty, trust, sensitivity)", name)
 		}
