@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -172,26 +173,28 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// UnmarshalJSON reads a flat object. Errors name the offending key
-// ("metadata.trust") so that validation messages can point at it.
+// UnmarshalJSON reads a flat object. Errors name the offending key relative
+// to the metadata ("trust", "tags[2]"); jsonstrict.Decode prefixes the path
+// of the metadata itself ("items[3].metadata.trust").
 func (m *Metadata) UnmarshalJSON(b []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return Errorf(EINVALID, "metadata", "metadata must be a JSON object")
+		return Errorf(EINVALID, "", "metadata must be a JSON object")
 	}
 	var w metadataJSON
 	*m = Metadata{}
-	for key, val := range raw {
+	for _, key := range slices.Sorted(maps.Keys(raw)) { // the same error for the same input
+		val := raw[key]
 		// A well-known key in another case ("HasCredentials") would land in
 		// Extra, where no policy looks: an item could hide its credentials
 		// or sensitivity by a typo. Refuse it instead.
 		if known, ok := wellKnownFold(key); ok && known != key {
-			return Errorf(EINVALID, "metadata."+key, "metadata keys are case-sensitive: did you mean %q?", known)
+			return Errorf(EINVALID, key, "metadata keys are case-sensitive: did you mean %q?", known)
 		}
 		if !isWellKnown(key) {
 			var v any
 			if err := json.Unmarshal(val, &v); err != nil {
-				return Errorf(EINVALID, "metadata."+key, "invalid JSON value")
+				return Errorf(EINVALID, key, "invalid JSON value: %s", strings.TrimPrefix(err.Error(), "json: "))
 			}
 			if m.Extra == nil {
 				m.Extra = map[string]any{}
@@ -199,9 +202,12 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 			m.Extra[key] = v
 			continue
 		}
+		if err := noNullElement(key, val); err != nil {
+			return err
+		}
 		one, _ := json.Marshal(map[string]json.RawMessage{key: val})
 		if err := json.Unmarshal(one, &w); err != nil {
-			return Errorf(EINVALID, "metadata."+key, "wrong type for %s: %s", key, jsonTypeHint(key))
+			return Errorf(EINVALID, key, "wrong type for %s: %s", key, jsonTypeHint(key))
 		}
 	}
 	if w.CreatedAt != nil {
@@ -217,6 +223,26 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 	m.ContainsPII, m.PIIFields, m.HasCredentials = w.ContainsPII, w.PIIFields, w.HasCredentials
 	m.RestrictedToGroups, m.Tags, m.Source = w.RestrictedToGroups, w.Tags, w.Source
 	m.Version, m.AccessCount, m.ByteSize, m.Tokens = w.Version, w.AccessCount, w.ByteSize, w.Tokens
+	return nil
+}
+
+// noNullElement refuses null in a list of strings, which encoding/json
+// would keep as "": a group, tag or PII path that nobody gave.
+func noNullElement(key string, val json.RawMessage) error {
+	switch key {
+	case "piiFields", "restrictedToGroups", "tags":
+	default:
+		return nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(val, &list) != nil {
+		return nil // not a list: the typed decode reports it
+	}
+	for i, e := range list {
+		if string(bytes.TrimSpace(e)) == "null" {
+			return Errorf(EINVALID, fmt.Sprintf("%s[%d]", key, i), "want a string, got null")
+		}
+	}
 	return nil
 }
 

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // FuzzItemValidate decodes arbitrary JSON as an item the way ingest does
-// (h4r.DecodeStrict, then Validate) and checks what ingest relies on:
+// (jsonstrict.Decode, then Validate) and checks what ingest relies on:
 // nothing panics; a refusal is an invalid_argument *h4r.Error naming a
 // field of the item; and an accepted item, once normalised, encodes to JSON
 // that decodes and validates again to the same item (so what the store
@@ -34,7 +35,7 @@ func FuzzItemValidate(f *testing.F) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var it h4r.Item
-		err := h4r.DecodeStrict(data, &it, "")
+		err := jsonstrict.Decode(data, &it, "")
 		if err == nil {
 			err = it.Validate("")
 		}
@@ -54,7 +55,7 @@ func FuzzItemValidate(f *testing.F) {
 			t.Fatalf("an accepted item does not encode: %v", err)
 		}
 		var again h4r.Item
-		if err := h4r.DecodeStrict(b, &again, ""); err != nil {
+		if err := jsonstrict.Decode(b, &again, ""); err != nil {
 			t.Fatalf("an accepted item does not decode from its own JSON: %v\n%s", err, b)
 		}
 		if err := again.Validate(""); err != nil {

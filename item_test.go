@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // TestMetadataKeysAreCaseSensitive: a well-known key in another case must
@@ -26,7 +27,7 @@ func TestMetadataKeysAreCaseSensitive(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var it h4r.Item
-			err := h4r.DecodeStrict([]byte(`{"id": "a", "text": "x", "metadata": `+tt.metadata+`}`), &it, "")
+			err := jsonstrict.Decode([]byte(`{"id": "a", "text": "x", "metadata": `+tt.metadata+`}`), &it, "")
 			if tt.wantField == "" {
 				if err != nil {
 					t.Fatalf("rejected: %v", err)

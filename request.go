@@ -2,7 +2,9 @@ package h4r
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -122,7 +124,8 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 	case r.Limit > MaxLimit:
 		return Filters{}, Errorf(EINVALID, at("limit"), "limit must be <= %d, got %d", MaxLimit, r.Limit)
 	}
-	for name, v := range r.Weights {
+	for _, name := range slices.Sorted(maps.Keys(r.Weights)) { // the same error for the same input
+		v := r.Weights[name]
 		if _, ok := ParseSignal(name); !ok {
 			return Filters{}, Errorf(EINVALID, at("weights."+name), "unknown signal %q (want one of relevance, recency, frequency, importance, causality, novelty, trust, sensitivity)", name)
 		}

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Signal names one of the eight ranking signals. Its value indexes Signals
@@ -150,17 +153,33 @@ func marshalVector(v [NumSignals]float64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// unmarshalVector reads {"relevance": 0.6, …}. Errors are *Error naming
+// the key relative to the object ("recency"); jsonstrict.Decode prefixes
+// the object's path ("weights.recency").
 func unmarshalVector(b []byte, v *[NumSignals]float64) error {
-	var m map[string]float64
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
-		return err
+		return Errorf(EINVALID, "", `want an object of signal names to numbers, such as {"relevance": 0.6, "recency": 0.4}`)
 	}
-	for name, x := range m {
+	for _, name := range slices.Sorted(maps.Keys(m)) { // the same error for the same input
 		s, ok := ParseSignal(name)
 		if !ok {
-			return fmt.Errorf("unknown signal %q", name)
+			for t := Signal(0); t < NumSignals; t++ {
+				if strings.EqualFold(t.String(), name) {
+					return Errorf(EINVALID, name, "unknown signal %q (did you mean %q?): signal names are case-sensitive", name, t.String())
+				}
+			}
+			return Errorf(EINVALID, name, "unknown signal %q (want one of relevance, recency, frequency, importance, causality, novelty, trust, sensitivity)", name)
 		}
-		v[s] = x
+		var x *float64
+		if err := json.Unmarshal(m[name], &x); err != nil || x == nil {
+			got := string(bytes.TrimSpace(m[name]))
+			if len(got) > 40 {
+				got = strings.ToValidUTF8(got[:40], "") + "…"
+			}
+			return Errorf(EINVALID, name, "want a number that fits a 64-bit float, got %s", got)
+		}
+		v[s] = *x
 	}
 	return nil
 }

@@ -44,14 +44,16 @@ func ParseSecurityLevel(s string) (SecurityLevel, bool) {
 
 func (l SecurityLevel) MarshalJSON() ([]byte, error) { return json.Marshal(l.String()) }
 
+// UnmarshalJSON reads a level name. Its errors name no field: the caller
+// knows where the level was (jsonstrict.Decode adds the path).
 func (l *SecurityLevel) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return Errorf(EINVALID, "securityLevel", "security level must be a string")
+		return Errorf(EINVALID, "", "security level must be a string: public, internal, confidential or restricted")
 	}
 	v, ok := ParseSecurityLevel(s)
 	if !ok {
-		return Errorf(EINVALID, "securityLevel", "unknown security level %q (want public, internal, confidential or restricted)", s)
+		return Errorf(EINVALID, "", "unknown security level %q (want public, internal, confidential or restricted)", s)
 	}
 	*l = v
 	return nil

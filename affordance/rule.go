@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // Rule describes one affordance and when to suggest it.
@@ -158,7 +159,7 @@ func (m Match) empty() bool {
 // ("rules[1].confidence.max").
 func ParseRules(data []byte) ([]Rule, error) {
 	var rules []Rule
-	if err := h4r.DecodeStrict(data, &rules, "rules"); err != nil {
+	if err := jsonstrict.Decode(data, &rules, "rules"); err != nil {
 		return nil, err
 	}
 	for i, r := range rules {

@@ -326,7 +326,7 @@ func TestParseRules(t *testing.T) {
 		{name: "unknown field", json: `[{"type":"x","match":{"tags":["t"]},"confidence":{"base":0.5},"colour":1}]`, wantField: "rules[0].colour"},
 		{name: "invalid rule names its index", json: `[{"type":"x","match":{"tags":["t"]},"confidence":{"base":0.5}},{"type":"y","match":{},"confidence":{"base":0.5}}]`, wantField: "rules[1].match"},
 		{name: "not a list", json: `{"type":"x"}`, wantField: "rules"},
-		{name: "malformed", json: `[{`, wantField: "rules"},
+		{name: "malformed", json: `[{`, wantField: "rules[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // Route is a class of routes a key may call.
@@ -89,7 +90,7 @@ func Load(path string) (*Keys, error) {
 // offending entry and field ("[2].principal.securityLevel").
 func Parse(data []byte) (*Keys, error) {
 	var entries []entry
-	if err := h4r.DecodeStrict(data, &entries, ""); err != nil {
+	if err := jsonstrict.Decode(data, &entries, ""); err != nil {
 		return nil, err
 	}
 	if len(entries) == 0 {
@@ -114,7 +115,7 @@ func Parse(data []byte) (*Keys, error) {
 		if len(e.Principal) == 0 {
 			return nil, h4r.Errorf(h4r.EINVALID, at("principal"), "principal is required")
 		}
-		if err := h4r.DecodeStrict(e.Principal, &spec, at("principal")); err != nil {
+		if err := jsonstrict.Decode(e.Principal, &spec, at("principal")); err != nil {
 			return nil, err
 		}
 		if strings.TrimSpace(spec.ID) == "" {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // MappingFile is the name of the optional mapping file in a dataset folder.
@@ -74,7 +74,7 @@ const ScopeKey = "scope"
 // naming it, so that a typo does not silently drop a signal.
 func ParseMapping(data []byte, name string) (Mapping, error) {
 	var m Mapping
-	if err := h4r.DecodeStrict(data, &m, ""); err != nil {
+	if err := jsonstrict.Decode(data, &m, ""); err != nil {
 		return m, fmt.Errorf("%s: %w", name, err)
 	}
 	if m.Version != MappingVersion {

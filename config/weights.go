@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // WeightsFile is the file h4r bench tune writes and H4R_WEIGHTS_FILE
@@ -27,7 +28,7 @@ func ReadWeightsFile(path string) (WeightsFile, error) {
 	if err != nil {
 		return wf, fmt.Errorf("H4R_WEIGHTS_FILE: %w", err)
 	}
-	if err := h4r.DecodeStrict(raw, &wf, ""); err != nil {
+	if err := jsonstrict.Decode(raw, &wf, ""); err != nil {
 		return wf, fmt.Errorf("H4R_WEIGHTS_FILE %s: %w", path, err)
 	}
 	if err := wf.Weights.Validate("weights"); err != nil {

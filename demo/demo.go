@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // corpus is the demo memory, one JSON item a line.
@@ -38,7 +39,7 @@ func parse(data []byte) ([]h4r.Item, error) {
 			continue
 		}
 		var it h4r.Item
-		if err := h4r.DecodeStrict(line, &it, field); err != nil {
+		if err := jsonstrict.Decode(line, &it, field); err != nil {
 			return nil, err
 		}
 		if err := it.Validate(field); err != nil {

@@ -134,7 +134,7 @@ func TestA2AErrors(t *testing.T) {
 		field   string
 		replyTo string // the request's meta.id, when it could be read
 	}{
-		{"bad JSON", `{"meta": {"id": "msg-1"`, "", ""},
+		{"bad JSON", `{"meta": {"id": "msg-1"`, "meta", ""},
 		{"not an object", `"ContextRequest"`, "", ""},
 		{"empty body", ``, "", ""},
 		{"wrong meta.type", `{"meta": {"id": "msg-1", "type": "ContextResult"}, ` + payload + `}`, "meta.type", "msg-1"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // Authenticator maps an API key to its principal (auth.Keys).
@@ -144,7 +145,7 @@ func narrow(principal h4r.Specialist, field string, raw json.RawMessage) (h4r.Sp
 		return spec, nil
 	}
 	var cl claim
-	if err := h4r.DecodeStrict(raw, &cl, field); err != nil {
+	if err := jsonstrict.Decode(raw, &cl, field); err != nil {
 		return h4r.Specialist{}, err
 	}
 	denied := func(name, format string, args ...any) error {

@@ -226,7 +226,7 @@ func TestContextPackErrors(t *testing.T) {
 		body  string
 		field string
 	}{
-		{"malformed JSON", `{"query": {"text": "login"`, ""},
+		{"malformed JSON", `{"query": {"text": "login"`, "query"},
 		{"syntax error", `{"query": {"text": "login"},}`, ""},
 		{"empty body", ``, ""},
 		{"not an object", `["login"]`, ""},

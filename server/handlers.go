@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // readBody reads the whole body under the size limit.
@@ -35,7 +36,7 @@ func specialist(field string, raw json.RawMessage) (h4r.Specialist, error) {
 		return h4r.Anonymous(), nil
 	}
 	var spec h4r.Specialist
-	if err := h4r.DecodeStrict(raw, &spec, field); err != nil {
+	if err := jsonstrict.Decode(raw, &spec, field); err != nil {
 		return spec, err
 	}
 	if strings.TrimSpace(spec.ID) == "" {
@@ -63,7 +64,7 @@ func (s *Server) contextPack(c *echo.Context) error {
 		return err
 	}
 	var req contextPackBody
-	if err := h4r.DecodeStrict(body, &req, ""); err != nil {
+	if err := jsonstrict.Decode(body, &req, ""); err != nil {
 		return err
 	}
 	spec, err := s.identity(c, "specialist", req.Specialist)
@@ -199,7 +200,10 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h4r.DecodeStrict(body, in, ""); err != nil {
+	if err := jsonstrict.Decode(body, in, ""); err != nil {
+		// The strict walk refuses before filling anything; the error reply
+		// still names the request it answers when meta.id can be read.
+		_ = json.Unmarshal(body, in)
 		return nil, err
 	}
 	switch {
@@ -214,8 +218,8 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A specialist in the payload is refused before the strict decode,
-	// whose errors inside it would not name payload.specialist.
+	// A specialist in the payload, valid or not and in any case, is refused
+	// for where it is, before the strict decode would judge its content.
 	var probe struct {
 		Specialist json.RawMessage `json:"specialist"`
 	}
@@ -223,7 +227,7 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, "payload.specialist", "in an envelope the specialist is meta.from")
 	}
 	var req h4r.ContextRequest
-	if err := h4r.DecodeStrict(in.Payload, &req, "payload"); err != nil {
+	if err := jsonstrict.Decode(in.Payload, &req, "payload"); err != nil {
 		return nil, err
 	}
 	if req.Specialist != nil {
@@ -269,13 +273,13 @@ const MaxBatchItems = 1000
 // the field ("items[2].metadata.trust", or "metadata.trust" for one item).
 func DecodeItems(body []byte) ([]h4r.Item, error) {
 	var probe map[string]json.RawMessage
-	if err := h4r.DecodeStrict(body, &probe, ""); err != nil {
+	if err := jsonstrict.Decode(body, &probe, ""); err != nil {
 		return nil, err
 	}
 	raw, isBatch := probe["items"]
 	if !isBatch {
 		var it h4r.Item
-		if err := h4r.DecodeStrict(body, &it, ""); err != nil {
+		if err := jsonstrict.Decode(body, &it, ""); err != nil {
 			return nil, err
 		}
 		if err := it.Validate(""); err != nil {
@@ -294,7 +298,7 @@ func DecodeItems(body []byte) ([]h4r.Item, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, keys[0], "a batch is {\"items\": [...]} with no other keys, got %q", keys[0])
 	}
 	var rawItems []json.RawMessage
-	if err := h4r.DecodeStrict(raw, &rawItems, "items"); err != nil {
+	if err := jsonstrict.Decode(raw, &rawItems, "items"); err != nil {
 		return nil, err
 	}
 	if len(rawItems) == 0 {
@@ -306,7 +310,7 @@ func DecodeItems(body []byte) ([]h4r.Item, error) {
 	items := make([]h4r.Item, len(rawItems))
 	for i, r := range rawItems {
 		field := fmt.Sprintf("items[%d]", i)
-		if err := h4r.DecodeStrict(bytes.TrimSpace(r), &items[i], field); err != nil {
+		if err := jsonstrict.Decode(bytes.TrimSpace(r), &items[i], field); err != nil {
 			return nil, err
 		}
 		if err := items[i].Validate(field); err != nil {

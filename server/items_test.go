@@ -157,7 +157,7 @@ func TestUpsertErrors(t *testing.T) {
 			"items[1].links[0].target", []string{"b-1", "b-2"}},
 		{"batch with an unknown link field", `{"items": [{"id": "b-1", "text": "ok", "links": [{"type": "fixes", "target": "b-0", "weight": 1}]}]}`,
 			"items[0].links[0].weight", []string{"b-1"}},
-		{"batch with a null item", `{"items": [{"id": "b-1", "text": "ok"}, null]}`, "items[1].id", []string{"b-1"}},
+		{"batch with a null item", `{"items": [{"id": "b-1", "text": "ok"}, null]}`, "items[1]", []string{"b-1"}},
 		{"batch whose invalid item replaces a fixture", `{"items": [{"id": "mem-root", "text": "overwritten"}, {"id": "b-2", "text": " "}]}`,
 			"items[1].text", []string{"b-2"}},
 		{"empty batch", `{"items": []}`, "items", nil},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // maxReportedLines caps how many bad lines ingest lists before giving up.
@@ -92,7 +93,7 @@ func readJSONL(r io.Reader, name string, stderr io.Writer) ([]h4r.Item, error) {
 			continue
 		}
 		var it h4r.Item
-		err := h4r.DecodeStrict(text, &it, "")
+		err := jsonstrict.Decode(text, &it, "")
 		if err == nil {
 			err = it.Validate("")
 		}

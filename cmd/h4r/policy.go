@@ -20,6 +20,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/internal/jsonstrict"
 	"github.com/h4r/h4r/policy"
 )
 
@@ -298,5 +299,5 @@ func decodeFile(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", name, err)
 	}
-	return h4r.DecodeStrict(data, v, name)
+	return jsonstrict.Decode(data, v, name)
 }
