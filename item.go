@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -106,10 +107,31 @@ func wellKnownKeys() []string {
 		"updatedAt", "version", "accessCount", "lastAccessedAt", "byteSize", "tokens"}
 }
 
-// wellKnownFold returns the well-known key equal to key up to case.
+// memberPath is key as a relative JSON path segment: the key itself when
+// it is a plain name, else ["key"] (its JSON string in brackets), the form
+// jsonstrict writes for such keys.
+func memberPath(key string) string {
+	for _, c := range key {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b, _ := json.Marshal(key) // a string always encodes
+			return "[" + string(b) + "]"
+		}
+	}
+	return key
+}
+
+// wellKnownFold returns the well-known key equal to key up to case, white
+// space around it, and invisible characters in it (zero-width spaces and
+// joiners, the byte-order mark, soft hyphens: Unicode format characters).
 func wellKnownFold(key string) (string, bool) {
+	visible := strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(key))
 	for _, k := range wellKnownKeys() {
-		if strings.EqualFold(k, key) {
+		if strings.EqualFold(k, visible) {
 			return k, true
 		}
 	}
@@ -189,7 +211,10 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 		// Extra, where no policy looks: an item could hide its credentials
 		// or sensitivity by a typo. Refuse it instead.
 		if known, ok := wellKnownFold(key); ok && known != key {
-			return Errorf(EINVALID, key, "metadata keys are case-sensitive: did you mean %q?", known)
+			if strings.EqualFold(known, key) {
+				return Errorf(EINVALID, key, "metadata keys are case-sensitive: did you mean %q?", known)
+			}
+			return Errorf(EINVALID, memberPath(key), "metadata key %q differs from the policy key %q only by white space or invisible characters: write %q", key, known, known)
 		}
 		if !isWellKnown(key) {
 			var v any

@@ -23,6 +23,13 @@ func TestMetadataKeysAreCaseSensitive(t *testing.T) {
 		{"sensitivity in capitals", `{"SENSITIVITY": 0.9}`, "metadata.SENSITIVITY"},
 		{"groups in another case", `{"restrictedtogroups": ["ops"]}`, "metadata.restrictedtogroups"},
 		{"other keys keep their case", `{"Status": "failed", "test_type": "e2e"}`, ""},
+		// A key that reads as a policy key but is not one would also land in
+		// Extra, unseen by policy (found by the adversarial client).
+		{"credentials with a trailing space", `{"hasCredentials ": true}`, `metadata["hasCredentials "]`},
+		{"sensitivity with a leading space", `{" sensitivity": 0.9}`, `metadata[" sensitivity"]`},
+		{"credentials with a zero-width space", "{\"has\u200bCredentials\": true}", "metadata[\"has\u200bCredentials\"]"},
+		{"groups with a byte-order mark", "{\"\ufeffrestrictedToGroups\": [\"ops\"]}", "metadata[\"\ufeffrestrictedToGroups\"]"},
+		{"containsPII with a soft hyphen", "{\"contains\u00adPII\": true}", "metadata[\"contains\u00adPII\"]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
