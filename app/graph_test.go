@@ -110,17 +110,17 @@ func TestCausalPacksFromNeo4j(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		req     h4r.ContextRequest
-		want    map[string]float64 // causality signal by id: 1/(1+hops)
+		want    map[string]float64 // causality signal by id: 1/(1+hops), 0 for an anchor
 		atLeast bool               // anchors come from every text generator's top hits (vectors too): more anchors, shorter hops
 	}{
 		{"anchors given: hops alone", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{"lib-bump"}},
-			map[string]float64{"lib-bump": 1, "deploy-42": 0.5, "incident": 1.0 / 3}, false},
+			map[string]float64{"lib-bump": 0, "deploy-42": 0.5, "incident": 1.0 / 3}, false},
 		{"no anchors: hops from the top text hits", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal, Text: "checkout crashed"}},
-			map[string]float64{"incident": 1, "deploy-42": 0.5, "lib-bump": 1.0 / 3}, true},
+			map[string]float64{"incident": 0, "deploy-42": 0.5}, true},
 		{"directed against the arrows reaches nothing more", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{"lib-bump"}, Directed: true},
-			map[string]float64{"lib-bump": 1}, false},
+			map[string]float64{"lib-bump": 0}, false},
 		{"max hops 1", h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{"incident"}, MaxHops: 1},
-			map[string]float64{"incident": 1, "deploy-42": 0.5}, false},
+			map[string]float64{"incident": 0, "deploy-42": 0.5}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(g.Runs())
@@ -147,7 +147,7 @@ func TestCausalPacksFromNeo4j(t *testing.T) {
 		g.FailAll(&bolttest.Failure{Code: "Neo.DatabaseError.General.UnknownError", Message: "disk full"})
 		defer g.FailAll(nil)
 		p := causalPack(t, a, &h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{"lib-bump"}})
-		if got, want := causality(p), map[string]float64{"lib-bump": 1, "deploy-42": 0.5, "incident": 1.0 / 3}; !equalSignals(got, want) {
+		if got, want := causality(p), map[string]float64{"lib-bump": 0, "deploy-42": 0.5, "incident": 1.0 / 3}; !equalSignals(got, want) {
 			t.Errorf("causality %v, want %v", got, want)
 		}
 		if w := strings.Join(p.Explainability.Warnings, "\n"); !strings.Contains(w, "neo4j failed") || !strings.Contains(w, "store CTE answered") {
@@ -249,7 +249,7 @@ func TestRebuildGraphCatchesUpWithTheStore(t *testing.T) {
 		t.Errorf("graph after the rebuild: %v", nodes)
 	}
 	p := causalPack(t, a, &h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: []string{"incident"}})
-	if got := causality(p); !equalSignals(got, map[string]float64{"incident": 1, "deploy-42": 0.5, "lib-bump": 1.0 / 3}) || len(p.Explainability.Warnings) != 0 {
+	if got := causality(p); !equalSignals(got, map[string]float64{"incident": 0, "deploy-42": 0.5, "lib-bump": 1.0 / 3}) || len(p.Explainability.Warnings) != 0 {
 		t.Errorf("after the rebuild: causality %v, warnings %v", got, p.Explainability.Warnings)
 	}
 }

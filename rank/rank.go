@@ -153,14 +153,16 @@ func logAccess(it *h4r.Item) float64 {
 	return math.Log1p(float64(max(it.Metadata.AccessCount, 0)))
 }
 
-// causality is 1/(1+d) for d hops from the nearest anchor, 0 when the graph
-// generator did not reach the item.
+// causality is 1/(1+d) for d ≥ 1 hops from the nearest anchor, and 0 when
+// the graph generator did not reach the item. An anchor gets no causality
+// for itself: the default anchors are the top text hits, and causality 1
+// for them only counted their relevance a second time.
 func causality(c *h4r.Candidate) float64 {
 	e, ok := c.Find(h4r.GenGraph)
-	if !ok {
+	if !ok || e.Distance <= 0 {
 		return 0
 	}
-	return 1 / (1 + float64(max(e.Distance, 0)))
+	return 1 / (1 + float64(e.Distance))
 }
 
 // explain writes "Score 0.743 (top signals: relevance=0.91, …)" with the

@@ -396,10 +396,10 @@ func TestCausality(t *testing.T) {
 		want float64
 	}{
 		{name: "not reached by hops", ev: []h4r.Evidence{ft(3, 1)}, want: 0},
-		{name: "an anchor", ev: []h4r.Evidence{hops(0)}, want: 1},
+		{name: "an anchor gets none for itself", ev: []h4r.Evidence{ft(1, 9), hops(0)}, want: 0},
 		{name: "one hop", ev: []h4r.Evidence{ft(3, 1), hops(1)}, want: 0.5},
 		{name: "three hops", ev: []h4r.Evidence{hops(3)}, want: 0.25},
-		{name: "negative distance counts as an anchor", ev: []h4r.Evidence{hops(-2)}, want: 1},
+		{name: "negative distance counts as an anchor", ev: []h4r.Evidence{hops(-2)}, want: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
