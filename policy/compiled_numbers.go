@@ -32,7 +32,9 @@ func termsEqual(a, b *ast.Term) bool {
 }
 
 // compareNumbers is ast.NumberCompare without its allocations in the common
-// cases: two integers (as NumberCompare does first), or two numbers written
+// cases: two integers (as NumberCompare does first), two plain decimals of
+// at most 15 significant digits (each reads as a distinct float64, in
+// order: 15 digits is what a float64 always keeps), or two numbers written
 // the way Go writes float64s (strconv 'g', -1: the shortest decimal that
 // reads back as the float, as OPA writes the item's scores) that read back
 // as different floats. Rounding to the nearest float is monotonic, so two
@@ -48,6 +50,11 @@ func compareNumbers(x, y ast.Number) int {
 	if xi, ok := util.Atoi64(string(x)); ok {
 		if yi, ok := util.Atoi64(string(y)); ok {
 			return cmp.Compare(xi, yi)
+		}
+	}
+	if xf, ok := shortDecimal(string(x)); ok {
+		if yf, ok := shortDecimal(string(y)); ok {
+			return cmp.Compare(xf, yf)
 		}
 	}
 	if xf, ok := shortestFloat(string(x)); ok {
@@ -70,4 +77,36 @@ func shortestFloat(s string) (float64, bool) {
 	}
 	var buf [32]byte
 	return f, string(strconv.AppendFloat(buf[:0], f, 'g', -1, 64)) == s
+}
+
+// shortDecimal parses s if it is a plain decimal ([-]digits[.digits], no
+// exponent) of at most 15 significant digits: any two such decimals read
+// as float64s compare as the decimals do, equal ones included.
+func shortDecimal(s string) (float64, bool) {
+	if len(s) == 0 || len(s) > 40 {
+		return 0, false
+	}
+	i := 0
+	if s[0] == '-' {
+		i = 1
+	}
+	digits, significant, dot := 0, 0, false
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.' && !dot && digits > 0:
+			dot = true
+		case c >= '0' && c <= '9':
+			digits++
+			if c != '0' || significant > 0 {
+				significant++
+			}
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || significant > 15 || s[len(s)-1] == '.' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
 }
