@@ -3,10 +3,12 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -391,5 +393,42 @@ func TestLiveEngineOptions(t *testing.T) {
 				t.Errorf("CompiledFor = %v, want compiled %v", err, tc.compiled)
 			}
 		})
+	}
+}
+
+// TestCompiledConcurrent: one engine decides for several specialists from
+// several goroutines at once (predicates made on first use, evaluation
+// states pooled) as OPA does; run with -race.
+func TestCompiledConcurrent(t *testing.T) {
+	compiled, opa := enginePair(t, WithPolicyDir("testdata/compiled/handled"))
+	items := benchItems(40)
+	whos := []h4r.Specialist{spec(h4r.Public, "qa"), spec(h4r.Internal, "ops"), spec(h4r.Restricted, "qa", "ops")}
+	want := make([][]Result, len(whos))
+	for i, who := range whos {
+		want[i] = opa.DecideBatch(t.Context(), who, items)
+	}
+	errs := make(chan error, 8*len(whos))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range whos {
+				i := (i + g) % len(whos)
+				got := compiled.DecideBatch(context.Background(), whos[i], items)
+				for j := range got {
+					if !reflect.DeepEqual(got[j], want[i][j]) {
+						errs <- fmt.Errorf("goroutine %d, specialist %d, item %d: %+v, OPA %+v", g, i, j, got[j], want[i][j])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if st := compiled.CompiledStats(); st.Predicates != len(whos) || st.FellBack > 0 {
+		t.Errorf("stats %+v, want %d predicates and no fallback", st, len(whos))
 	}
 }
