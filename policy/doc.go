@@ -12,6 +12,15 @@
 // decisions are remembered by input (WithDecisionMemo). Explain says which
 // rules fired.
 //
+// Compiled predicates (compiled.go) make cold decisions cheap: per
+// specialist as the policy sees it, OPA partially evaluates the decision
+// with input.item unknown, and the residual is compiled to Go closures that
+// decide an item without OPA's evaluator. A residual beyond the compiler,
+// and any item it cannot decide, is evaluated by OPA, so decisions and
+// errors are OPA's either way (FuzzCompiledAgreesWithOPA);
+// WithCompiledPredicates(0) turns them off, CompiledFor says why a policy
+// is not compiled.
+//
 // Live holds the Engine in use and swaps in a new one when the policy
 // directory or bundle changes (WithWatch); a policy that does not compile is
 // refused and the old one stays. Remote asks an OPA server instead

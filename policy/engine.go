@@ -84,6 +84,7 @@ type Engine struct {
 	// in decisions across requests.
 	memo      bool
 	decisions *lru.Cache[string, h4r.Decision] // by specialist and input as the policy sees it; nil unless memo
+	compiled  *predicates                      // compiled predicates per specialist (compiled.go); nil: off
 }
 
 // DefaultDecisionMemo is how many decisions an Engine remembers by input.
@@ -93,9 +94,10 @@ const DefaultDecisionMemo = 50_000
 type Option func(*config)
 
 type config struct {
-	path    string
-	modules map[string]string
-	memo    int
+	path       string
+	modules    map[string]string
+	memo       int
+	predicates int
 }
 
 // WithPolicyDir loads the policy at path instead of the bundled policy:
@@ -134,7 +136,7 @@ func WithDecisionMemo(n int) Option {
 // whose message has OPA's file:line:column lines; so is a policy that
 // declares no package cmo.context or no allow rule.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
-	cfg := config{memo: DefaultDecisionMemo}
+	cfg := config{memo: DefaultDecisionMemo, predicates: DefaultCompiledPredicates}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
@@ -142,7 +144,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compile(ctx, files, data, source, cfg.memo)
+	return compile(ctx, files, data, source, cfg)
 }
 
 // files returns the modules to compile, sorted by key, the data document
@@ -179,7 +181,7 @@ func (c config) files() ([]File, map[string]any, string, error) {
 	return files, data, source, nil
 }
 
-func compile(ctx context.Context, files []File, data map[string]any, source string, memo int) (*Engine, error) {
+func compile(ctx context.Context, files []File, data map[string]any, source string, cfg config) (*Engine, error) {
 	modules := make(map[string]*ast.Module, len(files)+2)
 	var hasPackage, hasAllow, hasPack bool
 	for _, f := range files {
@@ -206,7 +208,7 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 	case !hasAllow:
 		return nil, h4r.Errorf(h4r.EINVALID, "policy", "policy from %s has no allow rule in package cmo.context", source)
 	}
-	for name, src := range map[string]string{decisionFile: decisionModule, batchFile: batchModule} {
+	for name, src := range map[string]string{decisionFile: decisionModule, batchFile: batchModule, partialFile: partialModule} {
 		modules[name] = ast.MustParseModuleWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	}
 	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
@@ -250,8 +252,11 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 	}
 	e.needs = analyseInput(user)
 	e.memo = deterministic(user)
-	if e.memo && memo > 0 {
-		e.decisions, _ = lru.New[string, h4r.Decision](memo) // errors only for a size <= 0
+	if e.memo && cfg.memo > 0 {
+		e.decisions, _ = lru.New[string, h4r.Decision](cfg.memo) // errors only for a size <= 0
+	}
+	if e.memo {
+		e.compiled = newPredicates(cfg.predicates, e.revision, compiler, store, user)
 	}
 	return e, nil
 }
@@ -301,6 +306,9 @@ func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 	if err := ctx.Err(); err != nil {
 		return h4r.Decision{}, fmt.Errorf("evaluating policy %s for item %q: %w", e.revision, item.ID, err)
 	}
+	if d, ok := e.decideCompiled(ctx, spec, item); ok {
+		return d, nil
+	}
 	itemValue, err := e.needs.itemValue(item)
 	if err != nil {
 		return h4r.Decision{}, err
@@ -323,11 +331,20 @@ func (e *Engine) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 	return d, nil
 }
 
-// DecideBatch decides every item in one evaluation, with the same
-// decisions Decide gives one by one. If the batch evaluation fails (one
-// item's rules conflict, say), every item is decided on its own, so that
-// only the items whose decision cannot be made get an error.
+// DecideBatch decides every item, with the same decisions Decide gives one
+// by one: with the specialist's compiled predicate (compiled.go), and the
+// items it cannot decide in one OPA evaluation. If that evaluation fails
+// (one item's rules conflict, say), every such item is decided on its own,
+// so that only the items whose decision cannot be made get an error.
 func (e *Engine) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
+	if out, ok := e.decideBatchCompiled(ctx, spec, items); ok {
+		return out
+	}
+	return e.decideBatchOPA(ctx, spec, items)
+}
+
+// decideBatchOPA decides the items in one OPA evaluation.
+func (e *Engine) decideBatchOPA(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
 	out := make([]h4r.DecisionResult, len(items))
 	if err := ctx.Err(); err != nil {
 		for i := range out {

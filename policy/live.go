@@ -33,6 +33,7 @@ type Live struct {
 	now      func() time.Time
 	debounce time.Duration
 	watch    bool
+	opts     []Option // for every Engine it loads
 
 	current atomic.Pointer[Engine]
 	mu      sync.Mutex // guards status and serialises reloads
@@ -64,6 +65,12 @@ func WithWatch(debounce time.Duration) LiveOption {
 	}
 }
 
+// WithEngineOptions passes opts to every Engine the Live policy loads
+// (WithCompiledPredicates(0) turns compiled predicates off, say).
+func WithEngineOptions(opts ...Option) LiveOption {
+	return func(l *Live) { l.opts = append(l.opts, opts...) }
+}
+
 // WithClock sets the clock of Status times (tests).
 func WithClock(now func() time.Time) LiveOption { return func(l *Live) { l.now = now } }
 
@@ -91,9 +98,9 @@ func NewLive(ctx context.Context, path string, opts ...LiveOption) (*Live, error
 
 func (l *Live) load(ctx context.Context) (*Engine, error) {
 	if l.path == "" {
-		return New(ctx)
+		return New(ctx, l.opts...)
 	}
-	return New(ctx, WithPolicyDir(l.path))
+	return New(ctx, append([]Option{WithPolicyDir(l.path)}, l.opts...)...)
 }
 
 // Engine returns the policy in use now.

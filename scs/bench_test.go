@@ -104,8 +104,10 @@ func customBase(b *testing.B) string {
 func BenchmarkSlice(b *testing.B) {
 	tok := counter(b)
 	// Two engines per policy: one that remembers nothing, so that every
-	// Slice decides cold, and one that remembers decisions by input.
+	// Slice decides cold, and one that remembers decisions by input. Both
+	// evaluate with OPA (BenchmarkSliceCold measures compiled predicates).
 	engines := func(opts ...policy.Option) (cold, memo *policy.Engine) {
+		opts = append(opts, policy.WithCompiledPredicates(0))
 		var err error
 		if cold, err = policy.New(b.Context(), append(opts, policy.WithDecisionMemo(0))...); err != nil {
 			b.Fatal(err)
