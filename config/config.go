@@ -32,10 +32,11 @@ type Config struct {
 	MaxTokensDefault int // SCS_MAX_TOKENS_DEFAULT
 	MaxItemsDefault  int // SCS_MAX_ITEMS_DEFAULT
 
-	PolicyDir        string        // SCS_POLICY_DIR: empty means the bundled policy
-	OPAURL           string        // SCS_OPA_URL: empty means embedded OPA
-	OPAFallbackLocal bool          // SCS_OPA_FALLBACK_LOCAL
-	OPACacheTTL      time.Duration // SCS_OPA_CACHE_TTL_MS: 0 turns the decision cache off
+	PolicyDir             string        // SCS_POLICY_DIR: empty means the bundled policy
+	OPAURL                string        // SCS_OPA_URL: empty means embedded OPA
+	OPAFallbackLocal      bool          // SCS_OPA_FALLBACK_LOCAL
+	OPACacheTTL           time.Duration // SCS_OPA_CACHE_TTL_MS: 0 turns the decision cache off
+	OPACompiledPredicates int           // SCS_OPA_COMPILED_PREDICATES: 0 turns compiled predicates off
 
 	TLDRSentences int  // CONTEXT_PACK_TLDR_SENTENCES
 	IncludeGraph  bool // CONTEXT_PACK_INCLUDE_GRAPH

@@ -82,6 +82,7 @@ func TestDefault(t *testing.T) {
 		EmbedCacheSize:        10000,
 		Fusion:                "relative",
 		AccessCounting:        "use",
+		OPACompiledPredicates: 256,
 		FusionVector:          0.1,
 		QdrantCollection:      "h4r_items",
 		Neo4jUser:             "neo4j",
@@ -109,7 +110,7 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"H4R_WEIGHTS_FILE", "H4R_RECENCY_DECAY_LAMBDA", "H4R_ACCESS_COUNTING", "H4R_MAX_HOPS",
 		"DATABASE_URL", "QDRANT_URL", "NEO4J_URL",
 		"SCS_MAX_BYTES_DEFAULT", "SCS_MAX_TOKENS_DEFAULT", "SCS_MAX_ITEMS_DEFAULT",
-		"SCS_POLICY_DIR", "SCS_OPA_URL", "SCS_OPA_FALLBACK_LOCAL", "SCS_OPA_CACHE_TTL_MS",
+		"SCS_POLICY_DIR", "SCS_OPA_URL", "SCS_OPA_FALLBACK_LOCAL", "SCS_OPA_COMPILED_PREDICATES", "SCS_OPA_CACHE_TTL_MS",
 		"CONTEXT_PACK_TLDR_SENTENCES", "CONTEXT_PACK_INCLUDE_GRAPH",
 		"H4R_TOKEN_ENCODING", "H4R_REQUEST_TIMEOUT_MS", "H4R_GENERATOR_TIMEOUT_MS",
 		"H4R_MAX_BODY_BYTES", "H4R_LOW_RELEVANCE_THRESHOLD", "H4R_LOG_LEVEL", "H4R_LOG_FORMAT",
@@ -164,6 +165,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_RECENCY_DECAY_LAMBDA", "0.05", func(c *config.Config) { c.RecencyDecayLambda = 0.05 }},
 		{"H4R_MAX_HOPS", "5", func(c *config.Config) { c.MaxHops = 5 }},
 		{"H4R_ACCESS_COUNTING", "delivery", func(c *config.Config) { c.AccessCounting = "delivery" }},
+		{"SCS_OPA_COMPILED_PREDICATES", "0", func(c *config.Config) { c.OPACompiledPredicates = 0 }},
 		{"DATABASE_URL", "postgres://h4r:secret@db:5432/h4r?sslmode=disable", func(c *config.Config) {
 			c.DatabaseURL = "postgres://h4r:secret@db:5432/h4r?sslmode=disable"
 		}},

@@ -78,6 +78,8 @@ func table() []variable {
 			func(c *Config) *string { return &c.OPAURL }, "http", "https"),
 		boolean("SCS_OPA_FALLBACK_LOCAL", "false", "When policy evaluation fails, decide with the same rules in Go instead of dropping the item.",
 			func(c *Config) *bool { return &c.OPAFallbackLocal }),
+		whole("SCS_OPA_COMPILED_PREDICATES", "256", "How many compiled policy predicates the embedded policy keeps, one per distinct specialist as the policy sees it: partial evaluation with the item unknown, run as Go code, with OPA deciding whatever it cannot compile (policy/PERFORMANCE.md). 0 turns compilation off: every item is evaluated by OPA.",
+			func(c *Config) *int { return &c.OPACompiledPredicates }, 0, 1<<20),
 		millis("SCS_OPA_CACHE_TTL_MS", "5000", "How long a policy decision is cached (embedded or remote OPA; keyed by policy revision, specialist and item version), in milliseconds; 0 turns the cache off.",
 			func(c *Config) *time.Duration { return &c.OPACacheTTL }, 0, time.Hour),
 
