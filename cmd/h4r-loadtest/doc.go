@@ -1,0 +1,11 @@
+// Command h4r-loadtest measures a running h4r server over HTTP on loopback:
+// it optionally fills the store with synthetic items, then sends context
+// packs from one client and from many, and reports latency percentiles,
+// errors, degraded packs and the server's peak resident memory.
+//
+//	h4r serve --data-dir /tmp/h4r-load &     # no keys: loopback only, no rate limit
+//	h4r-loadtest --addr 127.0.0.1:8080 --items 100000 --clients 100
+//
+// Every phase is bounded by a request count and a duration, and the
+// program refuses a non-loopback address: it is a tool for one machine.
+package main
