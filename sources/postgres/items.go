@@ -81,6 +81,7 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
+	s.refreshPlannerStats(ctx)
 	return ids, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,6 +43,7 @@ type Store struct {
 	termCut int
 	retry   retryPolicy
 
+	analyzing atomic.Bool // an ANALYZE of this process is running (planner.go)
 	closeOnce sync.Once
 	closeErr  error
 }

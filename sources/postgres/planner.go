@@ -1,0 +1,48 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+)
+
+// analyzeMinDocs is the smallest corpus the store analyses itself; below
+// it, plans hardly matter.
+const analyzeMinDocs = 1000
+
+// refreshPlannerStats runs ANALYZE on the tables full-text search reads
+// once the corpus holds at least analyzeMinDocs items and twice as many as
+// the statistics last saw. A bulk load through the API is then queried with
+// plans made for its size, not for empty tables; doubling bounds the
+// analyses to a logarithm of the corpus size. One process analyses at a
+// time; a failure is logged, never an ingest error (the items are stored).
+func (s *Store) refreshPlannerStats(ctx context.Context) {
+	if !s.analyzing.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.analyzing.Store(false)
+	var n, seen int64
+	if err := s.pool.QueryRow(ctx, `SELECT n_docs, analyzed_docs FROM corpus_stats`).Scan(&n, &seen); err != nil {
+		s.log.WarnContext(ctx, "reading the corpus statistics for ANALYZE", "error", err)
+		return
+	}
+	if n < analyzeMinDocs || n < 2*seen {
+		return
+	}
+	if err := s.analyzeTables(ctx, n); err != nil {
+		s.log.WarnContext(ctx, "refreshing the planner's statistics failed; autovacuum will catch up", "items", n, "error", err)
+		return
+	}
+	s.log.InfoContext(ctx, "refreshed the planner's statistics", "items", n)
+}
+
+// analyzeTables runs ANALYZE on items, postings and terms and records that
+// the statistics saw n items.
+func (s *Store) analyzeTables(ctx context.Context, n int64) error {
+	if _, err := s.pool.Exec(ctx, `ANALYZE items, postings, terms`); err != nil {
+		return fmt.Errorf("analyzing: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE corpus_stats SET analyzed_docs = $1`, n); err != nil {
+		return fmt.Errorf("recording the analysed size: %w", err)
+	}
+	return nil
+}
