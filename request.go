@@ -140,6 +140,10 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "anchor id must not be empty")
 		case len(a) > MaxIDBytes:
 			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "an anchor is an item id, at most %d bytes; got %d", MaxIDBytes, len(a))
+		case strings.IndexByte(a, 0) >= 0:
+			// As in a filter: Postgres cannot hold it, and every store
+			// refuses it alike.
+			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "anchor id contains a NUL character")
 		}
 	}
 	if r.MaxHops < 0 || r.MaxHops > MaxHopsLimit {

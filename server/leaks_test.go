@@ -401,31 +401,31 @@ var stores = []struct {
 	}},
 }
 
-// Issue 12, item 7: a NUL byte in a filter value reached Postgres, which
-// refused it, and the answer was a degraded pack carrying the database's
-// message. Filters are planned once for every store, so the NUL is a 400
-// naming the filter on both (before the fix: 200 on both).
+// Issue 12, item 7: a NUL byte in a filter value (or an anchor) reached
+// Postgres, which refused it, and the answer was a degraded pack carrying
+// the database's message. Requests are planned once for every store, so
+// the NUL is a 400 naming the field on both (before the fix: 200 on both).
 func TestFilterNUL(t *testing.T) {
 	tests := []struct {
 		name    string
 		path    string
-		filters string
+		request string // the context request, the envelope's payload on /v1/a2a
 		field   string
 	}{
-		{"a metadata value", "/v1/context-pack", `{"status": "fail\u0000ed"}`, "query.filters.status"},
-		{"a kind", "/v1/context-pack", `{"kind": "test_\u0000failure"}`, "query.filters.kind"},
-		{"a tag in a list", "/v1/context-pack", `{"tags": ["login", "e2e\u0000"]}`, "query.filters.tags[1]"},
-		{"a metadata value in an envelope", "/v1/a2a", `{"status": "\u0000"}`, "payload.query.filters.status"},
+		{"a metadata value", "/v1/context-pack", `{"query": {"text": "login", "filters": {"status": "fail\u0000ed"}}}`, "query.filters.status"},
+		{"a kind", "/v1/context-pack", `{"query": {"text": "login", "filters": {"kind": "test_\u0000failure"}}}`, "query.filters.kind"},
+		{"a tag in a list", "/v1/context-pack", `{"query": {"text": "login", "filters": {"tags": ["login", "e2e\u0000"]}}}`, "query.filters.tags[1]"},
+		{"an anchor", "/v1/context-pack", `{"query": {"type": "causal", "text": "x"}, "anchors": ["mem-root\u0000"]}`, "anchors[0]"},
+		{"a metadata value in an envelope", "/v1/a2a", `{"query": {"text": "login", "filters": {"status": "\u0000"}}}`, "payload.query.filters.status"},
 	}
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			base := newStackWith(t, st.configure(t)).serve(t)
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					query := `{"text": "login", "filters": ` + tt.filters + `}`
-					body := `{"query": ` + query + `}`
+					body := tt.request
 					if tt.path == "/v1/a2a" {
-						body = `{"meta": {"id": "m-nul", "type": "ContextRequest"}, "payload": {"query": ` + query + `}}`
+						body = `{"meta": {"id": "m-nul", "type": "ContextRequest"}, "payload": ` + tt.request + `}`
 					}
 					r := post(t, base+tt.path, body)
 					if r.status != http.StatusBadRequest {
