@@ -16,6 +16,12 @@ const (
 	EUNAVAILABLE = "unavailable"
 	EDEADLINE    = "deadline_exceeded"
 	EINTERNAL    = "internal"
+
+	// Protocol-level refusals: the HTTP method, the body's media type, a
+	// body that did not arrive in time.
+	EMETHOD    = "method_not_allowed"
+	EMEDIATYPE = "unsupported_media_type"
+	ETIMEOUT   = "request_timeout"
 )
 
 // Error is the one error shape of H4R. Field names the offending input (a

@@ -30,6 +30,9 @@ const (
 	MaxLinks         = 256
 	MaxTags          = 64
 	MaxMetadataDepth = 8
+	// MaxGroups bounds an item's restrictedToGroups and a specialist's
+	// authorizedGroups.
+	MaxGroups = 64
 )
 
 // Item is one memory. Text is what search indexes; Content is delivered to
@@ -337,6 +340,9 @@ func (it *Item) Validate(field string) error {
 	if len(m.Tags) > MaxTags {
 		return Errorf(EINVALID, at("metadata.tags"), "at most %d tags, got %d", MaxTags, len(m.Tags))
 	}
+	if len(m.RestrictedToGroups) > MaxGroups {
+		return Errorf(EINVALID, at("metadata.restrictedToGroups"), "at most %d restrictedToGroups, got %d", MaxGroups, len(m.RestrictedToGroups))
+	}
 	if d := depth(m.Extra); d > MaxMetadataDepth {
 		return Errorf(EINVALID, at("metadata"), "metadata nests %d levels deep, the limit is %d", d, MaxMetadataDepth)
 	}
@@ -348,6 +354,8 @@ func (it *Item) Validate(field string) error {
 		switch {
 		case strings.TrimSpace(l.Target) == "":
 			return Errorf(EINVALID, lf+".target", "link target is required")
+		case len(l.Target) > MaxIDBytes:
+			return Errorf(EINVALID, lf+".target", "a link target is an item id, at most %d bytes; got %d", MaxIDBytes, len(l.Target))
 		case strings.TrimSpace(l.Type) == "":
 			return Errorf(EINVALID, lf+".type", "link type is required (caused_by, fixes, …)")
 		case math.IsNaN(l.Strength) || l.Strength < 0 || l.Strength > 1:

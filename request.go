@@ -28,6 +28,7 @@ const (
 	MaxQueryTextBytes    = 4096
 	MaxAnchors           = 100
 	MaxFilters           = 32
+	MaxFilterValues      = 64 // in one list filter (kind, tags)
 	MaxTLDRSentences     = 50
 	MaxHopsLimit         = 10
 	DefaultQueryType     = QueryHybrid
@@ -137,8 +138,15 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 		return Filters{}, Errorf(EINVALID, at("anchors"), "at most %d anchors, got %d", MaxAnchors, len(r.Anchors))
 	}
 	for i, a := range r.Anchors {
-		if strings.TrimSpace(a) == "" {
+		switch {
+		case strings.TrimSpace(a) == "":
 			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "anchor id must not be empty")
+		case len(a) > MaxIDBytes:
+			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "an anchor is an item id, at most %d bytes; got %d", MaxIDBytes, len(a))
+		case strings.IndexByte(a, 0) >= 0:
+			// As in a filter: Postgres cannot hold it, and every store
+			// refuses it alike.
+			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("anchors"), i), "anchor id contains a NUL character")
 		}
 	}
 	if r.MaxHops < 0 || r.MaxHops > MaxHopsLimit {
@@ -157,8 +165,13 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 	if n := r.TLDRSentences; n != nil && (*n < 0 || *n > MaxTLDRSentences) {
 		return Filters{}, Errorf(EINVALID, at("tldr_sentences"), "tldr_sentences must be between 0 and %d, got %d", MaxTLDRSentences, *n)
 	}
-	if s := r.Specialist; s != nil && strings.TrimSpace(s.ID) == "" {
-		return Filters{}, Errorf(EINVALID, at("specialist.id"), "specialist id must not be empty")
+	if s := r.Specialist; s != nil {
+		if strings.TrimSpace(s.ID) == "" {
+			return Filters{}, Errorf(EINVALID, at("specialist.id"), "specialist id must not be empty")
+		}
+		if err := s.CheckGroups(at("specialist")); err != nil {
+			return Filters{}, err
+		}
 	}
 	return filters, nil
 }
@@ -227,6 +240,9 @@ func ParseFilters(field string, raw map[string]any) (Filters, error) {
 			if !ok {
 				return f, Errorf(EINVALID, at, "must be an RFC 3339 timestamp string")
 			}
+			if err := filterString(at, s); err != nil {
+				return f, err
+			}
 			t, err := time.Parse(time.RFC3339, s)
 			if err != nil {
 				return f, Errorf(EINVALID, at, "must be an RFC 3339 timestamp such as 2026-11-20T10:00:00Z, got %q", s)
@@ -242,8 +258,8 @@ func ParseFilters(field string, raw map[string]any) (Filters, error) {
 			}
 			switch x := v.(type) {
 			case string:
-				if len(x) > maxFilterValueLength {
-					return f, Errorf(EINVALID, at, "filter value is longer than %d bytes", maxFilterValueLength)
+				if err := filterString(at, x); err != nil {
+					return f, err
 				}
 			case float64, bool:
 			default:
@@ -258,16 +274,41 @@ func ParseFilters(field string, raw map[string]any) (Filters, error) {
 	return f, nil
 }
 
+// filterString checks a string a filter compares: bounded, and without
+// NUL, which Postgres cannot hold in text (it answered with an error that
+// degraded the pack), so that every store refuses it alike.
+func filterString(field, s string) error {
+	if len(s) > maxFilterValueLength {
+		return Errorf(EINVALID, field, "filter value is longer than %d bytes", maxFilterValueLength)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return Errorf(EINVALID, field, "filter value contains a NUL character")
+	}
+	return nil
+}
+
+// stringList reads a list filter (kind, tags): one string or a list of at
+// most MaxFilterValues.
 func stringList(field string, v any) ([]string, error) {
 	switch x := v.(type) {
 	case string:
+		if err := filterString(field, x); err != nil {
+			return nil, err
+		}
 		return []string{x}, nil
 	case []any:
+		if len(x) > MaxFilterValues {
+			return nil, Errorf(EINVALID, field, "at most %d values, got %d", MaxFilterValues, len(x))
+		}
 		out := make([]string, 0, len(x))
 		for i, e := range x {
+			at := fmt.Sprintf("%s[%d]", field, i)
 			s, ok := e.(string)
 			if !ok {
-				return nil, Errorf(EINVALID, fmt.Sprintf("%s[%d]", field, i), "must be a string")
+				return nil, Errorf(EINVALID, at, "must be a string")
+			}
+			if err := filterString(at, s); err != nil {
+				return nil, err
 			}
 			out = append(out, s)
 		}

@@ -68,6 +68,19 @@ type Specialist struct {
 	AuthorizedGroups []string      `json:"authorizedGroups"`
 }
 
+// CheckGroups refuses more than MaxGroups authorizedGroups (a claim could
+// otherwise repeat one group without end). field names the specialist in
+// errors ("meta.from").
+func (s Specialist) CheckGroups(field string) error {
+	if n := len(s.AuthorizedGroups); n > MaxGroups {
+		if field != "" {
+			field += "."
+		}
+		return Errorf(EINVALID, field+"authorizedGroups", "at most %d authorizedGroups, got %d", MaxGroups, n)
+	}
+	return nil
+}
+
 // Anonymous is the specialist assumed when a request names none: public
 // level, no groups.
 func Anonymous() Specialist {

@@ -128,26 +128,30 @@ func TestLimiter(t *testing.T) {
 	a, _ := k.Authenticate("a")
 	b, _ := k.Authenticate("b")
 	l := auth.NewLimiter(3)
+	read, ingest := auth.RouteRead, auth.RouteIngest
 	steps := []struct {
 		name  string
 		p     *auth.Principal
+		class auth.Route
 		at    time.Duration
 		ok    bool
 		retry time.Duration // when refused
 	}{
-		{"a 1 of the default 3", a, 0, true, 0},
-		{"a 2", a, 0, true, 0},
-		{"a 3", a, 0, true, 0},
-		{"a 4 is refused, one token in 20s", a, 0, false, 20 * time.Second},
-		{"b has its own bucket and limit (1)", b, 0, true, 0},
-		{"b 2", b, 0, true, 0},
-		{"b 3 is refused, one token in 30s", b, 0, false, 30 * time.Second},
-		{"a refused again: a refusal used nothing", a, 10 * time.Second, false, 10 * time.Second},
-		{"a after 20s", a, 20 * time.Second, true, 0},
-		{"a at once again is refused", a, 20 * time.Second, false, 20 * time.Second},
+		{"a 1 of the default 3", a, read, 0, true, 0},
+		{"a 2", a, read, 0, true, 0},
+		{"a 3", a, read, 0, true, 0},
+		{"a 4 is refused, one token in 20s", a, read, 0, false, 20 * time.Second},
+		{"a's ingest bucket is its own", a, ingest, 0, true, 0},
+		{"b has its own bucket and limit (1)", b, read, 0, true, 0},
+		{"b 2", b, read, 0, true, 0},
+		{"b 3 is refused, one token in 30s", b, read, 0, false, 30 * time.Second},
+		{"a refused again: a refusal used nothing", a, read, 10 * time.Second, false, 10 * time.Second},
+		{"a after 20s", a, read, 20 * time.Second, true, 0},
+		{"a at once again is refused", a, read, 20 * time.Second, false, 20 * time.Second},
+		{"a's ingest bucket is not used up by reads", a, ingest, 20 * time.Second, true, 0},
 	}
 	for _, s := range steps {
-		ok, retry := l.Allow(s.p, t0.Add(s.at))
+		ok, retry := l.Allow(s.p, s.class, t0.Add(s.at))
 		if ok != s.ok || retry != s.retry {
 			t.Errorf("%s: Allow = %v, %v; want %v, %v", s.name, ok, retry, s.ok, s.retry)
 		}

@@ -7,33 +7,41 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Limiter is a token bucket per key: a key with a limit of n per minute may
-// burst n requests, then one every 60/n seconds. Buckets exist only for keys
-// in the keys file, so their number is bounded.
+// Limiter is a token bucket per key and route class: a key with a limit of
+// n per minute may burst n requests of a class, then one every 60/n
+// seconds. Each class has its own bucket, so that a key's ingests never use
+// up its context requests (or the reverse). Buckets exist only for keys in
+// the keys file and the three classes, so their number is bounded.
 type Limiter struct {
 	perMinute int // the default for keys without their own limit
 	mu        sync.Mutex
-	buckets   map[string]*rate.Limiter
+	buckets   map[bucketKey]*rate.Limiter
 }
 
-// NewLimiter returns a limiter allowing perMinute requests per minute to a
-// key that does not set its own limit.
+type bucketKey struct {
+	key   string
+	class Route
+}
+
+// NewLimiter returns a limiter allowing perMinute requests per minute and
+// class to a key that does not set its own limit.
 func NewLimiter(perMinute int) *Limiter {
-	return &Limiter{perMinute: perMinute, buckets: map[string]*rate.Limiter{}}
+	return &Limiter{perMinute: perMinute, buckets: map[bucketKey]*rate.Limiter{}}
 }
 
-// Allow takes one request from p's bucket. When the bucket is empty it
-// returns false and how long until a request would be allowed.
-func (l *Limiter) Allow(p *Principal, now time.Time) (bool, time.Duration) {
+// Allow takes one request from p's bucket of class. When the bucket is
+// empty it returns false and how long until a request would be allowed.
+func (l *Limiter) Allow(p *Principal, class Route, now time.Time) (bool, time.Duration) {
 	n := p.RateLimitPerMinute
 	if n <= 0 {
 		n = l.perMinute
 	}
 	l.mu.Lock()
-	b, ok := l.buckets[p.KeyID]
+	k := bucketKey{p.KeyID, class}
+	b, ok := l.buckets[k]
 	if !ok {
 		b = rate.NewLimiter(rate.Limit(float64(n)/60), n)
-		l.buckets[p.KeyID] = b
+		l.buckets[k] = b
 	}
 	l.mu.Unlock()
 	r := b.ReserveN(now, 1)

@@ -45,6 +45,7 @@ type Config struct {
 	RequestTimeout        time.Duration // H4R_REQUEST_TIMEOUT_MS
 	GeneratorTimeout      time.Duration // H4R_GENERATOR_TIMEOUT_MS
 	MaxBodyBytes          int64         // H4R_MAX_BODY_BYTES
+	MaxConnections        int           // H4R_MAX_CONNECTIONS: HTTP connections served at once
 	LowRelevanceThreshold float64       // H4R_LOW_RELEVANCE_THRESHOLD: best relevance under it → request_more_context
 
 	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error
@@ -54,7 +55,7 @@ type Config struct {
 
 	// Who may ask.
 	APIKeysFile        string        // H4R_API_KEYS_FILE: API keys (SHA-256 hashes) and the principal of each
-	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: context requests per minute per key
+	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: requests per minute per key and route class
 	ShutdownGrace      time.Duration // H4R_SHUTDOWN_GRACE_MS: how long in-flight requests may finish on SIGTERM
 
 	// Vectors and hybrid relevance.

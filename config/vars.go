@@ -96,6 +96,8 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.GeneratorTimeout }, time.Millisecond, 10*time.Minute),
 		whole("H4R_MAX_BODY_BYTES", "4194304", "Largest request body accepted, in bytes (ingest batches included).",
 			func(c *Config) *int64 { return &c.MaxBodyBytes }, 1, 1<<30),
+		whole("H4R_MAX_CONNECTIONS", "512", "Most HTTP connections served at once; one more is answered 503 unavailable with Retry-After and closed. Each may hold a body of up to H4R_MAX_BODY_BYTES while it is read.",
+			func(c *Config) *int { return &c.MaxConnections }, 1, 1_000_000),
 		number("H4R_LOW_RELEVANCE_THRESHOLD", "0.3", "When no evidence item reaches this relevance, the pack suggests request_more_context (ask for more context or rephrase).",
 			func(c *Config) *float64 { return &c.LowRelevanceThreshold }, 0, 1),
 
@@ -106,7 +108,7 @@ func table() []variable {
 
 		text("H4R_API_KEYS_FILE", "", "File of API keys (stored as SHA-256 hashes), each mapped to a principal: specialist id, type, securityLevel, authorizedGroups and allowed routes. Empty: no authentication, and the server listens on loopback only.",
 			func(c *Config) *string { return &c.APIKeysFile }, nil),
-		whole("H4R_RATE_LIMIT_PER_MINUTE", "60", "Context requests per minute per API key; more are answered resource_exhausted with Retry-After.",
+		whole("H4R_RATE_LIMIT_PER_MINUTE", "60", "Requests per minute per API key and route class (read, ingest, admin; each class its own bucket), unless the key sets rateLimitPerMinute; more are answered resource_exhausted with Retry-After.",
 			func(c *Config) *int { return &c.RateLimitPerMinute }, 1, 1_000_000),
 		millis("H4R_SHUTDOWN_GRACE_MS", "10000", "On SIGTERM, how long in-flight requests may finish before the server closes, in milliseconds.",
 			func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0, 10*time.Minute),

@@ -29,7 +29,7 @@ const principalKey = "h4r.principal"
 type routeAccess struct {
 	public  bool
 	class   auth.Route // "" for any valid key
-	limited bool       // counts against the key's rate limit
+	limited bool       // counts against the key's rate limit of its class
 }
 
 func accessOf(method, path string) routeAccess {
@@ -39,7 +39,7 @@ func accessOf(method, path string) routeAccess {
 	case "POST /v1/context-pack", "POST /v1/a2a":
 		return routeAccess{class: auth.RouteRead, limited: true}
 	case "POST /v1/items", "DELETE /v1/items/:id":
-		return routeAccess{class: auth.RouteIngest}
+		return routeAccess{class: auth.RouteIngest, limited: true}
 	case "GET /openapi.json":
 		return routeAccess{}
 	case " ":
@@ -49,13 +49,14 @@ func accessOf(method, path string) routeAccess {
 	}
 	// GET /v1/items/:id returns an item as stored, before policy, so it is
 	// admin; so are /metrics and whatever is added later.
-	return routeAccess{class: auth.RouteAdmin}
+	return routeAccess{class: auth.RouteAdmin, limited: true}
 }
 
 // authenticate checks the bearer key, the route class and the key's rate
-// limit. Without an Authenticator (no keys configured) every request passes
-// and the specialist is whoever the request names; cmd/h4r then serves on
-// loopback only.
+// limit for the class (each class its own bucket: auth.Limiter). Without
+// an Authenticator (no keys configured) every request passes and the
+// specialist is whoever the request names; cmd/h4r then serves on loopback
+// only, and guardBrowser keeps web pages out.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		ri := c.RouteInfo()
@@ -78,10 +79,10 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return h4r.Errorf(h4r.EFORBIDDEN, "", "this key may not call %s routes (its routes: %s)", access.class, joinRoutes(p.Routes))
 		}
 		if access.limited && s.limiter != nil {
-			if ok, wait := s.limiter.Allow(p, s.now()); !ok {
+			if ok, wait := s.limiter.Allow(p, access.class, s.now()); !ok {
 				secs := int(math.Ceil(wait.Seconds()))
 				c.Response().Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-				return h4r.Errorf(h4r.EEXHAUSTED, "", "rate limit of this key reached; retry in %d s", max(secs, 1))
+				return h4r.Errorf(h4r.EEXHAUSTED, "", "rate limit of this key for %s routes reached; retry in %d s", access.class, max(secs, 1))
 			}
 		}
 		return next(c)
@@ -164,6 +165,9 @@ func narrow(principal h4r.Specialist, field string, raw json.RawMessage) (h4r.Sp
 		spec.SecurityLevel = *cl.SecurityLevel
 	}
 	if cl.AuthorizedGroups != nil {
+		if err := (h4r.Specialist{AuthorizedGroups: *cl.AuthorizedGroups}).CheckGroups(field); err != nil {
+			return h4r.Specialist{}, err
+		}
 		groups := []string{}
 		for i, g := range *cl.AuthorizedGroups {
 			if !slices.Contains(principal.AuthorizedGroups, g) {

@@ -22,6 +22,7 @@ const (
 	ingestKey     = "ingest-key"     // ingestor: ingest only
 	adminKey      = "admin-key"      // operator: read, ingest, admin
 	slowKey       = "slow-key"       // slow_bot: internal, read, 2 requests a minute
+	slowAdminKey  = "slow-admin-key" // slow_operator: internal, read, ingest and admin, 2 requests a minute per class
 )
 
 // newAuthStack is the real stack behind keys loaded from
@@ -88,7 +89,7 @@ func TestAuthentication(t *testing.T) {
 			if r.status < 400 {
 				return
 			}
-			e := checkErrorShape(t, r)
+			e := errorOf(t, tt.path, r)
 			if r.status == http.StatusUnauthorized && !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("a 401 without a Bearer challenge: %q", r.header.Get("WWW-Authenticate"))
 			}
@@ -247,7 +248,7 @@ func TestRateLimit(t *testing.T) {
 		if r.status != http.StatusTooManyRequests {
 			continue
 		}
-		if e := checkErrorShape(t, r); e.Code != h4r.EEXHAUSTED {
+		if e := errorOf(t, s.path, r); e.Code != h4r.EEXHAUSTED {
 			t.Errorf("%s: code %s, want resource_exhausted", s.name, e.Code)
 		}
 		// 2 a minute refill one every 30 s, and the clock stands still.

@@ -347,8 +347,8 @@ func TestRoutingErrors(t *testing.T) {
 	}{
 		{"unknown route", http.MethodGet, "/v1/nothing-here", h4r.ENOTFOUND},
 		{"unknown version", http.MethodPost, "/v2/context-pack", h4r.ENOTFOUND},
-		{"GET on a POST route", http.MethodGet, "/v1/context-pack", h4r.EINVALID},
-		{"PUT on an item", http.MethodPut, "/v1/items/mem-root", h4r.EINVALID},
+		{"GET on a POST route", http.MethodGet, "/v1/context-pack", h4r.EMETHOD},
+		{"PUT on an item", http.MethodPut, "/v1/items/mem-root", h4r.EMETHOD},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,11 +20,16 @@ import (
 	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
-// readBody reads the whole body under the size limit.
+// readBody reads the whole body under the size limit. A body that has not
+// arrived when the read deadline (WithReadTimeout) passes is
+// request_timeout, not an internal error.
 func (s *Server) readBody(c *echo.Context) ([]byte, error) {
 	r := http.MaxBytesReader(c.Response(), c.Request().Body, s.maxBodyBytes)
 	b, err := io.ReadAll(r)
 	if err != nil {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return nil, h4r.Errorf(h4r.ETIMEOUT, "", "the request body did not arrive within %s: send it faster, or in smaller parts", s.readTimeout)
+		}
 		return nil, err
 	}
 	return b, nil
@@ -41,6 +48,9 @@ func specialist(field string, raw json.RawMessage) (h4r.Specialist, error) {
 	}
 	if strings.TrimSpace(spec.ID) == "" {
 		return spec, h4r.Errorf(h4r.EINVALID, field+".id", "specialist id is required")
+	}
+	if err := spec.CheckGroups(field); err != nil {
+		return spec, err
 	}
 	if spec.Type == "" {
 		spec.Type = "specialist"
@@ -176,18 +186,14 @@ type envelopeIn struct {
 func (s *Server) a2a(c *echo.Context) error {
 	var in envelopeIn
 	p, err := s.a2aPack(c, &in)
-	meta := h4r.EnvelopeMeta{ID: requestID(c), ReplyTo: in.Meta.ID, Timestamp: time.Now().UTC().Format(time.RFC3339Nano)}
-	if err != nil {
-		herr := toError(err)
-		s.metrics.Rejected(herr.Code)
-		if herr.Code == h4r.EINTERNAL {
-			s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "error", err)
-		}
-		meta.Type = h4r.TypeContextError
-		payload, _ := json.Marshal(herr)
-		return c.JSON(HTTPStatus(herr.Code), h4r.Envelope{Meta: meta, Payload: payload})
+	replyTo := in.Meta.ID
+	if len(replyTo) > h4r.MaxIDBytes {
+		replyTo = "" // refused below its cap; not echoed
 	}
-	meta.Type = h4r.TypeContextResult
+	if err != nil {
+		return s.writeError(c, err, replyTo)
+	}
+	meta := h4r.EnvelopeMeta{ID: requestID(c), Type: h4r.TypeContextResult, ReplyTo: replyTo, Timestamp: time.Now().UTC().Format(time.RFC3339Nano)}
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encoding context result: %w", err)
@@ -209,6 +215,8 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 	switch {
 	case strings.TrimSpace(in.Meta.ID) == "":
 		return nil, h4r.Errorf(h4r.EINVALID, "meta.id", "message id is required")
+	case len(in.Meta.ID) > h4r.MaxIDBytes:
+		return nil, h4r.Errorf(h4r.EINVALID, "meta.id", "message id is longer than %d bytes", h4r.MaxIDBytes)
 	case in.Meta.Type != h4r.TypeContextRequest:
 		return nil, h4r.Errorf(h4r.EINVALID, "meta.type", "message type must be %q, got %q", h4r.TypeContextRequest, in.Meta.Type)
 	case len(in.Payload) == 0 || string(in.Payload) == "null":
@@ -253,12 +261,15 @@ func (s *Server) upsertItems(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items, err := DecodeItems(body)
+	items, batch, err := decodeItems(body)
 	if err != nil {
 		return err
 	}
 	ids, err := s.store.Upsert(c.Request().Context(), items)
 	if err != nil {
+		if !batch {
+			err = unbatched(err)
+		}
 		return err
 	}
 	return c.JSON(http.StatusOK, upsertResponse{Upserted: len(ids), IDs: ids})
@@ -272,20 +283,42 @@ const MaxBatchItems = 1000
 // {"items": [ … ]}. Each item is decoded strictly and validated; errors name
 // the field ("items[2].metadata.trust", or "metadata.trust" for one item).
 func DecodeItems(body []byte) ([]h4r.Item, error) {
+	items, _, err := decodeItems(body)
+	return items, err
+}
+
+// unbatched renames the field of a store's error about a single item: the
+// store names the items of a write "items[i]", a single item's fields are
+// named without it.
+func unbatched(err error) error {
+	herr, ok := errors.AsType[*h4r.Error](err)
+	if !ok {
+		return err
+	}
+	const prefix = "items[0]"
+	field, found := strings.CutPrefix(herr.Field, prefix)
+	if !found || (field != "" && field[0] != '.') {
+		return err
+	}
+	return &h4r.Error{Code: herr.Code, Message: herr.Message, Field: strings.TrimPrefix(field, ".")}
+}
+
+// decodeItems is DecodeItems, also saying whether the body was a batch.
+func decodeItems(body []byte) ([]h4r.Item, bool, error) {
 	var probe map[string]json.RawMessage
 	if err := jsonstrict.Decode(body, &probe, ""); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	raw, isBatch := probe["items"]
 	if !isBatch {
 		var it h4r.Item
 		if err := jsonstrict.Decode(body, &it, ""); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := it.Validate(""); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return []h4r.Item{it}, nil
+		return []h4r.Item{it}, false, nil
 	}
 	if len(probe) != 1 {
 		keys := make([]string, 0, len(probe))
@@ -295,29 +328,29 @@ func DecodeItems(body []byte) ([]h4r.Item, error) {
 			}
 		}
 		slices.Sort(keys)
-		return nil, h4r.Errorf(h4r.EINVALID, keys[0], "a batch is {\"items\": [...]} with no other keys, got %q", keys[0])
+		return nil, true, h4r.Errorf(h4r.EINVALID, keys[0], "a batch is {\"items\": [...]} with no other keys, got %q", keys[0])
 	}
 	var rawItems []json.RawMessage
 	if err := jsonstrict.Decode(raw, &rawItems, "items"); err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if len(rawItems) == 0 {
-		return nil, h4r.Errorf(h4r.EINVALID, "items", "the batch is empty")
+		return nil, true, h4r.Errorf(h4r.EINVALID, "items", "the batch is empty")
 	}
 	if len(rawItems) > MaxBatchItems {
-		return nil, h4r.Errorf(h4r.EINVALID, "items", "a batch holds at most %d items, got %d: split it (it is written in one transaction)", MaxBatchItems, len(rawItems))
+		return nil, true, h4r.Errorf(h4r.EINVALID, "items", "a batch holds at most %d items, got %d: split it (it is written in one transaction)", MaxBatchItems, len(rawItems))
 	}
 	items := make([]h4r.Item, len(rawItems))
 	for i, r := range rawItems {
 		field := fmt.Sprintf("items[%d]", i)
 		if err := jsonstrict.Decode(bytes.TrimSpace(r), &items[i], field); err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		if err := items[i].Validate(field); err != nil {
-			return nil, err
+			return nil, true, err
 		}
 	}
-	return items, nil
+	return items, true, nil
 }
 
 // itemID returns the {id} path parameter, unescaped. echo matches routes on

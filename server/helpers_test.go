@@ -80,10 +80,15 @@ func newStackWith(t testing.TB, configure func(*config.Config), opts ...server.O
 	return &stack{srv: server.New(a.Engine, a.Store, opts...), store: a.Store}
 }
 
-// serve starts the stack's handler on loopback and returns its base URL.
+// serve starts the stack on loopback as cmd/h4r serves it: its
+// HTTPServer (timeouts, header limit) over its Listener (the connection
+// cap, net/http's own errors in the error shape). It returns the base URL.
 func (s *stack) serve(t testing.TB) string {
 	t.Helper()
-	ts := httptest.NewServer(s.srv.Handler())
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = s.srv.HTTPServer()
+	ts.Listener = s.srv.Listener(ts.Listener)
+	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts.URL
 }
@@ -112,11 +117,12 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	close  bool // the server closes the connection (Connection: close)
 }
 
 // send sends a request with an optional JSON body and extra headers
-// ("Name", "value" pairs) and reads the whole answer. It is safe to call
-// from any goroutine.
+// ("Name", "value" pairs; "Host" sets the request's Host) and reads the
+// whole answer. It is safe to call from any goroutine.
 func send(method, url string, body []byte, header ...string) (response, error) {
 	var r io.Reader
 	if body != nil {
@@ -130,6 +136,10 @@ func send(method, url string, body []byte, header ...string) (response, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)
@@ -141,7 +151,7 @@ func send(method, url string, body []byte, header ...string) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: res.StatusCode, header: res.Header, body: b}, nil
+	return response{status: res.StatusCode, header: res.Header, body: b, close: res.Close}, nil
 }
 
 // do is send for the test goroutine: a transport error fails the test.
@@ -169,6 +179,7 @@ type errorResponse struct {
 var codes = map[string]bool{
 	h4r.EINVALID: true, h4r.ENOTFOUND: true, h4r.EUNAUTH: true, h4r.EFORBIDDEN: true,
 	h4r.EEXHAUSTED: true, h4r.EUNAVAILABLE: true, h4r.EDEADLINE: true, h4r.EINTERNAL: true,
+	h4r.EMETHOD: true, h4r.EMEDIATYPE: true, h4r.ETIMEOUT: true,
 }
 
 // checkErrorShape returns the error of an error response, failing the test

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -58,6 +60,9 @@ type Server struct {
 	slots          chan struct{}    // packs being built; nil: unbounded
 	policy         PolicyReporter   // nil: no GET /v1/policy
 	now            func() time.Time
+	maxConns       int           // connections served at once; 0: no cap (Listener)
+	readTimeout    time.Duration // for a request, body included, to arrive (HTTPServer)
+	anyHost        bool          // without keys, serve any Host (guardBrowser)
 }
 
 // readinessCheck is one backend /health/ready checks.
@@ -84,8 +89,9 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 // specialist of its requests (auth.Keys).
 func WithAuthenticator(a Authenticator) Option { return func(s *Server) { s.keys = a } }
 
-// WithRateLimit sets the context requests per minute allowed to a key that
-// does not set its own limit (default 60). It applies only with keys.
+// WithRateLimit sets the requests per minute and route class (read,
+// ingest, admin) allowed to a key that does not set its own limit
+// (default 60). It applies only with keys.
 func WithRateLimit(perMinute int) Option {
 	return func(s *Server) { s.limiter = auth.NewLimiter(perMinute) }
 }
@@ -109,6 +115,21 @@ func WithMaxInFlight(n int) Option {
 	}
 }
 
+// WithMaxConnections caps the connections Listener serves at once
+// (default DefaultMaxConnections); n <= 0 removes the cap.
+func WithMaxConnections(n int) Option { return func(s *Server) { s.maxConns = max(n, 0) } }
+
+// WithReadTimeout sets how long a request, its body included, may take to
+// arrive (default DefaultReadTimeout); a body still arriving then is
+// answered 408 request_timeout.
+func WithReadTimeout(d time.Duration) Option { return func(s *Server) { s.readTimeout = d } }
+
+// WithAnyHost serves requests addressed to any Host when no keys are
+// configured. Without it such a server answers only loopback names, so
+// that a web page cannot read it by DNS rebinding; cmd/h4r sets it for
+// --insecure on a non-loopback address. Foreign Origins are still refused.
+func WithAnyHost() Option { return func(s *Server) { s.anyHost = true } }
+
 // WithReadinessCheck adds a backend that GET /health/ready checks besides
 // the store (a vector index, a graph database, a remote policy).
 func WithReadinessCheck(name string, check func(context.Context) error) Option {
@@ -121,7 +142,8 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 		engine: engine, store: store,
 		maxBodyBytes: DefaultMaxBodyBytes, requestTimeout: DefaultRequestTimeout,
 		log: slog.Default(), now: time.Now,
-		slots: make(chan struct{}, DefaultPacksPerCPU*runtime.GOMAXPROCS(0)),
+		slots:    make(chan struct{}, DefaultPacksPerCPU*runtime.GOMAXPROCS(0)),
+		maxConns: DefaultMaxConnections, readTimeout: DefaultReadTimeout,
 	}
 	for _, o := range opts {
 		o(s)
@@ -138,8 +160,10 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	e.HTTPErrorHandler = s.handleError
 	// Order: the id first so every later log has it; the access log
 	// around the recovery so that a panic is logged with its 500; the
-	// authentication inside, after routing, where the route is known.
-	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.authenticate)
+	// browser guard before the authentication, both inside, after
+	// routing, where the route is known; the media type once the caller is
+	// known to be allowed.
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.guardBrowser, s.authenticate, s.requireJSON)
 	e.POST("/v1/context-pack", s.contextPack)
 	e.POST("/v1/a2a", s.a2a)
 	e.POST("/v1/items", s.upsertItems)
@@ -162,20 +186,46 @@ type errorBody struct {
 	Error *h4r.Error `json:"error"`
 }
 
-// handleError is the one place errors become responses.
+// a2aPath is the route whose errors are ContextError envelopes.
+const a2aPath = "/v1/a2a"
+
+// handleError is the one place errors become responses (writeError).
 func (s *Server) handleError(c *echo.Context, err error) {
 	if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
 		return
 	}
-	herr := toError(err)
-	status := HTTPStatus(herr.Code)
-	s.metrics.Rejected(herr.Code)
-	if herr.Code == h4r.EINTERNAL {
-		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "error", err)
-	}
-	if jerr := c.JSON(status, errorBody{herr}); jerr != nil {
+	if jerr := s.writeError(c, err, ""); jerr != nil {
 		s.log.Warn("writing error response", "error", jerr)
 	}
+}
+
+// writeError answers err in the one error shape, or, on /v1/a2a (for a
+// 405 there too), as a ContextError envelope replying to replyTo, the
+// request's meta.id when it was read.
+func (s *Server) writeError(c *echo.Context, err error, replyTo string) error {
+	herr := toError(err)
+	if herr.Code == h4r.EMETHOD {
+		herr = h4r.Errorf(h4r.EMETHOD, "", "%s is not allowed on this route; it allows %s", c.Request().Method, c.Response().Header().Get("Allow"))
+	}
+	status := HTTPStatus(herr.Code)
+	s.metrics.Rejected(herr.Code)
+	switch herr.Code {
+	case h4r.EINTERNAL:
+		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "error", err)
+	case h4r.ETIMEOUT:
+		// The rest of the body was not read: the connection cannot carry
+		// another request.
+		c.Response().Header().Set("Connection", "close")
+	}
+	if c.Path() != a2aPath {
+		return c.JSON(status, errorBody{herr})
+	}
+	payload, jerr := json.Marshal(herr)
+	if jerr != nil {
+		return fmt.Errorf("encoding a context error: %w", jerr)
+	}
+	meta := h4r.EnvelopeMeta{ID: requestID(c), Type: h4r.TypeContextError, ReplyTo: replyTo, Timestamp: time.Now().UTC().Format(time.RFC3339Nano)}
+	return c.JSON(status, h4r.Envelope{Meta: meta, Payload: payload})
 }
 
 // toError maps any error to an *h4r.Error that is safe to show a client.
@@ -194,7 +244,7 @@ func toError(err error) *h4r.Error {
 		case http.StatusNotFound:
 			return h4r.Errorf(h4r.ENOTFOUND, "", "no such route")
 		case http.StatusMethodNotAllowed:
-			return h4r.Errorf(h4r.EINVALID, "", "method not allowed on this route")
+			return h4r.Errorf(h4r.EMETHOD, "", "method not allowed on this route")
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

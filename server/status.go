@@ -25,6 +25,12 @@ func HTTPStatus(code string) int {
 		return http.StatusServiceUnavailable
 	case h4r.EDEADLINE:
 		return http.StatusGatewayTimeout
+	case h4r.EMETHOD:
+		return http.StatusMethodNotAllowed
+	case h4r.EMEDIATYPE:
+		return http.StatusUnsupportedMediaType
+	case h4r.ETIMEOUT:
+		return http.StatusRequestTimeout
 	default:
 		return http.StatusInternalServerError
 	}

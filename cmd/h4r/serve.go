@@ -63,11 +63,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 			return err
 		}
 	}
-	srv := httpServer(cfg, a, keys, log)
+	api := apiServer(cfg, a, keys, !loopback, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
+	srv, ln := api.HTTPServer(), api.Listener(ln)
 	logServing(log, cfg, a, keys, loopback, ln.Addr().String())
 	if ready != nil {
 		ready <- ln.Addr().String()
@@ -104,9 +105,10 @@ func loadDemo(ctx context.Context, a *app.App, log *slog.Logger) error {
 	return nil
 }
 
-// httpServer builds the HTTP server of the API: routes, limits, metrics,
-// readiness checks and, with keys, authentication.
-func httpServer(cfg config.Config, a *app.App, keys *auth.Keys, log *slog.Logger) *http.Server {
+// apiServer builds the HTTP API: routes, limits, metrics, readiness checks
+// and, with keys, authentication. Without keys on a non-loopback address
+// (--insecure) it serves any Host, as it is reached by other names.
+func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log *slog.Logger) *server.Server {
 	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) {
 		if st := a.Policy.Status(); st.Cache != nil {
 			return st.Cache.Hits, st.Cache.Misses
@@ -115,6 +117,7 @@ func httpServer(cfg config.Config, a *app.App, keys *auth.Keys, log *slog.Logger
 	}))
 	sopts := []server.Option{
 		server.WithMaxBodyBytes(cfg.MaxBodyBytes),
+		server.WithMaxConnections(cfg.MaxConnections),
 		server.WithRequestTimeout(cfg.RequestTimeout),
 		server.WithLogger(log),
 		server.WithRateLimit(cfg.RateLimitPerMinute),
@@ -124,17 +127,13 @@ func httpServer(cfg config.Config, a *app.App, keys *auth.Keys, log *slog.Logger
 	for name, check := range a.Checks {
 		sopts = append(sopts, server.WithReadinessCheck(name, check))
 	}
-	if keys != nil {
+	switch {
+	case keys != nil:
 		sopts = append(sopts, server.WithAuthenticator(keys))
+	case anyHost:
+		sopts = append(sopts, server.WithAnyHost())
 	}
-	return &http.Server{
-		Handler:           server.New(a.Engine, a.Store, sopts...).Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		MaxHeaderBytes:    64 << 10, // an API key and a request id need far less
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-	}
+	return server.New(a.Engine, a.Store, sopts...)
 }
 
 // logServing says at start which mode the server is in.
@@ -143,11 +142,12 @@ func logServing(log *slog.Logger, cfg config.Config, a *app.App, keys *auth.Keys
 	case keys != nil:
 		log.Info("h4r serving", "addr", addr, "data_dir", cfg.DataDir,
 			"policy", a.Policy.Source(), "policy_revision", a.Policy.Revision(),
-			"api_keys", keys.Len(), "rate_limit_per_minute", cfg.RateLimitPerMinute)
+			"api_keys", keys.Len(), "rate_limit_per_minute", cfg.RateLimitPerMinute, "max_connections", cfg.MaxConnections)
 	case loopback:
 		log.Info("h4r serving", "addr", addr, "data_dir", cfg.DataDir,
 			"policy", a.Policy.Source(), "policy_revision", a.Policy.Revision(),
-			"note", "no API keys (H4R_API_KEYS_FILE): serving on loopback only, and each request's specialist is whoever it claims to be")
+			"max_connections", cfg.MaxConnections,
+			"note", "no API keys (H4R_API_KEYS_FILE): serving on loopback only (loopback Host and Origin only), and each request's specialist is whoever it claims to be")
 	default:
 		log.Warn("h4r serving WITHOUT AUTHENTICATION on a non-loopback address (--insecure)", "addr", addr,
 			"data_dir", cfg.DataDir, "policy", a.Policy.Source(), "policy_revision", a.Policy.Revision())

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -104,7 +107,9 @@ func TestServeWithKeys(t *testing.T) {
 		{"a pack without a key", http.MethodPost, "/v1/context-pack", "", 0, http.StatusUnauthorized},
 		{"a pack with the key", http.MethodPost, "/v1/context-pack", key, 0, http.StatusOK},
 		{"metrics with a read key", http.MethodGet, "/metrics", key, 0, http.StatusForbidden},
-		{"headers over 64 KiB", http.MethodGet, "/health/live", "", 100 << 10, http.StatusRequestHeaderFieldsTooLarge},
+		// net/http answers this itself; the server's Listener puts it in
+		// the error shape (before: 431 in plain text).
+		{"headers over 64 KiB", http.MethodGet, "/health/live", "", 100 << 10, http.StatusBadRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +120,9 @@ func TestServeWithKeys(t *testing.T) {
 			req, err := http.NewRequest(tt.method, base+tt.path, r)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if r != nil {
+				req.Header.Set("Content-Type", "application/json")
 			}
 			if tt.key != "" {
 				req.Header.Set("Authorization", "Bearer "+tt.key)
@@ -131,9 +139,80 @@ func TestServeWithKeys(t *testing.T) {
 			if res.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tt.status, b)
 			}
+			var shape struct {
+				Error *struct{ Code, Message string } `json:"error"`
+			}
+			if tt.status >= 400 && (json.Unmarshal(b, &shape) != nil || shape.Error == nil || shape.Error.Code == "") {
+				t.Errorf("an error answer not in the error shape: %s", b)
+			}
 			if tt.status == http.StatusOK && tt.path == "/v1/context-pack" && !strings.Contains(string(b), `"specialistId":"playwright_healer"`) {
 				t.Errorf("the pack is not made for the key's principal: %.300s", b)
 			}
 		})
 	}
+}
+
+// TestServeWithoutKeysGuardsBrowsers checks that serve wires the server's
+// browser guard and its Listener (issue 12): without keys, a request
+// addressed to another name (DNS rebinding) or from a foreign page is
+// refused, and what net/http answers itself (a bad escape in the path) is
+// in the error shape.
+func TestServeWithoutKeysGuardsBrowsers(t *testing.T) {
+	base := startServer(t)
+	tests := []struct {
+		name   string
+		host   string
+		origin string
+		status int
+	}{
+		{"loopback", "", "", http.StatusOK},
+		{"a rebinding name", "evil.example", "", http.StatusForbidden},
+		{"a foreign page", "", "https://evil.example", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, base+"/health/live", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tt.status, b)
+			}
+		})
+	}
+	t.Run("a bad escape in the path", func(t *testing.T) {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(patience))
+		if _, err := io.WriteString(conn, "GET /v1/items/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var shape struct {
+			Error *struct{ Code string } `json:"error"`
+		}
+		if res.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &shape) != nil || shape.Error == nil || shape.Error.Code != "invalid_argument" {
+			t.Errorf("status %d %s, want 400 invalid_argument in the error shape", res.StatusCode, b)
+		}
+	})
 }
