@@ -41,7 +41,7 @@ func newSlicer(ctx context.Context, cfg config.Config, a *App, counter *tokens.C
 		}
 		a.Policy, decider = remote, remote
 	} else {
-		lopts := []policy.LiveOption{policy.WithLogger(o.log)}
+		lopts := []policy.LiveOption{policy.WithLogger(o.log), policy.WithPolicyOptions(policy.WithNetworkBuiltins(cfg.PolicyNet))}
 		if cache != nil {
 			lopts = append(lopts, policy.WithCache(cache))
 		}
