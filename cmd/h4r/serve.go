@@ -126,6 +126,8 @@ func httpServer(cfg config.Config, a *app.App, keys *auth.Keys, log *slog.Logger
 	}
 	if keys != nil {
 		sopts = append(sopts, server.WithAuthenticator(keys))
+	} else {
+		sopts = append(sopts, server.WithAnonymousAudit(cfg.AnonymousAudit))
 	}
 	return &http.Server{
 		Handler:           server.New(a.Engine, a.Store, sopts...).Handler(),
