@@ -362,6 +362,7 @@ func TestCausalHops(t *testing.T) {
 // rb-rotate-ci-token links to it): hops from it would deliver what it
 // links to and so tell of its links. From a permitted anchor, hops go on
 // as before, and reach the denied item as a candidate that policy drops.
+// Before the fix (issue 12) the denied anchor's neighbours were delivered.
 func TestHopsStartOnlyFromPermittedAnchors(t *testing.T) {
 	a := openDemo(t)
 	tests := []struct {
