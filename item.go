@@ -65,6 +65,7 @@ type Metadata struct {
 	Novelty            *float64
 	ContainsPII        bool
 	PIIFields          []string
+	TextClean          bool // the text holds no PII though ContainsPII is set: only PIIFields are redacted
 	HasCredentials     bool
 	RestrictedToGroups []string
 	Tags               []string
@@ -106,7 +107,7 @@ func isWellKnown(key string) bool {
 // wellKnownKeys lists the keys isWellKnown accepts, for wellKnownFold.
 func wellKnownKeys() []string {
 	return []string{"createdAt", "importance", "trust", "sensitivity", "novelty", "containsPII", "piiFields",
-		"hasCredentials", "restrictedToGroups", "tags", "source",
+		"textClean", "hasCredentials", "restrictedToGroups", "tags", "source",
 		"updatedAt", "version", "accessCount", "lastAccessedAt", "byteSize", "tokens"}
 }
 
@@ -150,6 +151,7 @@ type metadataJSON struct {
 	Novelty            *float64   `json:"novelty,omitempty"`
 	ContainsPII        bool       `json:"containsPII"`
 	PIIFields          []string   `json:"piiFields,omitempty"`
+	TextClean          bool       `json:"textClean,omitempty"`
 	HasCredentials     bool       `json:"hasCredentials"`
 	RestrictedToGroups []string   `json:"restrictedToGroups,omitempty"`
 	Tags               []string   `json:"tags,omitempty"`
@@ -166,7 +168,7 @@ type metadataJSON struct {
 func (m Metadata) MarshalJSON() ([]byte, error) {
 	w := metadataJSON{
 		Importance: m.Importance, Trust: m.Trust, Sensitivity: m.Sensitivity, Novelty: m.Novelty,
-		ContainsPII: m.ContainsPII, PIIFields: m.PIIFields, HasCredentials: m.HasCredentials,
+		ContainsPII: m.ContainsPII, PIIFields: m.PIIFields, TextClean: m.TextClean, HasCredentials: m.HasCredentials,
 		RestrictedToGroups: m.RestrictedToGroups, Tags: m.Tags, Source: m.Source,
 		Version: m.Version, AccessCount: m.AccessCount, ByteSize: m.ByteSize, Tokens: m.Tokens,
 	}
@@ -248,7 +250,7 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 		m.LastAccessedAt = *w.LastAccessedAt
 	}
 	m.Importance, m.Trust, m.Sensitivity, m.Novelty = w.Importance, w.Trust, w.Sensitivity, w.Novelty
-	m.ContainsPII, m.PIIFields, m.HasCredentials = w.ContainsPII, w.PIIFields, w.HasCredentials
+	m.ContainsPII, m.PIIFields, m.TextClean, m.HasCredentials = w.ContainsPII, w.PIIFields, w.TextClean, w.HasCredentials
 	m.RestrictedToGroups, m.Tags, m.Source = w.RestrictedToGroups, w.Tags, w.Source
 	m.Version, m.AccessCount, m.ByteSize, m.Tokens = w.Version, w.AccessCount, w.ByteSize, w.Tokens
 	return nil
@@ -280,7 +282,7 @@ func jsonTypeHint(key string) string {
 		return "want an RFC 3339 timestamp string"
 	case "importance", "trust", "sensitivity", "novelty":
 		return "want a number in [0, 1]"
-	case "containsPII", "hasCredentials":
+	case "containsPII", "textClean", "hasCredentials":
 		return "want true or false"
 	case "piiFields", "restrictedToGroups", "tags":
 		return "want a list of strings"
@@ -332,9 +334,16 @@ func (it *Item) Validate(field string) error {
 			return Errorf(EINVALID, at("metadata."+s.name), "%s must be in [0, 1], got %v", s.name, *s.v)
 		}
 	}
-	for i, p := range m.PIIFields {
-		if !strings.HasPrefix(p, "$.") {
-			return Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("metadata.piiFields"), i), "a PII field is a JSONPath starting with \"$.\", got %q", p)
+	// A PII path the redactor cannot apply, or one that misses its key only
+	// by case, would leave the personal data in every pack: refuse it here.
+	for i, raw := range m.PIIFields {
+		f := fmt.Sprintf("%s[%d]", at("metadata.piiFields"), i)
+		p, err := ParseRedactionPath(raw)
+		if err != nil {
+			return Errorf(EINVALID, f, "%s", ErrorMessage(err))
+		}
+		if written, actual, found := p.caseMismatch(it.Content); found {
+			return Errorf(EINVALID, f, "%q names nothing in content: keys are case-sensitive, and content has %q, not %q", raw, actual, written)
 		}
 	}
 	if len(m.Tags) > MaxTags {

@@ -24,6 +24,8 @@ func FuzzItemValidate(f *testing.F) {
 		`{"id": "x", "text": "t", "metadata": {"trust": 1.5}}`,
 		`{"id": "x", "text": "t", "metadata": {"accessCount": 99, "version": 7}}`,
 		`{"id": "x", "text": "t", "metadata": {"piiFields": ["content.a"]}}`,
+		`{"id": "x", "text": "t", "content": {"Mail": [{"eMail": "a"}]}, "metadata": {"containsPII": true, "piiFields": ["$.content.mail[-1].EMAIL", "$..x"]}}`,
+		`{"id": "x", "text": "t", "content": {"a": {"B": 1, "b": 2}}, "metadata": {"piiFields": ["$.content.*.b", "$.content['A'].c"], "textClean": true}}`,
 		`{"id": "x", "text": "t", "content": {"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":1}}}}}}}}}}`,
 		`{"id": "x", "text": "t", "links": [{"type": "", "target": "y"}]}`,
 		`{"id": "x", "text": "\ud800"}`,

@@ -3,6 +3,7 @@ package h4r_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/h4r/h4r"
@@ -51,5 +52,53 @@ func TestMetadataKeysAreCaseSensitive(t *testing.T) {
 	var m h4r.Metadata
 	if err := json.Unmarshal([]byte(`{"Status": "failed"}`), &m); err != nil || m.Extra["Status"] != "failed" {
 		t.Errorf("Extra = %v, %v", m.Extra, err)
+	}
+}
+
+// TestValidatePIIFields: a piiFields path is parsed with the redactor's own
+// grammar, and one that names nothing in content only because a key
+// differs in case is refused, naming the key content has. Before the fix
+// (issue 12) only a "$." prefix was checked, so all of these were accepted.
+func TestValidatePIIFields(t *testing.T) {
+	content := map[string]any{
+		"personalData": map[string]any{"email": "a@b.c"},
+		"people":       []any{map[string]any{"Email": "x@y.z"}, map[string]any{"email": "u@v.w"}},
+		"Both":         "x", "both": "y",
+	}
+	tests := []struct {
+		name  string
+		path  string
+		field string // of the error; "" when accepted
+		want  string // in the message
+	}{
+		{"exact", "$.content.personalData.email", "", ""},
+		{"text", "$.text", "", ""},
+		{"whole content", "$.content", "", ""},
+		{"a wildcard that names one exact key", "$.content.people[*].email", "", ""},
+		{"a key that is not there in any case", "$.content.address", "", ""},
+		{"a key present in both cases", "$.content.both", "", ""},
+		{"top-level case", "$.content.PersonalData", "metadata.piiFields[0]", `content has "personalData", not "PersonalData"`},
+		{"nested case", "$.content.personalData.EMAIL", "metadata.piiFields[0]", `content has "email", not "EMAIL"`},
+		{"case under an index", "$.content.people[0].email", "metadata.piiFields[0]", `content has "Email", not "email"`},
+		{"case under a negative index", "$.content.people[-1].EMAIL", "metadata.piiFields[0]", `content has "email", not "EMAIL"`},
+		{"recursive descent", "$..email", "metadata.piiFields[0]", "recursive descent"},
+		{"no dollar", "content.a", "metadata.piiFields[0]", "must start with $"},
+		{"a slice", "$.content.people[0:1]", "metadata.piiFields[0]", "index must be an integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := h4r.Item{ID: "x", Text: "t", Content: content, Metadata: h4r.Metadata{ContainsPII: true, PIIFields: []string{tt.path}}}
+			err := it.Validate("")
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v, want the path accepted", err)
+				}
+				return
+			}
+			var e *h4r.Error
+			if !errors.As(err, &e) || e.Code != h4r.EINVALID || e.Field != tt.field || !strings.Contains(e.Message, tt.want) {
+				t.Fatalf("Validate: %v, want invalid_argument on %s containing %q", err, tt.field, tt.want)
+			}
+		})
 	}
 }

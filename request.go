@@ -74,6 +74,12 @@ type ContextRequest struct {
 type Plan struct {
 	Request ContextRequest
 	Filters Filters
+	// Audit: the caller may see what policy hid — the id, reason and
+	// signals of every item policy denied, and of items under min_score,
+	// which never reach the policy. Without it a pack reports those only as
+	// counts. The server sets it from the caller's key (route class audit or
+	// admin), never from the request.
+	Audit bool
 }
 
 // Plan validates the request once and returns it planned. field is the

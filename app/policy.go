@@ -41,8 +41,8 @@ func newSlicer(ctx context.Context, cfg config.Config, a *App, counter *tokens.C
 		}
 		a.Policy, decider = remote, remote
 	} else {
-		lopts := []policy.LiveOption{policy.WithLogger(o.log),
-			policy.WithEngineOptions(policy.WithCompiledPredicates(cfg.OPACompiledPredicates))}
+		lopts := []policy.LiveOption{policy.WithLogger(o.log), policy.WithEngineOptions(
+			policy.WithCompiledPredicates(cfg.OPACompiledPredicates), policy.WithNetworkBuiltins(cfg.PolicyNet))}
 		if cache != nil {
 			lopts = append(lopts, policy.WithCache(cache))
 		}

@@ -19,11 +19,14 @@ type Route string
 
 // Route classes. read: context packs and A2A (policy-sliced answers);
 // ingest: writing and deleting items; admin: raw item reads (which bypass
-// policy), metrics and policy administration.
+// policy), metrics and policy administration. audit opens no route: it
+// lets a read key's packs explain the items policy hid from it (their ids,
+// reasons and signals), which admin keys see too.
 const (
 	RouteRead   Route = "read"
 	RouteIngest Route = "ingest"
 	RouteAdmin  Route = "admin"
+	RouteAudit  Route = "audit"
 )
 
 // Limits on the keys file, so that a mistaken file cannot exhaust memory.
@@ -42,6 +45,11 @@ type Principal struct {
 
 // Allows reports whether the principal may call routes of class r.
 func (p *Principal) Allows(r Route) bool { return slices.Contains(p.Routes, r) }
+
+// MayAudit reports whether the principal's packs may explain what policy
+// hid from it: keys with the audit or the admin class (an admin reads raw
+// items anyway).
+func (p *Principal) MayAudit() bool { return p.Allows(RouteAudit) || p.Allows(RouteAdmin) }
 
 // entry is one element of the keys file.
 type entry struct {
@@ -104,7 +112,7 @@ func Parse(data []byte) (*Keys, error) {
 		at := func(name string) string { return fmt.Sprintf("[%d].%s", i, name) }
 		raw, err := hex.DecodeString(strings.ToLower(e.SHA256))
 		if err != nil || len(raw) != sha256.Size {
-			return nil, h4r.Errorf(h4r.EINVALID, at("sha256"), "want the 64 hex digits of the key's SHA-256 (h4r keys hash), not the key itself")
+			return nil, h4r.Errorf(h4r.EINVALID, at("sha256"), "want the 64 hex digits of the key's SHA-256 (printf %%s \"$KEY\" | h4r keys hash), not the key itself")
 		}
 		var sum [sha256.Size]byte
 		copy(sum[:], raw)
@@ -128,13 +136,17 @@ func Parse(data []byte) (*Keys, error) {
 			spec.AuthorizedGroups = []string{}
 		}
 		if len(e.Routes) == 0 {
-			return nil, h4r.Errorf(h4r.EINVALID, at("routes"), "at least one route class is required (read, ingest or admin)")
+			return nil, h4r.Errorf(h4r.EINVALID, at("routes"), "at least one route class is required (read, ingest, admin or audit)")
 		}
 		for j, r := range e.Routes {
 			switch r {
 			case RouteRead, RouteIngest, RouteAdmin:
+			case RouteAudit:
+				if !slices.Contains(e.Routes, RouteRead) {
+					return nil, h4r.Errorf(h4r.EINVALID, fmt.Sprintf("[%d].routes[%d]", i, j), "audit widens what read routes answer: a key with audit needs read too")
+				}
 			default:
-				return nil, h4r.Errorf(h4r.EINVALID, fmt.Sprintf("[%d].routes[%d]", i, j), "unknown route class %q (want read, ingest or admin)", r)
+				return nil, h4r.Errorf(h4r.EINVALID, fmt.Sprintf("[%d].routes[%d]", i, j), "unknown route class %q (want read, ingest, admin or audit)", r)
 			}
 		}
 		if e.RateLimitPerMinute < 0 {

@@ -55,6 +55,7 @@ type Config struct {
 
 	// Who may ask.
 	APIKeysFile        string        // H4R_API_KEYS_FILE: API keys (SHA-256 hashes) and the principal of each
+	AnonymousAudit     bool          // H4R_ANONYMOUS_AUDIT: without keys, packs explain what policy hid
 	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: requests per minute per key and route class
 	ShutdownGrace      time.Duration // H4R_SHUTDOWN_GRACE_MS: how long in-flight requests may finish on SIGTERM
 
@@ -80,6 +81,7 @@ type Config struct {
 	// Policy authoring, reload, remote OPA, audit.
 	OPATimeout  time.Duration // SCS_OPA_TIMEOUT_MS: deadline of one call to a remote OPA
 	PolicyWatch bool          // SCS_POLICY_WATCH: reload SCS_POLICY_DIR when it changes
+	PolicyNet   bool          // SCS_POLICY_NETWORK: embedded policies may call http.send, net.lookup_ip_addr, opa.runtime
 	DecisionLog string        // SCS_DECISION_LOG: where drop/redact decisions are logged: a file path, "stdout", or empty for none
 }
 

@@ -115,12 +115,12 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"CONTEXT_PACK_TLDR_SENTENCES", "CONTEXT_PACK_INCLUDE_GRAPH",
 		"H4R_TOKEN_ENCODING", "H4R_REQUEST_TIMEOUT_MS", "H4R_GENERATOR_TIMEOUT_MS",
 		"H4R_MAX_BODY_BYTES", "H4R_MAX_CONNECTIONS", "H4R_LOW_RELEVANCE_THRESHOLD", "H4R_LOG_LEVEL", "H4R_LOG_FORMAT",
-		"H4R_API_KEYS_FILE", "H4R_RATE_LIMIT_PER_MINUTE", "H4R_SHUTDOWN_GRACE_MS",
+		"H4R_API_KEYS_FILE", "H4R_ANONYMOUS_AUDIT", "H4R_RATE_LIMIT_PER_MINUTE", "H4R_SHUTDOWN_GRACE_MS",
 		"H4R_EMBEDDER", "H4R_EMBED_URL", "H4R_EMBED_MODEL", "H4R_EMBED_API_KEY", "H4R_EMBED_DIM",
 		"H4R_EMBED_TIMEOUT_MS", "H4R_EMBED_CACHE_SIZE", "H4R_FUSION", "H4R_FUSION_VECTOR_WEIGHT",
 		"QDRANT_API_KEY", "QDRANT_COLLECTION",
 		"NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE",
-		"SCS_OPA_TIMEOUT_MS", "SCS_POLICY_WATCH", "SCS_DECISION_LOG",
+		"SCS_OPA_TIMEOUT_MS", "SCS_POLICY_WATCH", "SCS_POLICY_NETWORK", "SCS_DECISION_LOG",
 	}
 	vars := config.Vars()
 	if len(vars) != len(want) {
@@ -190,6 +190,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_LOG_LEVEL", "debug", func(c *config.Config) { c.LogLevel = "debug" }},
 		{"H4R_LOG_FORMAT", "text", func(c *config.Config) { c.LogFormat = "text" }},
 		{"H4R_API_KEYS_FILE", "/etc/h4r/keys.json", func(c *config.Config) { c.APIKeysFile = "/etc/h4r/keys.json" }},
+		{"H4R_ANONYMOUS_AUDIT", "true", func(c *config.Config) { c.AnonymousAudit = true }},
 		{"H4R_RATE_LIMIT_PER_MINUTE", "600", func(c *config.Config) { c.RateLimitPerMinute = 600 }},
 		{"H4R_SHUTDOWN_GRACE_MS", "2500", func(c *config.Config) { c.ShutdownGrace = 2500 * time.Millisecond }},
 		{"H4R_EMBEDDER", "openai", func(c *config.Config) { c.Embedder = "openai" }},
@@ -208,6 +209,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"NEO4J_DATABASE", "memory", func(c *config.Config) { c.Neo4jDatabase = "memory" }},
 		{"SCS_OPA_TIMEOUT_MS", "250", func(c *config.Config) { c.OPATimeout = 250 * time.Millisecond }},
 		{"SCS_POLICY_WATCH", "false", func(c *config.Config) { c.PolicyWatch = false }},
+		{"SCS_POLICY_NETWORK", "true", func(c *config.Config) { c.PolicyNet = true }},
 		{"SCS_DECISION_LOG", "stdout", func(c *config.Config) { c.DecisionLog = "stdout" }},
 	}
 	covered := map[string]bool{}

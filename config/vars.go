@@ -108,6 +108,8 @@ func table() []variable {
 
 		text("H4R_API_KEYS_FILE", "", "File of API keys (stored as SHA-256 hashes), each mapped to a principal: specialist id, type, securityLevel, authorizedGroups and allowed routes. Empty: no authentication, and the server listens on loopback only.",
 			func(c *Config) *string { return &c.APIKeysFile }, nil),
+		boolean("H4R_ANONYMOUS_AUDIT", "false", "Without API keys (loopback only), let callers see what policy hid from them: the ids, reasons and signals of denied items, as keys with the audit or admin class do. false: they see only counts.",
+			func(c *Config) *bool { return &c.AnonymousAudit }),
 		whole("H4R_RATE_LIMIT_PER_MINUTE", "60", "Requests per minute per API key and route class (read, ingest, admin; each class its own bucket), unless the key sets rateLimitPerMinute; more are answered resource_exhausted with Retry-After.",
 			func(c *Config) *int { return &c.RateLimitPerMinute }, 1, 1_000_000),
 		millis("H4R_SHUTDOWN_GRACE_MS", "10000", "On SIGTERM, how long in-flight requests may finish before the server closes, in milliseconds.",
@@ -147,6 +149,8 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.OPATimeout }, time.Millisecond, time.Minute),
 		boolean("SCS_POLICY_WATCH", "true", "Watch SCS_POLICY_DIR (or the bundle file) and swap in a new policy when it changes; a policy that does not compile is refused and the old one stays.",
 			func(c *Config) *bool { return &c.PolicyWatch }),
+		boolean("SCS_POLICY_NETWORK", "false", "Let embedded policies call the built-ins that reach the network or the process environment (http.send, net.lookup_ip_addr, opa.runtime); false: a policy that calls one does not load.",
+			func(c *Config) *bool { return &c.PolicyNet }),
 		text("SCS_DECISION_LOG", "", "Where every drop or redact decision is logged as JSON lines (never the redacted values): a file path, stdout, or empty for no decision log.",
 			func(c *Config) *string { return &c.DecisionLog }, nil),
 	}

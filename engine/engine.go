@@ -21,9 +21,12 @@ const (
 	DefaultGeneratorTimeout = time.Second
 )
 
-// Slicer applies policy and budgets to ranked items (scs.Slicer).
+// Slicer applies policy and budgets to ranked items (scs.Slicer), and
+// says which items the policy lets a specialist see at all (the anchors of
+// causal hops).
 type Slicer interface {
 	Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome
+	Permitted(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []bool
 }
 
 // AccessRecorder counts accesses; it must not block on I/O.
@@ -149,6 +152,7 @@ type Stats struct {
 	Slicing       h4r.SlicingStats // policy, budget and min_score outcomes
 	SliceTime     time.Duration
 	Kept          int // items delivered
+	PolicyFailed  int // items left out because no policy decision could be made
 }
 
 // Run answers one planned request for the given specialist, in stages:
@@ -167,7 +171,7 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	var stats Stats
 	limits, warnings := e.limits(req)
 
-	cands, w := e.candidates(ctx, req, plan.Filters, &stats)
+	cands, w := e.candidates(ctx, spec, req, plan.Filters, &stats)
 	warnings = append(warnings, w...)
 
 	ranked, w := e.rank(cands, weights, &stats)
@@ -181,6 +185,11 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 		if g.Error != "" {
 			status = h4r.StatusDegraded
 		}
+	}
+	// A pack that is empty because no policy decision could be made is not
+	// an answer, it is an outage.
+	if stats.PolicyFailed > 0 && stats.PolicyFailed == stats.Slicing.TotalCandidates-stats.Slicing.TotalDroppedScore {
+		status = h4r.StatusDegraded
 	}
 	if ctx.Err() != nil {
 		status = h4r.StatusDegraded
@@ -206,6 +215,7 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 		IncludeScores: req.IncludeScores == nil || *req.IncludeScores,
 		TLDRSentences: req.TLDRSentences,
 		IncludeGraph:  req.IncludeGraph,
+		Audit:         plan.Audit,
 	})
 	e.recordDeliveries(entries)
 	return p, nil
@@ -257,6 +267,12 @@ func (e *Engine) slice(ctx context.Context, spec h4r.Specialist, req *h4r.Contex
 			stats.Kept++
 		}
 	}
+	if outcome.Err != nil {
+		// The pack only counts these; the error names policy files and
+		// lines, so it goes to the log (and the decision log) alone.
+		e.log.WarnContext(ctx, "no policy decision could be made", "items", outcome.Failed, "error", outcome.Err)
+	}
+	stats.PolicyFailed = outcome.Failed
 	stats.Slicing = outcome.Stats
 	stats.Slicing.TotalCandidates = len(ranked)
 	stats.Slicing.TotalDroppedScore = len(ranked) - len(toSlice)
@@ -319,8 +335,10 @@ type generatorRun struct {
 // candidates runs the generators the query type asks for and merges their
 // hits. Text generators run concurrently; hops run alongside them when the
 // request names anchors, and after them (from the top text hits) when it
-// does not.
-func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filters h4r.Filters, stats *Stats) ([]*h4r.Candidate, []string) {
+// does not. Hops start only from anchors the policy lets spec see: from
+// any other they would deliver the items it links to, and so tell the
+// caller of links it may not see.
+func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, filters h4r.Filters, stats *Stats) ([]*h4r.Candidate, []string) {
 	t0 := time.Now()
 	var warnings []string
 	text := e.textGenerators(req.Query.Type, &warnings)
@@ -341,12 +359,25 @@ func (e *Engine) candidates(ctx context.Context, req *h4r.ContextRequest, filter
 
 	gens := text
 	hopsNow := e.graph != nil && len(req.Anchors) > 0
+	var anchorRun *generatorRun // the anchors could not be checked: hops fail
 	if hopsNow {
-		gens = append(append([]h4r.Generator{}, text...), e.graph)
+		t0 := time.Now()
+		anchors, err := e.permittedAnchors(ctx, spec, req.Anchors)
+		if err != nil {
+			anchorRun = &generatorRun{name: e.graph.Name(), took: time.Since(t0), err: fmt.Errorf("reading the anchors to check them against the policy: %w", err)}
+		} else {
+			// Run even with no anchor left, as for anchors that do not
+			// exist: the pack must not tell the two apart.
+			q.Anchors = anchors
+			gens = append(append([]h4r.Generator{}, text...), e.graph)
+		}
 	}
 	runs := e.runAll(ctx, gens, q)
+	if anchorRun != nil {
+		runs = append(runs, *anchorRun)
+	}
 	if e.graph != nil && !hopsNow {
-		q.Anchors = topAnchors(runs, e.settings.AnchorsFromTop)
+		q.Anchors = e.permitted(ctx, spec, topAnchors(runs, e.settings.AnchorsFromTop))
 		if len(q.Anchors) > 0 {
 			runs = append(runs, e.runAll(ctx, []h4r.Generator{e.graph}, q)...)
 		}
@@ -426,10 +457,10 @@ func (e *Engine) runAll(ctx context.Context, gens []h4r.Generator, q h4r.Candida
 	return runs
 }
 
-// topAnchors returns the ids of the top n hits of each text generator.
-func topAnchors(runs []generatorRun, n int) []string {
+// topAnchors returns the top n hits' items of each text generator.
+func topAnchors(runs []generatorRun, n int) []*h4r.Item {
 	seen := map[string]bool{}
-	var out []string
+	var out []*h4r.Item
 	for _, r := range runs {
 		for i, h := range r.hits {
 			if i >= n {
@@ -437,11 +468,45 @@ func topAnchors(runs []generatorRun, n int) []string {
 			}
 			if !seen[h.Item.ID] {
 				seen[h.Item.ID] = true
-				out = append(out, h.Item.ID)
+				out = append(out, h.Item)
 			}
 		}
 	}
 	return out
+}
+
+// permitted returns the ids of the items the policy lets spec see, in
+// order.
+func (e *Engine) permitted(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []string {
+	var out []string
+	for i, ok := range e.slicer.Permitted(ctx, spec, items) {
+		if ok {
+			out = append(out, items[i].ID)
+		}
+	}
+	return out
+}
+
+// permittedAnchors returns the request's anchors that exist and that the
+// policy lets spec see. They are read through the graph generator, which
+// returns the anchors at distance 0 before any neighbour, so a limit of
+// one hit per anchor reads them all; an anchor it did not return is left
+// out (fail closed), as one that does not exist.
+func (e *Engine) permittedAnchors(ctx context.Context, spec h4r.Specialist, ids []string) ([]string, error) {
+	gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
+	defer cancel()
+	hits, err := e.graph.Generate(gctx, h4r.CandidateQuery{Anchors: ids, MaxHops: 1, Directed: true, Limit: len(ids)})
+	var fallback *h4r.FallbackError
+	if err != nil && !errors.As(err, &fallback) {
+		return nil, err
+	}
+	var items []*h4r.Item
+	for _, h := range hits {
+		if h.Distance == 0 && h.Item != nil {
+			items = append(items, h.Item)
+		}
+	}
+	return e.permitted(ctx, spec, items), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -58,6 +58,30 @@ func openDemo(tb testing.TB) *app.App {
 	return a
 }
 
+// auditPack answers req for spec as a caller that may audit: the pack
+// explains every candidate, those policy denied included.
+func auditPack(t testing.TB, e *engine.Engine, spec h4r.Specialist, req h4r.ContextRequest) *h4r.Pack {
+	t.Helper()
+	plan, err := req.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Audit = true
+	p, err := e.Run(context.Background(), spec, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func resultIDs(p *h4r.Pack) []string {
+	ids := make([]string, len(p.Results))
+	for i, r := range p.Results {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
 func explained(p *h4r.Pack, id string) (h4r.ItemExplanation, bool) {
 	for _, it := range p.Explainability.Items {
 		if it.ID == id {
@@ -75,13 +99,11 @@ func TestDemoPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := a.Engine.ContextPack(context.Background(), healer(), &h4r.ContextRequest{
+	req := h4r.ContextRequest{
 		Query:  h4r.Query{Text: "login test failures with selector issues"},
 		Budget: &h4r.Budget{MaxTokens: 2500},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	p := auditPack(t, a.Engine, healer(), req)
 	if p.Status != h4r.StatusOK {
 		t.Errorf("status = %q, warnings %v", p.Status, p.Explainability.Warnings)
 	}
@@ -122,6 +144,10 @@ func TestDemoPack(t *testing.T) {
 			if strings.Contains(string(body), string(raw)) {
 				t.Errorf("personal data of %s appears in the pack: %s", it.ID, raw)
 			}
+			// Its text is not marked clean, so it is redacted too.
+			if strings.Contains(string(body), it.Text) {
+				t.Errorf("the text of %s, which has PII, appears in the pack", it.ID)
+			}
 			if !ex.Redacted {
 				t.Errorf("%s: kept without redaction", it.ID)
 			}
@@ -129,6 +155,22 @@ func TestDemoPack(t *testing.T) {
 	}
 	if credentials == 0 || sensitive == 0 || pii == 0 {
 		t.Errorf("the query reached %d credential, %d sensitive and %d kept PII items; want at least one of each", credentials, sensitive, pii)
+	}
+
+	// Without audit the same pack is delivered, and what policy denied is
+	// only counted.
+	plain, err := a.Engine.ContextPack(context.Background(), healer(), &req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := resultIDs(plain), resultIDs(p)
+	if !slices.Equal(got, want) || plain.Explainability.Slicing.TotalDroppedPolicy != p.Explainability.Slicing.TotalDroppedPolicy {
+		t.Errorf("without audit: results %v, %d dropped by policy; want %v, %d", got, plain.Explainability.Slicing.TotalDroppedPolicy, want, p.Explainability.Slicing.TotalDroppedPolicy)
+	}
+	for _, it := range plain.Explainability.Items {
+		if it.Reason == h4r.ReasonPolicy || it.Reason == h4r.ReasonMinScore {
+			t.Errorf("without audit the pack explains %s (%s)", it.ID, it.Reason)
+		}
 	}
 
 	for _, r := range p.Results {
@@ -315,17 +357,49 @@ func TestCausalHops(t *testing.T) {
 	}
 }
 
+// TestHopsStartOnlyFromPermittedAnchors: links are never followed from an
+// anchor the specialist may not see (ci-env-dump-18342 holds credentials;
+// rb-rotate-ci-token links to it): hops from it would deliver what it
+// links to and so tell of its links. From a permitted anchor, hops go on
+// as before, and reach the denied item as a candidate that policy drops.
+// Before the fix (issue 12) the denied anchor's neighbours were delivered.
+func TestHopsStartOnlyFromPermittedAnchors(t *testing.T) {
+	a := openDemo(t)
+	tests := []struct {
+		name    string
+		anchors []string
+		reached []string // candidates found by hops
+	}{
+		{"a denied anchor", []string{"ci-env-dump-18342"}, nil},
+		{"a denied and a missing anchor", []string{"ci-env-dump-18342", "no-such-item"}, nil},
+		{"a permitted anchor", []string{"rb-rotate-ci-token"}, []string{"ci-env-dump-18342", "rb-rotate-ci-token"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := auditPack(t, a.Engine, healer(), h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: tt.anchors, MaxHops: 1})
+			var reached []string
+			for _, it := range p.Explainability.Items {
+				reached = append(reached, it.ID)
+			}
+			slices.Sort(reached)
+			if !slices.Equal(reached, tt.reached) {
+				t.Errorf("hops reached %v, want %v", reached, tt.reached)
+			}
+			if st, ok := p.Sources[h4r.GenGraph]; !ok || st.Error != "" || p.Status != h4r.StatusOK {
+				t.Errorf("graph generator %+v (ran: %v), status %s: want it run, without error, as for any anchor", st, ok, p.Status)
+			}
+		})
+	}
+}
+
 func TestMinScoreAndBudgetClamp(t *testing.T) {
 	a := openDemo(t)
-	p, err := a.Engine.ContextPack(context.Background(), healer(), &h4r.ContextRequest{
+	p := auditPack(t, a.Engine, healer(), h4r.ContextRequest{
 		Query:    h4r.Query{Text: "login test failures"},
 		MinScore: 0.6,
 		Budget:   &h4r.Budget{MaxTokens: 1 << 30},
 		Limit:    100,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dropped := 0
 	for _, it := range p.Explainability.Items {
 		if it.Score < 0.6 && it.Reason != h4r.ReasonMinScore {

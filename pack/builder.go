@@ -43,6 +43,11 @@ type Input struct {
 	IncludeScores bool
 	TLDRSentences *int  // the request's override of the builder's TL;DR length
 	IncludeGraph  *bool // the request's override of the builder's graph setting
+	// Audit: the caller may see what policy hid (h4r.Plan.Audit). Without
+	// it, explainability.items and the per-generator counts cover only the
+	// entries policy let through (kept, or left out by the budget); the
+	// rest are counted in Slicing and nowhere named.
+	Audit bool
 }
 
 // Builder assembles context packs. It holds only configuration, so one
@@ -143,7 +148,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 		Status:     in.Status,
 		Results:    results(kept, in.IncludeScores),
 		TotalCount: len(in.Entries),
-		Sources:    in.Sources,
+		Sources:    sources(in),
 		AgentSlice: agentSlice(in.Specialist, tldr.Text, kept, affordances),
 		Explainability: h4r.Explainability{
 			TLDR:        tldr,
@@ -152,7 +157,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 			Slicing:     in.Slicing,
 			Weights:     in.Weights,
 			Warnings:    warnings,
-			Items:       itemExplanations(in.Entries, undeliverable),
+			Items:       itemExplanations(in.Entries, undeliverable, in.Audit),
 		},
 	}
 	if p.Status == "" {
@@ -213,18 +218,24 @@ func results(kept []*Entry, includeScores bool) []h4r.Result {
 	return out
 }
 
-// itemExplanations gives the verdict on every ranked candidate, kept or not.
-// An entry kept without a delivered form (left out of the results) is
-// reported as a policy drop: its decision could not be carried out.
-func itemExplanations(entries []Entry, undeliverable map[int]bool) []h4r.ItemExplanation {
+// itemExplanations gives the verdict on every ranked candidate, kept or not,
+// to a caller that may audit; to any other, only on the entries policy let
+// through, ranked among themselves, so that neither an id nor a gap in the
+// ranks tells of an item it may not see. An entry kept without a delivered
+// form (left out of the results) is reported as a policy drop: its
+// decision could not be carried out.
+func itemExplanations(entries []Entry, undeliverable map[int]bool, audit bool) []h4r.ItemExplanation {
 	out := make([]h4r.ItemExplanation, 0, len(entries))
 	for i, e := range entries {
 		if undeliverable[i] {
 			e.Reason, e.Detail = h4r.ReasonPolicy, "kept without a delivered form"
 		}
+		if !audit && !passedPolicy(e.Reason) {
+			continue
+		}
 		out = append(out, h4r.ItemExplanation{
 			ID:          e.Ranked.Candidate.Item.ID,
-			Rank:        i + 1,
+			Rank:        len(out) + 1,
 			Score:       e.Ranked.Score,
 			Signals:     e.Ranked.Signals,
 			Reason:      e.Reason,
@@ -232,6 +243,46 @@ func itemExplanations(entries []Entry, undeliverable map[int]bool) []h4r.ItemExp
 			Redacted:    e.Redacted,
 			Explanation: e.Ranked.Explanation,
 		})
+	}
+	return out
+}
+
+// passedPolicy reports whether an entry's reason says the policy allowed
+// it: kept, or left out by a budget. Entries under min_score never reached
+// the policy, so they may be items the caller must not learn of.
+func passedPolicy(reason string) bool {
+	switch reason {
+	case h4r.ReasonKept, h4r.ReasonBudgetBytes, h4r.ReasonBudgetTokens, h4r.ReasonBudgetItems:
+		return true
+	}
+	return false
+}
+
+// sources is the per-generator statistics. For a caller that may not
+// audit, each generator counts only the candidates it found that passed
+// the policy: a generator's count of hidden items would tell which one
+// found them (the graph: a hidden item links to a visible one).
+func sources(in Input) map[string]h4r.SourceStats {
+	if in.Audit || in.Sources == nil {
+		return in.Sources
+	}
+	out := make(map[string]h4r.SourceStats, len(in.Sources))
+	for name, st := range in.Sources {
+		st.Candidates = 0
+		out[name] = st
+	}
+	for _, e := range in.Entries {
+		if !passedPolicy(e.Reason) || (e.Reason == h4r.ReasonKept && e.Delivered == nil) {
+			continue
+		}
+		counted := map[string]bool{}
+		for _, ev := range e.Ranked.Candidate.Evidence {
+			if st, ok := out[ev.Generator]; ok && !counted[ev.Generator] {
+				counted[ev.Generator] = true
+				st.Candidates++
+				out[ev.Generator] = st
+			}
+		}
 	}
 	return out
 }

@@ -103,31 +103,66 @@ func TestRedactedResult(t *testing.T) {
 	}
 }
 
+// TestExplainabilityItems: an audit caller gets the verdict on every
+// ranked candidate; any other caller only on those the policy let through
+// (mem-004 was denied), ranked among themselves, with generators counting
+// only those.
 func TestExplainabilityItems(t *testing.T) {
-	in := fixtureInput(t)
-	p := NewBuilder(WithClock(fixedClock)).Build(in)
-	if p.TotalCount != len(in.Entries) {
-		t.Errorf("total_count = %d, want %d", p.TotalCount, len(in.Entries))
+	tests := []struct {
+		name    string
+		audit   bool
+		ids     []string // explained, in rank order
+		sources map[string]int
+	}{
+		{"audit", true, []string{"mem-004", "mem-001", "mem-003", "mem-002", "mem-006", "mem-005"},
+			map[string]int{h4r.GenFullText: 5, h4r.GenVector: 4, h4r.GenGraph: 3}},
+		{"no audit", false, []string{"mem-001", "mem-003", "mem-002", "mem-006", "mem-005"},
+			map[string]int{h4r.GenFullText: 4, h4r.GenVector: 3, h4r.GenGraph: 3}},
 	}
-	items := p.Explainability.Items
-	if len(items) != len(in.Entries) {
-		t.Fatalf("%d item explanations, want one per ranked candidate (%d)", len(items), len(in.Entries))
-	}
-	reasons := map[string]string{}
-	for i, it := range items {
-		e := in.Entries[i]
-		want := h4r.ItemExplanation{
-			ID: e.Ranked.Candidate.Item.ID, Rank: i + 1, Score: e.Ranked.Score, Signals: e.Ranked.Signals,
-			Reason: e.Reason, Detail: e.Detail, Redacted: e.Redacted, Explanation: e.Ranked.Explanation,
-		}
-		if !reflect.DeepEqual(it, want) {
-			t.Errorf("item %d = %+v, want %+v", i, it, want)
-		}
-		reasons[it.ID] = it.Reason
-	}
-	want := map[string]string{"mem-001": "kept", "mem-002": "kept", "mem-003": "kept", "mem-004": "policy", "mem-005": "budget_tokens", "mem-006": "kept"}
-	if !reflect.DeepEqual(reasons, want) {
-		t.Errorf("reasons %v, want %v", reasons, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := fixtureInput(t)
+			in.Audit = tt.audit
+			p := NewBuilder(WithClock(fixedClock)).Build(in)
+			if p.TotalCount != len(in.Entries) || p.Explainability.Slicing.TotalDroppedPolicy != 1 {
+				t.Errorf("total_count = %d, totalDroppedPolicy %d; want %d and 1: counts stay", p.TotalCount, p.Explainability.Slicing.TotalDroppedPolicy, len(in.Entries))
+			}
+			byID := map[string]Entry{}
+			for _, e := range in.Entries {
+				byID[e.Ranked.Candidate.Item.ID] = e
+			}
+			var got []string
+			reasons := map[string]string{}
+			for i, it := range p.Explainability.Items {
+				e := byID[it.ID]
+				want := h4r.ItemExplanation{
+					ID: it.ID, Rank: i + 1, Score: e.Ranked.Score, Signals: e.Ranked.Signals,
+					Reason: e.Reason, Detail: e.Detail, Redacted: e.Redacted, Explanation: e.Ranked.Explanation,
+				}
+				if !reflect.DeepEqual(it, want) {
+					t.Errorf("item %d = %+v, want %+v", i, it, want)
+				}
+				got = append(got, it.ID)
+				reasons[it.ID] = it.Reason
+			}
+			if !slices.Equal(got, tt.ids) {
+				t.Errorf("explained %v, want %v", got, tt.ids)
+			}
+			wantReasons := map[string]string{"mem-001": "kept", "mem-002": "kept", "mem-003": "kept", "mem-004": "policy", "mem-005": "budget_tokens", "mem-006": "kept"}
+			for id, r := range reasons {
+				if wantReasons[id] != r {
+					t.Errorf("%s: reason %s, want %s", id, r, wantReasons[id])
+				}
+			}
+			for name, n := range tt.sources {
+				if p.Sources[name].Candidates != n || p.Sources[name].Ms != in.Sources[name].Ms {
+					t.Errorf("sources[%s] = %+v, want %d candidates and the generator's time", name, p.Sources[name], n)
+				}
+			}
+			if b, _ := json.Marshal(p); !tt.audit && strings.Contains(string(b), "mem-004") {
+				t.Error("the denied item is named in the pack of a caller that may not audit")
+			}
+		})
 	}
 }
 
@@ -380,11 +415,15 @@ func TestKeptWithoutDeliveredIsLeftOut(t *testing.T) {
 	if b, _ := json.Marshal(p); strings.Contains(string(b), "unredacted") {
 		t.Error("the raw text reached the pack")
 	}
+	if got := p.Explainability.Items; len(got) != 1 || got[0].ID != "ok" || got[0].Reason != h4r.ReasonKept || got[0].Rank != 1 {
+		t.Errorf("explanations %+v, want only the delivered item", got)
+	}
+	p = NewBuilder(WithClock(fixedClock)).Build(Input{Query: "secret", Entries: []Entry{bad, kept("ok", "a secret handshake")}, Audit: true})
 	if got := p.Explainability.Items[0]; got.ID != "raw" || got.Reason != h4r.ReasonPolicy {
-		t.Errorf("explanation of the undeliverable item = %+v, want reason policy", got)
+		t.Errorf("audit explanation of the undeliverable item = %+v, want reason policy", got)
 	}
 	if got := p.Explainability.Items[1]; got.ID != "ok" || got.Reason != h4r.ReasonKept {
-		t.Errorf("explanation of the delivered item = %+v, want reason kept", got)
+		t.Errorf("audit explanation of the delivered item = %+v, want reason kept", got)
 	}
 }
 

@@ -54,10 +54,14 @@ var decisionCases = []struct {
 	{"sensitivity just above 0.7 denied to internal", spec(h4r.Internal), h4r.Metadata{Sensitivity: ptr(0.7000000000000001)}, denied("sensitivity")},
 	{"sensitivity 0.9 denied to an unknown level", spec(h4r.SecurityLevel(9)), h4r.Metadata{Sensitivity: ptr(0.9)}, denied("sensitivity")},
 
-	{"pii redacts its field", spec(h4r.Public), h4r.Metadata{ContainsPII: true, PIIFields: []string{"$.content.personalData"}}, redacted("$.content.personalData")},
-	{"pii redacts every field in order", spec(h4r.Internal), h4r.Metadata{ContainsPII: true, PIIFields: []string{"$.text", "$.content.personalData.email"}}, redacted("$.text", "$.content.personalData.email")},
-	{"pii without fields has nothing to redact", spec(h4r.Public), h4r.Metadata{ContainsPII: true}, allowed()},
+	{"pii redacts its field and the text", spec(h4r.Public), h4r.Metadata{ContainsPII: true, PIIFields: []string{"$.content.personalData"}}, redacted("$.content.personalData", "$.text")},
+	{"pii redacts every field in order, the text once", spec(h4r.Internal), h4r.Metadata{ContainsPII: true, PIIFields: []string{"$.text", "$.content.personalData.email"}}, redacted("$.text", "$.content.personalData.email")},
+	{"pii in a clean text redacts only its fields", spec(h4r.Internal), h4r.Metadata{ContainsPII: true, TextClean: true, PIIFields: []string{"$.content.personalData"}}, redacted("$.content.personalData")},
+	{"pii in a clean text named anyway is redacted", spec(h4r.Internal), h4r.Metadata{ContainsPII: true, TextClean: true, PIIFields: []string{"$.text"}}, redacted("$.text")},
+	{"pii without fields redacts content and text", spec(h4r.Public), h4r.Metadata{ContainsPII: true}, redacted("$.content", "$.text")},
+	{"pii without fields in a clean text redacts content", spec(h4r.Public), h4r.Metadata{ContainsPII: true, TextClean: true}, redacted("$.content")},
 	{"pii fields without the pii flag are ignored", spec(h4r.Public), h4r.Metadata{PIIFields: []string{"$.text"}}, allowed()},
+	{"a clean text without the pii flag changes nothing", spec(h4r.Public), h4r.Metadata{TextClean: true}, allowed()},
 
 	{"credentials denied to public", spec(h4r.Public), h4r.Metadata{HasCredentials: true}, denied("credentials")},
 	{"credentials denied to restricted", spec(h4r.Restricted), h4r.Metadata{HasCredentials: true}, denied("credentials")},
@@ -82,7 +86,7 @@ var decisionCases = []struct {
 	}, denied("credentials,group_restricted,low_trust,sensitivity")},
 	{"sensitive pii for cleared group member redacted", spec(h4r.Confidential, "qa"), h4r.Metadata{
 		Sensitivity: ptr(0.9), RestrictedToGroups: []string{"qa"}, ContainsPII: true, PIIFields: []string{"$.content.personalData"},
-	}, redacted("$.content.personalData")},
+	}, redacted("$.content.personalData", "$.text")},
 	{"credentials with pii denied", spec(h4r.Internal), h4r.Metadata{HasCredentials: true, ContainsPII: true, PIIFields: []string{"$.text"}}, denied("credentials")},
 	{"low trust though groups overlap", spec(h4r.Internal, "qa"), h4r.Metadata{Trust: ptr(0.2), RestrictedToGroups: []string{"qa"}}, denied("low_trust")},
 	{"restricted level does not bypass groups", spec(h4r.Restricted, "dev"), h4r.Metadata{Sensitivity: ptr(0.9), RestrictedToGroups: []string{"qa"}}, denied("group_restricted")},
@@ -127,6 +131,9 @@ func FuzzLocalRulesAgreeWithRego(f *testing.F) {
 	f.Add(0.71, 0.29, false, true, uint8(1), uint8(2), uint8(0))
 	f.Add(0.7, 0.3, true, false, uint8(0), uint8(0), uint8(3))
 	f.Add(1.0, 0.0, true, true, uint8(7), uint8(7), uint8(4))
+	f.Add(0.2, 0.9, false, true, uint8(0), uint8(0), uint8(1|1<<3))      // pii naming no field
+	f.Add(0.2, 0.9, false, true, uint8(0), uint8(0), uint8(2|0x80))      // pii in content, clean text
+	f.Add(0.2, 0.9, false, true, uint8(0), uint8(0), uint8(3|3<<3|0x80)) // pii in text and content, "clean" text
 	groups := []string{"qa", "ops", "dev"}
 	pick := func(bits uint8) []string {
 		var out []string
@@ -138,12 +145,16 @@ func FuzzLocalRulesAgreeWithRego(f *testing.F) {
 		return out
 	}
 	f.Fuzz(func(t *testing.T, sensitivity, trust float64, creds, pii bool, restricted, authorized, level uint8) {
+		// level's high bits pick the PII fields and textClean, so that every
+		// shape of rule 2 is fuzzed without changing the corpus format.
+		fields := [][]string{{"$.content.personalData"}, nil, {"$.text"}, {"$.content.a", "$.text"}}[(level>>3)%4]
+		clean := level&0x80 != 0
 		if sensitivity < 0 || sensitivity > 1 || trust < 0 || trust > 1 {
 			return // the store rejects scores outside [0, 1]
 		}
-		m := h4r.Metadata{Sensitivity: &sensitivity, Trust: &trust, HasCredentials: creds, RestrictedToGroups: pick(restricted)}
+		m := h4r.Metadata{Sensitivity: &sensitivity, Trust: &trust, HasCredentials: creds, RestrictedToGroups: pick(restricted), TextClean: clean}
 		if pii {
-			m.ContainsPII, m.PIIFields = true, []string{"$.content.personalData"}
+			m.ContainsPII, m.PIIFields = true, fields
 		}
 		who := spec(h4r.SecurityLevel(level%5), pick(authorized)...)
 		item := memory(m)

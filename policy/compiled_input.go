@@ -32,6 +32,8 @@ func metaTerm(m *h4r.Metadata, key string) (*ast.Term, bool, error) {
 		return ast.InternedTerm(m.ContainsPII), true, nil
 	case "piiFields":
 		return stringsTerm(m.PIIFields), true, nil
+	case "textClean":
+		return ast.InternedTerm(m.TextClean), true, nil
 	case "hasCredentials":
 		return ast.InternedTerm(m.HasCredentials), true, nil
 	case "restrictedToGroups":

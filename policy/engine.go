@@ -98,6 +98,7 @@ type config struct {
 	modules    map[string]string
 	memo       int
 	predicates int
+	network    bool
 }
 
 // WithPolicyDir loads the policy at path instead of the bundled policy:
@@ -129,6 +130,24 @@ func WithModules(files map[string]string) Option {
 // Policies that call non-deterministic built-ins remember nothing.
 func WithDecisionMemo(n int) Option {
 	return func(c *config) { c.memo = max(n, 0) }
+}
+
+// WithNetworkBuiltins lets the policy call the built-ins that reach the
+// network or the process environment (NetworkBuiltins: http.send, …),
+// SCS_POLICY_NETWORK. Without it, the default, a policy that calls one does
+// not compile.
+func WithNetworkBuiltins(allow bool) Option {
+	return func(c *config) { c.network = allow }
+}
+
+// NetworkBuiltins returns the built-ins an embedded policy may call only
+// with WithNetworkBuiltins: they reach the network (http.send,
+// net.lookup_ip_addr) or hand out the process's environment and
+// configuration (opa.runtime). A decision is to depend on the item and the
+// specialist, not on what a policy file can fetch or read, and a policy
+// must not be a way to send either out of the process.
+func NetworkBuiltins() []string {
+	return []string{"http.send", "net.lookup_ip_addr", "opa.runtime"}
 }
 
 // New compiles the policy and prepares its queries. A file that does not
@@ -189,6 +208,11 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 		if err != nil {
 			return nil, compileError(f.Name, "parsing policy", err)
 		}
+		if !cfg.network {
+			if err := refuseNetwork(mod); err != nil {
+				return nil, err
+			}
+		}
 		if mod.Package.Path.String() == PackagePath {
 			hasPackage = true
 			for _, r := range mod.Rules {
@@ -212,6 +236,11 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 		modules[name] = ast.MustParseModuleWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	}
 	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if !cfg.network {
+		// refuseNetwork names the call; the capabilities make sure no other
+		// way of reaching these built-ins compiles either.
+		compiler = compiler.WithCapabilities(withoutNetwork())
+	}
 	if compiler.Compile(modules); compiler.Failed() {
 		return nil, compileError(source, "compiling policy", compiler.Errors)
 	}
@@ -259,6 +288,49 @@ func compile(ctx context.Context, files []File, data map[string]any, source stri
 		e.compiled = newPredicates(cfg.predicates, e.revision, compiler, store, user)
 	}
 	return e, nil
+}
+
+// refuseNetwork returns an invalid_argument error naming the first call of
+// one of NetworkBuiltins in mod and its file:line:column.
+func refuseNetwork(mod *ast.Module) error {
+	var found *ast.Term
+	denied := NetworkBuiltins()
+	check := func(op *ast.Term) {
+		if found == nil && op != nil && slices.Contains(denied, op.String()) {
+			found = op
+		}
+	}
+	ast.NewGenericVisitor(func(x any) bool {
+		switch v := x.(type) {
+		case *ast.Expr:
+			if v.IsCall() {
+				check(v.OperatorTerm())
+			}
+		case ast.Call:
+			if len(v) > 0 {
+				check(v[0])
+			}
+		}
+		return found != nil
+	}).Walk(mod)
+	if found == nil {
+		return nil
+	}
+	where := mod.Package.Location
+	if found.Location != nil {
+		where = found.Location
+	}
+	at := fmt.Sprintf("%s:%d:%d", where.File, where.Row, where.Col)
+	return h4r.Errorf(h4r.EINVALID, at, "%s: the policy calls %s, which reaches the network or the process environment; "+
+		"embedded policies may not, unless SCS_POLICY_NETWORK=true", at, found)
+}
+
+// withoutNetwork is OPA's capabilities without NetworkBuiltins.
+func withoutNetwork() *ast.Capabilities {
+	caps := ast.CapabilitiesForThisVersion()
+	denied := NetworkBuiltins()
+	caps.Builtins = slices.DeleteFunc(caps.Builtins, func(b *ast.Builtin) bool { return slices.Contains(denied, b.Name) })
+	return caps
 }
 
 // compileError turns OPA's parse or compile errors into an invalid_argument

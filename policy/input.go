@@ -67,6 +67,7 @@ func metadataInput(m h4r.Metadata) map[string]any {
 	out["novelty"] = m.NoveltyValue()
 	out["containsPII"] = m.ContainsPII
 	out["piiFields"] = stringsInput(m.PIIFields)
+	out["textClean"] = m.TextClean
 	out["hasCredentials"] = m.HasCredentials
 	out["restrictedToGroups"] = stringsInput(m.RestrictedToGroups)
 	out["tags"] = stringsInput(m.Tags)

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -33,7 +34,10 @@ type Live struct {
 	now      func() time.Time
 	debounce time.Duration
 	watch    bool
-	opts     []Option // for every Engine it loads
+	opts     []Option // of every compile
+	// read reads the policy's files (Load; tests replace it to change what
+	// a read sees between two reads).
+	read func() ([]File, map[string]any, error)
 
 	current atomic.Pointer[Engine]
 	mu      sync.Mutex // guards status and serialises reloads
@@ -65,8 +69,8 @@ func WithWatch(debounce time.Duration) LiveOption {
 	}
 }
 
-// WithEngineOptions passes opts to every Engine the Live policy loads
-// (WithCompiledPredicates(0) turns compiled predicates off, say).
+// WithEngineOptions passes opts to every compile of the policy
+// (WithCompiledPredicates, WithNetworkBuiltins, WithDecisionMemo).
 func WithEngineOptions(opts ...Option) LiveOption {
 	return func(l *Live) { l.opts = append(l.opts, opts...) }
 }
@@ -79,6 +83,7 @@ func WithClock(now func() time.Time) LiveOption { return func(l *Live) { l.now =
 // without a policy.
 func NewLive(ctx context.Context, path string, opts ...LiveOption) (*Live, error) {
 	l := &Live{path: path, log: slog.Default(), now: time.Now}
+	l.read = func() ([]File, map[string]any, error) { return Load(l.path, false) }
 	for _, o := range opts {
 		o(l)
 	}
@@ -96,11 +101,25 @@ func NewLive(ctx context.Context, path string, opts ...LiveOption) (*Live, error
 	return l, nil
 }
 
+// load reads and compiles the policy.
 func (l *Live) load(ctx context.Context) (*Engine, error) {
 	if l.path == "" {
 		return New(ctx, l.opts...)
 	}
-	return New(ctx, append([]Option{WithPolicyDir(l.path)}, l.opts...)...)
+	files, data, err := l.read()
+	if err != nil {
+		return nil, err
+	}
+	return l.compile(ctx, files, data)
+}
+
+// compile compiles files read from the policy path.
+func (l *Live) compile(ctx context.Context, files []File, data map[string]any) (*Engine, error) {
+	cfg := config{memo: DefaultDecisionMemo, predicates: DefaultCompiledPredicates}
+	for _, o := range l.opts {
+		o(&cfg)
+	}
+	return compile(ctx, files, data, l.path, cfg)
 }
 
 // Engine returns the policy in use now.
@@ -148,6 +167,12 @@ func (l *Live) Reload(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, err := l.load(ctx)
+	return l.swap(ctx, e, err)
+}
+
+// swap puts e in use, or, given the error of reading or compiling it,
+// records the refusal. l.mu is held.
+func (l *Live) swap(ctx context.Context, e *Engine, err error) error {
 	if err != nil {
 		at := l.now().UTC()
 		l.status.LastError, l.status.LastErrorAt = err.Error(), &at
@@ -218,11 +243,19 @@ func addTree(w *fsnotify.Watcher, dir string) error {
 	})
 }
 
+// watchLoop reloads after changes, once what the files hold has been the
+// same for a debounce: when the watcher has been quiet for a debounce it
+// reads the files, and applies them only if a read one debounce earlier
+// found the same (else it reads again after another debounce). Editors and
+// copies write a file in several steps, and a read can fall between two of
+// them; a half-written policy can compile and lack a deny rule, so it must
+// never go live, even for a moment.
 func (l *Live) watchLoop(w *fsnotify.Watcher, bundleFile string) {
 	defer close(l.done)
 	defer w.Close()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	pending := "" // what the last read found; "" for no read yet
 	for {
 		select {
 		case <-l.stop:
@@ -240,6 +273,7 @@ func (l *Live) watchLoop(w *fsnotify.Watcher, bundleFile string) {
 					_ = addTree(w, ev.Name) // a new subdirectory: watch it too
 				}
 			}
+			pending = ""
 			timer.Reset(l.debounce)
 		case err, ok := <-w.Errors:
 			if !ok {
@@ -247,8 +281,26 @@ func (l *Live) watchLoop(w *fsnotify.Watcher, bundleFile string) {
 			}
 			l.log.Warn("watching the policy", "source", l.path, "error", err)
 		case <-timer.C:
-			// The error is logged and kept in Status by Reload.
-			_ = l.Reload(context.Background())
+			files, data, err := l.read()
+			seen := "error: " + fmt.Sprint(err)
+			if err == nil {
+				seen = "revision: " + revision(files, data)
+			}
+			if seen != pending {
+				pending = seen
+				timer.Reset(l.debounce)
+				continue
+			}
+			pending = ""
+			ctx := context.Background()
+			var e *Engine
+			if err == nil {
+				e, err = l.compile(ctx, files, data)
+			}
+			// An error is logged and kept in Status by swap.
+			l.mu.Lock()
+			_ = l.swap(ctx, e, err)
+			l.mu.Unlock()
 		}
 	}
 }

@@ -275,6 +275,46 @@ func TestLiveWatch(t *testing.T) {
 	}
 }
 
+// TestLiveWatchAppliesOnlyStableContent: the watcher applies what the
+// directory held for a whole debounce, never what one read caught in the
+// middle of a write. The reader here returns, once, right after a change, a
+// half-written policy that compiles and allows everything (say, a deny rule
+// not yet written); reads after it see the finished file. Before the fix the
+// half-written policy went live and stayed, since no further change came.
+func TestLiveWatchAppliesOnlyStableContent(t *testing.T) {
+	dir := t.TempDir()
+	writePolicy(t, dir, allowNotes)
+	var armed atomic.Bool
+	partial := []File{{Name: filepath.Join(dir, "context.rego"), Key: "context.rego", Source: allowAll}}
+	midWrite := func(l *Live) {
+		l.read = func() ([]File, map[string]any, error) {
+			if armed.CompareAndSwap(true, false) {
+				return partial, nil, nil
+			}
+			return Load(dir, false)
+		}
+	}
+	live, err := NewLive(t.Context(), dir, WithLogger(quiet()), WithWatch(20*time.Millisecond), midWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	const final = allowNotes + "\nallow if input.item.kind == \"fix\"\n"
+	finalRev := revision([]File{{Key: "context.rego", Source: final}}, nil)
+	partialRev := revision(partial, nil)
+	armed.Store(true)
+	writePolicy(t, dir, final)
+	waitFor(t, "the finished policy", func() bool {
+		if live.Revision() == partialRev {
+			t.Fatal("the half-written policy went live")
+		}
+		return live.Revision() == finalRev
+	})
+	if st := live.Status(); st.Reloads != 1 || armed.Load() {
+		t.Errorf("status %+v (reader armed: %v), want one reload, after the half-written read", st, armed.Load())
+	}
+}
+
 func TestLiveWatchBundle(t *testing.T) {
 	dir := t.TempDir()
 	path := writeBundle(t, dir, map[string]string{"p.rego": allowNotes})

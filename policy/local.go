@@ -18,6 +18,12 @@ const (
 	TrustFloor = 0.3
 )
 
+// The redaction paths of the whole text and the whole content.
+const (
+	PathText    = "$." + h4r.RootText
+	PathContent = "$." + h4r.RootContent
+)
+
 // Rule names, as they appear in Decision.Reason.
 const (
 	RuleSensitivity     = "sensitivity"
@@ -61,10 +67,24 @@ func (LocalRules) Decide(_ context.Context, spec h4r.Specialist, item *h4r.Item)
 		slices.Sort(deny)
 		return h4r.Decision{Allow: false, RedactedFields: []string{}, Reason: strings.Join(deny, ",")}, nil
 	}
-	if m.ContainsPII && len(m.PIIFields) > 0 {
-		return h4r.Decision{Allow: true, Redact: true, RedactedFields: slices.Clone(m.PIIFields), Reason: ReasonPII}, nil
+	if m.ContainsPII {
+		return h4r.Decision{Allow: true, Redact: true, RedactedFields: piiRedactions(m), Reason: ReasonPII}, nil
 	}
 	return h4r.Decision{Allow: true, RedactedFields: []string{}, Reason: ReasonAllowed}, nil
+}
+
+// piiRedactions is what rule 2 redacts of an item with containsPII: its
+// piiFields, or the whole content when it names none, and its text unless
+// it says its text is clean (textClean).
+func piiRedactions(m h4r.Metadata) []string {
+	fields := slices.Clone(m.PIIFields)
+	if len(fields) == 0 {
+		fields = []string{PathContent}
+	}
+	if !m.TextClean && !slices.Contains(fields, PathText) {
+		fields = append(fields, PathText)
+	}
+	return fields
 }
 
 func sharesGroup(restricted, authorized []string) bool {

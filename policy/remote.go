@@ -142,6 +142,10 @@ type unreachableError struct{ err error }
 func (e unreachableError) Error() string { return "OPA unreachable: " + e.err.Error() }
 func (e unreachableError) Unwrap() error { return e.err }
 
+// PolicyUnreachable lets the slicer say "OPA unreachable" in a pack without
+// showing the error, which names the server.
+func (unreachableError) PolicyUnreachable() bool { return true }
+
 // query POSTs input to the document at path (cmo/context, cmo/context/pack)
 // and returns its result, nil when undefined.
 func (r *Remote) query(ctx context.Context, path string, input map[string]any) (json.RawMessage, error) {

@@ -89,6 +89,10 @@ func (s *Slicer) logDecisions(ctx context.Context, spec h4r.Specialist, items []
 	for i, v := range out.Verdicts {
 		var decision, reason string
 		switch {
+		case v.Reason == h4r.ReasonPolicy && decisions[i].err != nil:
+			// The whole error, with the policy's file and line: the log is
+			// the one place it goes.
+			decision, reason = DecisionDrop, "policy error: "+decisions[i].err.Error()
 		case v.Reason == h4r.ReasonPolicy:
 			decision, reason = DecisionDrop, strings.TrimPrefix(v.Detail, "policy: ")
 		case decisions[i].err == nil && decisions[i].decision.Allow && (decisions[i].decision.Redact || len(decisions[i].decision.RedactedFields) > 0):

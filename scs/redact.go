@@ -27,7 +27,7 @@ func Redact(d *h4r.Delivered, paths []string, marker string) (applied []string, 
 			return nil, h4r.Errorf(h4r.EINVALID, fmt.Sprintf("redactedFields[%d]", i), "%s", h4r.ErrorMessage(err))
 		}
 		parsed[i] = p
-		copyContent = copyContent || (p.root == RootContent && len(p.steps) > 0)
+		copyContent = copyContent || (p.Root() == RootContent && len(p.Steps()) > 0)
 	}
 	content := d.Content
 	if copyContent && content != nil {
@@ -40,17 +40,17 @@ func Redact(d *h4r.Delivered, paths []string, marker string) (applied []string, 
 	for _, p := range parsed {
 		var hit bool
 		switch {
-		case p.root == RootText:
+		case p.Root() == RootText:
 			text, hit = marker, true
-		case len(p.steps) == 0:
+		case len(p.Steps()) == 0:
 			hit = content != nil
 			content = nil
 		case content != nil:
-			hit = replace(content, p.steps, marker)
+			hit = replace(content, p.Steps(), marker)
 		}
-		if hit && !seen[p.raw] {
-			seen[p.raw] = true
-			applied = append(applied, p.raw)
+		if hit && !seen[p.String()] {
+			seen[p.String()] = true
+			applied = append(applied, p.String())
 		}
 	}
 	d.Text, d.Content = text, content
@@ -59,7 +59,7 @@ func Redact(d *h4r.Delivered, paths []string, marker string) (applied []string, 
 
 // replace sets every value that steps name under node to marker and
 // reports whether there was one. node is already a private copy.
-func replace(node any, steps []step, marker string) bool {
+func replace(node any, steps []h4r.PathStep, marker string) bool {
 	s, last := steps[0], len(steps) == 1
 	set := func(get func() any, put func(any)) bool {
 		if last {
@@ -71,27 +71,27 @@ func replace(node any, steps []step, marker string) bool {
 	hit := false
 	switch c := node.(type) {
 	case map[string]any:
-		switch s.kind {
-		case stepName:
-			if v, ok := c[s.name]; ok {
-				hit = set(func() any { return v }, func(m any) { c[s.name] = m })
+		switch s.Kind {
+		case h4r.StepName:
+			if v, ok := c[s.Name]; ok {
+				hit = set(func() any { return v }, func(m any) { c[s.Name] = m })
 			}
-		case stepWildcard:
+		case h4r.StepWildcard:
 			for k, v := range c {
 				hit = set(func() any { return v }, func(m any) { c[k] = m }) || hit
 			}
 		}
 	case []any:
-		switch s.kind {
-		case stepIndex:
-			i := s.index
+		switch s.Kind {
+		case h4r.StepIndex:
+			i := s.Index
 			if i < 0 {
 				i += len(c)
 			}
 			if i >= 0 && i < len(c) {
 				hit = set(func() any { return c[i] }, func(m any) { c[i] = m })
 			}
-		case stepWildcard:
+		case h4r.StepWildcard:
 			for i := range c {
 				hit = set(func() any { return c[i] }, func(m any) { c[i] = m }) || hit
 			}

@@ -3,14 +3,11 @@ package scs
 import (
 	"encoding/json"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/h4r/h4r"
 )
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // decodeContent decodes JSON the way the store does, so content holds the
 // generic map[string]any and []any values redaction walks.
@@ -137,42 +134,42 @@ func asError(err error, target **h4r.Error) bool {
 // collect returns every value p names in d, the way a reader of the
 // delivered JSON would find them.
 func collect(d h4r.Delivered, p Path) []any {
-	if p.root == RootText {
+	if p.Root() == RootText {
 		return []any{d.Text}
 	}
 	if d.Content == nil {
 		return nil
 	}
 	nodes := []any{d.Content}
-	if len(p.steps) == 0 {
+	if len(p.Steps()) == 0 {
 		return nodes
 	}
-	for _, s := range p.steps {
+	for _, s := range p.Steps() {
 		var next []any
 		for _, n := range nodes {
 			switch c := n.(type) {
 			case map[string]any:
-				switch s.kind {
-				case stepName:
-					if v, ok := c[s.name]; ok {
+				switch s.Kind {
+				case h4r.StepName:
+					if v, ok := c[s.Name]; ok {
 						next = append(next, v)
 					}
-				case stepWildcard:
+				case h4r.StepWildcard:
 					for _, v := range c {
 						next = append(next, v)
 					}
 				}
 			case []any:
-				switch s.kind {
-				case stepIndex:
-					i := s.index
+				switch s.Kind {
+				case h4r.StepIndex:
+					i := s.Index
 					if i < 0 {
 						i += len(c)
 					}
 					if i >= 0 && i < len(c) {
 						next = append(next, c[i])
 					}
-				case stepWildcard:
+				case h4r.StepWildcard:
 					next = append(next, c...)
 				}
 			}

@@ -133,7 +133,15 @@ func New(decider h4r.Decider, counter TokenCounter, opts ...Option) *Slicer {
 type Outcome struct {
 	Verdicts []Verdict // one per input item, same order
 	Stats    h4r.SlicingStats
+	// Warnings are for the pack: they count what went wrong and never hold
+	// a policy error's text, which names policy files and lines, and items
+	// the caller may not see.
 	Warnings []string
+	// Failed counts the items whose decision could not be made (left out);
+	// Err is the first such error, or the pack settings' error, for the
+	// server log and the decision log only.
+	Failed int
+	Err    error
 }
 
 // Verdict is what happened to one item.
@@ -149,6 +157,9 @@ type Verdict struct {
 	// budget walk did not reach (policy drops, items after it stopped).
 	Bytes, Tokens int
 	Fallback      bool // decided by the fallback Decider
+	// Err is why no decision could be made, or why an allowed item could
+	// not be delivered: for the decision log, never for Detail.
+	Err error
 }
 
 // decided is one item's policy outcome before budgets.
@@ -174,9 +185,33 @@ func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.It
 	}
 	decisions := s.decideItems(ctx, decider, spec, items, packErr)
 	tally := s.fit(items, decisions, limits, &out)
-	out.Warnings = append(out.Warnings, tally.warnings(decisions)...)
+	out.Warnings = append(out.Warnings, tally.warnings(firstErr(decisions))...)
 	out.Stats.FallbackUsed = out.Stats.FallbackUsed || tally.fellBack > 0
+	out.Failed = tally.failedClosed
+	if packErr != nil {
+		out.Err = packErr
+	}
+	if out.Err == nil {
+		out.Err = firstErr(decisions)
+	}
 	s.logDecisions(ctx, spec, items, decisions, out)
+	return out
+}
+
+// Permitted reports, per item, whether the policy allows spec to see it:
+// false when it is denied or its decision cannot be made (fail closed). No
+// budget applies and nothing is logged; the engine asks it about the
+// anchors of causal hops, so that links are never followed from an item
+// the caller may not see.
+func (s *Slicer) Permitted(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []bool {
+	out := make([]bool, len(items))
+	if len(items) == 0 {
+		return out
+	}
+	decider := s.snapshot(&Outcome{})
+	for i, d := range s.decideAll(ctx, decider, spec, items) {
+		out[i] = d.err == nil && d.decision.Allow
+	}
 	return out
 }
 
@@ -215,14 +250,15 @@ type sliceTally struct {
 	fellBack, failedClosed, badRedactions int
 }
 
-// warnings are the pack warnings the tally calls for.
-func (t sliceTally) warnings(decisions []decided) []string {
+// warnings are the pack warnings the tally calls for: counts only, the
+// errors themselves go to the logs (Outcome.Err, the decision log).
+func (t sliceTally) warnings(first error) []string {
 	var w []string
 	if t.fellBack > 0 {
 		w = append(w, fmt.Sprintf("policy evaluation failed for %d items; local fallback rules decided", t.fellBack))
 	}
 	if t.failedClosed > 0 {
-		w = append(w, fmt.Sprintf("no policy decision could be made for %d items; they were left out (first error: %v)", t.failedClosed, firstErr(decisions)))
+		w = append(w, fmt.Sprintf("no policy decision could be made for %d items (%s); they were left out (the server log has the error)", t.failedClosed, cause(first)))
 	}
 	if t.badRedactions > 0 {
 		w = append(w, fmt.Sprintf("the policy asked to redact an invalid path for %d items; they were left out", t.badRedactions))
@@ -245,7 +281,7 @@ func (s *Slicer) fit(items []*h4r.Item, decisions []decided, limits Limits, out 
 		switch {
 		case d.err != nil:
 			t.failedClosed++
-			v.Reason, v.Detail = h4r.ReasonPolicy, "policy error: "+d.err.Error()
+			v.Reason, v.Detail, v.Err = h4r.ReasonPolicy, "policy error: no decision could be made ("+cause(d.err)+")", d.err
 		case !d.decision.Allow:
 			reason := d.decision.Reason
 			if reason == "" {
@@ -254,7 +290,7 @@ func (s *Slicer) fit(items []*h4r.Item, decisions []decided, limits Limits, out 
 			v.Reason, v.Detail = h4r.ReasonPolicy, "policy: "+reason
 		default:
 			if err := s.deliver(item, d.decision, v, &b); err != nil {
-				*v = Verdict{Reason: h4r.ReasonPolicy, Fallback: d.fallback}
+				*v = Verdict{Reason: h4r.ReasonPolicy, Fallback: d.fallback, Err: err}
 				var badPath *h4r.Error
 				if errors.As(err, &badPath) {
 					t.badRedactions++
@@ -280,6 +316,28 @@ func (s *Slicer) fit(items []*h4r.Item, decisions []decided, limits Limits, out 
 	return t
 }
 
+// unreachable is the error of a policy service that did not answer
+// (policy.Remote).
+type unreachable interface{ PolicyUnreachable() bool }
+
+// cause says in a few words why no decision could be made. A pack shows it
+// instead of the error itself, which names policy files and lines (and,
+// from a remote OPA, its address): those go to the logs only.
+func cause(err error) string {
+	var u unreachable
+	switch {
+	case err == nil:
+		return "no error"
+	case errors.Is(err, context.Canceled):
+		return "the request was cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the request deadline expired"
+	case errors.As(err, &u) && u.PolicyUnreachable():
+		return "OPA unreachable"
+	}
+	return "the policy failed to evaluate"
+}
+
 func firstErr(ds []decided) error {
 	for _, d := range ds {
 		if d.err != nil {
@@ -303,10 +361,11 @@ func (s *Slicer) packLimits(ctx context.Context, decider h4r.Decider, spec h4r.S
 	if err != nil {
 		if s.fallback != nil && ctx.Err() == nil {
 			out.Stats.FallbackUsed = true
-			out.Warnings = append(out.Warnings, fmt.Sprintf("the policy's pack settings could not be read; the request's budget stands: %v", err))
+			out.Warnings = append(out.Warnings, "the policy's pack settings could not be read; the request's budget stands (the server log has the error)")
+			out.Err = fmt.Errorf("pack settings (the fallback let the request's budget stand): %w", err)
 			return limits, nil
 		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the policy's pack settings could not be read; nothing was delivered: %v", err))
+		out.Warnings = append(out.Warnings, "the policy's pack settings could not be read; nothing was delivered (the server log has the error)")
 		return limits, fmt.Errorf("pack settings: %w", err)
 	}
 	why := ""

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -304,9 +305,13 @@ func TestSliceRedactsPII(t *testing.T) {
 	if v.Reason != h4r.ReasonKept || !v.Redacted {
 		t.Fatalf("verdict = %+v, want kept and redacted", v)
 	}
-	wantApplied := []string{"$.content.personalData.email", "$.content.users[*].email", "$.content.list[0]", "$.content['key with spaces']"}
+	// The bundled policy adds $.text: the item does not say its text is clean.
+	wantApplied := []string{"$.content.personalData.email", "$.content.users[*].email", "$.content.list[0]", "$.content['key with spaces']", "$.text"}
 	if !reflect.DeepEqual(v.RedactedFields, wantApplied) {
 		t.Errorf("RedactedFields = %q, want %q (the missing path left out)", v.RedactedFields, wantApplied)
+	}
+	if v.Delivered.Text != "<hidden>" {
+		t.Errorf("delivered text = %q, want it redacted", v.Delivered.Text)
 	}
 	want := decodeContent(t, `{
 		"personalData": {"email": "<hidden>", "phone": "+44 20 7946 0000", "country": "UK"},
@@ -380,15 +385,23 @@ func TestSliceFailsClosed(t *testing.T) {
 		out := New(failing, counter(t)).Slice(t.Context(), internalQA, pick(t, ids...), limits)
 		checkStats(t, out, len(ids), limits)
 		for i, v := range out.Verdicts {
-			if v.Reason != h4r.ReasonPolicy || !strings.HasPrefix(v.Detail, "policy error: ") || !strings.Contains(v.Detail, "to_number") || v.Fallback {
+			if v.Reason != h4r.ReasonPolicy || v.Detail != "policy error: no decision could be made (the policy failed to evaluate)" || v.Fallback {
 				t.Errorf("item %s verdict = %+v, want a policy error drop", ids[i], v)
+			}
+			// The error names the policy's file and line: the logs get it,
+			// the pack does not.
+			if v.Err == nil || !strings.Contains(v.Err.Error(), "failing.rego:3") {
+				t.Errorf("item %s error = %v, want the policy's file and line", ids[i], v.Err)
 			}
 		}
 		if out.Stats.FallbackUsed || out.Stats.PolicyRevision != failing.Revision() {
 			t.Errorf("stats = %+v, want no fallback and revision %s", out.Stats, failing.Revision())
 		}
-		if !containsWarning(out, "no policy decision could be made for 4 items") {
+		if !containsWarning(out, "no policy decision could be made for 4 items (the policy failed to evaluate)") || containsWarning(out, "failing.rego") {
 			t.Errorf("warnings = %q", out.Warnings)
+		}
+		if out.Failed != 4 || out.Err == nil || !strings.Contains(out.Err.Error(), "failing.rego:3") {
+			t.Errorf("failed %d, error %v; want 4 and the first policy error", out.Failed, out.Err)
 		}
 	})
 
@@ -417,7 +430,7 @@ func TestSliceFailsClosed(t *testing.T) {
 		out := New(failing, counter(t), WithFallback(erroringDecider{})).Slice(t.Context(), internalQA, pick(t, ids...), limits)
 		checkStats(t, out, len(ids), limits)
 		for i, v := range out.Verdicts {
-			if v.Reason != h4r.ReasonPolicy || !strings.Contains(v.Detail, "to_number") || !strings.Contains(v.Detail, "unreachable") {
+			if v.Reason != h4r.ReasonPolicy || v.Err == nil || !strings.Contains(v.Err.Error(), "to_number") || !strings.Contains(v.Err.Error(), "unreachable") {
 				t.Errorf("item %s verdict = %+v, want a policy drop naming both errors", ids[i], v)
 			}
 			if v.Fallback {
@@ -438,7 +451,7 @@ func TestSliceFailsClosed(t *testing.T) {
 		out := New(defaultEngine(t), counter(t), WithFallback(policy.LocalRules{})).Slice(ctx, internalQA, pick(t, ids...), limits)
 		checkStats(t, out, len(ids), limits)
 		for i, v := range out.Verdicts {
-			if v.Reason != h4r.ReasonPolicy || !strings.Contains(v.Detail, "context canceled") || v.Fallback {
+			if v.Reason != h4r.ReasonPolicy || !strings.Contains(v.Detail, "the request was cancelled") || !errors.Is(v.Err, context.Canceled) || v.Fallback {
 				t.Errorf("item %s verdict = %+v, want a policy drop for the cancelled context", ids[i], v)
 			}
 		}
@@ -531,5 +544,40 @@ func TestLimitsValidate(t *testing.T) {
 				t.Errorf("Validate = %v, want an error on %s", err, tc.wantField)
 			}
 		})
+	}
+}
+
+// TestPermitted: Permitted says of each item what Slice's policy decision
+// says (allowed, whatever the budget), and fails closed when no decision
+// can be made, with or without a fallback that fails too.
+func TestPermitted(t *testing.T) {
+	ids := []string{"plain-a", "pii", "creds", "low-trust", "tiny"}
+	tests := []struct {
+		name   string
+		slicer *Slicer
+		want   []bool
+	}{
+		{"bundled policy", New(defaultEngine(t), counter(t)), []bool{true, true, false, false, true}},
+		{"failing policy", New(failingPolicy(t), counter(t)), []bool{false, false, false, false, false}},
+		{"failing policy, local fallback", New(failingPolicy(t), counter(t), WithFallback(policy.LocalRules{})), []bool{true, true, false, false, true}},
+		{"failing policy, failing fallback", New(failingPolicy(t), counter(t), WithFallback(erroringDecider{})), []bool{false, false, false, false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.slicer.Permitted(t.Context(), internalQA, pick(t, ids...))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Permitted = %v, want %v", got, tt.want)
+			}
+			// The same as Slice's verdicts with a budget of one item.
+			out := tt.slicer.Slice(t.Context(), internalQA, pick(t, ids...), Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 1})
+			for i, v := range out.Verdicts {
+				if (v.Reason != h4r.ReasonPolicy) != got[i] {
+					t.Errorf("%s: Permitted %v, Slice %s", ids[i], got[i], v.Reason)
+				}
+			}
+		})
+	}
+	if got := New(defaultEngine(t), counter(t)).Permitted(t.Context(), internalQA, nil); len(got) != 0 {
+		t.Errorf("Permitted(nil) = %v", got)
 	}
 }

@@ -112,6 +112,16 @@ func principal(c *echo.Context) *auth.Principal {
 	return p
 }
 
+// mayAudit reports whether the caller's packs may explain what policy hid
+// from it: a key with the audit or admin class, or, without keys, when
+// WithAnonymousAudit allows it.
+func (s *Server) mayAudit(c *echo.Context) bool {
+	if p := principal(c); p != nil {
+		return p.MayAudit()
+	}
+	return s.keys == nil && s.anonymousAudit
+}
+
 // claim is a specialist as a request names it (a context-pack body's
 // specialist, an envelope's meta.from). Its fields are pointers so that a
 // field left out keeps the principal's value instead of reading as public

@@ -24,8 +24,14 @@ var secrets = []string{"jane.doe@example.com", "Jane Doe", "sk-live-TOPSECRET-42
 // signalKeys are the eight signal keys of DESIGN.md.
 var signalKeys = []string{"relevance", "recency", "frequency", "importance", "causality", "novelty", "trust", "sensitivity"}
 
+// TestContextPackPolicy: each specialist gets the items policy allows it;
+// a caller that may audit sees why the others were left out, any other
+// caller only how many.
 func TestContextPackPolicy(t *testing.T) {
-	url := newStack(t).serve(t) + "/v1/context-pack"
+	urls := map[bool]string{
+		false: newStack(t).serve(t) + "/v1/context-pack",
+		true:  newStack(t, server.WithAnonymousAudit(true)).serve(t) + "/v1/context-pack",
+	}
 	tests := []struct {
 		name       string
 		specialist string // JSON, "" for none
@@ -55,49 +61,55 @@ func TestContextPackPolicy(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := `{"query": {"text": "login test failures with selector issues"}, "limit": 10}`
-			if tt.specialist != "" {
-				body = `{"specialist": ` + tt.specialist + `, "query": {"text": "login test failures with selector issues"}, "limit": 10}`
-			}
-			r := post(t, url, body)
-			p := decodePack(t, r)
-			if p.Status != h4r.StatusOK {
-				t.Errorf("status %q, want ok (warnings %v)", p.Status, p.Explainability.Warnings)
-			}
+		for _, audit := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, audit %v", tt.name, audit), func(t *testing.T) {
+				body := `{"query": {"text": "login test failures with selector issues"}, "limit": 10}`
+				if tt.specialist != "" {
+					body = `{"specialist": ` + tt.specialist + `, "query": {"text": "login test failures with selector issues"}, "limit": 10}`
+				}
+				r := post(t, urls[audit], body)
+				p := decodePack(t, r)
+				if p.Status != h4r.StatusOK {
+					t.Errorf("status %q, want ok (warnings %v)", p.Status, p.Explainability.Warnings)
+				}
 
-			var kept []string
-			for _, res := range p.Results {
-				kept = append(kept, res.ID)
-			}
-			slices.Sort(kept)
-			if !slices.Equal(kept, tt.kept) {
-				t.Errorf("results %v, want %v", kept, tt.kept)
-			}
-			explained := map[string]h4r.ItemExplanation{}
-			for _, e := range p.Explainability.Items {
-				explained[e.ID] = e
-			}
-			for id, rule := range tt.policy {
-				e, ok := explained[id]
-				switch {
-				case !ok:
-					t.Errorf("%s is not in explainability.items", id)
-				case e.Reason != h4r.ReasonPolicy:
-					t.Errorf("%s: reason %q, want policy", id, e.Reason)
-				case !strings.Contains(e.Detail, rule):
-					t.Errorf("%s: detail %q does not name the rule %q", id, e.Detail, rule)
+				var kept []string
+				for _, res := range p.Results {
+					kept = append(kept, res.ID)
 				}
-			}
-			if got := p.Explainability.Slicing.TotalDroppedPolicy; got != len(tt.policy) {
-				t.Errorf("totalDroppedPolicy %d, want %d", got, len(tt.policy))
-			}
-			for _, s := range append(slices.Clone(secrets), tt.unseen...) {
-				if bytes.Contains(r.body, []byte(s)) {
-					t.Errorf("the response holds %q", s)
+				slices.Sort(kept)
+				if !slices.Equal(kept, tt.kept) {
+					t.Errorf("results %v, want %v", kept, tt.kept)
 				}
-			}
-		})
+				explained := map[string]h4r.ItemExplanation{}
+				for _, e := range p.Explainability.Items {
+					explained[e.ID] = e
+				}
+				for id, rule := range tt.policy {
+					e, ok := explained[id]
+					switch {
+					case !audit:
+						if bytes.Contains(r.body, []byte(`"`+id+`"`)) {
+							t.Errorf("%s, denied, is named in the pack of a caller that may not audit", id)
+						}
+					case !ok:
+						t.Errorf("%s is not in explainability.items", id)
+					case e.Reason != h4r.ReasonPolicy:
+						t.Errorf("%s: reason %q, want policy", id, e.Reason)
+					case !strings.Contains(e.Detail, rule):
+						t.Errorf("%s: detail %q does not name the rule %q", id, e.Detail, rule)
+					}
+				}
+				if got := p.Explainability.Slicing.TotalDroppedPolicy; got != len(tt.policy) {
+					t.Errorf("totalDroppedPolicy %d, want %d", got, len(tt.policy))
+				}
+				for _, s := range append(slices.Clone(secrets), tt.unseen...) {
+					if bytes.Contains(r.body, []byte(s)) {
+						t.Errorf("the response holds %q", s)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -120,8 +132,9 @@ func TestContextPackRedactsPII(t *testing.T) {
 	if got := pii.Content["selector"]; got != "#login-button" {
 		t.Errorf("content.selector = %#v: redaction touched a field it does not name", got)
 	}
-	if !pii.Metadata.Redacted || !slices.Equal(pii.Metadata.RedactedFields, []string{"$.content.personalData"}) {
-		t.Errorf("metadata redacted=%v redactedFields=%v, want true [$.content.personalData]", pii.Metadata.Redacted, pii.Metadata.RedactedFields)
+	// The item does not say its text is clean, so the text goes too.
+	if !pii.Metadata.Redacted || !slices.Equal(pii.Metadata.RedactedFields, []string{"$.content.personalData", "$.text"}) || pii.Text != "[REDACTED]" {
+		t.Errorf("metadata redacted=%v redactedFields=%v text %q, want true [$.content.personalData $.text] [REDACTED]", pii.Metadata.Redacted, pii.Metadata.RedactedFields, pii.Text)
 	}
 	if p.Explainability.Slicing.TotalRedacted != 1 {
 		t.Errorf("totalRedacted %d, want 1", p.Explainability.Slicing.TotalRedacted)

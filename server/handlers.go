@@ -103,6 +103,7 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4
 		return p, err
 	}
 	defer release()
+	plan.Audit = s.mayAudit(c)
 	p, err = s.engine.Run(ctx, spec, plan)
 	if err != nil && ctx.Err() != nil && c.Request().Context().Err() == nil && h4r.ErrorCode(err) == h4r.EINTERNAL {
 		// The engine degrades a pack itself when the deadline expires; this

@@ -59,6 +59,7 @@ type Server struct {
 	checks         []readinessCheck // backends /health/ready checks besides the store
 	slots          chan struct{}    // packs being built; nil: unbounded
 	policy         PolicyReporter   // nil: no GET /v1/policy
+	anonymousAudit bool             // without keys, packs explain what policy hid
 	now            func() time.Time
 	maxConns       int           // connections served at once; 0: no cap (Listener)
 	readTimeout    time.Duration // for a request, body included, to arrive (HTTPServer)
@@ -88,6 +89,13 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 // route but the health probes, and makes the key's principal the
 // specialist of its requests (auth.Keys).
 func WithAuthenticator(a Authenticator) Option { return func(s *Server) { s.keys = a } }
+
+// WithAnonymousAudit lets callers explain what policy hid from them (the
+// ids, reasons and signals of denied items) when no keys are configured
+// (H4R_ANONYMOUS_AUDIT). It is off by default: the anonymous loopback
+// caller is treated as a read key without the audit class. With keys, the
+// key's classes decide (audit or admin).
+func WithAnonymousAudit(allow bool) Option { return func(s *Server) { s.anonymousAudit = allow } }
 
 // WithRateLimit sets the requests per minute and route class (read,
 // ingest, admin) allowed to a key that does not set its own limit

@@ -29,6 +29,8 @@ func TestHelpExitsZero(t *testing.T) {
 		{"policy check", []string{"policy", "check", "--help"}, "Usage: h4r policy check"},
 		{"policy test", []string{"policy", "test", "--help"}, "Usage: h4r policy test"},
 		{"policy eval", []string{"policy", "eval", "--help"}, "Usage: h4r policy eval"},
+		{"keys hash", []string{"keys", "hash", "--help"}, "Usage: h4r keys hash"},
+		{"keys", []string{"keys", "--help"}, "h4r keys hash"},
 		{"bench quality", []string{"bench", "quality", "--help"}, "Usage: h4r bench quality"},
 		{"bench tune", []string{"bench", "tune", "--help"}, "Usage: h4r bench tune"},
 		{"bench gen", []string{"bench", "gen", "--help"}, "Usage: h4r bench gen"},

@@ -22,6 +22,7 @@ Usage:
   h4r reindex [--graph] [--data-dir DIR]        rebuild the vector index (and the Neo4j graph) from the store
   h4r migrate [--refresh-impacts]               apply the Postgres schema migrations (DATABASE_URL)
   h4r policy check|test|eval ...                compile, unit-test or try out a Rego policy (h4r policy help)
+  h4r keys hash < KEY                           print the SHA-256 of an API key for the keys file
   h4r bench  quality|tune|gen|latency [flags]   measure ranking quality and latency, tune weights
   h4r version                                   print the version and the VCS revision
 
@@ -111,6 +112,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdBench(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "policy":
 		return cmdPolicy(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "keys":
+		return cmdKeys(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

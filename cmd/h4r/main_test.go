@@ -23,7 +23,8 @@ func env(vars map[string]string) func(string) (string, bool) {
 
 // startServer runs the real `h4r serve --demo` command in-process on a
 // loopback port and returns its base URL; the server stops at cleanup.
-func startServer(t *testing.T) string {
+// extra are environment variables on top of the test's.
+func startServer(t *testing.T, extra ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -31,6 +32,9 @@ func startServer(t *testing.T) string {
 	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn",
 		// Deadlines no loaded test machine misses: the test is about behaviour.
 		"H4R_GENERATOR_TIMEOUT_MS": "60000", "H4R_REQUEST_TIMEOUT_MS": "60000"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
+	}
 	go func() {
 		done <- cmdServe(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0"}[1:], io.Discard, env(vars), ready)
 	}()
@@ -85,15 +89,15 @@ func TestServeEndToEnd(t *testing.T) {
 		if err := json.Unmarshal(raw, &p); err != nil {
 			t.Fatal(err)
 		}
-		reasons := map[string]string{}
-		for _, it := range p.Explainability.Items {
-			reasons[it.ID] = it.Reason
-		}
-		// The demo corpus's credential item and its sensitivity 0.85 item.
+		// The demo corpus's credential item and its sensitivity 0.85 item
+		// are counted, never named: the anonymous caller may not audit.
 		for _, id := range []string{"ci-env-dump-18342", "sec-pentest-login-enumeration"} {
-			if reasons[id] != h4r.ReasonPolicy {
-				t.Errorf("%s: reason %q, want policy", id, reasons[id])
+			if strings.Contains(string(raw), `"`+id+`"`) {
+				t.Errorf("%s, denied, is named in the pack", id)
 			}
+		}
+		if p.Explainability.Slicing.TotalDroppedPolicy < 2 {
+			t.Errorf("totalDroppedPolicy %d, want the denied items counted", p.Explainability.Slicing.TotalDroppedPolicy)
 		}
 		redacted := false
 		for _, r := range p.Results {
@@ -147,6 +151,30 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Errorf("status %d, envelope %+v", status, env)
 		}
 	})
+}
+
+// TestServeAnonymousAudit: with H4R_ANONYMOUS_AUDIT=true and no keys, the
+// README's pack explains what policy left out, and why.
+func TestServeAnonymousAudit(t *testing.T) {
+	base := startServer(t, "H4R_ANONYMOUS_AUDIT", "true")
+	body, err := os.ReadFile(filepath.Join("testdata", "readme-context-pack.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, raw := post(t, base+"/v1/context-pack", string(body))
+	var p h4r.Pack
+	if err := json.Unmarshal(raw, &p); err != nil || status != http.StatusOK {
+		t.Fatalf("status %d: %v\n%s", status, err, raw)
+	}
+	reasons := map[string]string{}
+	for _, it := range p.Explainability.Items {
+		reasons[it.ID] = it.Reason + " " + it.Detail
+	}
+	for id, want := range map[string]string{"ci-env-dump-18342": "policy policy: credentials", "sec-pentest-login-enumeration": "policy policy: sensitivity"} {
+		if reasons[id] != want {
+			t.Errorf("%s: %q, want %q", id, reasons[id], want)
+		}
+	}
 }
 
 func TestIngestCommand(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/internal/jsonstrict"
+	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/policy"
 )
 
@@ -45,11 +46,11 @@ func cmdPolicy(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	}
 	switch args[0] {
 	case "check":
-		return cmdPolicyCheck(ctx, args[1:], cfg.PolicyDir, stdout, stderr)
+		return cmdPolicyCheck(ctx, args[1:], cfg, stdout, stderr)
 	case "test":
 		return cmdPolicyTest(ctx, args[1:], cfg.PolicyDir, stdout, stderr)
 	case "eval":
-		return cmdPolicyEval(ctx, args[1:], cfg.PolicyDir, stdout, stderr)
+		return cmdPolicyEval(ctx, args[1:], cfg, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, policyUsage)
 		return nil
@@ -74,11 +75,14 @@ func policyPath(fs *flag.FlagSet, args []string, configured string) (string, err
 	return "", usageError{fmt.Sprintf("policy %s takes at most one policy directory or bundle, got %q", fs.Name(), pos)}
 }
 
-func loadEngine(ctx context.Context, path string) (*policy.Engine, error) {
-	if path == "" {
-		return policy.New(ctx)
+// loadEngine compiles the policy at path as the server would, network
+// built-ins refused unless SCS_POLICY_NETWORK allows them.
+func loadEngine(ctx context.Context, path string, cfg config.Config) (*policy.Engine, error) {
+	opts := []policy.Option{policy.WithNetworkBuiltins(cfg.PolicyNet)}
+	if path != "" {
+		opts = append(opts, policy.WithPolicyDir(path))
 	}
-	return policy.New(ctx, policy.WithPolicyDir(path))
+	return policy.New(ctx, opts...)
 }
 
 func describePath(path string) string {
@@ -88,15 +92,15 @@ func describePath(path string) string {
 	return path
 }
 
-func cmdPolicyCheck(ctx context.Context, args []string, configured string, stdout, stderr io.Writer) error {
+func cmdPolicyCheck(ctx context.Context, args []string, cfg config.Config, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	describeFlags(fs, `policy check DIR|BUNDLE`)
-	path, err := policyPath(fs, args, configured)
+	path, err := policyPath(fs, args, cfg.PolicyDir)
 	if err != nil {
 		return err
 	}
-	e, err := loadEngine(ctx, path)
+	e, err := loadEngine(ctx, path, cfg)
 	if err != nil {
 		return err // file:line:column: message, from policy.New
 	}
@@ -233,14 +237,14 @@ func printCoverage(w io.Writer, report cover.Report, files []policy.File, verbos
 	}
 }
 
-func cmdPolicyEval(ctx context.Context, args []string, configured string, stdout, stderr io.Writer) error {
+func cmdPolicyEval(ctx context.Context, args []string, cfg config.Config, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	describeFlags(fs, `policy eval --specialist S.json --item I.json [flags]`)
 	specFile := fs.String("specialist", "", "JSON file of the specialist: {type, id, securityLevel, authorizedGroups}")
 	itemFile := fs.String("item", "", "JSON file of the memory item, as ingested")
 	explain := fs.Bool("explain", false, "also print which of the policy's rules fired, and OPA's trace of the policy's own rules")
-	path := fs.String("policy", configured, "policy directory or bundle (default: SCS_POLICY_DIR, else the bundled policy)")
+	path := fs.String("policy", cfg.PolicyDir, "policy directory or bundle (default: SCS_POLICY_DIR, else the bundled policy)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -262,7 +266,7 @@ func cmdPolicyEval(ctx context.Context, args []string, configured string, stdout
 	if err := item.Validate(*itemFile); err != nil {
 		return err
 	}
-	e, err := loadEngine(ctx, *path)
+	e, err := loadEngine(ctx, *path, cfg)
 	if err != nil {
 		return err
 	}

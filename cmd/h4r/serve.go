@@ -133,6 +133,9 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	case anyHost:
 		sopts = append(sopts, server.WithAnyHost())
 	}
+	if keys == nil {
+		sopts = append(sopts, server.WithAnonymousAudit(cfg.AnonymousAudit))
+	}
 	return server.New(a.Engine, a.Store, sopts...)
 }
 

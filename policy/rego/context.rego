@@ -59,11 +59,35 @@ shares_group if {
 	group in authorized_groups
 }
 
-# Rule 2: PII is redacted, the item's piiFields naming what. An item that says
-# it contains PII but names no field has nothing to redact.
+# Rule 2: PII is redacted. An item with containsPII has its piiFields
+# redacted and its text too, unless it says its text is clean (textClean):
+# piiFields name where the structured data is, but a text written about the
+# same record is where it leaks. An item that names no field has its whole
+# content redacted (and its text, unless clean): nothing that might hold
+# the data is delivered.
 default pii_fields := []
 
 pii_fields := input.item.metadata.piiFields
+
+text_clean if input.item.metadata.textClean == true
+
+# Written as pairs of rules with exclusive conditions rather than with
+# else, so that partial evaluation leaves residuals the compiled predicates
+# handle (policy/compiled.go does not compile else).
+names_fields if count(pii_fields) > 0
+
+named_fields := pii_fields if names_fields
+
+named_fields := ["$.content"] if not names_fields
+
+redacts_text if {
+	not text_clean
+	not "$.text" in named_fields
+}
+
+pii_redactions := array.concat(named_fields, ["$.text"]) if redacts_text
+
+pii_redactions := named_fields if not redacts_text
 
 default allow := false
 
@@ -74,12 +98,11 @@ default redact := false
 redact if {
 	allow
 	input.item.metadata.containsPII == true
-	count(pii_fields) > 0
 }
 
 default redactedFields := []
 
-redactedFields := pii_fields if redact
+redactedFields := pii_redactions if redact
 
 # reason names the denying rules (sorted, comma-separated), else "pii" for a
 # redacted item, else "allowed".

@@ -62,17 +62,39 @@ test_sensitive_denied_without_specialist if {
 
 # Rule 2: PII.
 
-test_pii_redacted if {
+test_pii_redacted_with_the_text if {
 	d := decide("internal", [], {"containsPII": true, "piiFields": ["$.content.personalData"]})
 	d.allow
 	d.redact
-	d.redactedFields == ["$.content.personalData"]
+	d.redactedFields == ["$.content.personalData", "$.text"]
 	d.reason == "pii"
 }
 
-test_pii_without_fields_has_nothing_to_redact if {
+test_pii_clean_text_is_kept if {
+	d := decide("internal", [], {"containsPII": true, "piiFields": ["$.content.personalData"], "textClean": true})
+	d.redact
+	d.redactedFields == ["$.content.personalData"]
+}
+
+test_pii_text_named_once if {
+	d := decide("internal", [], {"containsPII": true, "piiFields": ["$.text", "$.content.a"]})
+	d.redactedFields == ["$.text", "$.content.a"]
+}
+
+test_pii_without_fields_redacts_content_and_text if {
 	d := decide("internal", [], {"containsPII": true, "piiFields": []})
 	d.allow
+	d.redact
+	d.redactedFields == ["$.content", "$.text"]
+}
+
+test_pii_without_fields_and_clean_text_redacts_content if {
+	d := decide("internal", [], {"containsPII": true, "textClean": true})
+	d.redactedFields == ["$.content"]
+}
+
+test_clean_text_without_the_pii_flag_changes_nothing if {
+	d := decide("internal", [], {"textClean": true})
 	not d.redact
 	d.redactedFields == []
 }

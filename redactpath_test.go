@@ -1,52 +1,53 @@
-package scs
+package h4r_test
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/h4r/h4r"
 )
 
-func TestParsePath(t *testing.T) {
-	name := func(n string) step { return step{kind: stepName, name: n} }
-	index := func(i int) step { return step{kind: stepIndex, index: i} }
-	wild := step{kind: stepWildcard}
+func TestParseRedactionPath(t *testing.T) {
+	name := func(n string) h4r.PathStep { return h4r.PathStep{Kind: h4r.StepName, Name: n} }
+	index := func(i int) h4r.PathStep { return h4r.PathStep{Kind: h4r.StepIndex, Index: i} }
+	wild := h4r.PathStep{Kind: h4r.StepWildcard}
 	cases := []struct {
 		name  string
 		path  string
 		root  string
-		steps []step
+		steps []h4r.PathStep
 	}{
-		{"text", "$.text", RootText, nil},
-		{"whole content", "$.content", RootContent, nil},
-		{"nested names", "$.content.a.b", RootContent, []step{name("a"), name("b")}},
-		{"index", "$.content.list[0]", RootContent, []step{name("list"), index(0)}},
-		{"negative index", "$.content.list[-1]", RootContent, []step{name("list"), index(-1)}},
-		{"wildcard then name", "$.content.list[*].email", RootContent, []step{name("list"), wild, name("email")}},
-		{"dot wildcard", "$.content.map.*", RootContent, []step{name("map"), wild}},
-		{"single-quoted name with spaces", "$.content['key with spaces']", RootContent, []step{name("key with spaces")}},
-		{"double-quoted name", `$.content["k"]`, RootContent, []step{name("k")}},
-		{"quoted name with escapes and dots", `$.content['it\'s a.b[0]']`, RootContent, []step{name("it's a.b[0]")}},
-		{"quoted root", "$['content'].a", RootContent, []step{name("a")}},
-		{"name with dash, underscore and digits", "$.content.user_1-x", RootContent, []step{name("user_1-x")}},
-		{"unicode name", "$.content.données", RootContent, []step{name("données")}},
-		{"empty quoted name", "$.content['']", RootContent, []step{name("")}},
+		{"text", "$.text", h4r.RootText, nil},
+		{"whole content", "$.content", h4r.RootContent, nil},
+		{"nested names", "$.content.a.b", h4r.RootContent, []h4r.PathStep{name("a"), name("b")}},
+		{"index", "$.content.list[0]", h4r.RootContent, []h4r.PathStep{name("list"), index(0)}},
+		{"negative index", "$.content.list[-1]", h4r.RootContent, []h4r.PathStep{name("list"), index(-1)}},
+		{"wildcard then name", "$.content.list[*].email", h4r.RootContent, []h4r.PathStep{name("list"), wild, name("email")}},
+		{"dot wildcard", "$.content.map.*", h4r.RootContent, []h4r.PathStep{name("map"), wild}},
+		{"single-quoted name with spaces", "$.content['key with spaces']", h4r.RootContent, []h4r.PathStep{name("key with spaces")}},
+		{"double-quoted name", `$.content["k"]`, h4r.RootContent, []h4r.PathStep{name("k")}},
+		{"quoted name with escapes and dots", `$.content['it\'s a.b[0]']`, h4r.RootContent, []h4r.PathStep{name("it's a.b[0]")}},
+		{"quoted root", "$['content'].a", h4r.RootContent, []h4r.PathStep{name("a")}},
+		{"name with dash, underscore and digits", "$.content.user_1-x", h4r.RootContent, []h4r.PathStep{name("user_1-x")}},
+		{"unicode name", "$.content.données", h4r.RootContent, []h4r.PathStep{name("données")}},
+		{"empty quoted name", "$.content['']", h4r.RootContent, []h4r.PathStep{name("")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParsePath(tc.path)
+			p, err := h4r.ParseRedactionPath(tc.path)
 			if err != nil {
-				t.Fatalf("ParsePath(%q): %v", tc.path, err)
+				t.Fatalf("h4r.ParseRedactionPath(%q): %v", tc.path, err)
 			}
-			if p.Root() != tc.root || !reflect.DeepEqual(p.steps, tc.steps) || p.String() != tc.path {
-				t.Errorf("ParsePath(%q) = root %q steps %+v string %q, want root %q steps %+v", tc.path, p.Root(), p.steps, p.String(), tc.root, tc.steps)
+			if p.Root() != tc.root || !reflect.DeepEqual(p.Steps(), tc.steps) || p.String() != tc.path {
+				t.Errorf("h4r.ParseRedactionPath(%q) = root %q steps %+v string %q, want root %q steps %+v", tc.path, p.Root(), p.Steps(), p.String(), tc.root, tc.steps)
 			}
 		})
 	}
 }
 
-func TestParsePathRejects(t *testing.T) {
+func TestParseRedactionPathRejects(t *testing.T) {
 	cases := []struct {
 		name    string
 		path    string
@@ -75,15 +76,15 @@ func TestParsePathRejects(t *testing.T) {
 		{"slice", "$.content.list[0:2]", "index must be an integer"},
 		{"filter", "$.content.list[?(@.a)]", "expected *, an index or a quoted name"},
 		{"wildcard without bracket end", "$.content[*x", "expected ']' after '[*'"},
-		{"too long", "$.content." + strings.Repeat("a", maxPathBytes), "longer than"},
-		{"too many steps", "$.content" + strings.Repeat(".a", maxPathSteps), "more than"},
+		{"too long", "$.content." + strings.Repeat("a", h4r.MaxPathBytes), "longer than"},
+		{"too many steps", "$.content" + strings.Repeat(".a", h4r.MaxPathSteps), "more than"},
 		{"invalid UTF-8", "$.content.\xff", "not valid UTF-8"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParsePath(tc.path)
+			p, err := h4r.ParseRedactionPath(tc.path)
 			if err == nil {
-				t.Fatalf("ParsePath(%q) = %+v, want an error", tc.path, p)
+				t.Fatalf("h4r.ParseRedactionPath(%q) = %+v, want an error", tc.path, p)
 			}
 			if h4r.ErrorCode(err) != h4r.EINVALID || !strings.Contains(err.Error(), tc.wantMsg) {
 				t.Errorf("error %q, want an invalid_argument containing %q", err, tc.wantMsg)
@@ -97,7 +98,7 @@ func TestParsePathRejects(t *testing.T) {
 
 // FuzzParsePath: no panics; a parsed path keeps its text, and a path built
 // back from its steps parses to the same steps.
-func FuzzParsePath(f *testing.F) {
+func FuzzParseRedactionPath(f *testing.F) {
 	for _, seed := range []string{
 		"$.text", "$.content.a.b", "$.content.list[0]", "$.content.list[*].email",
 		"$.content['key with spaces']", `$.content["k"]`, "$..x", "$.content[-1]", `$.content['a\'b']`,
@@ -105,38 +106,38 @@ func FuzzParsePath(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		p, err := ParsePath(raw)
+		p, err := h4r.ParseRedactionPath(raw)
 		if err != nil {
 			return
 		}
 		if p.String() != raw {
 			t.Fatalf("String() = %q, want %q", p.String(), raw)
 		}
-		if p.Root() != RootText && p.Root() != RootContent {
+		if p.Root() != h4r.RootText && p.Root() != h4r.RootContent {
 			t.Fatalf("root %q", p.Root())
 		}
-		again, err := ParsePath(canonical(p))
+		again, err := h4r.ParseRedactionPath(canonical(p))
 		if err != nil {
 			t.Fatalf("canonical form %q of %q does not parse: %v", canonical(p), raw, err)
 		}
-		if !reflect.DeepEqual(again.steps, p.steps) || again.root != p.root {
-			t.Fatalf("canonical form %q parses to %+v, want %+v", canonical(p), again.steps, p.steps)
+		if !reflect.DeepEqual(again.Steps(), p.Steps()) || again.Root() != p.Root() {
+			t.Fatalf("canonical form %q parses to %+v, want %+v", canonical(p), again.Steps(), p.Steps())
 		}
 	})
 }
 
 // canonical writes p with every name quoted.
-func canonical(p Path) string {
+func canonical(p h4r.RedactionPath) string {
 	var b strings.Builder
-	b.WriteString("$." + p.root)
-	for _, s := range p.steps {
-		switch s.kind {
-		case stepName:
+	b.WriteString("$." + p.Root())
+	for _, s := range p.Steps() {
+		switch s.Kind {
+		case h4r.StepName:
 			r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
-			b.WriteString("['" + r.Replace(s.name) + "']")
-		case stepIndex:
-			b.WriteString("[" + itoa(s.index) + "]")
-		case stepWildcard:
+			b.WriteString("['" + r.Replace(s.Name) + "']")
+		case h4r.StepIndex:
+			b.WriteString("[" + strconv.Itoa(s.Index) + "]")
+		case h4r.StepWildcard:
 			b.WriteString("[*]")
 		}
 	}
