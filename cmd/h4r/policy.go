@@ -20,8 +20,8 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
-	"github.com/h4r/h4r/internal/jsonstrict"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/internal/jsonstrict"
 	"github.com/h4r/h4r/policy"
 )
 
