@@ -20,8 +20,9 @@ const (
 const DefaultMaxHops = 3
 
 // Query is what a generator is asked. Text generators use Text; the graph
-// generator uses Anchors, MaxHops and Directed. Every generator applies
-// Filters, so that a filtered-out item never becomes a candidate.
+// generator uses Anchors, MaxHops, Directed, LinkTypes and Targets. Every
+// generator applies Filters, so that a filtered-out item never becomes a
+// candidate.
 type Query struct {
 	Text     string
 	Filters  h4r.Filters
@@ -29,6 +30,15 @@ type Query struct {
 	Anchors  []string
 	MaxHops  int
 	Directed bool // follow links only from source to target
+	// LinkTypes, when not empty, makes the walk follow only links of these
+	// types (both ways unless Directed).
+	LinkTypes []string
+	// Targets, when not empty, asks the graph generator for the distances
+	// of these items only: it returns those of them within MaxHops of the
+	// anchors (an anchor at 0), and no other item, so that candidates found
+	// by other generators get their real distance however many items lie
+	// nearer. With Targets, Limit 0 means no limit beyond the targets.
+	Targets []string
 }
 
 // Hit is one item a generator found, with its raw evidence: Score for text
