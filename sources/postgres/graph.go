@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
 )
@@ -11,57 +13,29 @@ import (
 const defaultGraphLimit = 500
 
 // graph is the causal-hop generator: a breadth-first walk over links from
-// the anchors, as a recursive query.
+// the anchors, one query per hop (frontier.go).
 type graph struct{ s *Store }
 
 func (graph) Name() string { return sources.GenGraph }
 
-// hopsSQL walks the links from the anchors ($1). walk holds (item, hops)
-// pairs; UNION drops a pair seen before, so cycles end, and the hop bound
-// ($2) ends the rest, which keeps walk within items × (hops+1) rows.
-// Postgres allows one reference to walk in the recursive term, so both
-// directions are one lateral subquery; the way against the arrows is off
-// in directed mode ($3). A walk passes only through items that exist: a
-// link to an item not yet ingested, or deleted, leads nowhere (a link's
-// source always exists: it is a foreign key). Filters apply to what is
-// returned, not to the walk, so a path through a filtered-out item still
-// counts.
-const hopsSQL = `WITH RECURSIVE walk (id, hops) AS (
-		SELECT id, 0 FROM items WHERE id = ANY($1::text[])
-		UNION
-		SELECT e.next, w.hops + 1 FROM walk w
-		CROSS JOIN LATERAL (
-			SELECT l.target AS next FROM links l JOIN items n ON n.id = l.target WHERE l.source = w.id
-			UNION ALL
-			SELECT l.source FROM links l WHERE l.target = w.id AND NOT $3::boolean
-		) e
-		WHERE w.hops < $2
-	),
-	reached (id, distance) AS (SELECT id, min(hops) FROM walk GROUP BY id)
-	SELECT ` + itemColumns + `, r.distance
-	FROM reached r JOIN items i ON i.id = r.id
-	WHERE true`
-
 // Generate returns the items within q.MaxHops links of q.Anchors (default
 // sources.DefaultMaxHops), each once with its smallest distance; anchors
 // that exist come back at distance 0. Links are followed both ways unless
-// q.Directed. Hits are ordered by distance, then id.
+// q.Directed, and only links of q.LinkTypes when it is not empty. A walk
+// passes only through items that exist: a link to an item not yet
+// ingested, or deleted, leads nowhere. Filters (and q.Targets) apply to
+// what is returned, not to the walk, so a path through a filtered-out item
+// still counts. Hits are ordered by distance, then id.
 func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, error) {
-	limit, err := sources.HitLimit(q.Limit, defaultGraphLimit)
+	limit, maxHops, err := hopBounds(q)
 	if err != nil {
 		return nil, err
 	}
-	maxHops := q.MaxHops
-	switch {
-	case maxHops < 0:
-		return nil, h4r.Errorf(h4r.EINVALID, "max_hops", "max_hops must be >= 0, got %d", maxHops)
-	case maxHops == 0:
-		maxHops = sources.DefaultMaxHops
-	}
+	// The reached ids and distances are $1 and $2 of the final query; the
+	// filters' arguments follow.
 	p := &params{}
-	p.add(q.Anchors)
-	p.add(maxHops)
-	p.add(q.Directed)
+	p.add(nil)
+	p.add(nil)
 	where, err := whereFilters(q.Filters, p)
 	if err != nil {
 		return nil, err
@@ -69,12 +43,34 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
-	query := hopsSQL + where + ` ORDER BY r.distance, i.id LIMIT ` + p.add(limit)
+	query := `SELECT ` + itemColumns + `, r.distance
+		FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
+		WHERE true` + where + ` ORDER BY r.distance, i.id LIMIT ` + p.add(limit)
+	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
+	if where == "" {
+		w.enough = limit
+	}
 
 	var hits []sources.Hit
 	err = g.s.read(ctx, func(ctx context.Context) error {
+		// One snapshot for every step of the walk.
+		tx, err := g.s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // a read has nothing to commit
+		reached, err := walkFrontier(ctx, tx, w)
+		if err != nil || len(reached) == 0 {
+			hits = nil
+			return err
+		}
+		ids, dists := make([]string, len(reached)), make([]int32, len(reached))
+		for i, r := range reached {
+			ids[i], dists[i] = r.id, int32(r.distance)
+		}
+		p.args[0], p.args[1] = ids, dists
 		var distances []*int32
-		items, err := g.s.queryItems(ctx, query, p.args, func() []any {
+		items, err := queryItemsOn(ctx, tx, query, p.args, func() []any {
 			distances = append(distances, new(int32))
 			return []any{distances[len(distances)-1]}
 		})
@@ -91,4 +87,23 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 		return nil, fmt.Errorf("walking links from %d anchors: %w", len(q.Anchors), err)
 	}
 	return hits, nil
+}
+
+// hopBounds checks a hop query's limit and depth and applies the defaults:
+// with targets, limit 0 means every target reached.
+func hopBounds(q sources.Query) (limit, maxHops int, err error) {
+	def := defaultGraphLimit
+	if len(q.Targets) > 0 {
+		def = len(q.Targets)
+	}
+	if limit, err = sources.HitLimit(q.Limit, def); err != nil {
+		return 0, 0, err
+	}
+	switch maxHops = q.MaxHops; {
+	case maxHops < 0:
+		return 0, 0, h4r.Errorf(h4r.EINVALID, "max_hops", "max_hops must be >= 0, got %d", maxHops)
+	case maxHops == 0:
+		maxHops = sources.DefaultMaxHops
+	}
+	return limit, maxHops, nil
 }

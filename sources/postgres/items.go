@@ -563,7 +563,17 @@ const itemColumns = `i.id, i.kind, i.text, i.content, i.metadata, i.updated_at, 
 // the items. When the query selects more columns, extra returns the
 // destinations to scan them into for the row being read.
 func (s *Store) queryItems(ctx context.Context, query string, args []any, extra func() []any) ([]*sources.Item, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
+	return queryItemsOn(ctx, s.pool, query, args, extra)
+}
+
+// querier runs a query on the pool, or in a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryItemsOn is queryItems on q.
+func queryItemsOn(ctx context.Context, q querier, query string, args []any, extra func() []any) ([]*sources.Item, error) {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("querying items: %w", err)
 	}
