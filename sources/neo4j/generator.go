@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -65,6 +66,8 @@ func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hi
 	switch {
 	case limit < 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "limit", "limit must be >= 0, got %d", limit)
+	case limit == 0 && len(q.Targets) > 0:
+		limit = len(q.Targets) // as the store: every target reached
 	case limit == 0:
 		limit = defaultLimit
 	}
@@ -84,6 +87,8 @@ func (g *Generator) Generate(ctx context.Context, q sources.Query) ([]sources.Hi
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
+	// The fallback walks the same links: the types configured and asked.
+	q.LinkTypes = linkTypes(g.types, q.LinkTypes)
 	hits, err := g.primary(ctx, q, maxHops, limit, flt)
 	if err == nil {
 		return hits, nil
@@ -121,7 +126,8 @@ func (g *Generator) primary(ctx context.Context, q sources.Query, maxHops, limit
 	if !q.Filters.Empty() {
 		rows = g.maxReach + 1
 	}
-	reached, err := g.hops.Hops(pctx, HopQuery{Anchors: q.Anchors, MaxHops: maxHops, Directed: q.Directed, Types: g.types, Limit: rows})
+	reached, err := g.hops.Hops(pctx, HopQuery{Anchors: q.Anchors, MaxHops: maxHops, Directed: q.Directed,
+		Types: q.LinkTypes, Targets: q.Targets, Limit: rows})
 	if err != nil {
 		if pctx.Err() != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("no answer within %s: %w", budget.Round(time.Millisecond), err)
@@ -168,4 +174,27 @@ func (g *Generator) primaryContext(ctx context.Context) (context.Context, time.D
 	}
 	c, cancel := context.WithTimeout(ctx, budget)
 	return c, budget, cancel
+}
+
+// linkTypes returns the link types a walk follows: those both configured
+// (WithLinkTypes) and asked for, when both restrict them; empty: every
+// type. When none is both, it is a type no link has (links have non-blank
+// types), so that the walk, here or in the fallback, follows none.
+func linkTypes(configured, asked []string) []string {
+	switch {
+	case len(configured) == 0:
+		return asked
+	case len(asked) == 0:
+		return configured
+	}
+	var both []string
+	for _, t := range asked {
+		if slices.Contains(configured, t) && !slices.Contains(both, t) {
+			both = append(both, t)
+		}
+	}
+	if len(both) == 0 {
+		return []string{""}
+	}
+	return both
 }
