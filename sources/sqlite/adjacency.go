@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/h4r/h4r/sources"
 )
 
 // adjacency is the link graph in memory, for hops: every item and link
 // target gets a compact node number, and each node lists the links that
-// leave it and those that enter it. A walk is then a breadth-first search
-// that visits each node once, where the recursive query it replaces
-// re-expanded every path (hundreds of milliseconds on a citation graph).
+// leave it (in the item's order, with their strengths, so that hits get
+// their links from here) and those that enter it. A walk is then a
+// breadth-first search that visits each node once, where the recursive
+// query it replaces re-expanded every path (hundreds of milliseconds on a
+// citation graph).
 // The file stays the truth, as for vectors (vectors.go): the graph is
 // (re)loaded whenever graph_generation differs from the generation it was
 // loaded at, and this process's own writes update it in place. Its zero
@@ -26,20 +30,27 @@ type adjacency struct {
 	node    map[string]uint32 // node number by id
 	name    []string          // id by node number
 	present []bool            // the node is an item; a walk passes only through items
-	out     [][]halfEdge      // links held by the node
+	out     [][]outEdge       // links held by the node, in order
 	in      [][]halfEdge      // links to the node
 	typeOf  map[string]uint32 // link type number by type
+	types   []string          // type by link type number
 }
 
 // halfEdge is one end of a link as seen from the other: the node at the far
 // end and the link's type.
 type halfEdge struct{ node, typ uint32 }
 
+// outEdge is a link as its source holds it.
+type outEdge struct {
+	halfEdge
+	strength float64
+}
+
 // reset empties the graph; the caller holds mu.
 func (a *adjacency) reset() {
 	a.loaded, a.gen = false, 0
 	a.node, a.typeOf = map[string]uint32{}, map[string]uint32{}
-	a.name, a.present, a.out, a.in = nil, nil, nil, nil
+	a.name, a.present, a.out, a.in, a.types = nil, nil, nil, nil, nil
 }
 
 // intern returns id's node, adding it (as no item) when it is new.
@@ -60,17 +71,18 @@ func (a *adjacency) internType(typ string) uint32 {
 	if t, ok := a.typeOf[typ]; ok {
 		return t
 	}
-	t := uint32(len(a.typeOf))
+	t := uint32(len(a.types))
 	a.typeOf[typ] = t
+	a.types = append(a.types, typ)
 	return t
 }
 
-func (a *adjacency) link(source uint32, target string, typ string) {
-	a.addLink(source, a.intern(target), a.internType(typ))
+func (a *adjacency) link(source uint32, l sources.Link) {
+	a.addLink(source, a.intern(l.Target), a.internType(l.Type), l.Strength)
 }
 
-func (a *adjacency) addLink(source, target, typ uint32) {
-	a.out[source] = append(a.out[source], halfEdge{target, typ})
+func (a *adjacency) addLink(source, target, typ uint32, strength float64) {
+	a.out[source] = append(a.out[source], outEdge{halfEdge{target, typ}, strength})
 	a.in[target] = append(a.in[target], halfEdge{source, typ})
 }
 
@@ -123,7 +135,7 @@ func (a *adjacency) putItems(items []encodedItem) {
 		n := a.node[id]
 		a.present[n] = true
 		for _, l := range items[i].item.Links {
-			a.link(n, l.Target, l.Type)
+			a.link(n, l)
 		}
 	}
 }
@@ -176,12 +188,14 @@ func (a *adjacency) load(ctx context.Context, tx *sql.Tx, gen int64) error {
 	if err != nil {
 		return fmt.Errorf("loading item ids: %w", err)
 	}
-	err = eachRow(ctx, tx, `SELECT source, target, type FROM links`, func(rows *sql.Rows) error {
+	// In key order, which is the table's: each item's links in its order.
+	err = eachRow(ctx, tx, `SELECT source, target, type, strength FROM links ORDER BY source, position`, func(rows *sql.Rows) error {
 		var source, target, typ sql.RawBytes
-		if err := rows.Scan(&source, &target, &typ); err != nil {
+		var strength float64
+		if err := rows.Scan(&source, &target, &typ, &strength); err != nil {
 			return err
 		}
-		a.addLink(a.internBytes(source), a.internBytes(target), a.internTypeBytes(typ))
+		a.addLink(a.internBytes(source), a.internBytes(target), a.internTypeBytes(typ), strength)
 		return nil
 	})
 	if err != nil {
@@ -206,31 +220,66 @@ func eachRow(ctx context.Context, tx *sql.Tx, query string, fn func(*sql.Rows) e
 	return rows.Err()
 }
 
-// ensureGraph (re)loads the graph unless it is current as of tx's snapshot.
-func (s *Store) ensureGraph(ctx context.Context, tx *sql.Tx) error {
+// ensureGraph (re)loads the graph unless it is current as of tx's
+// snapshot, or newer (generations only grow; a walk may see a write that
+// committed after its snapshot was taken), and returns the snapshot's
+// generation.
+func (s *Store) ensureGraph(ctx context.Context, tx *sql.Tx) (int64, error) {
 	gen, err := readGraphGeneration(ctx, tx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	a := &s.adj
 	a.mu.RLock()
-	current := a.loaded && a.gen == gen
+	current := a.loaded && a.gen >= gen
 	a.mu.RUnlock()
 	if current {
-		return nil
+		return gen, nil
 	}
+	// A write of this process may have committed and not yet updated the
+	// graph: wait for it (writes hold writeMu until then) rather than
+	// reload. Loading under writeMu also keeps this process's writes from
+	// going stale while it runs.
+	s.vectors.writeMu.Lock()
+	defer s.vectors.writeMu.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.loaded && a.gen == gen {
-		return nil // another walk loaded it meanwhile
+	if a.loaded && a.gen >= gen {
+		return gen, nil // updated, or loaded by another walk, meanwhile
 	}
-	return a.load(ctx, tx, gen)
+	return gen, a.load(ctx, tx, gen)
+}
+
+// fillLinks sets the links of items from memory and reports true when the
+// graph in memory is the one of generation gen (a snapshot's); otherwise a
+// write has moved it on, and it reports false: the caller reads the links
+// of its snapshot instead.
+func (a *adjacency) fillLinks(gen int64, items []*sources.Item) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if !a.loaded || a.gen != gen {
+		return false
+	}
+	for _, it := range items {
+		n, ok := a.node[it.ID]
+		if !ok || len(a.out[n]) == 0 {
+			continue
+		}
+		it.Links = make([]sources.Link, 0, len(a.out[n]))
+		for _, e := range a.out[n] {
+			it.Links = append(it.Links, sources.Link{Type: a.types[e.typ], Target: a.name[e.node], Strength: e.strength})
+		}
+	}
+	return true
 }
 
 // WarmGraph loads the link graph into memory, so that the first hop query
 // does not pay for it (BenchmarkGraphLoad). A server calls it at start.
 func (s *Store) WarmGraph(ctx context.Context) error {
-	err := s.readTx(ctx, func(tx *sql.Tx) error { return s.ensureGraph(ctx, tx) })
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		_, err := s.ensureGraph(ctx, tx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("loading the link graph: %w", err)
 	}

@@ -43,14 +43,15 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 	}
 	var hits []sources.Hit
 	err = g.s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := g.s.ensureGraph(ctx, tx); err != nil {
+		gen, err := g.s.ensureGraph(ctx, tx)
+		if err != nil {
 			return err
 		}
 		picked, err := firstPassing(ctx, tx, g.s.adj.walk(w), limit, where, filterArgs)
 		if err != nil {
 			return err
 		}
-		hits, err = hydrateReach(ctx, tx, picked)
+		hits, err = g.hydrate(ctx, tx, gen, picked)
 		return err
 	})
 	if err != nil {
@@ -106,9 +107,12 @@ func firstPassing(ctx context.Context, tx *sql.Tx, reached []reach, limit int, w
 	return kept, nil
 }
 
-// hydrateReach reads the items reached, keeping their order. An item
-// deleted since the walk is left out.
-func hydrateReach(ctx context.Context, tx *sql.Tx, reached []reach) ([]sources.Hit, error) {
+// hydrate reads the items reached as of tx's snapshot (of graph generation
+// gen), keeping their order. An item deleted since the walk is left out.
+// Their links come from memory when it holds that generation still: on a
+// dense graph reading them is most of the cost (a hundred CISI abstracts
+// hold some 5,000 links).
+func (g graph) hydrate(ctx context.Context, tx *sql.Tx, gen int64, reached []reach) ([]sources.Hit, error) {
 	if len(reached) == 0 {
 		return nil, nil
 	}
@@ -120,9 +124,14 @@ func hydrateReach(ctx context.Context, tx *sql.Tx, reached []reach) ([]sources.H
 	if err != nil {
 		return nil, err
 	}
-	items, err := queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{list}, nil)
+	items, err := queryItemRows(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{list}, nil)
 	if err != nil {
 		return nil, err
+	}
+	if !g.s.adj.fillLinks(gen, items) {
+		if err := loadLinks(ctx, tx, items); err != nil {
+			return nil, err
+		}
 	}
 	byID := make(map[string]*sources.Item, len(items))
 	for _, it := range items {
