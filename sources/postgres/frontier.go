@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/h4r/h4r/sources"
 )
 
 // A walk is a breadth-first search with the visited set held here: one
@@ -13,10 +16,25 @@ import (
 // those not seen before make the next frontier. The recursive query it
 // replaces kept (item, hops) pairs, so it expanded an item again for every
 // distance it was reached at, and on a dense graph spent hundreds of
-// milliseconds on paths (BenchmarkGraphCISI).
+// milliseconds on paths (BenchmarkGraphCISI). Every query of a walk, and
+// the one reading its hits, runs in one read-only snapshot; the statements
+// that begin and end it travel with the first and the last query, so that
+// a 2-hop walk that stops early costs two round trips.
 
-// anchorsSQL keeps the anchors that are items.
-const anchorsSQL = `SELECT id FROM items WHERE id = ANY($1::text[])`
+// beginWalk begins a walk's snapshot.
+const beginWalk = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+
+// firstLevelsSQL returns the anchors $1 that are items, at distance 0, and
+// the items one link from them, at 1 when $4 (one hop is allowed). Its
+// neighbour steps are neighboursSQL's.
+const firstLevelsSQL = `WITH a AS (SELECT id FROM items WHERE id = ANY($1::text[]))
+	SELECT id, 0 FROM a
+	UNION ALL
+	(SELECT l.target, 1 FROM a JOIN links l ON l.source = a.id JOIN items n ON n.id = l.target
+		WHERE $4::boolean AND ($3::text[] IS NULL OR l.type = ANY($3::text[]))
+	UNION
+	SELECT l.source, 1 FROM a JOIN links l ON l.target = a.id
+		WHERE $4::boolean AND NOT $2::boolean AND ($3::text[] IS NULL OR l.type = ANY($3::text[])))`
 
 // neighboursSQL returns the items one link from the frontier $1: along
 // the links it holds, to targets that are items, and against the links it
@@ -47,10 +65,12 @@ type walk struct {
 	enough int
 }
 
-// walkFrontier searches breadth-first from the anchors that are items,
-// through items only, each once, and returns what it reached ordered by
-// distance, then id.
-func walkFrontier(ctx context.Context, q querier, w walk) ([]reach, error) {
+// walkFrontier begins a snapshot on conn and searches breadth-first in it
+// from the anchors that are items, through items only, each once, and
+// returns what it reached ordered by distance, then id. It leaves the
+// snapshot open for reading the hits; the caller ends it (a connection
+// released inside it is closed by the pool, not reused).
+func walkFrontier(ctx context.Context, conn *pgx.Conn, w walk) ([]reach, error) {
 	var types []string // NULL: every type
 	if len(w.types) > 0 {
 		types = w.types
@@ -73,19 +93,30 @@ func walkFrontier(ctx context.Context, q querier, w walk) ([]reach, error) {
 			}
 		}
 	}
-	frontier, err := queryIDs(ctx, q, anchorsSQL, w.anchors)
+	first, err := firstLevels(ctx, conn, w.anchors, w.directed, types, w.maxHops >= 1)
 	if err != nil {
-		return nil, fmt.Errorf("reading the anchors: %w", err)
+		return nil, fmt.Errorf("reading the anchors and their neighbours: %w", err)
 	}
-	for _, id := range frontier {
-		seen[id] = true
+	var frontier []string
+	for d, ids := range first {
+		next := ids[:0]
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				next = append(next, id)
+			}
+		}
+		if d > 0 && ((wanted != nil && len(wanted) == 0) || (w.enough > 0 && len(out) >= w.enough)) {
+			return out, nil
+		}
+		level(next, d)
+		frontier = next
 	}
-	level(frontier, 0)
-	for d := 1; d <= w.maxHops && len(frontier) > 0; d++ {
+	for d := 2; d <= w.maxHops && len(frontier) > 0; d++ {
 		if (wanted != nil && len(wanted) == 0) || (w.enough > 0 && len(out) >= w.enough) {
 			break
 		}
-		found, err := queryIDs(ctx, q, neighboursSQL, frontier, w.directed, types)
+		found, err := queryIDs(ctx, conn, neighboursSQL, frontier, w.directed, types)
 		if err != nil {
 			return nil, fmt.Errorf("reading the items %d hops away: %w", d, err)
 		}
@@ -102,6 +133,33 @@ func walkFrontier(ctx context.Context, q querier, w walk) ([]reach, error) {
 	return out, nil
 }
 
+// firstLevels begins the snapshot and returns the ids at distance 0 and 1
+// (the latter may repeat the former), in one round trip.
+func firstLevels(ctx context.Context, conn *pgx.Conn, anchors []string, directed bool, types []string, oneHop bool) ([2][]string, error) {
+	var levels [2][]string
+	b := &pgx.Batch{}
+	b.Queue(beginWalk)
+	b.Queue(firstLevelsSQL, anchors, directed, types, oneHop)
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close() //nolint:errcheck // the same error
+		return levels, fmt.Errorf("beginning a snapshot: %w", err)
+	}
+	rows, err := br.Query()
+	if err == nil {
+		var id string
+		var d int32
+		_, err = pgx.ForEachRow(rows, []any{&id, &d}, func() error {
+			levels[d] = append(levels[d], id)
+			return nil
+		})
+	}
+	if err := br.Close(); err != nil {
+		return levels, err
+	}
+	return levels, err
+}
+
 func queryIDs(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
 	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
@@ -109,3 +167,22 @@ func queryIDs(ctx context.Context, q querier, query string, args ...any) ([]stri
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
+
+// readHits runs query, selecting hitColumns, in the walk's snapshot on
+// conn and ends the snapshot, in one round trip.
+func readHits(ctx context.Context, conn *pgx.Conn, query string, args []any) ([]sources.Hit, error) {
+	b := &pgx.Batch{}
+	b.Queue(query, args...)
+	b.Queue(`ROLLBACK`) // a read has nothing to commit
+	br := conn.SendBatch(ctx, b)
+	hits, err := queryHits(ctx, batchQuerier{br}, query, args)
+	if err == nil {
+		_, err = br.Exec()
+	}
+	return hits, errors.Join(err, br.Close())
+}
+
+// batchQuerier reads the next result of a batch as a query's.
+type batchQuerier struct{ br pgx.BatchResults }
+
+func (b batchQuerier) Query(context.Context, string, ...any) (pgx.Rows, error) { return b.br.Query() }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources"
 )
@@ -13,7 +11,7 @@ import (
 const defaultGraphLimit = 500
 
 // graph is the causal-hop generator: a breadth-first walk over links from
-// the anchors, one query per hop (frontier.go).
+// the anchors, one query per hop (frontier.go), then one for the items.
 type graph struct{ s *Store }
 
 func (graph) Name() string { return sources.GenGraph }
@@ -43,9 +41,12 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
-	query := `SELECT ` + itemColumns + `, r.distance
-		FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
-		WHERE true` + where + ` ORDER BY r.distance, i.id LIMIT ` + p.add(limit)
+	query := `WITH hit AS (
+			SELECT r.id, r.distance FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
+			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + p.add(limit) + `)
+		` + hitColumns + `
+		FROM hit h JOIN items i ON i.id = h.id` + hitLinks + `
+		ORDER BY h.distance, i.id`
 	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
 	if where == "" {
 		w.enough = limit
@@ -53,15 +54,20 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 
 	var hits []sources.Hit
 	err = g.s.read(ctx, func(ctx context.Context) error {
-		// One snapshot for every step of the walk.
-		tx, err := g.s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		conn, err := g.s.pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback(ctx) //nolint:errcheck // a read has nothing to commit
-		reached, err := walkFrontier(ctx, tx, w)
-		if err != nil || len(reached) == 0 {
+		// Released inside the walk's snapshot (a failure midway), the
+		// connection is closed by the pool rather than reused.
+		defer conn.Release()
+		reached, err := walkFrontier(ctx, conn.Conn(), w)
+		if err != nil {
+			return err
+		}
+		if len(reached) == 0 {
 			hits = nil
+			_, err := conn.Exec(ctx, `ROLLBACK`)
 			return err
 		}
 		ids, dists := make([]string, len(reached)), make([]int32, len(reached))
@@ -69,19 +75,8 @@ func (g graph) Generate(ctx context.Context, q sources.Query) ([]sources.Hit, er
 			ids[i], dists[i] = r.id, int32(r.distance)
 		}
 		p.args[0], p.args[1] = ids, dists
-		var distances []*int32
-		items, err := queryItemsOn(ctx, tx, query, p.args, func() []any {
-			distances = append(distances, new(int32))
-			return []any{distances[len(distances)-1]}
-		})
-		if err != nil {
-			return err
-		}
-		hits = make([]sources.Hit, len(items))
-		for i, it := range items {
-			hits[i] = sources.Hit{Item: it, Distance: int(*distances[i])}
-		}
-		return nil
+		hits, err = readHits(ctx, conn.Conn(), query, p.args)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("walking links from %d anchors: %w", len(q.Anchors), err)
@@ -106,4 +101,48 @@ func hopBounds(q sources.Query) (limit, maxHops int, err error) {
 		maxHops = sources.DefaultMaxHops
 	}
 	return limit, maxHops, nil
+}
+
+// hitColumns select a hit: its item's fields, no links as JSON (decoding
+// them is most of what reading a hundred CISI hits with their 5,000 links
+// costs), the distance, and the links as three arrays (hitLinks).
+const hitColumns = `SELECT ` + itemFields + `, NULL::json, h.distance, lk.targets, lk.types, lk.strengths`
+
+// hitLinks joins the links of item i as arrays in their order.
+const hitLinks = `
+		LEFT JOIN LATERAL (SELECT array_agg(l.target ORDER BY l.position) AS targets,
+				array_agg(l.type ORDER BY l.position) AS types, array_agg(l.strength ORDER BY l.position) AS strengths
+			FROM links l WHERE l.source = i.id) lk ON true`
+
+// queryHits runs a query selecting hitColumns.
+func queryHits(ctx context.Context, q querier, query string, args []any) ([]sources.Hit, error) {
+	type linkArrays struct {
+		distance       int32
+		targets, types []string
+		strengths      []float64
+	}
+	var rows []*linkArrays
+	items, err := queryItemsOn(ctx, q, query, args, func() []any {
+		r := &linkArrays{}
+		rows = append(rows, r)
+		return []any{&r.distance, &r.targets, &r.types, &r.strengths}
+	})
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]sources.Hit, len(items))
+	for i, it := range items {
+		r := rows[i]
+		if len(r.types) != len(r.targets) || len(r.strengths) != len(r.targets) {
+			return nil, fmt.Errorf("links of item %q: %d targets, %d types, %d strengths", it.ID, len(r.targets), len(r.types), len(r.strengths))
+		}
+		if len(r.targets) > 0 {
+			it.Links = make([]sources.Link, len(r.targets))
+			for j := range r.targets {
+				it.Links[j] = sources.Link{Type: r.types[j], Target: r.targets[j], Strength: r.strengths[j]}
+			}
+		}
+		hits[i] = sources.Hit{Item: it, Distance: int(r.distance)}
+	}
+	return hits, nil
 }

@@ -56,13 +56,12 @@ func (g oneQueryGraph) Generate(ctx context.Context, q sources.Query) ([]sources
 		targets = q.Targets
 	}
 	p := &params{}
-	query := cteHopsSQL
 	if g.levels {
-		query = levelsSQL(maxHops)
 		p.add(q.Anchors)
 		p.add(q.Directed)
 		p.add(types)
 		p.add(targets)
+		p.add(0) // enough, once the filters are known
 	} else {
 		p.add(q.Anchors)
 		p.add(maxHops)
@@ -77,7 +76,25 @@ func (g oneQueryGraph) Generate(ctx context.Context, q sources.Query) ([]sources
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
-	query += where + ` ORDER BY r.distance, i.id LIMIT ` + p.add(limit)
+	if g.levels {
+		if where == "" {
+			p.args[4] = limit
+		}
+		query := levelsSQL(maxHops) + where + ` ORDER BY r.distance, r.id LIMIT ` + p.add(limit) + `)
+			` + hitColumns + `
+			FROM hit h JOIN items i ON i.id = h.id` + hitLinks + `
+			ORDER BY h.distance, i.id`
+		var hits []sources.Hit
+		err = g.s.read(ctx, func(ctx context.Context) error {
+			hits, err = queryHits(ctx, g.s.pool, query, p.args)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("walking links from %d anchors in one query: %w", len(q.Anchors), err)
+		}
+		return hits, nil
+	}
+	query := cteHopsSQL + where + ` ORDER BY r.distance, i.id LIMIT ` + p.add(limit)
 	var hits []sources.Hit
 	err = g.s.read(ctx, func(ctx context.Context) error {
 		var distances []*int32
@@ -95,7 +112,7 @@ func (g oneQueryGraph) Generate(ctx context.Context, q sources.Query) ([]sources
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("walking links from %d anchors in one query: %w", len(q.Anchors), err)
+		return nil, fmt.Errorf("walking links from %d anchors (CTE): %w", len(q.Anchors), err)
 	}
 	return hits, nil
 }
@@ -103,12 +120,24 @@ func (g oneQueryGraph) Generate(ctx context.Context, q sources.Query) ([]sources
 // levelsSQL is the other way to walk without re-expanding paths that was
 // measured against the frontier walk (BenchmarkGraphCISI): one statement
 // that spells out a level per hop, each the neighbours of the level before
-// that are in no earlier level, the visited set being those levels. Its
-// parameters: anchors $1, directed $2, link types $3, targets $4 (null for
-// none); the filters follow.
+// that are in no earlier level, the visited set being those levels. A
+// level is computed only while fewer items than $5 (0: no bound) were
+// reached, or, with targets, fewer targets than exist: Postgres runs an
+// uncorrelated condition once, before the scan it guards. Parameters:
+// anchors $1, directed $2, link types $3, targets $4 (null for none), $5;
+// the filters follow. The statement ends inside "hit AS (… WHERE …", for
+// the caller to add filters, order and limit, close and select the hits.
 func levelsSQL(maxHops int) string {
 	var sb strings.Builder
-	sb.WriteString(`WITH h0 AS (SELECT id FROM items WHERE id = ANY($1::text[]))`)
+	sb.WriteString(`WITH h0 AS (SELECT id FROM items WHERE id = ANY($1::text[])),
+	wanted AS (SELECT CASE WHEN $4::text[] IS NULL THEN NULL ELSE (SELECT count(*) FROM items WHERE id = ANY($4::text[])) END AS n)`)
+	counted := func(k int) string { // targets (or items) reached in levels 0…k-1
+		var parts []string
+		for j := range k {
+			parts = append(parts, fmt.Sprintf(`(SELECT count(*) FROM h%d WHERE $4::text[] IS NULL OR id = ANY($4::text[]))`, j))
+		}
+		return strings.Join(parts, " + ")
+	}
 	for k := 1; k <= maxHops; k++ {
 		fmt.Fprintf(&sb, `,
 	h%d AS (SELECT e.id FROM (
@@ -118,7 +147,8 @@ func levelsSQL(maxHops int) string {
 			SELECT l.source FROM h%d f JOIN links l ON l.target = f.id
 				WHERE NOT $2::boolean AND ($3::text[] IS NULL OR l.type = ANY($3::text[]))
 		) e JOIN items x ON x.id = e.id
-		WHERE true`, k, k-1, k-1)
+		WHERE ($5::int = 0 OR %s < $5::int)
+			AND ((SELECT n FROM wanted) IS NULL OR %s < (SELECT n FROM wanted))`, k, k-1, k-1, counted(k), counted(k))
 		for j := range k {
 			fmt.Fprintf(&sb, ` AND NOT EXISTS (SELECT 1 FROM h%d s WHERE s.id = e.id)`, j)
 		}
@@ -129,10 +159,9 @@ func levelsSQL(maxHops int) string {
 	for k := 1; k <= maxHops; k++ {
 		fmt.Fprintf(&sb, ` UNION ALL SELECT id, %d FROM h%d`, k, k)
 	}
-	sb.WriteString(`)
-	SELECT ` + itemColumns + `, r.distance
-	FROM reached r JOIN items i ON i.id = r.id
-	WHERE ($4::text[] IS NULL OR r.id = ANY($4::text[]))`)
+	sb.WriteString(`),
+	hit AS (SELECT r.id, r.distance FROM reached r JOIN items i ON i.id = r.id
+		WHERE ($4::text[] IS NULL OR r.id = ANY($4::text[]))`)
 	return sb.String()
 }
 
