@@ -103,7 +103,7 @@ func Merge(order []string, hits map[string][]Hit) []*Candidate {
 
 // FallbackError is returned, together with hits, by a generator whose
 // primary backend failed or was late and whose fallback answered instead
-// (Neo4j hops answered by the store's recursive CTE). The engine keeps the
+// (Neo4j hops answered by the store's own walk). The engine keeps the
 // hits and reports the error as a warning: the pack is complete, but an
 // operator should know the primary is unwell.
 type FallbackError struct {

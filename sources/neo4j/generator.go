@@ -34,7 +34,7 @@ type ItemReader interface {
 }
 
 // Generator is the causal-hop generator over Neo4j. When Neo4j fails or is
-// late, the fallback (the store's recursive CTE) answers, and Generate
+// late, the fallback (the store's walk) answers, and Generate
 // returns its hits with a *sources.FallbackError, which the engine reports
 // as a warning.
 type Generator struct {
