@@ -102,19 +102,19 @@ func (a *adjacency) internTypeBytes(b []byte) uint32 {
 	return a.internType(string(b))
 }
 
-// unlink removes the links the nodes sources hold, from both ends. Each
+// unlink removes the links the nodes holders hold, from both ends. Each
 // target's list is filtered once, so that rewriting many items that link
 // to one hub costs one pass over the hub's links, not one per item.
-func (a *adjacency) unlink(sources map[uint32]bool) {
+func (a *adjacency) unlink(holders map[uint32]bool) {
 	targets := map[uint32]bool{}
-	for n := range sources {
+	for n := range holders {
 		for _, e := range a.out[n] {
 			targets[e.node] = true
 		}
 		a.out[n] = nil
 	}
 	for t := range targets {
-		a.in[t] = slices.DeleteFunc(a.in[t], func(e halfEdge) bool { return sources[e.node] })
+		a.in[t] = slices.DeleteFunc(a.in[t], func(e halfEdge) bool { return holders[e.node] })
 	}
 }
 
@@ -126,11 +126,11 @@ func (a *adjacency) putItems(items []encodedItem) {
 	for i := range items {
 		last[items[i].item.ID] = i
 	}
-	sources := make(map[uint32]bool, len(last))
+	holders := make(map[uint32]bool, len(last))
 	for id := range last {
-		sources[a.intern(id)] = true
+		holders[a.intern(id)] = true
 	}
-	a.unlink(sources)
+	a.unlink(holders)
 	for id, i := range last {
 		n := a.node[id]
 		a.present[n] = true
