@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,17 @@ const neighboursSQL = `SELECT l.target FROM links l JOIN items n ON n.id = l.tar
 	UNION
 	SELECT l.source FROM links l
 		WHERE l.target = ANY($1::text[]) AND NOT $2::boolean AND ($3::text[] IS NULL OR l.type = ANY($3::text[]))`
+
+// lastHopSQL returns which of the targets $1 (not reached yet) are one
+// link from the frontier $2: the last hop of a walk for targets, searched
+// from the targets' side, whose links are far fewer than the frontier's
+// (on CISI, 100 targets hold some 5,000 links; a 2-hop frontier, 90,000).
+// $3 and $4 are neighboursSQL's $2 and $3.
+const lastHopSQL = `SELECT l.target FROM links l JOIN items n ON n.id = l.target
+		WHERE l.target = ANY($1::text[]) AND l.source = ANY($2::text[]) AND ($4::text[] IS NULL OR l.type = ANY($4::text[]))
+	UNION
+	SELECT l.source FROM links l
+		WHERE l.source = ANY($1::text[]) AND l.target = ANY($2::text[]) AND NOT $3::boolean AND ($4::text[] IS NULL OR l.type = ANY($4::text[]))`
 
 // reach is an item a walk reached, at its smallest distance.
 type reach struct {
@@ -116,7 +128,12 @@ func walkFrontier(ctx context.Context, conn *pgx.Conn, w walk) ([]reach, error) 
 		if (wanted != nil && len(wanted) == 0) || (w.enough > 0 && len(out) >= w.enough) {
 			break
 		}
-		found, err := queryIDs(ctx, conn, neighboursSQL, frontier, w.directed, types)
+		var found []string
+		if wanted != nil && d == w.maxHops {
+			found, err = queryIDs(ctx, conn, lastHopSQL, slices.Collect(maps.Keys(wanted)), frontier, w.directed, types)
+		} else {
+			found, err = queryIDs(ctx, conn, neighboursSQL, frontier, w.directed, types)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading the items %d hops away: %w", d, err)
 		}
