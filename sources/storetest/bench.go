@@ -89,6 +89,7 @@ func BenchHops(b *testing.B, impls map[string]sources.Generator, queries []sourc
 		g := impls[name]
 		b.Run(name, func(b *testing.B) {
 			var lat []time.Duration
+			cpu := cpuTime()
 			for b.Loop() {
 				for _, q := range queries {
 					start := time.Now()
@@ -98,6 +99,7 @@ func BenchHops(b *testing.B, impls map[string]sources.Generator, queries []sourc
 					lat = append(lat, time.Since(start))
 				}
 			}
+			cpu = cpuTime() - cpu
 			slices.Sort(lat)
 			pct := func(p float64) float64 {
 				return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
@@ -105,6 +107,7 @@ func BenchHops(b *testing.B, impls map[string]sources.Generator, queries []sourc
 			b.ReportMetric(pct(0.50), "p50-ms")
 			b.ReportMetric(pct(0.95), "p95-ms")
 			b.ReportMetric(float64(hits)/float64(len(queries)), "hits/query")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(lat)), "cpu-ms/query")
 		})
 	}
 }
