@@ -177,6 +177,13 @@ func readGraphGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
 // The caller holds mu.
 func (a *adjacency) load(ctx context.Context, tx *sql.Tx, gen int64) error {
 	a.reset()
+	var n int // sizes the tables up front rather than growing them
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM items`).Scan(&n); err != nil {
+		return fmt.Errorf("counting items: %w", err)
+	}
+	a.node = make(map[string]uint32, n)
+	a.name, a.present = make([]string, 0, n), make([]bool, 0, n)
+	a.out, a.in = make([][]outEdge, 0, n), make([][]halfEdge, 0, n)
 	err := eachRow(ctx, tx, `SELECT id FROM items`, func(rows *sql.Rows) error {
 		var id sql.RawBytes
 		if err := rows.Scan(&id); err != nil {
@@ -188,14 +195,20 @@ func (a *adjacency) load(ctx context.Context, tx *sql.Tx, gen int64) error {
 	if err != nil {
 		return fmt.Errorf("loading item ids: %w", err)
 	}
-	// In key order, which is the table's: each item's links in its order.
+	// In key order, which is the table's: each item's links in its order,
+	// and an item's links one after another, so its node is looked up once.
+	var last []byte
+	var from uint32
 	err = eachRow(ctx, tx, `SELECT source, target, type, strength FROM links ORDER BY source, position`, func(rows *sql.Rows) error {
 		var source, target, typ sql.RawBytes
 		var strength float64
 		if err := rows.Scan(&source, &target, &typ, &strength); err != nil {
 			return err
 		}
-		a.addLink(a.internBytes(source), a.internBytes(target), a.internTypeBytes(typ), strength)
+		if last == nil || string(source) != string(last) {
+			from, last = a.internBytes(source), append(last[:0], source...)
+		}
+		a.addLink(from, a.internBytes(target), a.internTypeBytes(typ), strength)
 		return nil
 	})
 	if err != nil {
