@@ -17,9 +17,10 @@ const (
 // configuration says otherwise.
 const DefaultMaxHops = 3
 
-// CandidateQuery is what a generator is asked. Text generators use Text; the graph
-// generator uses Anchors, MaxHops and Directed. Every generator applies
-// Filters, so that a filtered-out item never becomes a candidate.
+// CandidateQuery is what a generator is asked. Text generators use Text;
+// the graph generator uses Anchors, MaxHops, Directed, LinkTypes and
+// Targets. Every generator applies Filters, so that a filtered-out item
+// never becomes a candidate.
 type CandidateQuery struct {
 	Text     string
 	Filters  Filters
@@ -27,6 +28,15 @@ type CandidateQuery struct {
 	Anchors  []string
 	MaxHops  int
 	Directed bool // follow links only from source to target
+	// LinkTypes, when not empty, makes the walk follow only links of these
+	// types (both ways unless Directed).
+	LinkTypes []string
+	// Targets, when not empty, asks the graph generator for the distances
+	// of these items only: it returns those of them within MaxHops of the
+	// anchors (an anchor at 0), and no other item, so that candidates found
+	// by other generators get their real distance however many items lie
+	// nearer. With Targets, Limit 0 means no limit beyond the targets.
+	Targets []string
 }
 
 // Hit is one item a generator found, with its raw evidence: Score for text
@@ -91,7 +101,7 @@ func Merge(order []string, hits map[string][]Hit) []*Candidate {
 
 // FallbackError is returned, together with hits, by a generator whose
 // primary backend failed or was late and whose fallback answered instead
-// (Neo4j hops answered by the store's recursive CTE). The engine keeps the
+// (Neo4j hops answered by the store's own walk). The engine keeps the
 // hits and reports the error as a warning: the pack is complete, but an
 // operator should know the primary is unwell.
 type FallbackError struct {
@@ -131,6 +141,22 @@ func HopLimit(maxHops, max int) (int, error) {
 		return 0, Errorf(EINVALID, "max_hops", "max_hops must be at most %d, got %d", max, maxHops)
 	}
 	return maxHops, nil
+}
+
+// HopBounds checks a graph query's limit and hop bound, applying the
+// defaults: defaultLimit hits (with Targets, as many as there are targets),
+// and DefaultMaxHops. ceiling is the backend's own hop ceiling (0 for none).
+func HopBounds(q CandidateQuery, defaultLimit, ceiling int) (limit, maxHops int, err error) {
+	if len(q.Targets) > 0 {
+		defaultLimit = len(q.Targets) // every target reached
+	}
+	if limit, err = HitLimit(q.Limit, defaultLimit); err != nil {
+		return 0, 0, err
+	}
+	if maxHops, err = HopLimit(q.MaxHops, ceiling); err != nil {
+		return 0, 0, err
+	}
+	return limit, maxHops, nil
 }
 
 // ReadPresent reads ids from a store for mirroring: the items it holds, and

@@ -16,12 +16,13 @@ import (
 // the pool's close, at shutdown.
 const graphCloseTimeout = 10 * time.Second
 
-// graphGenerator returns the causal-hop generator: the store's recursive
-// CTE, or Neo4j when NEO4J_URL is set. With Neo4j, the store is wrapped so
+// graphGenerator returns the causal-hop generator: the store's walk, or
+// Neo4j when NEO4J_URL is set. With Neo4j, the store is wrapped so
 // that every write is mirrored into the graph, a background loop retries
-// mirror writes that failed, and the CTE answers whenever Neo4j fails or is
+// mirror writes that failed, and the store answers whenever Neo4j fails or is
 // late (a warning in the pack, not a failed request).
 func graphGenerator(ctx context.Context, cfg config.Config, a *App, o options) (h4r.Generator, error) {
+	warmGraph(a, a.base, o.log) // the store walks, or answers when Neo4j cannot
 	if cfg.Neo4jURL == "" {
 		return a.base.Graph(), nil
 	}

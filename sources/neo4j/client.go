@@ -312,10 +312,11 @@ func (c *Client) Count(ctx context.Context) (int, error) {
 // HopQuery is a walk in the graph.
 type HopQuery struct {
 	Anchors  []string
-	MaxHops  int  // 0 to cypher.MaxHops
-	Directed bool // follow relationships only in their direction
-	Types    []string
-	Limit    int // at most this many rows, nearest first
+	MaxHops  int      // 0 to cypher.MaxHops
+	Directed bool     // follow relationships only in their direction
+	Types    []string // follow only these types; empty: every type
+	Targets  []string // return only these nodes; empty: every node
+	Limit    int      // at most this many rows, nearest first
 }
 
 // Reach is a node a walk reached, at its smallest distance.
@@ -330,11 +331,14 @@ func (c *Client) Hops(ctx context.Context, q HopQuery) ([]Reach, error) {
 	if q.MaxHops < 0 || q.MaxHops > cypher.MaxHops {
 		return nil, fmt.Errorf("neo4j hops: depth %d is outside [0, %d]", q.MaxHops, cypher.MaxHops)
 	}
-	var types any // null: every type
+	var types, targets any // null: every type, every node
 	if len(q.Types) > 0 {
 		types = anySlice(q.Types)
 	}
-	params := map[string]any{"anchors": anySlice(q.Anchors), "types": types, "limit": int64(q.Limit)}
+	if len(q.Targets) > 0 {
+		targets = anySlice(q.Targets)
+	}
+	params := map[string]any{"anchors": anySlice(q.Anchors), "types": types, "targets": targets, "limit": int64(q.Limit)}
 	s := c.session(ctx, driver.AccessModeRead)
 	defer s.Close(context.WithoutCancel(ctx))
 	out, err := driver.ExecuteRead(ctx, s, func(tx driver.ManagedTransaction) ([]Reach, error) {

@@ -1,5 +1,5 @@
 // Package neo4j runs H4R's causal hops in Neo4j (NEO4J_URL) instead of the
-// store's recursive CTE.
+// store's own walk.
 //
 // The store stays the source of truth. Client mirrors it as a graph: one
 // node (:Item {id, kind, present}) per item, and per link target not
@@ -13,7 +13,7 @@
 // walk from the anchors, minimum distance per reached node, optional
 // relationship-type filter and direction, and a result cap. Neo4j returns
 // ids and distances; the items, and the filters, come from the store. A
-// failed or late Neo4j is answered by the fallback (the store's CTE), with
+// failed or late Neo4j is answered by the fallback (the store's walk), with
 // a h4r.FallbackError the engine reports as a warning. Both walk by the
 // same rules, which sources/storetest.HopCases pins down: the package's
 // tests run that table over the real driver against bolttest, a Bolt 5

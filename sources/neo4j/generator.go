@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -32,7 +33,7 @@ type ItemReader interface {
 }
 
 // Generator is the causal-hop generator over Neo4j. When Neo4j fails or is
-// late, the fallback (the store's recursive CTE) answers, and Generate
+// late, the fallback (the store's walk) answers, and Generate
 // returns its hits with a *h4r.FallbackError, which the engine reports
 // as a warning.
 type Generator struct {
@@ -60,11 +61,7 @@ func (g *Generator) Name() string { return h4r.GenGraph }
 // h4r.DefaultMaxHops), each once at its smallest distance, ordered by
 // distance then id, filtered and limited: what the store's walk returns.
 func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
-	limit, err := h4r.HitLimit(q.Limit, defaultLimit)
-	if err != nil {
-		return nil, err
-	}
-	maxHops, err := h4r.HopLimit(q.MaxHops, cypher.MaxHops)
+	limit, maxHops, err := h4r.HopBounds(q, defaultLimit, cypher.MaxHops)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +72,8 @@ func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.H
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
+	// The fallback walks the same links: the types configured and asked.
+	q.LinkTypes = linkTypes(g.types, q.LinkTypes)
 	hits, err := g.primary(ctx, q, maxHops, limit, flt)
 	if err == nil {
 		return hits, nil
@@ -112,7 +111,8 @@ func (g *Generator) primary(ctx context.Context, q h4r.CandidateQuery, maxHops, 
 	if !q.Filters.Empty() {
 		rows = g.maxReach + 1
 	}
-	reached, err := g.hops.Hops(pctx, HopQuery{Anchors: q.Anchors, MaxHops: maxHops, Directed: q.Directed, Types: g.types, Limit: rows})
+	reached, err := g.hops.Hops(pctx, HopQuery{Anchors: q.Anchors, MaxHops: maxHops, Directed: q.Directed,
+		Types: q.LinkTypes, Targets: q.Targets, Limit: rows})
 	if err != nil {
 		if pctx.Err() != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("no answer within %s: %w", budget.Round(time.Millisecond), err)
@@ -159,4 +159,27 @@ func (g *Generator) primaryContext(ctx context.Context) (context.Context, time.D
 	}
 	c, cancel := context.WithTimeout(ctx, budget)
 	return c, budget, cancel
+}
+
+// linkTypes returns the link types a walk follows: those both configured
+// (WithLinkTypes) and asked for, when both restrict them; empty: every
+// type. When none is both, it is a type no link has (links have non-blank
+// types), so that the walk, here or in the fallback, follows none.
+func linkTypes(configured, asked []string) []string {
+	switch {
+	case len(configured) == 0:
+		return asked
+	case len(asked) == 0:
+		return configured
+	}
+	var both []string
+	for _, t := range asked {
+		if slices.Contains(configured, t) && !slices.Contains(both, t) {
+			both = append(both, t)
+		}
+	}
+	if len(both) == 0 {
+		return []string{""}
+	}
+	return both
 }

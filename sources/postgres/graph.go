@@ -10,54 +10,29 @@ import (
 const defaultGraphLimit = 500
 
 // graph is the causal-hop generator: a breadth-first walk over links from
-// the anchors, as a recursive query.
+// the anchors, one query per hop (frontier.go), then one for the items.
 type graph struct{ s *Store }
 
 func (graph) Name() string { return h4r.GenGraph }
 
-// hopsSQL walks the links from the anchors ($1). walk holds (item, hops)
-// pairs; UNION drops a pair seen before, so cycles end, and the hop bound
-// ($2) ends the rest, which keeps walk within items × (hops+1) rows.
-// Postgres allows one reference to walk in the recursive term, so both
-// directions are one lateral subquery; the way against the arrows is off
-// in directed mode ($3). A walk passes only through items that exist: a
-// link to an item not yet ingested, or deleted, leads nowhere (a link's
-// source always exists: it is a foreign key). Filters apply to what is
-// returned, not to the walk, so a path through a filtered-out item still
-// counts.
-const hopsSQL = `WITH RECURSIVE walk (id, hops) AS (
-		SELECT id, 0 FROM items WHERE id = ANY($1::text[])
-		UNION
-		SELECT e.next, w.hops + 1 FROM walk w
-		CROSS JOIN LATERAL (
-			SELECT l.target AS next FROM links l JOIN items n ON n.id = l.target WHERE l.source = w.id
-			UNION ALL
-			SELECT l.source FROM links l WHERE l.target = w.id AND NOT $3::boolean
-		) e
-		WHERE w.hops < $2
-	),
-	reached (id, distance) AS (SELECT id, min(hops) FROM walk GROUP BY id)
-	SELECT ` + itemColumns + `, r.distance
-	FROM reached r JOIN items i ON i.id = r.id
-	WHERE true`
-
 // Generate returns the items within q.MaxHops links of q.Anchors (default
 // h4r.DefaultMaxHops), each once with its smallest distance; anchors
 // that exist come back at distance 0. Links are followed both ways unless
-// q.Directed. Hits are ordered by distance, then id.
+// q.Directed, and only links of q.LinkTypes when it is not empty. A walk
+// passes only through items that exist: a link to an item not yet
+// ingested, or deleted, leads nowhere. Filters (and q.Targets) apply to
+// what is returned, not to the walk, so a path through a filtered-out item
+// still counts. Hits are ordered by distance, then id.
 func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
-	limit, err := h4r.HitLimit(q.Limit, defaultGraphLimit)
+	limit, maxHops, err := h4r.HopBounds(q, defaultGraphLimit, 0)
 	if err != nil {
 		return nil, err
 	}
-	maxHops, err := h4r.HopLimit(q.MaxHops, 0)
-	if err != nil {
-		return nil, err
-	}
+	// The reached ids and distances are $1 and $2 of the final query; the
+	// filters' arguments follow.
 	p := &params{}
-	p.add(q.Anchors)
-	p.add(maxHops)
-	p.add(q.Directed)
+	p.add(nil)
+	p.add(nil)
 	where, err := whereFilters(q.Filters, p)
 	if err != nil {
 		return nil, err
@@ -65,26 +40,89 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
-	query := hopsSQL + where + ` ORDER BY r.distance, i.id LIMIT ` + p.add(limit)
+	query := `WITH hit AS (
+			SELECT r.id, r.distance FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
+			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + p.add(limit) + `)
+		` + hitColumns + `
+		FROM hit h JOIN items i ON i.id = h.id` + hitLinks + `
+		ORDER BY h.distance, i.id`
+	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
+	if where == "" {
+		w.enough = limit
+	}
 
 	var hits []h4r.Hit
 	err = g.s.read(ctx, func(ctx context.Context) error {
-		var distances []*int32
-		items, err := g.s.queryItems(ctx, query, p.args, func() []any {
-			distances = append(distances, new(int32))
-			return []any{distances[len(distances)-1]}
-		})
+		conn, err := g.s.pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		hits = make([]h4r.Hit, len(items))
-		for i, it := range items {
-			hits[i] = h4r.Hit{Item: it, Distance: int(*distances[i])}
+		// Released inside the walk's snapshot (a failure midway), the
+		// connection is closed by the pool rather than reused.
+		defer conn.Release()
+		reached, err := walkFrontier(ctx, conn.Conn(), w)
+		if err != nil {
+			return err
 		}
-		return nil
+		if len(reached) == 0 {
+			hits = nil
+			_, err := conn.Exec(ctx, `ROLLBACK`)
+			return err
+		}
+		ids, dists := make([]string, len(reached)), make([]int32, len(reached))
+		for i, r := range reached {
+			ids[i], dists[i] = r.id, int32(r.distance)
+		}
+		p.args[0], p.args[1] = ids, dists
+		hits, err = readHits(ctx, conn.Conn(), query, p.args)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("walking links from %d anchors: %w", len(q.Anchors), err)
+	}
+	return hits, nil
+}
+
+// hitColumns select a hit: its item's fields, no links as JSON (decoding
+// them is most of what reading a hundred CISI hits with their 5,000 links
+// costs), the distance, and the links as three arrays (hitLinks).
+const hitColumns = `SELECT ` + itemFields + `, NULL::json, h.distance, lk.targets, lk.types, lk.strengths`
+
+// hitLinks joins the links of item i as arrays in their order.
+const hitLinks = `
+		LEFT JOIN LATERAL (SELECT array_agg(l.target ORDER BY l.position) AS targets,
+				array_agg(l.type ORDER BY l.position) AS types, array_agg(l.strength ORDER BY l.position) AS strengths
+			FROM links l WHERE l.source = i.id) lk ON true`
+
+// queryHits runs a query selecting hitColumns.
+func queryHits(ctx context.Context, q querier, query string, args []any) ([]h4r.Hit, error) {
+	type linkArrays struct {
+		distance       int32
+		targets, types []string
+		strengths      []float64
+	}
+	var rows []*linkArrays
+	items, err := queryItemsOn(ctx, q, query, args, func() []any {
+		r := &linkArrays{}
+		rows = append(rows, r)
+		return []any{&r.distance, &r.targets, &r.types, &r.strengths}
+	})
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]h4r.Hit, len(items))
+	for i, it := range items {
+		r := rows[i]
+		if len(r.types) != len(r.targets) || len(r.strengths) != len(r.targets) {
+			return nil, fmt.Errorf("links of item %q: %d targets, %d types, %d strengths", it.ID, len(r.targets), len(r.types), len(r.strengths))
+		}
+		if len(r.targets) > 0 {
+			it.Links = make([]h4r.Link, len(r.targets))
+			for j := range r.targets {
+				it.Links[j] = h4r.Link{Type: r.types[j], Target: r.targets[j], Strength: r.strengths[j]}
+			}
+		}
+		hits[i] = h4r.Hit{Item: it, Distance: int(r.distance)}
 	}
 	return hits, nil
 }

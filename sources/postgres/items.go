@@ -383,17 +383,30 @@ func (s *Store) Count(ctx context.Context) (int, error) {
 }
 
 // itemColumns are the columns queryItems decodes, from the items table
-// aliased as i; the links come along as one JSON list.
-const itemColumns = `i.id, i.kind, i.text, i.content, i.metadata, i.updated_at, i.version,
-	i.access_count, i.last_accessed_at, i.byte_size, i.tokens,
+// aliased as i: itemFields, then the links as one JSON list.
+const itemColumns = itemFields + `,
 	(SELECT json_agg(json_build_object('type', l.type, 'target', l.target, 'strength', l.strength) ORDER BY l.position)
 	 FROM links l WHERE l.source = i.id)`
+
+// itemFields are the item's own columns, without its links.
+const itemFields = `i.id, i.kind, i.text, i.content, i.metadata, i.updated_at, i.version,
+	i.access_count, i.last_accessed_at, i.byte_size, i.tokens`
 
 // queryItems runs query, whose first columns are itemColumns, and returns
 // the items. When the query selects more columns, extra returns the
 // destinations to scan them into for the row being read.
 func (s *Store) queryItems(ctx context.Context, query string, args []any, extra func() []any) ([]*h4r.Item, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
+	return queryItemsOn(ctx, s.pool, query, args, extra)
+}
+
+// querier runs a query on the pool, or in a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryItemsOn is queryItems on q.
+func queryItemsOn(ctx context.Context, q querier, query string, args []any, extra func() []any) ([]*h4r.Item, error) {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("querying items: %w", err)
 	}

@@ -1,6 +1,8 @@
 // Package sqlite is H4R's embedded store: one SQLite file (pure Go, no cgo)
 // that keeps memory items, their links and tags, and serves the full-text
-// (FTS5, bm25) and causal-hop (recursive CTE) candidate generators.
+// (FTS5, bm25) and causal-hop candidate generators. Hops walk the link
+// graph breadth-first in memory (adjacency.go), kept in step with the file
+// by a generation counter as the vectors are (vectors.go).
 //
 // The schema is created and upgraded by the numbered SQL files in
 // migrations/, embedded in the binary. Writes go through one connection,

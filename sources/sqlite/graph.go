@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 
 	"github.com/h4r/h4r"
@@ -12,45 +11,21 @@ import (
 const defaultGraphLimit = 500
 
 // graph is the causal-hop generator: a breadth-first walk over links from
-// the anchors, as a recursive query.
+// the anchors, in the link graph the store keeps in memory (adjacency.go).
 type graph struct{ s *Store }
 
 func (graph) Name() string { return h4r.GenGraph }
 
-// hopsSQL walks the links from the anchors. walk holds (item, hops) pairs;
-// UNION drops a pair seen before, so cycles end, and the hop bound ends the
-// rest, which keeps walk within items × (maxHops+1) rows. The second
-// recursive step goes against the arrows and is off in directed mode. A
-// walk passes only through items that exist: a link to an item not yet
-// ingested, or deleted, leads nowhere. Filters apply to what is returned,
-// not to the walk, so a path through a filtered-out item still counts.
-const hopsSQL = `WITH RECURSIVE walk (id, hops) AS (
-		SELECT id, 0 FROM items WHERE id IN (SELECT value FROM json_each(?))
-		UNION
-		SELECT l.target, w.hops + 1 FROM walk w
-			JOIN links l ON l.source = w.id
-			JOIN items n ON n.id = l.target
-			WHERE w.hops < ?
-		UNION
-		SELECT l.source, w.hops + 1 FROM walk w
-			JOIN links l ON l.target = w.id
-			WHERE w.hops < ? AND NOT ?
-	),
-	reached (id, distance) AS (SELECT id, min(hops) FROM walk GROUP BY id)
-	SELECT ` + itemColumns + `, r.distance
-	FROM reached r JOIN items i ON i.id = r.id
-	WHERE 1`
-
 // Generate returns the items within q.MaxHops links of q.Anchors (default
 // h4r.DefaultMaxHops), each once with its smallest distance; anchors
 // that exist come back at distance 0. Links are followed both ways unless
-// q.Directed. Hits are ordered by distance, then id.
+// q.Directed, and only links of q.LinkTypes when it is not empty. A walk
+// passes only through items that exist: a link to an item not yet
+// ingested, or deleted, leads nowhere. Filters (and q.Targets) apply to
+// what is returned, not to the walk, so a path through a filtered-out item
+// still counts. Hits are ordered by distance, then id.
 func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
-	limit, err := h4r.HitLimit(q.Limit, defaultGraphLimit)
-	if err != nil {
-		return nil, err
-	}
-	maxHops, err := h4r.HopLimit(q.MaxHops, 0)
+	limit, maxHops, err := h4r.HopBounds(q, defaultGraphLimit, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -61,31 +36,92 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
-	anchors, err := json.Marshal(q.Anchors)
-	if err != nil {
-		return nil, fmt.Errorf("encoding anchors: %w", err)
+	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
+	if where == "" {
+		w.enough = limit
 	}
-	query := hopsSQL + where + ` ORDER BY r.distance, i.id LIMIT ?`
-	args := append(append([]any{string(anchors), maxHops, maxHops, q.Directed}, filterArgs...), limit)
-
 	var hits []h4r.Hit
 	err = g.s.readTx(ctx, func(tx *sql.Tx) error {
-		var distances []*int
-		items, err := queryItems(ctx, tx, query, args, func() []any {
-			distances = append(distances, new(int))
-			return []any{distances[len(distances)-1]}
-		})
+		gen, err := g.s.ensureGraph(ctx, tx)
 		if err != nil {
 			return err
 		}
-		hits = make([]h4r.Hit, len(items))
-		for i, it := range items {
-			hits[i] = h4r.Hit{Item: it, Distance: *distances[i]}
+		picked, err := firstPassing(ctx, tx, g.s.adj.walk(w), limit, where, filterArgs)
+		if err != nil {
+			return err
 		}
-		return nil
+		hits, err = g.hydrate(ctx, tx, gen, picked)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("walking links from %d anchors: %w", len(q.Anchors), err)
+	}
+	return hits, nil
+}
+
+// firstPassing returns the first limit of reached that pass the filter
+// conditions where, checking growing runs of them, so that a filter most
+// items pass costs one lookup.
+func firstPassing(ctx context.Context, tx *sql.Tx, reached []reach, limit int, where string, args []any) ([]reach, error) {
+	if where == "" {
+		return reached[:min(limit, len(reached))], nil
+	}
+	var kept []reach
+	for start := 0; start < len(reached) && len(kept) < limit; {
+		end := min(len(reached), start+max((limit-len(kept))*filterGrowth, 64))
+		ids := make([]string, 0, end-start)
+		for _, r := range reached[start:end] {
+			ids = append(ids, r.id)
+		}
+		pass, err := passingIDs(ctx, tx, ids, where, args)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range reached[start:end] {
+			if pass[r.id] && len(kept) < limit {
+				kept = append(kept, r)
+			}
+		}
+		start = end
+	}
+	return kept, nil
+}
+
+// hydrate reads the items reached as of tx's snapshot (of graph generation
+// gen), keeping their order. An item deleted since the walk is left out.
+// Their links come from memory when it holds that generation still: on a
+// dense graph reading them is most of the cost (a hundred CISI abstracts
+// hold some 5,000 links).
+func (g graph) hydrate(ctx context.Context, tx *sql.Tx, gen int64, reached []reach) ([]h4r.Hit, error) {
+	if len(reached) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(reached))
+	for i, r := range reached {
+		ids[i] = r.id
+	}
+	list, err := jsonList(ids)
+	if err != nil {
+		return nil, err
+	}
+	items, err := queryItemRows(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{list}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !g.s.adj.fillLinks(gen, items) {
+		if err := loadLinks(ctx, tx, items); err != nil {
+			return nil, err
+		}
+	}
+	byID := make(map[string]*h4r.Item, len(items))
+	for _, it := range items {
+		byID[it.ID] = it
+	}
+	hits := make([]h4r.Hit, 0, len(reached))
+	for _, r := range reached {
+		if it := byID[r.id]; it != nil {
+			hits = append(hits, h4r.Hit{Item: it, Distance: r.distance})
+		}
 	}
 	return hits, nil
 }

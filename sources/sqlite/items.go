@@ -245,7 +245,19 @@ const itemColumns = `i.id, i.kind, i.text, i.content, i.metadata, i.updated_at, 
 // queryItems runs query, whose first columns are itemColumns, and returns
 // the items with their links. When the query selects more columns, extra
 // returns the destinations to scan them into for the row being read.
-func queryItems(ctx context.Context, tx *sql.Tx, query string, args []any, extra func() []any) (items []*h4r.Item, err error) {
+func queryItems(ctx context.Context, tx *sql.Tx, query string, args []any, extra func() []any) ([]*h4r.Item, error) {
+	items, err := queryItemRows(ctx, tx, query, args, extra)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadLinks(ctx, tx, items); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// queryItemRows is queryItems without the links.
+func queryItemRows(ctx context.Context, tx *sql.Tx, query string, args []any, extra func() []any) (items []*h4r.Item, err error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("querying items: %w", err)
@@ -291,9 +303,6 @@ func queryItems(ctx context.Context, tx *sql.Tx, query string, args []any, extra
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading item rows: %w", err)
-	}
-	if err := loadLinks(ctx, tx, items); err != nil {
-		return nil, err
 	}
 	return items, nil
 }

@@ -48,6 +48,7 @@ type Store struct {
 	log     *slog.Logger
 	access  *access.Tracker
 	vectors vectorIndex // item vectors for exact search (vectors.go)
+	adj     adjacency   // the link graph, for hops (adjacency.go)
 
 	closeOnce sync.Once
 	closeErr  error

@@ -183,10 +183,13 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(*s
 		ids[i] = items[i].item.ID
 	}
 	v := &s.vectors
-	v.writeMu.Lock()
+	v.writeMu.Lock() // orders the link graph's updates too
 	defer v.writeMu.Unlock()
-	var before, after int64
+	var before, after, graphBefore, graphAfter int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) (err error) {
+		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
+			return err
+		}
 		if err := write(tx); err != nil {
 			return err
 		}
@@ -200,12 +203,16 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(*s
 		} else if err := putVectors(ctx, tx, e.Model(), ids, vecs); err != nil {
 			return err
 		}
-		after, err = readGeneration(ctx, tx)
+		if after, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		graphAfter, err = readGraphGeneration(ctx, tx)
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) { a.putItems(items) })
 	v.applied(before, after, func(v *vectorIndex) {
 		for i, id := range ids {
 			if vecs != nil && v.accepts(e.Model(), vecs[i]) {
@@ -222,23 +229,30 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(*s
 // removes the vector from memory.
 func (s *Store) deleteTx(ctx context.Context, id string, del func(*sql.Tx) error) error {
 	v := &s.vectors
-	v.writeMu.Lock()
+	v.writeMu.Lock() // orders the link graph's updates too
 	defer v.writeMu.Unlock()
-	var before, after int64
+	var before, after, graphBefore, graphAfter int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) (err error) {
 		if before, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
 			return err
 		}
 		if err := del(tx); err != nil {
 			return err
 		}
-		after, err = readGeneration(ctx, tx)
+		if after, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		graphAfter, err = readGraphGeneration(ctx, tx)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	v.applied(before, after, func(v *vectorIndex) { v.remove(id) })
+	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) { a.removeItem(id) })
 	return nil
 }
 

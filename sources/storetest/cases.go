@@ -8,18 +8,26 @@ type Edge struct {
 	From, To string
 }
 
+// TypedEdge is a link From → To of a type other than caused_by.
+type TypedEdge struct {
+	From, To, Type string
+}
+
 // HopCase is a graph, a walk over it and the distances it must find.
 type HopCase struct {
-	Name     string
-	Nodes    []string          // the items ingested; each has text "node <id>"
-	Kinds    map[string]string // item kind by id; "event" when absent
-	Edges    []Edge            // ingested as caused_by links
-	Anchors  []string
-	MaxHops  int // 0: h4r.DefaultMaxHops (3)
-	Directed bool
-	Filters  h4r.Filters
-	Limit    int
-	Want     map[string]int // every item reached, with its minimum distance
+	Name       string
+	Nodes      []string          // the items ingested; each has text "node <id>"
+	Kinds      map[string]string // item kind by id; "event" when absent
+	Edges      []Edge            // ingested as caused_by links
+	TypedEdges []TypedEdge       // ingested after Edges, with their types
+	Anchors    []string
+	MaxHops    int // 0: h4r.DefaultMaxHops (3)
+	Directed   bool
+	LinkTypes  []string // h4r.CandidateQuery.LinkTypes
+	Targets    []string // h4r.CandidateQuery.Targets
+	Filters    h4r.Filters
+	Limit      int
+	Want       map[string]int // every item reached, with its minimum distance
 }
 
 // HopCases returns the graphs every hop generator must walk correctly. A
@@ -30,7 +38,7 @@ func HopCases() []HopCase {
 	diamond := []Edge{{"a", "b"}, {"a", "c"}, {"b", "d"}, {"c", "d"}, {"d", "e"}}
 	ring := []string{"n0", "n1", "n2", "n3", "n4", "n5"}
 	ringEdges := []Edge{{"n0", "n1"}, {"n1", "n2"}, {"n2", "n3"}, {"n3", "n4"}, {"n4", "n5"}, {"n5", "n0"}}
-	return []HopCase{
+	cases := []HopCase{
 		{Name: "chain from the head stops at the default 3 hops", Nodes: chain, Edges: chainEdges,
 			Anchors: []string{"a"}, Want: map[string]int{"a": 0, "b": 1, "c": 2, "d": 3}},
 		{Name: "chain from the middle goes both ways", Nodes: chain, Edges: chainEdges,
@@ -87,6 +95,57 @@ func HopCases() []HopCase {
 		{Name: "limit keeps the nearest, then by id", Nodes: []string{"a", "b", "c", "d", "e"},
 			Edges:   []Edge{{"a", "d"}, {"a", "c"}, {"a", "b"}, {"d", "e"}},
 			Anchors: []string{"a"}, Limit: 3, Want: map[string]int{"a": 0, "b": 1, "c": 1}},
+	}
+	return append(cases, targetCases()...)
+}
+
+// targetCases walk with h4r.CandidateQuery.Targets and LinkTypes.
+func targetCases() []HopCase {
+	chain := []string{"a", "b", "c", "d", "e"}
+	chainEdges := []Edge{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"d", "e"}}
+	// star: a holds links to six items, the last of which links on to z.
+	star := []string{"a", "b1", "b2", "b3", "b4", "b5", "b6", "z"}
+	starEdges := []Edge{{"a", "b1"}, {"a", "b2"}, {"a", "b3"}, {"a", "b4"}, {"a", "b5"}, {"a", "b6"}, {"b6", "z"}}
+	// typed: a caused_by b, a fixes c, c caused_by d, a fixes d.
+	typed := []string{"a", "b", "c", "d"}
+	typedEdges := []Edge{{"a", "b"}, {"c", "d"}}
+	fixes := []TypedEdge{{"a", "c", "fixes"}, {"a", "d", "fixes"}}
+	return []HopCase{
+		{Name: "targets keep only the items asked for", Nodes: chain, Edges: chainEdges,
+			Anchors: []string{"c"}, Targets: []string{"a", "d", "e"}, Want: map[string]int{"a": 2, "d": 1, "e": 2}},
+		{Name: "target that is an anchor is at 0", Nodes: chain, Edges: chainEdges,
+			Anchors: []string{"a"}, Targets: []string{"c", "a"}, Want: map[string]int{"a": 0, "c": 2}},
+		{Name: "target beyond max hops is left out", Nodes: chain, Edges: chainEdges,
+			Anchors: []string{"a"}, MaxHops: 2, Targets: []string{"b", "e"}, Want: map[string]int{"b": 1}},
+		{Name: "target that is no item is left out", Nodes: chain, Edges: append(chainEdges, Edge{"a", "ghost"}),
+			Anchors: []string{"a"}, Targets: []string{"ghost", "b"}, Want: map[string]int{"b": 1}},
+		{Name: "target listed twice comes once", Nodes: chain, Edges: chainEdges,
+			Anchors: []string{"a"}, Targets: []string{"c", "c"}, Want: map[string]int{"c": 2}},
+		{Name: "target directed against the arrows is not reached", Nodes: chain, Edges: chainEdges,
+			Anchors: []string{"c"}, Directed: true, Targets: []string{"a", "e"}, Want: map[string]int{"e": 2}},
+		{Name: "target behind more nearer items than the limit", Nodes: star, Edges: starEdges,
+			Anchors: []string{"a"}, Targets: []string{"z"}, Want: map[string]int{"z": 2}},
+		{Name: "targets with a limit keep the nearest", Nodes: star, Edges: starEdges,
+			Anchors: []string{"a"}, Targets: []string{"z", "b2", "b1"}, Limit: 2, Want: map[string]int{"b1": 1, "b2": 1}},
+		{Name: "targets no item reaches", Nodes: []string{"a", "b", "x"}, Edges: []Edge{{"a", "b"}},
+			Anchors: []string{"a"}, Targets: []string{"x"}, Want: map[string]int{}},
+		{Name: "target filtered out, the path through it counts",
+			Nodes: []string{"a", "b", "c"}, Kinds: map[string]string{"b": "fix"}, Edges: []Edge{{"a", "b"}, {"b", "c"}},
+			Anchors: []string{"a"}, Targets: []string{"b", "c"}, Filters: h4r.Filters{Kinds: []string{"event"}}, Want: map[string]int{"c": 2}},
+		{Name: "link types follow only the types named", Nodes: typed, Edges: typedEdges, TypedEdges: fixes,
+			Anchors: []string{"a"}, LinkTypes: []string{"caused_by"}, Want: map[string]int{"a": 0, "b": 1}},
+		{Name: "link types against the arrows", Nodes: typed, Edges: typedEdges, TypedEdges: fixes,
+			Anchors: []string{"d"}, LinkTypes: []string{"caused_by"}, Want: map[string]int{"c": 1, "d": 0}},
+		{Name: "link types give the distance over allowed links", Nodes: typed, Edges: typedEdges, TypedEdges: fixes,
+			Anchors: []string{"a"}, LinkTypes: []string{"fixes"}, Want: map[string]int{"a": 0, "c": 1, "d": 1}},
+		{Name: "several link types", Nodes: typed, Edges: typedEdges, TypedEdges: fixes,
+			Anchors: []string{"b"}, LinkTypes: []string{"fixes", "caused_by"}, Want: map[string]int{"a": 1, "b": 0, "c": 2, "d": 2}},
+		{Name: "unknown link type follows nothing", Nodes: typed, Edges: typedEdges, TypedEdges: fixes,
+			Anchors: []string{"a"}, LinkTypes: []string{"no_such_type"}, Want: map[string]int{"a": 0}},
+		{Name: "link types directed", Nodes: typed, Edges: typedEdges, TypedEdges: fixes,
+			Anchors: []string{"c"}, Directed: true, LinkTypes: []string{"fixes", "caused_by"}, Want: map[string]int{"c": 0, "d": 1}},
+		{Name: "link types with targets", Nodes: typed, Edges: typedEdges, TypedEdges: fixes,
+			Anchors: []string{"b"}, LinkTypes: []string{"caused_by"}, Targets: []string{"a", "d"}, Want: map[string]int{"a": 1}},
 	}
 }
 

@@ -20,9 +20,17 @@ func TestHopCasesAreWellFormed(t *testing.T) {
 					t.Errorf("edge %s→%s starts at an item not in Nodes: links are held by their source", e.From, e.To)
 				}
 			}
+			for _, e := range c.TypedEdges {
+				if !slices.Contains(c.Nodes, e.From) || e.Type == "" {
+					t.Errorf("typed edge %s→%s (%q) starts at an item not in Nodes, or has no type", e.From, e.To, e.Type)
+				}
+			}
 			for id, d := range c.Want {
 				if !slices.Contains(c.Nodes, id) {
 					t.Errorf("want %s, which is not an item", id)
+				}
+				if len(c.Targets) > 0 && !slices.Contains(c.Targets, id) {
+					t.Errorf("want %s, which is not a target", id)
 				}
 				if d < 0 || (c.MaxHops > 0 && d > c.MaxHops) || (c.MaxHops == 0 && d > 3) {
 					t.Errorf("want %s at distance %d, outside the hop bound", id, d)
@@ -45,8 +53,8 @@ func TestHopCasesAreWellFormed(t *testing.T) {
 					t.Errorf("item %s is invalid: %v", it.ID, err)
 				}
 			}
-			if links != len(c.Edges) {
-				t.Errorf("Items() made %d links for %d edges", links, len(c.Edges))
+			if links != len(c.Edges)+len(c.TypedEdges) {
+				t.Errorf("Items() made %d links for %d edges", links, len(c.Edges)+len(c.TypedEdges))
 			}
 		})
 	}

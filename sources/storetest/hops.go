@@ -24,6 +24,11 @@ func (c HopCase) Items() []h4r.Item {
 				it.Links = append(it.Links, h4r.Link{Type: "caused_by", Target: e.To, Strength: 1})
 			}
 		}
+		for _, e := range c.TypedEdges {
+			if e.From == id {
+				it.Links = append(it.Links, h4r.Link{Type: e.Type, Target: e.To, Strength: 1})
+			}
+		}
 		items = append(items, it)
 	}
 	return items
@@ -31,7 +36,8 @@ func (c HopCase) Items() []h4r.Item {
 
 // Query returns the graph query of a hop case.
 func (c HopCase) Query() h4r.CandidateQuery {
-	return h4r.CandidateQuery{Anchors: c.Anchors, MaxHops: c.MaxHops, Directed: c.Directed, Filters: c.Filters, Limit: c.Limit}
+	return h4r.CandidateQuery{Anchors: c.Anchors, MaxHops: c.MaxHops, Directed: c.Directed, Filters: c.Filters, Limit: c.Limit,
+		LinkTypes: c.LinkTypes, Targets: c.Targets}
 }
 
 func (s *suite) testHops(t *testing.T) {

@@ -443,7 +443,8 @@ func clearBatch(g *graphData, p map[string]any) (Result, error) {
 	return Result{Keys: []string{"deleted"}, Rows: [][]any{{deleted}}}, nil
 }
 
-// hops answers cypher.Hops(k, directed). The minimum length over the
+// hops answers cypher.Hops(k, directed), $targets keeping rows, not
+// paths. The minimum length over the
 // bounded paths (trails, in Cypher) whose nodes are all present and whose
 // relationships all have an allowed type is the breadth-first distance
 // under the same restrictions, because a shortest walk never repeats a
@@ -470,6 +471,24 @@ func hops(g *graphData, p map[string]any, k int, directed bool) (Result, error) 
 		}
 	default:
 		return Result{}, typeError("$types must be a list or null, got %T", v)
+	}
+	var targets map[string]bool
+	switch v := p["targets"].(type) {
+	case nil:
+		if _, ok := p["targets"]; !ok {
+			return Result{}, &Failure{Code: "Neo.ClientError.Statement.ParameterMissing", Message: "Expected parameter(s): targets"}
+		}
+	case []any:
+		targets = map[string]bool{}
+		for _, t := range v {
+			s, err := stringOf(t, "a target")
+			if err != nil {
+				return Result{}, err
+			}
+			targets[s] = true
+		}
+	default:
+		return Result{}, typeError("$targets must be a list or null, got %T", v)
 	}
 	limit, ok := p["limit"].(int64)
 	if !ok || limit < 0 {
@@ -520,7 +539,9 @@ func hops(g *graphData, p map[string]any, k int, directed bool) (Result, error) 
 	}
 	rows := make([][]any, 0, len(dist))
 	for id, d := range dist {
-		rows = append(rows, []any{id, d})
+		if targets == nil || targets[id] {
+			rows = append(rows, []any{id, d})
+		}
 	}
 	slices.SortFunc(rows, func(a, b []any) int {
 		if c := cmp.Compare(a[1].(int64), b[1].(int64)); c != 0 {

@@ -16,6 +16,12 @@ CREATE TABLE deleted_versions (
     version INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 
+-- table graph_generation
+CREATE TABLE graph_generation (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    generation INTEGER NOT NULL
+) STRICT;
+
 -- table item_tags
 CREATE TABLE item_tags (
     item_id TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
@@ -91,5 +97,35 @@ END;
 -- trigger item_vectors_update
 CREATE TRIGGER item_vectors_update AFTER UPDATE ON item_vectors BEGIN
     UPDATE vector_generation SET generation = generation + 1;
+END;
+
+-- trigger items_graph_delete
+CREATE TRIGGER items_graph_delete AFTER DELETE ON items BEGIN
+    UPDATE graph_generation SET generation = generation + 1;
+END;
+
+-- trigger items_graph_insert
+CREATE TRIGGER items_graph_insert AFTER INSERT ON items BEGIN
+    UPDATE graph_generation SET generation = generation + 1;
+END;
+
+-- trigger items_graph_rename
+CREATE TRIGGER items_graph_rename AFTER UPDATE OF id ON items BEGIN
+    UPDATE graph_generation SET generation = generation + 1;
+END;
+
+-- trigger links_graph_delete
+CREATE TRIGGER links_graph_delete AFTER DELETE ON links BEGIN
+    UPDATE graph_generation SET generation = generation + 1;
+END;
+
+-- trigger links_graph_insert
+CREATE TRIGGER links_graph_insert AFTER INSERT ON links BEGIN
+    UPDATE graph_generation SET generation = generation + 1;
+END;
+
+-- trigger links_graph_update
+CREATE TRIGGER links_graph_update AFTER UPDATE ON links BEGIN
+    UPDATE graph_generation SET generation = generation + 1;
 END;
 

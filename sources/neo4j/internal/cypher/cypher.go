@@ -66,9 +66,10 @@ const MaxHops = 64
 
 // Hops returns the hop query for a depth bound and a direction. It takes
 // $anchors (item ids), $types (relationship types to follow, or null for
-// all) and $limit, and returns one row (id, distance) per reached node,
-// nearest first, then by id. A path walks only through nodes the store
-// holds; anchors come back at distance 0. The pattern is the plain bounded
+// all), $targets (the only nodes to return, or null for all) and $limit,
+// and returns one row (id, distance) per reached node, nearest first, then
+// by id. A path walks only through nodes the store holds; anchors come
+// back at distance 0. The pattern is the plain bounded
 // variable-length one with min(length(p)) so that Neo4j can plan it as a
 // breadth-first, pruning expansion rather than enumerating every path.
 func Hops(maxHops int, directed bool) string {
@@ -83,7 +84,8 @@ func Hops(maxHops int, directed bool) string {
 MATCH (a:Item {id: anchor})
 WHERE a.present
 MATCH p = (a)-[*0..%d]-%s(n:Item)
-WHERE all(x IN nodes(p) WHERE x.present)
+WHERE ($targets IS NULL OR n.id IN $targets)
+  AND all(x IN nodes(p) WHERE x.present)
   AND ($types IS NULL OR all(r IN relationships(p) WHERE type(r) IN $types))
 RETURN n.id AS id, min(length(p)) AS distance
 ORDER BY distance, id

@@ -1,0 +1,41 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+)
+
+// graphWarmer is a store that keeps its link graph in memory for hops
+// (sources/sqlite.Store).
+type graphWarmer interface {
+	WarmGraph(ctx context.Context) error
+}
+
+// warmGraph loads the store's link graph into memory in the background,
+// when it keeps one, so that the first hop queries do not wait for it;
+// Close waits for it to stop. Hops that arrive before it is done wait
+// (under their generator deadline) rather than load a second copy.
+func warmGraph(a *App, store Store, log *slog.Logger) {
+	gw, ok := store.(graphWarmer)
+	for !ok { // under the mirrors' wrappers
+		u, wrapped := store.(interface{ Unwrap() Store })
+		if !wrapped {
+			return
+		}
+		store = u.Unwrap()
+		gw, ok = store.(graphWarmer)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gw.WarmGraph(ctx); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "loading the link graph failed; the first hop query will retry", "error", err)
+		}
+	}()
+	a.closers = append(a.closers, func() error {
+		cancel()
+		<-done
+		return nil
+	})
+}

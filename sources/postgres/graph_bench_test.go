@@ -1,0 +1,89 @@
+package postgres_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/bench"
+	"github.com/h4r/h4r/sources/postgres"
+	"github.com/h4r/h4r/sources/storetest"
+)
+
+// cisiDir returns the shared CISI collection (1,460 abstracts whose xrefs
+// are citation links): ../shared/datasets/cisi from the module root, or
+// $H4R_DATASETS/cisi.
+func cisiDir() string {
+	if root := os.Getenv("H4R_DATASETS"); root != "" {
+		return filepath.Join(root, "cisi")
+	}
+	return filepath.Join(sharedDatasets, "cisi")
+}
+
+// graphImpls are the hop generators measured: the recursive query hops
+// used to be answered with, the one-statement levels walk, and the
+// frontier walk the store answers with.
+func graphImpls(s *postgres.Store) map[string]h4r.Generator {
+	return map[string]h4r.Generator{"impl=cte": postgres.CTEGraph(s), "impl=levels": postgres.LevelsGraph(s), "impl=frontier": s.Graph()}
+}
+
+// BenchmarkGraphCISI measures the graph stage on CISI as the engine runs
+// it: for each of the 76 test queries, anchors are the top 3 of its 100
+// full-text hits, and the walk goes 2 hops, at most 100 hits. "targets"
+// asks, 3 hops deep, for the distances of the 100 text hits
+// (Query.Targets), of the frontier walk only (TestWalkEqualsCTE checks it
+// against the others). One iteration is a pass over every query; p50-ms
+// and p95-ms are per query.
+//
+//	H4R_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//	  go test ./sources/postgres -run '^$' -bench GraphCISI -count 6 | tee cisi.txt
+//	benchstat -col /impl cisi.txt
+func BenchmarkGraphCISI(b *testing.B) {
+	ds, err := bench.LoadBEIR(cisiDir(), "test")
+	if err != nil {
+		b.Skipf("CISI is not at %s (set H4R_DATASETS): %v", cisiDir(), err)
+	}
+	dsn, fresh := benchSchema(b, "h4r_bench_graph_cisi")
+	s := postgres.OpenAt(b, dsn)
+	if fresh {
+		loadItems(b, s.Upsert, ds.Items(), 500)
+		vacuum(b, rawPool(b, dsn))
+	}
+	texts := make([]string, len(ds.Queries))
+	for i, q := range ds.Queries {
+		texts[i] = q.Text
+	}
+	anchors, hits, err := storetest.TextAnchors(b.Context(), s.FullText(), texts, 100, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hops, targets := make([]h4r.CandidateQuery, len(texts)), make([]h4r.CandidateQuery, len(texts))
+	for i := range texts {
+		hops[i] = h4r.CandidateQuery{Anchors: anchors[i], MaxHops: 2, Limit: 100}
+		targets[i] = h4r.CandidateQuery{Anchors: anchors[i], MaxHops: 3, Targets: hits[i]}
+	}
+	b.Run("hops=2", func(b *testing.B) { storetest.BenchHops(b, graphImpls(s), hops) })
+	b.Run("targets", func(b *testing.B) {
+		storetest.BenchHops(b, map[string]h4r.Generator{"impl=frontier": s.Graph()}, targets)
+	})
+}
+
+// BenchmarkGraph100k measures 2-hop walks from 3 random anchors, at most
+// 100 hits, over 100,000 items holding 5 random links each. With
+// H4R_BENCH_KEEP=1 the schema is kept and reused, so that -count 6 loads
+// it once.
+func BenchmarkGraph100k(b *testing.B) {
+	const n = 100_000
+	dsn, _ := benchSchema(b, "h4r_bench_graph100k")
+	s := postgres.OpenAt(b, dsn)
+	if c, err := s.Count(b.Context()); err != nil || c != n {
+		loadItems(b, s.Upsert, storetest.LinkedItems(n, 5, 1), 500)
+		vacuum(b, rawPool(b, dsn))
+	}
+	var queries []h4r.CandidateQuery
+	for _, a := range storetest.RandomAnchors(n, 76, 3, 2) {
+		queries = append(queries, h4r.CandidateQuery{Anchors: a, MaxHops: 2, Limit: 100})
+	}
+	storetest.BenchHops(b, graphImpls(s), queries)
+}

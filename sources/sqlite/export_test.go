@@ -1,0 +1,8 @@
+package sqlite
+
+import "github.com/h4r/h4r"
+
+// CTEGraph is the graph generator as it was (graph_reference_test.go), for
+// benchmarks in the external test package (they import bench, which
+// imports this package).
+func CTEGraph(s *Store) h4r.Generator { return cteGraph{s} }
