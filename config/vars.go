@@ -56,6 +56,8 @@ func table() []variable {
 			func(c *Config) *float64 { return &c.RecencyDecayLambda }, 0, math.Inf(1)),
 		oneOf("H4R_ACCESS_COUNTING", "use", "What raises an item's accessCount, the frequency signal: use (an explicit read of the item by id, or feedback that marks it useful) or delivery (every pack that delivers it; this makes frequency a popularity loop: items that matched earlier queries win later ones).",
 			func(c *Config) *string { return &c.AccessCounting }, "use", "delivery"),
+		text("H4R_STOP_WORDS", "english", "Words full-text queries leave out (the index keeps them): english (Snowball's 127-word list, the one Postgres's english configuration drops), none, or the path of a file of words separated by spaces or lines (# starts a comment line). On Postgres the english words are dropped at indexing whatever this says.",
+			func(c *Config) *string { return &c.StopWords }, checkStopWords),
 		whole("H4R_MAX_HOPS", "3", "Most causal hops followed from the anchors when a request does not say.",
 			func(c *Config) *int { return &c.MaxHops }, 1, h4r.MaxHopsLimit),
 
@@ -330,6 +332,13 @@ func checkAddr(s string) string {
 		}
 	}
 	return fmt.Sprintf("want host:port such as 127.0.0.1:8080 or :8080, got %q", s)
+}
+
+func checkStopWords(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "want english, none or the path of a stop word file, got an empty value"
+	}
+	return ""
 }
 
 func checkNotEmpty(s string) string {
