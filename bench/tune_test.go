@@ -214,7 +214,8 @@ func TestFitIsDeterministic(t *testing.T) {
 
 // floorSet is a public-like dataset (constant metadata: trust 0.5 for all)
 // where causality points the wrong way on one query of four, and a
-// synthetic-like one where causality decides and trust varies.
+// synthetic-like one where causality decides and trust varies. Ties go to
+// the wrong item (ids break them), so weights that ignore relevance lose.
 func floorSet() []*TuneQuery {
 	var qs []*TuneQuery
 	for i := range 4 {
@@ -224,15 +225,15 @@ func floorSet() []*TuneQuery {
 		if i == 0 {
 			wrong[h4r.Causality] = 1
 		}
-		qs = append(qs, &TuneQuery{Dataset: "public", ID: fmt.Sprintf("p%d", i), Judged: Judgments{"right": 1},
-			Cands: []TuneCandidate{{ID: "right", Signals: right}, {ID: "wrong", Signals: wrong}}})
+		qs = append(qs, &TuneQuery{Dataset: "public", ID: fmt.Sprintf("p%d", i), Judged: Judgments{"z-right": 1},
+			Cands: []TuneCandidate{{ID: "z-right", Signals: right}, {ID: "a-wrong", Signals: wrong}}})
 	}
 	for i := range 12 {
 		var right, wrong h4r.Signals
 		right[h4r.Relevance], right[h4r.Causality], right[h4r.Trust] = 0.5, 1, float64(i%3)/3
 		wrong[h4r.Relevance], wrong[h4r.Trust] = 0.9, float64(i%3)/3
-		qs = append(qs, &TuneQuery{Dataset: "synthetic", ID: fmt.Sprintf("s%d", i), Judged: Judgments{"right": 1},
-			Cands: []TuneCandidate{{ID: "right", Signals: right}, {ID: "wrong", Signals: wrong}}})
+		qs = append(qs, &TuneQuery{Dataset: "synthetic", ID: fmt.Sprintf("s%d", i), Judged: Judgments{"z-right": 1},
+			Cands: []TuneCandidate{{ID: "z-right", Signals: right}, {ID: "a-wrong", Signals: wrong}}})
 	}
 	return qs
 }
