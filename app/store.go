@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/sources/postgres"
 	"github.com/h4r/h4r/sources/sqlite"
@@ -14,8 +15,12 @@ import (
 // DATABASE_URL is set (its migrations applied at start), else the
 // embedded SQLite file.
 func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, o options) (Store, error) {
+	stop, err := analysis.StopList(cfg.StopWords)
+	if err != nil {
+		return nil, fmt.Errorf("loading the stop words (H4R_STOP_WORDS): %w", err)
+	}
 	if cfg.DatabaseURL != "" {
-		store, err := postgres.Open(ctx, cfg.DatabaseURL,
+		store, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithStopWords(stop),
 			postgres.WithTokenCounter(counter), postgres.WithLogger(o.log), postgres.WithClock(o.now))
 		if err != nil {
 			return nil, fmt.Errorf("opening the Postgres store (DATABASE_URL): %w", err)
@@ -23,7 +28,7 @@ func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, 
 		return store, nil
 	}
 	path := cfg.SQLitePath()
-	store, err := sqlite.Open(ctx, path, sqlite.WithTokenCounter(counter), sqlite.WithLogger(o.log), sqlite.WithClock(o.now))
+	store, err := sqlite.Open(ctx, path, sqlite.WithStopWords(stop), sqlite.WithTokenCounter(counter), sqlite.WithLogger(o.log), sqlite.WithClock(o.now))
 	if err != nil {
 		return nil, fmt.Errorf("opening the embedded store %s: %w", path, err)
 	}

@@ -204,6 +204,7 @@ func categories(qs []*TuneQuery, dataset string, heldOut []Params) []CategoryCom
 
 // sweep moves one parameter at a time over its grid around p.
 func sweep(qs []*TuneQuery, p Params, t *Tuner) []SweepPoint {
+	// nil floors: the sweep shows the plain objective, nDCG@10.
 	var pts []SweepPoint
 	for s := h4r.Signal(0); s < h4r.NumSignals; s++ {
 		var cands []Params
@@ -214,7 +215,7 @@ func sweep(qs []*TuneQuery, p Params, t *Tuner) []SweepPoint {
 				cands = append(cands, q)
 			}
 		}
-		for i, sc := range t.scoreAll(qs, cands) {
+		for i, sc := range t.scoreAll(qs, nil, cands) {
 			pts = append(pts, SweepPoint{Param: s.String(), Value: cands[i].Weights[s], Objective: sc})
 		}
 	}
@@ -224,7 +225,7 @@ func sweep(qs []*TuneQuery, p Params, t *Tuner) []SweepPoint {
 		q.Lambda = v
 		cands = append(cands, q)
 	}
-	for i, sc := range t.scoreAll(qs, cands) {
+	for i, sc := range t.scoreAll(qs, nil, cands) {
 		pts = append(pts, SweepPoint{Param: "lambda", Value: cands[i].Lambda, Objective: sc})
 	}
 	return pts

@@ -202,11 +202,25 @@ func MeanMetrics(qs []*TuneQuery, p Params) (Metrics, map[string]Metrics) {
 	return macro, sums
 }
 
-// objective is the tuner's target: macro-averaged nDCG@10. Datasets are
+// objective is the tuner's measure: macro-averaged nDCG@10. Datasets are
 // summed in order of first appearance, never in map order: float addition
 // is not associative, and a last-bit difference can flip a near-tie of
 // the search and so change the weights it ends with.
 func objective(qs []*TuneQuery, p Params) float64 {
+	_, means := datasetNDCG(qs, p)
+	if len(means) == 0 {
+		return 0
+	}
+	var total float64
+	for _, m := range means {
+		total += m
+	}
+	return total / float64(len(means))
+}
+
+// datasetNDCG returns each dataset's mean nDCG@10 under p, datasets in
+// order of first appearance.
+func datasetNDCG(qs []*TuneQuery, p Params) ([]string, []float64) {
 	var names []string
 	var sums []float64
 	var counts []int
@@ -223,14 +237,87 @@ func objective(qs []*TuneQuery, p Params) float64 {
 		sums[i] += NDCG(p.Rank(q, 10), q.Judged, 10)
 		counts[i]++
 	}
-	if len(names) == 0 {
+	for i := range sums {
+		sums[i] /= float64(counts[i])
+	}
+	return names, sums
+}
+
+// FloorSlack is how much nDCG@10 the tuned weights may lose against
+// relevance-only on a dataset whose metadata is constant (the public
+// collections): there the other signals carry no information, so weights
+// that lose more are fitting the synthetic set at the real data's cost.
+const FloorSlack = 0.005
+
+// floorPenalty weighs a shortfall under a floor in the tuner's target: far
+// above any gain elsewhere, so that the search treats the floor as a
+// constraint yet can still climb out of a start that breaks it.
+const floorPenalty = 100
+
+// constantMetadata reports, for each dataset of qs, whether every
+// candidate of every query carries the same value of every signal but
+// relevance and causality (the signals computed per query) and the same
+// age: the case of the public collections, which have no dates, scores or
+// access counts.
+func constantMetadata(qs []*TuneQuery) map[string]bool {
+	type first struct {
+		s   h4r.Signals
+		age float64
+	}
+	firsts := map[string]first{}
+	out := map[string]bool{}
+	for _, q := range qs {
+		if _, ok := out[q.Dataset]; !ok {
+			out[q.Dataset] = true
+		}
+		for _, c := range q.Cands {
+			f, ok := firsts[q.Dataset]
+			if !ok {
+				firsts[q.Dataset] = first{c.Signals, c.AgeDays}
+				continue
+			}
+			if c.AgeDays != f.age {
+				out[q.Dataset] = false
+			}
+			for s := range h4r.NumSignals {
+				if sig := h4r.Signal(s); sig != h4r.Relevance && sig != h4r.Causality && c.Signals[sig] != f.s[sig] {
+					out[q.Dataset] = false
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Floors returns, for each dataset of qs whose metadata is constant, the
+// least mean nDCG@10 the tuner accepts: relevance-only's − FloorSlack.
+func Floors(qs []*TuneQuery) map[string]float64 {
+	constant := constantMetadata(qs)
+	names, means := datasetNDCG(qs, Params{Weights: RelevanceOnly(), Lambda: 0.1})
+	floors := map[string]float64{}
+	for i, name := range names {
+		if constant[name] {
+			floors[name] = means[i] - FloorSlack
+		}
+	}
+	return floors
+}
+
+// target is what coordinate ascent maximises: the objective, less
+// floorPenalty times each shortfall under a dataset's floor.
+func target(qs []*TuneQuery, p Params, floors map[string]float64) float64 {
+	names, means := datasetNDCG(qs, p)
+	if len(means) == 0 {
 		return 0
 	}
-	var total float64
-	for i := range names {
-		total += sums[i] / float64(counts[i])
+	var total, short float64
+	for i, m := range means {
+		total += m
+		if f, ok := floors[names[i]]; ok && m < f {
+			short += f - m
+		}
 	}
-	return total / float64(len(names))
+	return total/float64(len(means)) - floorPenalty*short
 }
 
 // Step is one accepted move of coordinate ascent.
@@ -312,9 +399,10 @@ func (t *Tuner) Fit(ctx context.Context, train []*TuneQuery) (Params, float64, [
 		best      Params
 		bestScore = math.Inf(-1)
 		path      []Step
+		floors    = Floors(train)
 	)
 	for r, start := range starts {
-		p, score, steps, err := t.climb(ctx, train, start, r, rng)
+		p, score, steps, err := t.climb(ctx, train, floors, start, r, rng)
 		if err != nil {
 			return best, bestScore, path, err
 		}
@@ -325,13 +413,13 @@ func (t *Tuner) Fit(ctx context.Context, train []*TuneQuery) (Params, float64, [
 	}
 	n, _ := best.Weights.Normalized()
 	best.Weights = roundWeights(n)
-	return best, objective(train, best), path, nil
+	return best, target(train, best, floors), path, nil
 }
 
 // climb runs coordinate ascent from start.
-func (t *Tuner) climb(ctx context.Context, train []*TuneQuery, start Params, restart int, rng *rand.Rand) (Params, float64, []Step, error) {
+func (t *Tuner) climb(ctx context.Context, train []*TuneQuery, floors map[string]float64, start Params, restart int, rng *rand.Rand) (Params, float64, []Step, error) {
 	cur := start
-	curScore := objective(train, cur)
+	curScore := target(train, cur, floors)
 	steps := []Step{{Restart: restart, Param: "start", Train: curScore}}
 	nParams := h4r.NumSignals
 	if len(t.LambdaGrid) > 0 {
@@ -359,7 +447,7 @@ func (t *Tuner) climb(ctx context.Context, train []*TuneQuery, start Params, res
 					cands = append(cands, p)
 				}
 			}
-			scores := t.scoreAll(train, cands)
+			scores := t.scoreAll(train, floors, cands)
 			bi := -1
 			for i, s := range scores {
 				if s > curScore+1e-9 && (bi < 0 || s > scores[bi]) {
@@ -383,14 +471,14 @@ func (t *Tuner) climb(ctx context.Context, train []*TuneQuery, start Params, res
 }
 
 // scoreAll evaluates candidates concurrently.
-func (t *Tuner) scoreAll(train []*TuneQuery, cands []Params) []float64 {
+func (t *Tuner) scoreAll(train []*TuneQuery, floors map[string]float64, cands []Params) []float64 {
 	out := make([]float64, len(cands))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range max(t.Workers, 1) {
 		wg.Go(func() {
 			for i := range next {
-				out[i] = objective(train, cands[i])
+				out[i] = target(train, cands[i], floors)
 			}
 		})
 	}

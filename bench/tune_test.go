@@ -211,3 +211,66 @@ func TestFitIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// floorSet is a public-like dataset (constant metadata: trust 0.5 for all)
+// where causality points the wrong way on one query of four, and a
+// synthetic-like one where causality decides and trust varies. Ties go to
+// the wrong item (ids break them), so weights that ignore relevance lose.
+func floorSet() []*TuneQuery {
+	var qs []*TuneQuery
+	for i := range 4 {
+		var right, wrong h4r.Signals
+		right[h4r.Relevance], right[h4r.Trust] = 0.9, 0.5
+		wrong[h4r.Relevance], wrong[h4r.Trust] = 0.8, 0.5
+		if i == 0 {
+			wrong[h4r.Causality] = 1
+		}
+		qs = append(qs, &TuneQuery{Dataset: "public", ID: fmt.Sprintf("p%d", i), Judged: Judgments{"z-right": 1},
+			Cands: []TuneCandidate{{ID: "z-right", Signals: right}, {ID: "a-wrong", Signals: wrong}}})
+	}
+	for i := range 12 {
+		var right, wrong h4r.Signals
+		right[h4r.Relevance], right[h4r.Causality], right[h4r.Trust] = 0.5, 1, float64(i%3)/3
+		wrong[h4r.Relevance], wrong[h4r.Trust] = 0.9, float64(i%3)/3
+		qs = append(qs, &TuneQuery{Dataset: "synthetic", ID: fmt.Sprintf("s%d", i), Judged: Judgments{"z-right": 1},
+			Cands: []TuneCandidate{{ID: "z-right", Signals: right}, {ID: "a-wrong", Signals: wrong}}})
+	}
+	return qs
+}
+
+func TestFloors(t *testing.T) {
+	floors := Floors(floorSet())
+	if len(floors) != 1 {
+		t.Fatalf("floors %v, want one for the public set only (the synthetic one's trust varies)", floors)
+	}
+	if f := floors["public"]; math.Abs(f-(1-FloorSlack)) > 1e-12 {
+		t.Errorf("public floor %v, want relevance-only's 1 − %v", f, FloorSlack)
+	}
+}
+
+// Causality wins the synthetic set (0.63 → 1) and loses the public one
+// (1 → 0.91): the macro average prefers it, the floor forbids it, and the
+// tuned weights keep the public set at relevance-only's figure.
+func TestTunerKeepsTheFloor(t *testing.T) {
+	qs := floorSet()
+	floors := Floors(qs)
+	breaking := Params{Weights: h4r.Weights{h4r.Relevance: 0.3, h4r.Causality: 0.7}}
+	if objective(qs, breaking) <= objective(qs, Params{Weights: RelevanceOnly()}) {
+		t.Fatalf("the set does not test the floor: relevance-only already has the best objective")
+	}
+	if got, plain := target(qs, breaking, floors), objective(qs, breaking); got >= plain {
+		t.Fatalf("target %v of weights breaking the floor is not under their objective %v", got, plain)
+	}
+	tu := NewTuner(WithSeed(1), WithRestarts(2), WithLambdaGrid(nil))
+	tu.Workers = 1
+	p, _, _, err := tu.Fit(context.Background(), qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, means := datasetNDCG(qs, p)
+	for i, name := range names {
+		if f, ok := floors[name]; ok && means[i] < f {
+			t.Errorf("tuned %+v: %s nDCG@10 %.3f under its floor %.3f", p, name, means[i], f)
+		}
+	}
+}

@@ -69,6 +69,7 @@ type Config struct {
 	EmbedCacheSize   int           // H4R_EMBED_CACHE_SIZE: query embeddings kept (LRU); 0 turns the cache off
 	Fusion           string        // H4R_FUSION: relative (min-max) or rrf
 	AccessCounting   string        // H4R_ACCESS_COUNTING: use or delivery
+	StopWords        string        // H4R_STOP_WORDS: english, none or a file of stop words
 	FusionVector     float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
 	QdrantAPIKey     string        // QDRANT_API_KEY
 	QdrantCollection string        // QDRANT_COLLECTION

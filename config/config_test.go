@@ -57,7 +57,7 @@ func TestDefault(t *testing.T) {
 	want := config.Config{
 		Addr:                  "127.0.0.1:8080",
 		DataDir:               "./data",
-		Weights:               h4r.Weights{0.240, 0.127, 0.101, 0.127, 0, 0.101, 0.152, 0.152},
+		Weights:               h4r.Weights{0.233, 0.098, 0.099, 0.124, 0.049, 0.099, 0.149, 0.149},
 		RecencyDecayLambda:    0.1,
 		MaxHops:               3,
 		MaxBytesDefault:       122880,
@@ -83,6 +83,7 @@ func TestDefault(t *testing.T) {
 		EmbedCacheSize:        10000,
 		Fusion:                "relative",
 		AccessCounting:        "use",
+		StopWords:             "english",
 		OPACompiledPredicates: 256,
 		FusionVector:          0.1,
 		QdrantCollection:      "h4r_items",
@@ -108,7 +109,8 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"H4R_ADDR", "H4R_DATA_DIR",
 		"H4R_WEIGHT_RELEVANCE", "H4R_WEIGHT_RECENCY", "H4R_WEIGHT_FREQUENCY", "H4R_WEIGHT_IMPORTANCE",
 		"H4R_WEIGHT_CAUSALITY", "H4R_WEIGHT_NOVELTY", "H4R_WEIGHT_TRUST", "H4R_WEIGHT_SENSITIVITY",
-		"H4R_WEIGHTS_FILE", "H4R_RECENCY_DECAY_LAMBDA", "H4R_ACCESS_COUNTING", "H4R_MAX_HOPS",
+		"H4R_WEIGHTS_FILE", "H4R_RECENCY_DECAY_LAMBDA", "H4R_ACCESS_COUNTING", "H4R_STOP_WORDS",
+		"H4R_MAX_HOPS",
 		"DATABASE_URL", "QDRANT_URL", "NEO4J_URL",
 		"SCS_MAX_BYTES_DEFAULT", "SCS_MAX_TOKENS_DEFAULT", "SCS_MAX_ITEMS_DEFAULT",
 		"SCS_POLICY_DIR", "SCS_OPA_URL", "SCS_OPA_FALLBACK_LOCAL", "SCS_OPA_COMPILED_PREDICATES", "SCS_OPA_CACHE_TTL_MS",
@@ -166,6 +168,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_RECENCY_DECAY_LAMBDA", "0.05", func(c *config.Config) { c.RecencyDecayLambda = 0.05 }},
 		{"H4R_MAX_HOPS", "5", func(c *config.Config) { c.MaxHops = 5 }},
 		{"H4R_ACCESS_COUNTING", "delivery", func(c *config.Config) { c.AccessCounting = "delivery" }},
+		{"H4R_STOP_WORDS", "none", func(c *config.Config) { c.StopWords = "none" }},
 		{"SCS_OPA_COMPILED_PREDICATES", "0", func(c *config.Config) { c.OPACompiledPredicates = 0 }},
 		{"DATABASE_URL", "postgres://h4r:secret@db:5432/h4r?sslmode=disable", func(c *config.Config) {
 			c.DatabaseURL = "postgres://h4r:secret@db:5432/h4r?sslmode=disable"

@@ -42,20 +42,22 @@ func table() []variable {
 		text("H4R_DATA_DIR", "./data", "Directory of the embedded store; the SQLite file is h4r.db in it.",
 			func(c *Config) *string { return &c.DataDir }, checkNotEmpty),
 
-		weight(h4r.Relevance, "0.240", "how well the item matches the query text"),
-		weight(h4r.Recency, "0.127", "exp(-lambda * age in days)"),
-		weight(h4r.Frequency, "0.101", "how often the item was accessed"),
-		weight(h4r.Importance, "0.127", "metadata.importance"),
-		weight(h4r.Causality, "0", "1/(1+hops) from the anchors"),
-		weight(h4r.Novelty, "0.101", "1 - metadata.novelty"),
-		weight(h4r.Trust, "0.152", "metadata.trust"),
-		weight(h4r.Sensitivity, "0.152", "1 - metadata.sensitivity"),
+		weight(h4r.Relevance, "0.233", "how well the item matches the query text"),
+		weight(h4r.Recency, "0.098", "exp(-lambda * age in days)"),
+		weight(h4r.Frequency, "0.099", "how often the item was accessed"),
+		weight(h4r.Importance, "0.124", "metadata.importance"),
+		weight(h4r.Causality, "0.049", "1/(1+hops) from the anchors"),
+		weight(h4r.Novelty, "0.099", "1 - metadata.novelty"),
+		weight(h4r.Trust, "0.149", "metadata.trust"),
+		weight(h4r.Sensitivity, "0.149", "1 - metadata.sensitivity"),
 		text("H4R_WEIGHTS_FILE", "", "JSON file of tuned weights and lambda written by h4r bench tune; when set, it replaces the H4R_WEIGHT_* values and H4R_RECENCY_DECAY_LAMBDA.",
 			func(c *Config) *string { return &c.WeightsFile }, nil),
 		number("H4R_RECENCY_DECAY_LAMBDA", "0.1", "Decay rate lambda of the recency signal, per day: an item 7 days old scores exp(-0.7) = 0.50 at 0.1.",
 			func(c *Config) *float64 { return &c.RecencyDecayLambda }, 0, math.Inf(1)),
 		oneOf("H4R_ACCESS_COUNTING", "use", "What raises an item's accessCount, the frequency signal: use (an explicit read of the item by id, or feedback that marks it useful) or delivery (every pack that delivers it; this makes frequency a popularity loop: items that matched earlier queries win later ones).",
 			func(c *Config) *string { return &c.AccessCounting }, "use", "delivery"),
+		text("H4R_STOP_WORDS", "english", "Words full-text queries leave out (the index keeps them): english (Snowball's 127-word list, the one Postgres's english configuration drops), none, or the path of a file of words separated by spaces or lines (# starts a comment line). On Postgres the english words are dropped at indexing whatever this says.",
+			func(c *Config) *string { return &c.StopWords }, checkStopWords),
 		whole("H4R_MAX_HOPS", "3", "Most causal hops followed from the anchors when a request does not say.",
 			func(c *Config) *int { return &c.MaxHops }, 1, h4r.MaxHopsLimit),
 
@@ -336,6 +338,13 @@ func checkAddr(s string) string {
 		}
 	}
 	return fmt.Sprintf("want host:port such as 127.0.0.1:8080 or :8080, got %q", s)
+}
+
+func checkStopWords(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "want english, none or the path of a stop word file, got an empty value"
+	}
+	return ""
 }
 
 func checkNotEmpty(s string) string {

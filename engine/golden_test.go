@@ -27,8 +27,9 @@ type labelledQuery struct {
 // rankingFloor is the least mean nDCG@10 the golden may record on the demo
 // queries. -update refuses to write a file under it, so that a ranking
 // collapse cannot be blessed by a blind rewrite; raise it when ranking
-// improves. (0.754 with the shipped weights when it was set.)
-const rankingFloor = 0.70
+// improves. (0.754 with the shipped weights when it was set at 0.70; 0.843
+// with query analysis and the issue 14 weights, relevance-only 0.909.)
+const rankingFloor = 0.80
 
 // TestRankingGolden runs the labelled demo queries through the whole engine
 // and writes nDCG@10, MRR@10 and Recall@10 of the ranking (before policy and

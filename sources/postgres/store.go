@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/tokens"
 
 	"github.com/h4r/h4r/sources/internal/access"
@@ -42,6 +43,8 @@ type Store struct {
 	access  *access.Tracker
 	termCut int
 	retry   retryPolicy
+	// analyzer turns query text into full-text terms (stop words, counts).
+	analyzer *analysis.Analyzer
 
 	analyzing atomic.Bool // an ANALYZE of this process is running (planner.go)
 	closeOnce sync.Once
@@ -59,6 +62,7 @@ type options struct {
 	termCut    int
 	maxConns   int32
 	retry      retryPolicy
+	analyzer   *analysis.Analyzer
 }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
@@ -77,6 +81,15 @@ func WithAccessFlushInterval(d time.Duration) Option {
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithStopWords sets the words full-text queries leave out (default
+// analysis.English(), the same list as the english text search
+// configuration). The index was built with that configuration, which drops
+// its own stop words from documents and queries alike, so a shorter list
+// here (or none) cannot bring those words back; a longer one drops more.
+func WithStopWords(words []string) Option {
+	return func(o *options) { o.analyzer = analysis.New(words) }
+}
 
 // WithTermCut sets how many of a query term's postings, best impact first,
 // a full-text query reads (default 1000). Terms held by fewer items are
@@ -115,6 +128,9 @@ func buildOptions(opts []Option) (options, error) {
 	case o.retry.attempts < 0 || o.retry.backoff < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "readRetries", "read retries and backoff must be >= 0")
 	}
+	if o.analyzer == nil {
+		o.analyzer = analysis.Default()
+	}
 	return o, nil
 }
 
@@ -143,7 +159,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		pool.Close()
 		return nil, fmt.Errorf("migrating the Postgres schema: %w", explain(err))
 	}
-	s := &Store{pool: pool, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut, retry: o.retry}
+	s := &Store{pool: pool, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut, retry: o.retry, analyzer: o.analyzer}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

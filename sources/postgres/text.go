@@ -3,7 +3,8 @@ package postgres
 import (
 	"math"
 	"strings"
-	"unicode"
+
+	"github.com/h4r/h4r/analysis"
 )
 
 // BM25 parameters, the usual ones (and FTS5's).
@@ -11,10 +12,6 @@ const (
 	bm25K1 = 1.2
 	bm25B  = 0.75
 )
-
-// maxQueryTerms caps the distinct words of a query, as the SQLite store
-// does: more add little to the ranking and cost a posting scan each.
-const maxQueryTerms = 64
 
 // textConfig is the text search configuration that stems words and drops
 // stop words. It is fixed: postings written with one configuration cannot
@@ -25,7 +22,8 @@ const textConfig = "english"
 // lower-cased and joined by single spaces: what to_tsvector is given, for
 // documents and queries alike. Splitting in Go keeps every character of
 // search syntax, NUL bytes and invalid UTF-8 away from Postgres, and
-// tokenizes as the SQLite store's unicode61 tokenizer does. distinct
+// tokenizes as the SQLite store's unicode61 tokenizer does (one rule,
+// analysis.IsWordRune). distinct
 // keeps each word once, and at most limit words (0: no limit).
 func words(text string, distinct bool, limit int) string {
 	var seen map[string]bool
@@ -34,7 +32,7 @@ func words(text string, distinct bool, limit int) string {
 	}
 	var sb strings.Builder
 	n := 0
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !isTermRune(r) }) {
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !analysis.IsWordRune(r) }) {
 		w = strings.ToLower(w)
 		if distinct {
 			if seen[w] {
@@ -54,10 +52,19 @@ func words(text string, distinct bool, limit int) string {
 	return sb.String()
 }
 
-// isTermRune reports whether r is part of a word. utf8.RuneError, what
-// invalid bytes decode to, is not a letter, so invalid UTF-8 splits words.
-func isTermRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r)
+// queryText writes query terms as to_tsvector's input: each word as many
+// times as the query asks it (queryTermsSQL counts them back).
+func queryText(terms []analysis.Term) string {
+	var sb strings.Builder
+	for _, t := range terms {
+		for range t.Count {
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(t.Word)
+		}
+	}
+	return sb.String()
 }
 
 // impact is the BM25 term-frequency component of a posting: how much one

@@ -5,16 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 )
 
-// Full-text limits.
-const (
-	defaultFullTextLimit = 100
-	maxMatchTerms        = 64 // more terms add little to the ranking and cost a scan each
-)
+const defaultFullTextLimit = 100
 
 // fullText is the full-text generator: FTS5 over items.text, ranked by bm25.
 type fullText struct{ s *Store }
@@ -33,7 +29,7 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 	if err != nil {
 		return nil, err
 	}
-	match := MatchExpression(q.Text)
+	match := matchTerms(g.s.analyzer.Terms(q.Text))
 	if match == "" {
 		return nil, nil
 	}
@@ -81,39 +77,34 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 }
 
 // MatchExpression turns natural-language text into an FTS5 MATCH expression
-// that matches any of its words: the runs of letters, digits and combining
-// marks, lower-cased, de-duplicated, each quoted as an FTS5 string and
-// joined with OR. Whatever the text holds (quotes, column filters, *, ^,
-// NEAR, AND/OR/NOT) ends up inside a quoted string, so the expression never
-// has an FTS5 syntax error. It returns "" when the text has no words, and
-// keeps at most the first 64 distinct words.
+// that matches any of its words, keeping every word (the generator also
+// drops the store's stop words): see matchTerms.
 func MatchExpression(text string) string {
-	seen := map[string]bool{}
-	var sb strings.Builder
-	for _, term := range strings.FieldsFunc(text, func(r rune) bool { return !isTermRune(r) }) {
-		term = strings.ToLower(term)
-		if seen[term] {
-			continue
-		}
-		if len(seen) == maxMatchTerms {
-			break
-		}
-		seen[term] = true
-		if sb.Len() > 0 {
-			sb.WriteString(" OR ")
-		}
-		// An FTS5 string is double-quoted, with an inner quote doubled. Terms
-		// hold no quotes, but quoting by the rule keeps that safe to change.
-		sb.WriteByte('"')
-		sb.WriteString(strings.ReplaceAll(term, `"`, `""`))
-		sb.WriteByte('"')
-	}
-	return sb.String()
+	return matchTerms(new(analysis.Analyzer).Terms(text))
 }
 
-// isTermRune reports whether r is part of a word: a letter, a digit or a
-// combining mark (so that "é" written as e + U+0301 stays one word, as the
-// unicode61 tokenizer sees it).
-func isTermRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r)
+// matchTerms turns query terms into an FTS5 MATCH expression: each term
+// quoted as an FTS5 string, written as many times as the query asks it,
+// joined with OR. bm25() sums over the expression's phrases, so a term
+// written twice weighs twice: query-term frequency
+// (TestMatchRepeatedTermCountsTwice). Whatever the text held (quotes,
+// column filters, *, ^, NEAR, AND/OR/NOT) ends up inside a quoted string,
+// so the expression never has an FTS5 syntax error. It returns "" when
+// there are no terms.
+func matchTerms(terms []analysis.Term) string {
+	var sb strings.Builder
+	for _, t := range terms {
+		for range t.Count {
+			if sb.Len() > 0 {
+				sb.WriteString(" OR ")
+			}
+			// An FTS5 string is double-quoted, with an inner quote doubled.
+			// Terms hold no quotes, but quoting by the rule keeps that safe
+			// to change.
+			sb.WriteByte('"')
+			sb.WriteString(strings.ReplaceAll(t.Word, `"`, `""`))
+			sb.WriteByte('"')
+		}
+	}
+	return sb.String()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/tokens"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -49,6 +50,8 @@ type Store struct {
 	access  *access.Tracker
 	vectors vectorIndex // item vectors for exact search (vectors.go)
 	adj     adjacency   // the link graph, for hops (adjacency.go)
+	// analyzer turns query text into full-text terms (stop words, counts).
+	analyzer *analysis.Analyzer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -63,6 +66,7 @@ type options struct {
 	flushEvery time.Duration
 	log        *slog.Logger
 	embedder   Embedder
+	analyzer   *analysis.Analyzer
 }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
@@ -78,6 +82,13 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // the file (default 1s). Accesses still pending are written by Close.
 func WithAccessFlushInterval(d time.Duration) Option {
 	return func(o *options) { o.flushEvery = d }
+}
+
+// WithStopWords sets the words full-text queries leave out (default
+// analysis.English(); nil or empty: none). The index keeps every word, so
+// this can change between runs.
+func WithStopWords(words []string) Option {
+	return func(o *options) { o.analyzer = analysis.New(words) }
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -141,7 +152,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	readers.SetMaxOpenConns(readConnections)
 	readers.SetMaxIdleConns(readConnections)
 
-	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log}
+	if o.analyzer == nil {
+		o.analyzer = analysis.Default()
+	}
+	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer}
 	s.vectors.embedder = o.embedder
 	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	if n, err := s.recountTokens(ctx); err != nil {

@@ -171,6 +171,48 @@ func (s *suite) testFullTextRanking(t *testing.T) {
 	})
 }
 
+// testFullTextQueryAnalysis checks what the stores share through package
+// analysis: English stop words leave the query (they find nothing and weigh
+// nothing), and a word asked twice counts twice (query-term frequency).
+// "banana" and "cherry" are equally rare in documents of equal length, so
+// only the query's counts can order them, both ways round.
+func (s *suite) testFullTextQueryAnalysis(t *testing.T) {
+	st := s.open(t)
+	items := []h4r.Item{
+		textItem("banana", "apple banana"),
+		textItem("cherry", "apple cherry"),
+		textItem("cats", "cats sleeping"),
+		textItem("stopwords", "the the the what about it is and of"),
+	}
+	for i := range 12 {
+		items = append(items, textItem(fmt.Sprintf("filler-%02d", i), "database backup completed without problems"))
+	}
+	upsert(t, st, items...)
+	tests := []struct {
+		name  string
+		query string
+		want  []string // the hits, in order
+	}{
+		{"stop words find nothing", "what about the and of it", nil},
+		{"stop words do not bring hits", "what about the cats", []string{"cats"}},
+		{"a repeated word counts twice", "banana cherry banana", []string{"banana", "cherry"}},
+		{"the other word repeated", "cherry banana cherry", []string{"cherry", "banana"}},
+		{"repeats count across case", "Cherry CHERRY banana", []string{"cherry", "banana"}},
+		{"stop words between repeats", "the cherry of the banana and the cherry", []string{"cherry", "banana"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits := generate(t, st.FullText(), h4r.CandidateQuery{Text: tt.query})
+			if got := hitIDs(hits); !slices.Equal(got, tt.want) {
+				t.Fatalf("hits %v, want %v", got, tt.want)
+			}
+			if len(hits) == 2 && !(hits[0].Score > hits[1].Score) {
+				t.Errorf("scores %v and %v: the repeated word must weigh more, not tie", hits[0].Score, hits[1].Score)
+			}
+		})
+	}
+}
+
 func (s *suite) testFullTextSyntax(t *testing.T) {
 	st := s.open(t)
 	upsert(t, st, textItem("login", LoginText), textItem("other", "database backup completed"))

@@ -87,6 +87,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("delete", s.testDelete)
 	t.Run("filters", s.testFilters)
 	t.Run("fulltext_ranking", s.testFullTextRanking)
+	t.Run("fulltext_query_analysis", s.testFullTextQueryAnalysis)
 	t.Run("fulltext_syntax", s.testFullTextSyntax)
 	t.Run("hops", s.testHops)
 	t.Run("bad_queries", s.testBadQueries)
