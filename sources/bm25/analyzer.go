@@ -1,0 +1,165 @@
+package bm25
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Analyze appends the terms of text to dst, in text order with repeats, and
+// returns the extended slice. It is the one analysis of H4R's full-text
+// index: documents (Index.Add) and queries (QueryTerms) both go through it,
+// so that a query word finds the documents that hold it.
+//
+// A term is a run of letters, digits and combining marks (as FTS5's
+// unicode61 tokenizer splits), lower-cased, with the general-purpose
+// diacritics (U+0300–U+036F: the accents of Latin, Greek and Cyrillic)
+// removed, then reduced by the Snowball English stemmer. A run that is
+// nothing but such diacritics yields no term.
+func Analyze(dst []string, text string) []string {
+	eachTerm(text, nil, func(t string) { dst = append(dst, t) })
+	return dst
+}
+
+// QueryOptions says how QueryTerms counts a query's terms.
+type QueryOptions struct {
+	// CountRepeats gives a term said n times in the query a query
+	// frequency of n. Off, every distinct term counts once (what the
+	// FTS5 generator did, an OR of the distinct words).
+	CountRepeats bool
+	// MaxTerms keeps only the first MaxTerms distinct terms (0: all); a
+	// query term costs a posting-list walk each.
+	MaxTerms int
+}
+
+// QueryTerms analyses a query and returns its terms with their query
+// frequencies (qtf), the form Index.Search takes. It returns an empty map
+// for text without words.
+func QueryTerms(text string, o QueryOptions) map[string]int {
+	qtf := map[string]int{}
+	eachTerm(text, nil, func(t string) {
+		n, seen := qtf[t]
+		switch {
+		case !seen && o.MaxTerms > 0 && len(qtf) == o.MaxTerms:
+			return
+		case !seen || o.CountRepeats:
+			qtf[t] = n + 1
+		}
+	})
+	return qtf
+}
+
+// eachTerm calls fn with each term of text, in order, stemming through
+// cache (which may be nil).
+func eachTerm(text string, cache stemCache, fn func(string)) {
+	start := -1
+	for i, r := range text {
+		if isTermRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			if t := normalize(text[start:i], cache); t != "" {
+				fn(t)
+			}
+			start = -1
+		}
+	}
+	if start >= 0 {
+		if t := normalize(text[start:], cache); t != "" {
+			fn(t)
+		}
+	}
+}
+
+// isTermRune reports whether r is part of a word: a letter, a digit or a
+// combining mark (so that "é" written as e + U+0301 stays one word).
+// utf8.RuneError (an invalid byte) is not: invalid input splits words and
+// never reaches a term.
+func isTermRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r))
+}
+
+// normalize turns one word into its term, or "" when nothing is left.
+func normalize(word string, cache stemCache) string {
+	ascii := true
+	for i := 0; i < len(word); i++ {
+		if word[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		word = strings.ToLower(word)
+	} else {
+		word = foldDiacritics(strings.ToLower(word))
+		if word == "" {
+			return ""
+		}
+	}
+	return cache.stem(word)
+}
+
+// stem returns the Snowball English stem of a lower-cased word, or the
+// word when the stemmer leaves nothing. Stop words are stemmed too (true):
+// FTS5's porter tokenizer stems every word, and dropping stop words is a
+// separate decision.
+func stem(word string) string {
+	if t := english.Stem(word, true); t != "" && utf8.ValidString(t) {
+		return t
+	}
+	return word
+}
+
+// maxCachedStems bounds a stemCache: about 10 MB. The words met first,
+// which in a Zipf-distributed vocabulary include the frequent ones, stay.
+const maxCachedStems = 1 << 17
+
+// stemCache remembers the stems of the words it has seen: the stemmer
+// costs about a microsecond a word and was most of a rebuild's time, and a
+// corpus repeats its words. A nil cache stems every word. It is not safe
+// for concurrent use: its owner locks it or keeps it to one goroutine.
+type stemCache map[string]string // lower-cased word → stem
+
+func (c stemCache) stem(word string) string {
+	if c == nil {
+		return stem(word)
+	}
+	if t, ok := c[word]; ok {
+		return t
+	}
+	t := stem(word)
+	if len(c) < maxCachedStems {
+		// Clones, so that the cache keeps no document's text alive.
+		t = strings.Clone(t)
+		c[strings.Clone(word)] = t
+	}
+	return t
+}
+
+// foldDiacritics decomposes s, drops the general-purpose combining
+// diacritics and recomposes what is left, so that "Café", "cafe\u0301"
+// and "cafe" meet. Marks of other blocks (Indic vowel signs, Hebrew
+// points) carry meaning and are kept.
+func foldDiacritics(s string) string {
+	t := transform.Chain(norm.NFD, runes.Remove(runes.In(diacritics)), norm.NFC)
+	out, _, err := transform.String(t, s)
+	if err != nil {
+		// The transformers above accept any valid UTF-8, which word is.
+		return s
+	}
+	return out
+}
+
+// diacritics is the Combining Diacritical Marks block, U+0300–U+036F.
+var diacritics = &unicode.RangeTable{R16: []unicode.Range16{{Lo: 0x0300, Hi: 0x036F, Stride: 1}}}
