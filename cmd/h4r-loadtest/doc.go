@@ -10,7 +10,8 @@
 // ingests (POST /v1/items of --ingest-batch new items) instead of packs, and
 // packs and ingests are reported apart: the share of packs that came back
 // ok (not degraded, not an error), their percentiles, and the ingests'
-// statuses and percentiles.
+// statuses and percentiles. A client answered 429 or 503 with Retry-After
+// waits that long before its next request, as agents should.
 //
 //	h4r-loadtest --clients 100 --ingest-share 0.2
 //

@@ -206,7 +206,7 @@ func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Durati
 					body = lt.request()
 				}
 				t0 := time.Now()
-				status, packStatus, err := send(ctx, body)
+				a, err := send(ctx, body)
 				took := time.Since(t0)
 				mu.Lock()
 				switch {
@@ -215,15 +215,20 @@ func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Durati
 					res.transport++
 				default:
 					res.latencies = append(res.latencies, took)
-					res.statuses[status]++
-					if status == http.StatusOK && packStatus == "degraded" {
+					res.statuses[a.status]++
+					if a.status == http.StatusOK && a.pack == "degraded" {
 						res.degraded++
 					}
-					if status == http.StatusOK && packStatus == "ok" {
+					if a.status == http.StatusOK && a.pack == "ok" {
 						res.ok++
 					}
 				}
 				mu.Unlock()
+				// A client told to come back later does, as agents
+				// should: a shed request is not retried at once.
+				if a.retryAfter > 0 && !lt.sleep(ctx, a.retryAfter) {
+					return
+				}
 				if think > 0 && !lt.sleep(ctx, lt.jitter(think/2, think*3/2)) {
 					return
 				}
@@ -260,12 +265,28 @@ func (lt *loadTest) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// pack sends a context request and returns the HTTP status and the pack's
-// status.
-func (lt *loadTest) pack(ctx context.Context, body []byte) (status int, packStatus string, err error) {
+// answer is what the client kept of a response.
+type answer struct {
+	status     int
+	pack       string        // the pack's status, for packs answered 200
+	retryAfter time.Duration // Retry-After of a 429 or 503
+}
+
+func answerOf(res *http.Response) answer {
+	a := answer{status: res.StatusCode}
+	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable {
+		if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && secs > 0 {
+			a.retryAfter = time.Duration(secs) * time.Second
+		}
+	}
+	return a
+}
+
+// pack sends a context request.
+func (lt *loadTest) pack(ctx context.Context, body []byte) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/context-pack", bytes.NewReader(body))
 	if err != nil {
-		return 0, "", err
+		return answer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if lt.c.key != "" {
@@ -273,26 +294,27 @@ func (lt *loadTest) pack(ctx context.Context, body []byte) (status int, packStat
 	}
 	res, err := lt.client.Do(req)
 	if err != nil {
-		return 0, "", err
+		return answer{}, err
 	}
 	defer res.Body.Close()
 	var p struct {
 		Status string `json:"status"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&p); err != nil && res.StatusCode == http.StatusOK {
-		return 0, "", fmt.Errorf("decoding the pack: %w", err)
+		return answer{}, fmt.Errorf("decoding the pack: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, res.Body)
-	return res.StatusCode, p.Status, nil
+	a := answerOf(res)
+	a.pack = p.Status
+	return a, nil
 }
 
-// post returns a sender of JSON bodies to path, for ingests: the status,
-// and no pack status.
-func (lt *loadTest) post(path string) func(ctx context.Context, body []byte) (int, string, error) {
-	return func(ctx context.Context, body []byte) (int, string, error) {
+// post returns a sender of JSON bodies to path, for ingests.
+func (lt *loadTest) post(path string) func(ctx context.Context, body []byte) (answer, error) {
+	return func(ctx context.Context, body []byte) (answer, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+path, bytes.NewReader(body))
 		if err != nil {
-			return 0, "", err
+			return answer{}, err
 		}
 		req.Header.Set("Content-Type", "application/json")
 		if lt.c.key != "" {
@@ -300,11 +322,11 @@ func (lt *loadTest) post(path string) func(ctx context.Context, body []byte) (in
 		}
 		res, err := lt.client.Do(req)
 		if err != nil {
-			return 0, "", err
+			return answer{}, err
 		}
 		defer res.Body.Close()
 		_, _ = io.Copy(io.Discard, res.Body)
-		return res.StatusCode, "", nil
+		return answerOf(res), nil
 	}
 }
 
