@@ -12,8 +12,9 @@ import (
 )
 
 // openStore opens the store the configuration selects: Postgres when
-// DATABASE_URL is set (its migrations applied at start), else the
-// embedded SQLite file.
+// DATABASE_URL is set (its migrations applied at start; reads and writes in
+// pools of their own), else the embedded SQLite file. Either bounds each
+// write by H4R_WRITE_TIMEOUT_MS.
 func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, o options) (Store, error) {
 	stop, err := analysis.StopList(cfg.StopWords)
 	if err != nil {
@@ -21,14 +22,17 @@ func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, 
 	}
 	if cfg.DatabaseURL != "" {
 		store, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithStopWords(stop),
-			postgres.WithTokenCounter(counter), postgres.WithLogger(o.log), postgres.WithClock(o.now))
+			postgres.WithTokenCounter(counter), postgres.WithLogger(o.log), postgres.WithClock(o.now),
+			postgres.WithMaxReadConns(cfg.PGMaxReadConns), postgres.WithMaxWriteConns(cfg.PGMaxWriteConns),
+			postgres.WithWriteTimeout(cfg.WriteTimeout))
 		if err != nil {
 			return nil, fmt.Errorf("opening the Postgres store (DATABASE_URL): %w", err)
 		}
 		return store, nil
 	}
 	path := cfg.SQLitePath()
-	store, err := sqlite.Open(ctx, path, sqlite.WithStopWords(stop), sqlite.WithTokenCounter(counter), sqlite.WithLogger(o.log), sqlite.WithClock(o.now))
+	store, err := sqlite.Open(ctx, path, sqlite.WithStopWords(stop), sqlite.WithTokenCounter(counter), sqlite.WithLogger(o.log), sqlite.WithClock(o.now),
+		sqlite.WithWriteTimeout(cfg.WriteTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("opening the embedded store %s: %w", path, err)
 	}

@@ -28,6 +28,11 @@ type Config struct {
 	QdrantURL   string // QDRANT_URL
 	Neo4jURL    string // NEO4J_URL
 
+	// Store writes and Postgres pools.
+	PGMaxReadConns  int           // H4R_PG_MAX_READ_CONNS: the Postgres pool reads use
+	PGMaxWriteConns int           // H4R_PG_MAX_WRITE_CONNS: the Postgres pool writes use
+	WriteTimeout    time.Duration // H4R_WRITE_TIMEOUT_MS: deadline of one store write
+
 	MaxBytesDefault  int // SCS_MAX_BYTES_DEFAULT
 	MaxTokensDefault int // SCS_MAX_TOKENS_DEFAULT
 	MaxItemsDefault  int // SCS_MAX_ITEMS_DEFAULT

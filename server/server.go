@@ -224,6 +224,12 @@ func (s *Server) writeError(c *echo.Context, err error, replyTo string) error {
 		// The rest of the body was not read: the connection cannot carry
 		// another request.
 		c.Response().Header().Set("Connection", "close")
+	case h4r.EUNAVAILABLE:
+		// The client reads "busy"; the operator needs where it waited.
+		s.log.WarnContext(c.Request().Context(), "request shed: the store is busy", "path", c.Request().URL.Path, "error", err)
+	}
+	if secs := retryAfter(herr.Code); secs != "" && c.Response().Header().Get("Retry-After") == "" {
+		c.Response().Header().Set("Retry-After", secs)
 	}
 	if c.Path() != a2aPath {
 		return c.JSON(status, errorBody{herr})

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/h4r/h4r"
 )
@@ -34,4 +35,20 @@ func HTTPStatus(code string) int {
 	default:
 		return http.StatusInternalServerError
 	}
+}
+
+// RetryAfterUnavailable is the Retry-After, in seconds, of an unavailable
+// answer: the store was busy with writes and this one passed its deadline
+// (H4R_WRITE_TIMEOUT_MS). A burst of writes drains in about that long;
+// clients that wait it out spread their retries instead of joining the
+// queue at once. (resource_exhausted sets its own, from the rate limit.)
+const RetryAfterUnavailable = 1
+
+// retryAfter returns the Retry-After header of an error code whose answer
+// says to retry later, or "".
+func retryAfter(code string) string {
+	if code == h4r.EUNAVAILABLE {
+		return strconv.Itoa(RetryAfterUnavailable)
+	}
+	return ""
 }

@@ -6,6 +6,15 @@
 //	h4r serve --data-dir /tmp/h4r-load &     # no keys: loopback only, no rate limit
 //	h4r-loadtest --addr 127.0.0.1:8080 --items 100000 --clients 100
 //
+// With --ingest-share, that share of the concurrent phase's requests are
+// ingests (POST /v1/items of --ingest-batch new items) instead of packs, and
+// packs and ingests are reported apart: the share of packs that came back
+// ok (not degraded, not an error), their percentiles, and the ingests'
+// statuses and percentiles. A client answered 429 or 503 with Retry-After
+// waits that long before its next request, as agents should.
+//
+//	h4r-loadtest --clients 100 --ingest-share 0.2
+//
 // Every phase is bounded by a request count and a duration, and the
 // program refuses a non-loopback address: it is a tool for one machine.
 package main

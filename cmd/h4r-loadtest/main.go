@@ -36,6 +36,8 @@ type config struct {
 	qtype       string
 	pid         int
 	seed        uint64
+	ingestShare float64
+	ingestBatch int
 }
 
 func main() {
@@ -53,6 +55,8 @@ func main() {
 	flag.StringVar(&c.qtype, "type", "hybrid", "query type: hybrid (full-text and vectors), keyword (full-text only), semantic")
 	flag.IntVar(&c.pid, "pid", 0, "server process id, to read its peak RSS (VmHWM) from /proc; without it RSS comes from /metrics when readable")
 	flag.Uint64Var(&c.seed, "seed", 1, "random seed of items and queries")
+	flag.Float64Var(&c.ingestShare, "ingest-share", 0, "share of the concurrent phase's requests that are ingests of --ingest-batch new items, in [0, 1)")
+	flag.IntVar(&c.ingestBatch, "ingest-batch", 10, "items per ingest request of the concurrent phase")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -70,6 +74,12 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("--addr %s is not a loopback address: the load test runs on one machine only", c.addr)
 	}
+	if c.ingestShare < 0 || c.ingestShare >= 1 {
+		return fmt.Errorf("--ingest-share %v: want a share in [0, 1)", c.ingestShare)
+	}
+	if c.ingestBatch < 1 || c.ingestBatch > 1000 {
+		return fmt.Errorf("--ingest-batch %d: want 1 to 1000 items", c.ingestBatch)
+	}
 	base := "http://" + c.addr
 	// One connection per client, kept alive: the test measures the server,
 	// not TCP handshakes.
@@ -86,12 +96,15 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	rss := lt.watchRSS(ctx)
 
 	fmt.Fprintln(out, "warm-up: 20 requests")
-	lt.phase(ctx, 1, 20, c.maxDuration, 0)
+	lt.phase(ctx, 1, 20, c.maxDuration, 0, 0)
 
-	one := lt.phase(ctx, 1, c.single, c.maxDuration, 0)
+	one, _ := lt.phase(ctx, 1, c.single, c.maxDuration, 0, 0)
 	one.print(out, "1 client")
-	many := lt.phase(ctx, c.clients, c.requests, c.maxDuration, c.think)
+	many, ingests := lt.phase(ctx, c.clients, c.requests, c.maxDuration, c.think, c.ingestShare)
 	many.print(out, fmt.Sprintf("%d clients", c.clients))
+	if c.ingestShare > 0 {
+		ingests.print(out, "ingests")
+	}
 
 	peak := rss()
 	if peak > 0 {
@@ -100,7 +113,12 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		fmt.Fprintln(out, "server peak RSS: unknown (give --pid, or a key allowed /metrics)")
 	}
 	p1, pN := one.percentile(95), many.percentile(95)
-	fmt.Fprintf(out, "p95 ratio (%d clients / 1 client): %.2f (target <= 2)\n", c.clients, float64(pN)/float64(p1))
+	target, okTarget := "2", ""
+	if c.ingestShare > 0 {
+		target, okTarget = "3 with ingest", " (target >= 95%)"
+	}
+	fmt.Fprintf(out, "p95 ratio (%d clients / 1 client): %.2f (target <= %s)\n", c.clients, float64(pN)/float64(p1), target)
+	fmt.Fprintf(out, "packs ok: %d of %d (%.1f%%)%s\n", many.ok, len(many.latencies), 100*many.okShare(), okTarget)
 	fmt.Fprintf(out, "errors: %d (target 0); peak RSS target <= 500 MB\n", one.errors()+many.errors())
 	return nil
 }
@@ -111,6 +129,7 @@ type loadTest struct {
 	client *http.Client
 	mu     sync.Mutex
 	rng    *rand.Rand
+	live   int // items the concurrent phase ingested so far (under mu)
 }
 
 // result is one phase's outcome.
@@ -118,8 +137,17 @@ type result struct {
 	latencies []time.Duration
 	statuses  map[int]int
 	transport int // requests that got no answer
-	degraded  int
+	degraded  int // packs answered 200 with status degraded
+	ok        int // packs answered 200 with status ok
 	elapsed   time.Duration
+}
+
+// okShare is the share of answered requests that were ok packs.
+func (r *result) okShare() float64 {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	return float64(r.ok) / float64(len(r.latencies))
 }
 
 func (r *result) errors() int {
@@ -144,18 +172,19 @@ func (r *result) percentile(p float64) time.Duration {
 
 func (r *result) print(out io.Writer, name string) {
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
-	fmt.Fprintf(out, "%-12s %5d requests in %6.1fs (%.1f req/s): p50 %s ms, p95 %s ms, p99 %s ms, max %s ms; statuses %v, no answer %d, degraded packs %d\n",
+	fmt.Fprintf(out, "%-12s %5d requests in %6.1fs (%.1f req/s): p50 %s ms, p95 %s ms, p99 %s ms, max %s ms; statuses %v, no answer %d, ok packs %d, degraded packs %d\n",
 		name, len(r.latencies), r.elapsed.Seconds(), float64(len(r.latencies))/r.elapsed.Seconds(),
 		ms(r.percentile(50)), ms(r.percentile(95)), ms(r.percentile(99)), ms(r.percentile(100)),
-		r.statuses, r.transport, r.degraded)
+		r.statuses, r.transport, r.ok, r.degraded)
 }
 
-// phase sends n context requests from clients goroutines, stopping early
-// at the duration bound.
-func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Duration, think time.Duration) *result {
+// phase sends n requests from clients goroutines, stopping early at the
+// duration bound: context packs, and ingests with probability ingestShare.
+// It returns the packs' result and the ingests'.
+func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Duration, think time.Duration, ingestShare float64) (packs, ingests *result) {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	res := &result{statuses: map[int]int{}}
+	packs, ingests = &result{statuses: map[int]int{}}, &result{statuses: map[int]int{}}
 	var mu sync.Mutex
 	var next atomic.Int64
 	start := time.Now()
@@ -169,9 +198,15 @@ func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Durati
 				return
 			}
 			for next.Add(1) <= int64(n) && ctx.Err() == nil {
-				body := lt.request()
+				res, send := packs, lt.pack
+				body := []byte(nil)
+				if ingestShare > 0 && lt.chance(ingestShare) {
+					res, send, body = ingests, lt.post("/v1/items"), lt.liveBatch()
+				} else {
+					body = lt.request()
+				}
 				t0 := time.Now()
-				status, degraded, err := lt.pack(ctx, body)
+				a, err := send(ctx, body)
 				took := time.Since(t0)
 				mu.Lock()
 				switch {
@@ -180,12 +215,20 @@ func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Durati
 					res.transport++
 				default:
 					res.latencies = append(res.latencies, took)
-					res.statuses[status]++
-					if degraded {
+					res.statuses[a.status]++
+					if a.status == http.StatusOK && a.pack == "degraded" {
 						res.degraded++
+					}
+					if a.status == http.StatusOK && a.pack == "ok" {
+						res.ok++
 					}
 				}
 				mu.Unlock()
+				// A client told to come back later does, as agents
+				// should: a shed request is not retried at once.
+				if a.retryAfter > 0 && !lt.sleep(ctx, a.retryAfter) {
+					return
+				}
 				if think > 0 && !lt.sleep(ctx, lt.jitter(think/2, think*3/2)) {
 					return
 				}
@@ -193,8 +236,16 @@ func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Durati
 		})
 	}
 	wg.Wait()
-	res.elapsed = time.Since(start)
-	return res
+	packs.elapsed = time.Since(start)
+	ingests.elapsed = packs.elapsed
+	return packs, ingests
+}
+
+// chance returns true with probability p.
+func (lt *loadTest) chance(p float64) bool {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.rng.Float64() < p
 }
 
 // jitter returns a random duration in [lo, hi).
@@ -214,10 +265,28 @@ func (lt *loadTest) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (lt *loadTest) pack(ctx context.Context, body []byte) (status int, degraded bool, err error) {
+// answer is what the client kept of a response.
+type answer struct {
+	status     int
+	pack       string        // the pack's status, for packs answered 200
+	retryAfter time.Duration // Retry-After of a 429 or 503
+}
+
+func answerOf(res *http.Response) answer {
+	a := answer{status: res.StatusCode}
+	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable {
+		if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && secs > 0 {
+			a.retryAfter = time.Duration(secs) * time.Second
+		}
+	}
+	return a
+}
+
+// pack sends a context request.
+func (lt *loadTest) pack(ctx context.Context, body []byte) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/context-pack", bytes.NewReader(body))
 	if err != nil {
-		return 0, false, err
+		return answer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if lt.c.key != "" {
@@ -225,17 +294,40 @@ func (lt *loadTest) pack(ctx context.Context, body []byte) (status int, degraded
 	}
 	res, err := lt.client.Do(req)
 	if err != nil {
-		return 0, false, err
+		return answer{}, err
 	}
 	defer res.Body.Close()
 	var p struct {
 		Status string `json:"status"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&p); err != nil && res.StatusCode == http.StatusOK {
-		return 0, false, fmt.Errorf("decoding the pack: %w", err)
+		return answer{}, fmt.Errorf("decoding the pack: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, res.Body)
-	return res.StatusCode, p.Status == "degraded", nil
+	a := answerOf(res)
+	a.pack = p.Status
+	return a, nil
+}
+
+// post returns a sender of JSON bodies to path, for ingests.
+func (lt *loadTest) post(path string) func(ctx context.Context, body []byte) (answer, error) {
+	return func(ctx context.Context, body []byte) (answer, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+path, bytes.NewReader(body))
+		if err != nil {
+			return answer{}, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if lt.c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+lt.c.key)
+		}
+		res, err := lt.client.Do(req)
+		if err != nil {
+			return answer{}, err
+		}
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, res.Body)
+		return answerOf(res), nil
+	}
 }
 
 // vocabulary of the synthetic corpus: test-failure memories of a QA team.
@@ -263,6 +355,44 @@ func (lt *loadTest) request() []byte {
 	return b
 }
 
+// synthItem returns a synthetic item named name drawn from r; now and then
+// it links to one of the items load-0000000 … load-(linkBelow-1).
+func synthItem(r *rand.Rand, name string, created time.Time, linkBelow int) map[string]any {
+	s, p, v := pick(r, subjects), pick(r, problems), pick(r, verbs)
+	item := map[string]any{
+		"id":   name,
+		"kind": pick(r, kinds),
+		"text": fmt.Sprintf("%s-spec-%03d %s: %s %s on build %d; the %s step saw a %s problem in the %s flow", s, r.IntN(500), v, p, s, r.IntN(100000), s, p, pick(r, subjects)),
+		"content": map[string]any{"test": fmt.Sprintf("%s.spec.ts", s), "build": r.IntN(100000),
+			"log": strings.Repeat(p+" ", 1+r.IntN(20))},
+		"metadata": map[string]any{
+			"createdAt":  created.Add(time.Duration(r.IntN(90*24)) * time.Hour).UTC().Format(time.RFC3339),
+			"importance": r.Float64(), "trust": 0.2 + 0.8*r.Float64(), "sensitivity": r.Float64(),
+			"tags":        []string{s, p},
+			"containsPII": r.IntN(20) == 0, "piiFields": []string{"$.content.log"},
+		},
+	}
+	if linkBelow > 0 && r.IntN(3) == 0 {
+		item["links"] = []map[string]any{{"type": "caused_by", "target": fmt.Sprintf("load-%07d", r.IntN(linkBelow))}}
+	}
+	return item
+}
+
+// liveBatch returns the body of an ingest of the concurrent phase:
+// --ingest-batch new items (live-…), linked now and then to loaded ones.
+func (lt *loadTest) liveBatch() []byte {
+	lt.mu.Lock()
+	items := make([]map[string]any, lt.c.ingestBatch)
+	created := time.Now().Add(-24 * time.Hour)
+	for i := range items {
+		items[i] = synthItem(lt.rng, fmt.Sprintf("live-%07d", lt.live), created, lt.c.items)
+		lt.live++
+	}
+	lt.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"items": items})
+	return b
+}
+
 // ingest writes c.items synthetic items in batches.
 func (lt *loadTest) ingest(ctx context.Context, out io.Writer) error {
 	r := rand.New(rand.NewPCG(lt.c.seed, 7))
@@ -271,24 +401,7 @@ func (lt *loadTest) ingest(ctx context.Context, out io.Writer) error {
 		n := min(lt.c.batch, lt.c.items-start)
 		items := make([]map[string]any, n)
 		for i := range n {
-			id := start + i
-			s, p, v := pick(r, subjects), pick(r, problems), pick(r, verbs)
-			items[i] = map[string]any{
-				"id":   fmt.Sprintf("load-%07d", id),
-				"kind": pick(r, kinds),
-				"text": fmt.Sprintf("%s-spec-%03d %s: %s %s on build %d; the %s step saw a %s problem in the %s flow", s, r.IntN(500), v, p, s, r.IntN(100000), s, p, pick(r, subjects)),
-				"content": map[string]any{"test": fmt.Sprintf("%s.spec.ts", s), "build": r.IntN(100000),
-					"log": strings.Repeat(p+" ", 1+r.IntN(20))},
-				"metadata": map[string]any{
-					"createdAt":  created.Add(time.Duration(r.IntN(90*24)) * time.Hour).UTC().Format(time.RFC3339),
-					"importance": r.Float64(), "trust": 0.2 + 0.8*r.Float64(), "sensitivity": r.Float64(),
-					"tags":        []string{s, p},
-					"containsPII": r.IntN(20) == 0, "piiFields": []string{"$.content.log"},
-				},
-			}
-			if id > 0 && r.IntN(3) == 0 {
-				items[i]["links"] = []map[string]any{{"type": "caused_by", "target": fmt.Sprintf("load-%07d", r.IntN(id))}}
-			}
+			items[i] = synthItem(r, fmt.Sprintf("load-%07d", start+i), created, start+i)
 		}
 		body, err := json.Marshal(map[string]any{"items": items})
 		if err != nil {

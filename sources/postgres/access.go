@@ -32,7 +32,7 @@ func (s *Store) flushAccess(ctx context.Context, batch map[string]access.Pending
 	for i, id := range ids {
 		counts[i], lasts[i] = batch[id].Count, batch[id].Last
 	}
-	return s.writeTx(ctx, func(tx pgx.Tx) error {
+	return s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM items WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
 			return fmt.Errorf("locking %d items for their access counts: %w", len(ids), err)
 		}

@@ -14,7 +14,7 @@ import (
 // the pool, the next walk would then read the old snapshot and miss what
 // was written since.
 func TestCutWalkLeavesNoSnapshotBehind(t *testing.T) {
-	s := newStore(t, WithMaxConns(1))
+	s := newStore(t, WithMaxReadConns(1))
 	ctx := t.Context()
 	items := []h4r.Item{{ID: "a", Kind: "event", Text: "a"}}
 	for i := range 50 {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,7 +57,8 @@ func openAt(t testing.TB, dsn string, opts ...Option) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := []Option{WithTokenCounter(counter), WithLogger(quietLogger()), WithMaxConns(4)}
+	base := []Option{WithTokenCounter(counter), WithLogger(quietLogger()), WithMaxReadConns(4), WithMaxWriteConns(2),
+		WithWriteTimeout(time.Minute)} // no write deadline in the way of tests on a loaded machine, unless a test sets one
 	s, err := Open(context.Background(), dsn, append(base, opts...)...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

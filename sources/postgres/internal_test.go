@@ -65,7 +65,7 @@ func TestMigrationsFromManyReplicasAtOnce(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			s, err := Open(t.Context(), dsn, WithTokenCounter(counter), WithLogger(quietLogger()), WithMaxConns(2))
+			s, err := Open(t.Context(), dsn, WithTokenCounter(counter), WithLogger(quietLogger()), WithMaxReadConns(2), WithMaxWriteConns(1))
 			if err != nil {
 				errs[i] = err
 				return

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/writedeadline"
 )
 
 // encodedItem is one validated, normalised item in the form the tables
@@ -77,7 +78,7 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 	if err := s.analyze(ctx, encoded); err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
-	err := s.writeTx(ctx, func(tx pgx.Tx) error { return s.writeItems(ctx, tx, encoded, now) })
+	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error { return s.writeItems(ctx, tx, encoded, now) })
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
@@ -280,21 +281,47 @@ func writeLinks(ctx context.Context, tx pgx.Tx, items []encodedItem) error {
 	return nil
 }
 
-// writeTx runs fn in a transaction and commits it, or rolls it back when
-// fn fails. Writes are not retried: after a lost connection nobody knows
-// whether the commit landed.
-func (s *Store) writeTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
+// writeTx runs fn in a transaction on the write pool and commits it, or
+// rolls it back when fn fails, within the write deadline: waiting for a
+// connection and for locks, and fn's statements. fn must use the ctx it is
+// given. A write the deadline ends is rolled back and fails with an
+// unavailable *h4r.Error (writedeadline). Writes are not retried: after a
+// lost connection nobody knows whether the commit landed.
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	return s.writeTxWithin(ctx, s.writeTimeout, fn)
+}
+
+// writeTxWithin is writeTx with the deadline d (none when d <= 0).
+func (s *Store) writeTxWithin(ctx context.Context, d time.Duration, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	wctx, finish := writedeadline.Within(ctx, d)
+	return finish(s.runWrite(ctx, wctx, fn))
+}
+
+// runWrite runs fn under wctx and commits under ctx: once every statement
+// has run, the deadline does not cut the commit short, whose outcome would
+// then be unknown.
+func (s *Store) runWrite(ctx, wctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	tx, err := s.writes.Begin(wctx)
 	if err != nil {
-		return fmt.Errorf("beginning a write: %w", err)
+		return fmt.Errorf("beginning a write: %w", withCause(wctx, err))
 	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, rollback(tx))
+	if err := fn(wctx, tx); err != nil {
+		return errors.Join(withCause(wctx, err), rollback(tx))
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("committing a write: %w", err)
 	}
 	return nil
+}
+
+// withCause adds why ctx ended to err when it did: Postgres reports a
+// statement cancelled on a deadline as its own error (57014), and pgxpool
+// one that waited for a connection as a bare context error or not at all.
+func withCause(ctx context.Context, err error) error {
+	if cause := ctx.Err(); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
 }
 
 // Get returns the item with the given id, with its links and the
@@ -334,7 +361,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 	}
 	found := false
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		stats, err := lockStats(ctx, tx)
 		if err != nil {
 			return err

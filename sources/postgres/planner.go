@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // analyzeMinDocs is the smallest corpus the store analyses itself; below
@@ -36,12 +38,18 @@ func (s *Store) refreshPlannerStats(ctx context.Context) {
 }
 
 // analyzeTables runs ANALYZE on items, postings and terms and records that
-// the statistics saw n items.
+// the statistics saw n items. The record updates the statistics row, which
+// writes lock: it is a write (the write pool, the write deadline), so that
+// it never waits for the lock on a connection reads need.
 func (s *Store) analyzeTables(ctx context.Context, n int64) error {
 	if _, err := s.pool.Exec(ctx, `ANALYZE items, postings, terms`); err != nil {
 		return fmt.Errorf("analyzing: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE corpus_stats SET analyzed_docs = $1`, n); err != nil {
+	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE corpus_stats SET analyzed_docs = $1`, n)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("recording the analysed size: %w", err)
 	}
 	return nil

@@ -180,9 +180,11 @@ func refreshImpacts(ctx context.Context, tx pgx.Tx, avg float64) error {
 // average item length. Writes do it themselves while the store holds at
 // most 20,000 items; a larger store whose items have grown or shrunk on
 // average should run it now and then (h4r migrate --refresh-impacts). It
-// holds the write lock while it runs.
+// holds the write lock while it runs, bounded by ctx only: it is
+// maintenance, as long as the store is large, not a write the write
+// timeout bounds.
 func (s *Store) RefreshImpacts(ctx context.Context) error {
-	return s.writeTx(ctx, func(tx pgx.Tx) error {
+	return s.writeTxWithin(ctx, 0, func(ctx context.Context, tx pgx.Tx) error {
 		stats, err := lockStats(ctx, tx)
 		if err != nil {
 			return err

@@ -27,6 +27,15 @@ const (
 	flushTimeout       = 30 * time.Second
 	defaultTermCut     = 1000
 	defaultConnTimeout = 5 * time.Second
+	// Pools. Writes hold the statistics row lock one at a time, so more
+	// than two write connections only park writers in Postgres; reads
+	// have connections of their own, so writers waiting for the lock never
+	// hold the connections reads need.
+	defaultMaxReadConns  = 8
+	defaultMaxWriteConns = 2
+	// defaultWriteTimeout bounds one write: waiting for a connection and
+	// the lock, and its statements.
+	defaultWriteTimeout = 5 * time.Second
 	// cancelGrace is how long a cancelled query may take to stop after
 	// Postgres was asked to cancel it before the connection is cut.
 	cancelGrace = 2 * time.Second
@@ -36,7 +45,8 @@ const (
 // and several stores (in several processes) may share one database. Create
 // it with Open and release it with Close.
 type Store struct {
-	pool    *pgxpool.Pool
+	pool    *pgxpool.Pool // reads
+	writes  *pgxpool.Pool // writes: a pool of their own, see defaultMaxWriteConns
 	counter *tokens.Counter
 	now     func() time.Time
 	log     *slog.Logger
@@ -45,6 +55,8 @@ type Store struct {
 	retry   retryPolicy
 	// analyzer turns query text into full-text terms (stop words, counts).
 	analyzer *analysis.Analyzer
+	// writeTimeout bounds each write (writeTx).
+	writeTimeout time.Duration
 
 	analyzing atomic.Bool // an ANALYZE of this process is running (planner.go)
 	closeOnce sync.Once
@@ -60,7 +72,9 @@ type options struct {
 	flushEvery time.Duration
 	log        *slog.Logger
 	termCut    int
-	maxConns   int32
+	maxRead    int32
+	maxWrite   int32
+	writeAfter time.Duration
 	retry      retryPolicy
 	analyzer   *analysis.Analyzer
 }
@@ -96,9 +110,21 @@ func WithStopWords(words []string) Option {
 // scored exactly; a larger cut trades speed on common words for recall.
 func WithTermCut(n int) Option { return func(o *options) { o.termCut = n } }
 
-// WithMaxConns caps the connection pool (default: pgxpool's, the larger of
-// 4 and the number of CPUs).
-func WithMaxConns(n int) Option { return func(o *options) { o.maxConns = int32(n) } }
+// WithMaxReadConns caps the pool of connections reads use (default 8).
+func WithMaxReadConns(n int) Option { return func(o *options) { o.maxRead = int32(n) } }
+
+// WithMaxWriteConns caps the pool of connections writes use (default 2).
+// Writes are serialised by the statistics row lock, so a larger pool only
+// lets more of them wait inside Postgres; they wait for a connection
+// instead, within their deadline (WithWriteTimeout).
+func WithMaxWriteConns(n int) Option { return func(o *options) { o.maxWrite = int32(n) } }
+
+// WithWriteTimeout bounds each write (Upsert, Delete, the access counts):
+// waiting for a write connection and for the lock, and its statements
+// (default 5s). A write past it is rolled back and fails with an
+// unavailable *h4r.Error, instead of queueing behind a burst of writes for
+// as long as the burst lasts.
+func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeAfter = d } }
 
 // WithReadRetries sets how many times a read that failed for a transient
 // reason (a lost connection, a server restarting, a serialization failure)
@@ -110,6 +136,7 @@ func WithReadRetries(attempts int, backoff time.Duration) Option {
 
 func buildOptions(opts []Option) (options, error) {
 	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), termCut: defaultTermCut,
+		maxRead: defaultMaxReadConns, maxWrite: defaultMaxWriteConns, writeAfter: defaultWriteTimeout,
 		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}}
 	for _, opt := range opts {
 		opt(&o)
@@ -123,8 +150,12 @@ func buildOptions(opts []Option) (options, error) {
 		return o, h4r.Errorf(h4r.EINVALID, "logger", "logger must not be nil")
 	case o.termCut <= 0:
 		return o, h4r.Errorf(h4r.EINVALID, "termCut", "term cut must be positive, got %d", o.termCut)
-	case o.maxConns < 0:
-		return o, h4r.Errorf(h4r.EINVALID, "maxConns", "max connections must be >= 0, got %d", o.maxConns)
+	case o.maxRead < 1:
+		return o, h4r.Errorf(h4r.EINVALID, "maxReadConns", "max read connections must be >= 1, got %d", o.maxRead)
+	case o.maxWrite < 1:
+		return o, h4r.Errorf(h4r.EINVALID, "maxWriteConns", "max write connections must be >= 1, got %d", o.maxWrite)
+	case o.writeAfter <= 0:
+		return o, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
 	case o.retry.attempts < 0 || o.retry.backoff < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "readRetries", "read retries and backoff must be >= 0")
 	}
@@ -151,17 +182,24 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		}
 		o.counter = c
 	}
-	pool, err := connect(ctx, databaseURL, o)
+	writes, err := connect(ctx, databaseURL, o.maxWrite)
 	if err != nil {
 		return nil, err
 	}
-	if err := migrate(ctx, pool, o.log); err != nil {
-		pool.Close()
+	if err := migrate(ctx, writes, o.log); err != nil {
+		writes.Close()
 		return nil, fmt.Errorf("migrating the Postgres schema: %w", explain(err))
 	}
-	s := &Store{pool: pool, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut, retry: o.retry, analyzer: o.analyzer}
+	reads, err := connect(ctx, databaseURL, o.maxRead)
+	if err != nil {
+		writes.Close()
+		return nil, err
+	}
+	s := &Store{pool: reads, writes: writes, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut,
+		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer}
 	if err := s.Ping(ctx); err != nil {
-		pool.Close()
+		reads.Close()
+		writes.Close()
 		return nil, err
 	}
 	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
@@ -180,7 +218,7 @@ func Migrate(ctx context.Context, databaseURL string, opts ...Option) (from, to 
 	if err != nil {
 		return 0, 0, err
 	}
-	pool, err := connect(ctx, databaseURL, o)
+	pool, err := connect(ctx, databaseURL, o.maxWrite)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -199,8 +237,9 @@ func Migrate(ctx context.Context, databaseURL string, opts ...Option) (from, to 
 	return from, to, nil
 }
 
-// connect builds the pool and proves the server answers.
-func connect(ctx context.Context, databaseURL string, o options) (*pgxpool.Pool, error) {
+// connect builds a pool of at most maxConns connections and proves the
+// server answers.
+func connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
 	if strings.TrimSpace(databaseURL) == "" {
 		return nil, h4r.Errorf(h4r.EINVALID, "DATABASE_URL", "database URL is required")
 	}
@@ -218,9 +257,7 @@ func connect(ctx context.Context, databaseURL string, o options) (*pgxpool.Pool,
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
-	if o.maxConns > 0 {
-		cfg.MaxConns = o.maxConns
-	}
+	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the Postgres pool: %w", err)
@@ -246,12 +283,13 @@ func explain(err error) error {
 	return err
 }
 
-// Close writes the accesses still pending, then closes the pool. Calling it
-// again does nothing and returns the first call's error.
+// Close writes the accesses still pending, then closes the pools. Calling
+// it again does nothing and returns the first call's error.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeErr = s.access.Stop()
 		s.pool.Close()
+		s.writes.Close()
 	})
 	return s.closeErr
 }

@@ -19,7 +19,7 @@ func (s *Store) recountTokens(ctx context.Context) (int, error) {
 	done := 0
 	for after := int64(0); ; {
 		n := 0
-		err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `SELECT seq, id, kind, text, content FROM items
 				WHERE token_encoding <> $1 AND seq > $2 ORDER BY seq LIMIT $3`, encoding, after, recount.Batch)
 			if err != nil {

@@ -20,7 +20,7 @@ func (s *Store) RecordAccess(ids []string) { s.access.Record(ids) }
 // flushAccess adds pending counts to the items in one transaction. An id
 // with no item updates no row.
 func (s *Store) flushAccess(ctx context.Context, batch map[string]access.Pending) error {
-	return s.writeTx(ctx, func(tx *sql.Tx) (err error) {
+	return s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		stmt, err := tx.PrepareContext(ctx, `UPDATE items
 			SET access_count = access_count + ?,
 			    last_accessed_at = max(coalesce(last_accessed_at, ''), ?)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/writedeadline"
 )
 
 // encodedItem is one validated, normalised item in the form the tables
@@ -45,7 +46,9 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 		}
 		encoded[i] = e
 	}
-	err := s.upsertTx(ctx, encoded, func(tx *sql.Tx) error { return writeItems(ctx, tx, encoded, formatTime(now), s.counter.Encoding()) })
+	err := s.upsertTx(ctx, encoded, func(ctx context.Context, tx *sql.Tx) error {
+		return writeItems(ctx, tx, encoded, formatTime(now), s.counter.Encoding())
+	})
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
@@ -148,19 +151,40 @@ func writeItems(ctx context.Context, tx *sql.Tx, items []encodedItem, updatedAt,
 }
 
 // writeTx runs fn in a transaction on the writer and commits it, or rolls
-// it back when fn fails.
-func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+// it back when fn fails, within the write deadline (WithWriteTimeout):
+// waiting for the writer, behind the writes before it, and fn's
+// statements. fn must use the ctx it is given. A write the deadline ends is
+// rolled back and fails with an unavailable *h4r.Error (writedeadline).
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	wctx, finish := writedeadline.Within(ctx, s.writeTimeout)
+	return finish(s.runTx(wctx, fn))
+}
+
+// runTx is writeTx without a deadline of its own. The transaction is bound
+// to ctx: when ctx ends first, database/sql rolls it back and the commit
+// fails, so a write is whole or absent.
+func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("beginning a write: %w", err)
+		return fmt.Errorf("beginning a write: %w", withCause(ctx, err))
 	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, rollback(tx))
+	if err := fn(ctx, tx); err != nil {
+		return errors.Join(withCause(ctx, err), rollback(tx))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("committing a write: %w", err)
+		return fmt.Errorf("committing a write: %w", withCause(ctx, err))
 	}
 	return nil
+}
+
+// withCause adds why ctx ended to err when it did: SQLite reports a
+// statement interrupted on a deadline as its own error, and database/sql a
+// transaction rolled back on one as ErrTxDone.
+func withCause(ctx context.Context, err error) error {
+	if cause := ctx.Err(); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
 }
 
 // readTx runs fn in a read transaction, so that the queries in it see one
@@ -205,7 +229,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return h4r.Errorf(h4r.EINVALID, "id", "item id is required")
 	}
 	var n int64
-	err := s.deleteTx(ctx, id, func(tx *sql.Tx) error {
+	err := s.deleteTx(ctx, id, func(ctx context.Context, tx *sql.Tx) error {
 		// Keep the last version, so that the id written again goes on from it.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO deleted_versions (id, version)
 			SELECT id, version FROM items WHERE id = ?1

@@ -29,6 +29,9 @@ const (
 	readConnections   = 4
 	defaultFlushEvery = time.Second
 	flushTimeout      = 30 * time.Second
+	// defaultWriteTimeout bounds one write: waiting for the writer and its
+	// statements.
+	defaultWriteTimeout = 5 * time.Second
 )
 
 // timeLayout stores times as UTC text of fixed width, so that SQL compares
@@ -52,6 +55,8 @@ type Store struct {
 	adj     adjacency   // the link graph, for hops (adjacency.go)
 	// analyzer turns query text into full-text terms (stop words, counts).
 	analyzer *analysis.Analyzer
+	// writeTimeout bounds each write (writeTx, upsertTx, deleteTx).
+	writeTimeout time.Duration
 
 	closeOnce sync.Once
 	closeErr  error
@@ -67,6 +72,7 @@ type options struct {
 	log        *slog.Logger
 	embedder   Embedder
 	analyzer   *analysis.Analyzer
+	writeAfter time.Duration
 }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
@@ -94,10 +100,18 @@ func WithStopWords(words []string) Option {
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
+// WithWriteTimeout bounds each write (Upsert, Delete, the access counts):
+// waiting for the one writer, behind the writes before it, and its
+// statements (default 5s). A write past it is rolled back and fails with an
+// unavailable *h4r.Error, instead of queueing behind a burst of writes for
+// as long as the burst lasts. Another process holding the file's write
+// lock is waited for at most this long too.
+func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeAfter = d } }
+
 // Open opens the store file at path, creating it and its parent directory
 // when missing, and applies the schema migrations it has not seen yet.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default()}
+	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), writeAfter: defaultWriteTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -114,6 +128,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, "clock", "clock must not be nil")
 	case o.log == nil:
 		return nil, h4r.Errorf(h4r.EINVALID, "logger", "logger must not be nil")
+	case o.writeAfter <= 0:
+		return nil, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
 	}
 	if o.counter == nil {
 		c, err := tokens.New(tokens.CL100K)
@@ -130,7 +146,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("creating the store's directory: %w", err)
 	}
 
-	writer, err := sql.Open("sqlite", dsn(abs, false))
+	writer, err := sql.Open("sqlite", dsn(abs, false, min(busyTimeout, o.writeAfter)))
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", abs, err)
 	}
@@ -145,7 +161,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := migrate(ctx, writer, migrations, o.now, o.log); err != nil {
 		return nil, errors.Join(fmt.Errorf("migrating store %s: %w", abs, err), writer.Close())
 	}
-	readers, err := sql.Open("sqlite", dsn(abs, true))
+	readers, err := sql.Open("sqlite", dsn(abs, true, busyTimeout))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("opening store %s for reading: %w", abs, err), writer.Close())
 	}
@@ -155,7 +171,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if o.analyzer == nil {
 		o.analyzer = analysis.Default()
 	}
-	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer}
+	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter}
 	s.vectors.embedder = o.embedder
 	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	if n, err := s.recountTokens(ctx); err != nil {
@@ -167,12 +183,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 }
 
 // dsn builds the driver's connection string. Every connection gets the
-// busy timeout and foreign keys; the writer sets WAL (a property of the
-// file) and begins transactions IMMEDIATE, so that it takes the write lock
-// up front instead of failing to upgrade a read lock later.
-func dsn(path string, readOnly bool) string {
+// busy timeout (how long it waits for another process's lock; the writer's
+// is at most the write timeout) and foreign keys; the writer sets WAL (a
+// property of the file) and begins transactions IMMEDIATE, so that it takes
+// the write lock up front instead of failing to upgrade a read lock later.
+func dsn(path string, readOnly bool, busy time.Duration) string {
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", max(busy.Milliseconds(), 1)))
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")

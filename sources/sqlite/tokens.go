@@ -19,7 +19,7 @@ func (s *Store) recountTokens(ctx context.Context) (int, error) {
 	done := 0
 	for after, n := int64(0), recount.Batch; n == recount.Batch; {
 		n = 0
-		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			type row struct {
 				seq            int64
 				id, kind, text string

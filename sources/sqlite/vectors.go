@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/writedeadline"
 )
 
 // Embedder makes the vectors of item texts at ingest and reindex
@@ -50,7 +51,7 @@ func (s *Store) EnableVectors(e Embedder) {
 // the generation it was loaded at, and this process's own writes update it
 // in place. Its zero value is an empty, unloaded index without embedder.
 type vectorIndex struct {
-	writeMu sync.Mutex // held across a vector write and its in-memory update, so they apply in commit order
+	writeMu writeLock // held across a vector write and its in-memory update, so they apply in commit order
 
 	mu       sync.RWMutex
 	embedder Embedder
@@ -175,22 +176,28 @@ func checkVectors(vecs [][]float32, n int) error {
 
 // upsertTx runs write (the items' rows) in one transaction with the items'
 // vectors: written when they could be made, else deleted, since a vector of
-// an item's old text would be wrong.
-func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(*sql.Tx) error) error {
+// an item's old text would be wrong. The embedding comes first, outside
+// the write deadline; waiting for the vector lock and the writer, and the
+// statements, are inside it.
+func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(context.Context, *sql.Tx) error) (err error) {
 	e, vecs := s.embedItems(ctx, items)
 	ids := make([]string, len(items))
 	for i := range items {
 		ids[i] = items[i].item.ID
 	}
+	ctx, finish := writedeadline.Within(ctx, s.writeTimeout)
+	defer func() { err = finish(err) }()
 	v := &s.vectors
-	v.writeMu.Lock() // orders the link graph's updates too
+	if err := v.writeMu.lock(ctx); err != nil { // orders the link graph's updates too
+		return fmt.Errorf("waiting for the writer: %w", err)
+	}
 	defer v.writeMu.Unlock()
 	var before, after, graphBefore, graphAfter int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) (err error) {
+	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
 			return err
 		}
-		if err := write(tx); err != nil {
+		if err := write(ctx, tx); err != nil {
 			return err
 		}
 		if before, err = readGeneration(ctx, tx); err != nil {
@@ -226,20 +233,24 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(*s
 }
 
 // deleteTx runs del (which deletes item id; its vector goes by cascade) and
-// removes the vector from memory.
-func (s *Store) deleteTx(ctx context.Context, id string, del func(*sql.Tx) error) error {
+// removes the vector from memory, within the write deadline.
+func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Context, *sql.Tx) error) (err error) {
+	ctx, finish := writedeadline.Within(ctx, s.writeTimeout)
+	defer func() { err = finish(err) }()
 	v := &s.vectors
-	v.writeMu.Lock() // orders the link graph's updates too
+	if err := v.writeMu.lock(ctx); err != nil { // orders the link graph's updates too
+		return fmt.Errorf("waiting for the writer: %w", err)
+	}
 	defer v.writeMu.Unlock()
 	var before, after, graphBefore, graphAfter int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) (err error) {
+	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		if before, err = readGeneration(ctx, tx); err != nil {
 			return err
 		}
 		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
 			return err
 		}
-		if err := del(tx); err != nil {
+		if err := del(ctx, tx); err != nil {
 			return err
 		}
 		if after, err = readGeneration(ctx, tx); err != nil {
@@ -255,6 +266,30 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(*sql.Tx) error
 	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) { a.removeItem(id) })
 	return nil
 }
+
+// writeLock is a mutex whose lock gives up when ctx ends, so that a write
+// queued behind others fails at its deadline. Its zero value is unlocked.
+type writeLock struct {
+	once sync.Once
+	ch   chan struct{} // holds a token while locked
+}
+
+// lock takes the lock, or returns ctx's error when ctx ends first.
+func (l *writeLock) lock(ctx context.Context) error {
+	l.once.Do(func() { l.ch = make(chan struct{}, 1) })
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Lock takes the lock, waiting as long as it takes (the graph's loads).
+func (l *writeLock) Lock() { _ = l.lock(context.Background()) }
+
+// Unlock releases the lock.
+func (l *writeLock) Unlock() { <-l.ch }
 
 func deleteVectors(ctx context.Context, tx *sql.Tx, ids []string) error {
 	list, err := jsonList(ids)
@@ -664,13 +699,16 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 	return done, nil
 }
 
-// writeVectors writes vectors of existing items and updates memory.
+// writeVectors writes vectors of existing items and updates memory. It is
+// maintenance (h4r reindex), bounded by ctx only, not the write deadline.
 func (s *Store) writeVectors(ctx context.Context, model string, ids []string, vecs [][]float32) error {
 	v := &s.vectors
-	v.writeMu.Lock()
+	if err := v.writeMu.lock(ctx); err != nil {
+		return fmt.Errorf("writing %d vectors: waiting for the writer: %w", len(ids), err)
+	}
 	defer v.writeMu.Unlock()
 	var before, after int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) (err error) {
+	err := s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		if before, err = readGeneration(ctx, tx); err != nil {
 			return err
 		}
@@ -701,12 +739,15 @@ func (s *Store) writeVectors(ctx context.Context, model string, ids []string, ve
 	return nil
 }
 
-// pruneVectors deletes the vectors of models other than keep.
+// pruneVectors deletes the vectors of models other than keep (maintenance,
+// as writeVectors).
 func (s *Store) pruneVectors(ctx context.Context, keep string) error {
 	v := &s.vectors
-	v.writeMu.Lock()
+	if err := v.writeMu.lock(ctx); err != nil {
+		return fmt.Errorf("deleting vectors of other models: waiting for the writer: %w", err)
+	}
 	defer v.writeMu.Unlock()
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM item_vectors WHERE model <> ?`, keep)
 		return err
 	})
