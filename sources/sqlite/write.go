@@ -1,0 +1,132 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+
+	"github.com/h4r/h4r/sources/internal/writedeadline"
+)
+
+// The item write path: every write runs in one transaction that also keeps
+// the store's derived state in step (vectors, the link graph), under the
+// write lock and within the write deadline. items.go says what is written;
+// this file says how a write is ordered, committed and applied in memory.
+
+// upsertTx runs write (the items' rows) in one transaction with the items'
+// vectors: written when they could be made, else deleted, since a vector of
+// an item's old text would be wrong. The embedding comes first, outside
+// the write deadline; waiting for the vector lock and the writer, and the
+// statements, are inside it.
+func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(context.Context, *sql.Tx) error) (err error) {
+	e, vecs := s.embedItems(ctx, items)
+	ids := make([]string, len(items))
+	for i := range items {
+		ids[i] = items[i].item.ID
+	}
+	ctx, finish := writedeadline.Within(ctx, s.writeTimeout)
+	defer func() { err = finish(err) }()
+	v := &s.vectors
+	if err := v.writeMu.lock(ctx); err != nil { // orders the link graph's updates too
+		return fmt.Errorf("waiting for the writer: %w", err)
+	}
+	defer v.writeMu.Unlock()
+	var before, after, graphBefore, graphAfter int64
+	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if err := write(ctx, tx); err != nil {
+			return err
+		}
+		if before, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if vecs == nil {
+			if err := deleteVectors(ctx, tx, ids); err != nil {
+				return err
+			}
+		} else if err := putVectors(ctx, tx, e.Model(), ids, vecs); err != nil {
+			return err
+		}
+		if after, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		graphAfter, err = readGraphGeneration(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) { a.putItems(items) })
+	v.applied(before, after, func(v *vectorIndex) {
+		for i, id := range ids {
+			if vecs != nil && v.accepts(e.Model(), vecs[i]) {
+				v.put(id, vecs[i])
+			} else {
+				v.remove(id)
+			}
+		}
+	})
+	return nil
+}
+
+// deleteTx runs del (which deletes item id; its vector goes by cascade) and
+// removes the vector from memory, within the write deadline.
+func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Context, *sql.Tx) error) (err error) {
+	ctx, finish := writedeadline.Within(ctx, s.writeTimeout)
+	defer func() { err = finish(err) }()
+	v := &s.vectors
+	if err := v.writeMu.lock(ctx); err != nil { // orders the link graph's updates too
+		return fmt.Errorf("waiting for the writer: %w", err)
+	}
+	defer v.writeMu.Unlock()
+	var before, after, graphBefore, graphAfter int64
+	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		if before, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if err := del(ctx, tx); err != nil {
+			return err
+		}
+		if after, err = readGeneration(ctx, tx); err != nil {
+			return err
+		}
+		graphAfter, err = readGraphGeneration(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	v.applied(before, after, func(v *vectorIndex) { v.remove(id) })
+	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) { a.removeItem(id) })
+	return nil
+}
+
+// writeLock is a mutex whose lock gives up when ctx ends, so that a write
+// queued behind others fails at its deadline. Its zero value is unlocked.
+type writeLock struct {
+	once sync.Once
+	ch   chan struct{} // holds a token while locked
+}
+
+// lock takes the lock, or returns ctx's error when ctx ends first.
+func (l *writeLock) lock(ctx context.Context) error {
+	l.once.Do(func() { l.ch = make(chan struct{}, 1) })
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Lock takes the lock, waiting as long as it takes (the graph's loads).
+func (l *writeLock) Lock() { _ = l.lock(context.Background()) }
+
+// Unlock releases the lock.
+func (l *writeLock) Unlock() { <-l.ch }
