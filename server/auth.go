@@ -23,33 +23,11 @@ type Authenticator interface {
 const principalKey = "h4r.principal"
 
 // routeAccess says who may call a route: nobody needs a key for the health
-// probes; every other route needs a key allowed the route's class. A route
-// not listed here (one added later) is admin-only until it is classified,
-// so that a new route is never open by mistake.
+// probes; every other route needs a key allowed the route's class (routes.go).
 type routeAccess struct {
 	public  bool
 	class   auth.Route // "" for any valid key
 	limited bool       // counts against the key's rate limit of its class
-}
-
-func accessOf(method, path string) routeAccess {
-	switch method + " " + path {
-	case "GET /health/live", "GET /health/ready":
-		return routeAccess{public: true}
-	case "POST /v1/context-pack", "POST /v1/a2a":
-		return routeAccess{class: auth.RouteRead, limited: true}
-	case "POST /v1/items", "DELETE /v1/items/:id":
-		return routeAccess{class: auth.RouteIngest, limited: true}
-	case "GET /openapi.json":
-		return routeAccess{}
-	case " ":
-		// No route matched (404, 405): any valid key, so that a caller
-		// without one learns nothing about which routes exist.
-		return routeAccess{}
-	}
-	// GET /v1/items/:id returns an item as stored, before policy, so it is
-	// admin; so are /metrics and whatever is added later.
-	return routeAccess{class: auth.RouteAdmin, limited: true}
 }
 
 // authenticate checks the bearer key, the route class and the key's rate
@@ -60,7 +38,7 @@ func accessOf(method, path string) routeAccess {
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		ri := c.RouteInfo()
-		access := accessOf(ri.Method, ri.Path)
+		access := s.accessOf(ri.Method, ri.Path)
 		if s.keys == nil || access.public {
 			return next(c)
 		}

@@ -37,7 +37,7 @@ func (s *Server) AddPanicRoute(path string, f func()) {
 // RouteAccess reports how a route, written as Routes writes it ("GET
 // /v1/items/{id}"), is guarded: public needs no key, limited counts
 // against the key's rate limit.
-func RouteAccess(route string) (public, limited bool) {
+func (s *Server) RouteAccess(route string) (public, limited bool) {
 	method, path, _ := strings.Cut(route, " ")
 	segs := strings.Split(path, "/")
 	for i, seg := range segs {
@@ -45,7 +45,7 @@ func RouteAccess(route string) (public, limited bool) {
 			segs[i] = ":" + strings.TrimSuffix(name, "}")
 		}
 	}
-	a := accessOf(method, strings.Join(segs, "/"))
+	a := s.accessOf(method, strings.Join(segs, "/"))
 	return a.public, a.limited
 }
 

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/h4r/h4r/server"
 )
 
 // TestOpenAPIDescribesAuthentication checks, route by route over the real
@@ -41,7 +39,7 @@ func TestOpenAPIDescribesAuthentication(t *testing.T) {
 			if err := json.Unmarshal(raw, &op); err != nil {
 				t.Fatal(err)
 			}
-			public, limited := server.RouteAccess(route)
+			public, limited := s.srv.RouteAccess(route)
 			r := do(t, method, base+strings.ReplaceAll(path, "{id}", "mem-root"), nil)
 			if public {
 				if r.status == http.StatusUnauthorized {

@@ -61,9 +61,11 @@ type Server struct {
 	policy         PolicyReporter   // nil: no GET /v1/policy
 	anonymousAudit bool             // without keys, packs explain what policy hid
 	now            func() time.Time
-	maxConns       int           // connections served at once; 0: no cap (Listener)
-	readTimeout    time.Duration // for a request, body included, to arrive (HTTPServer)
-	anyHost        bool          // without keys, serve any Host (guardBrowser)
+	maxConns       int                    // connections served at once; 0: no cap (Listener)
+	readTimeout    time.Duration          // for a request, body included, to arrive (HTTPServer)
+	anyHost        bool                   // without keys, serve any Host (guardBrowser)
+	access         map[string]routeAccess // "METHOD /path" → who may call it (register)
+	openAPIDoc     []byte                 // the merged description (openapi.go)
 }
 
 // readinessCheck is one backend /health/ready checks.
@@ -172,16 +174,15 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	// routing, where the route is known; the media type once the caller is
 	// known to be allowed.
 	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.guardBrowser, s.authenticate, s.requireJSON)
-	e.POST("/v1/context-pack", s.contextPack)
-	e.POST("/v1/a2a", s.a2a)
-	e.POST("/v1/items", s.upsertItems)
-	e.GET("/v1/items/:id", s.getItem)
-	e.DELETE("/v1/items/:id", s.deleteItem)
-	e.GET("/health/live", s.live)
-	e.GET("/health/ready", s.ready)
-	e.GET("/openapi.json", s.openAPI)
-	e.GET("/metrics", s.serveMetrics)
-	e.GET("/v1/policy", s.getPolicy)
+	s.register(e)
+	doc, err := openAPIDocument()
+	if err != nil {
+		// The files are embedded at build time; TestOpenAPIParity fails
+		// on any that would not merge, so this cannot happen in a build
+		// that passed its tests.
+		panic(fmt.Sprintf("server: the embedded OpenAPI description: %v", err))
+	}
+	s.openAPIDoc = doc
 	s.echo = e
 	return s
 }
