@@ -472,3 +472,34 @@ func TestFilteredSearchBelowTheCut(t *testing.T) {
 		})
 	}
 }
+
+// The store's connections run without JIT unless the URL asks for it: a
+// JIT compile cost seconds on millisecond queries whose cost was
+// misestimated (connect).
+func TestConnectTurnsJITOffUnlessTheURLSetsIt(t *testing.T) {
+	dsn := newSchema(t)
+	tests := []struct {
+		name string
+		dsn  string
+		want string
+	}{
+		{"default", dsn, "off"},
+		{"url sets jit on", dsn + "&jit=on", "on"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool, err := connect(t.Context(), tt.dsn, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			var jit string
+			if err := pool.QueryRow(t.Context(), `SHOW jit`).Scan(&jit); err != nil {
+				t.Fatal(err)
+			}
+			if jit != tt.want {
+				t.Errorf("jit = %q, want %q", jit, tt.want)
+			}
+		})
+	}
+}

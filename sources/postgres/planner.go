@@ -37,12 +37,13 @@ func (s *Store) refreshPlannerStats(ctx context.Context) {
 	s.log.InfoContext(ctx, "refreshed the planner's statistics", "items", n)
 }
 
-// analyzeTables runs ANALYZE on items, postings and terms and records that
+// analyzeTables runs ANALYZE on items, postings, terms and corpus_stats
+// (one row, which unanalysed the planner guesses at 1,330) and records that
 // the statistics saw n items. The record updates the statistics row, which
 // writes lock: it is a write (the write pool, the write deadline), so that
 // it never waits for the lock on a connection reads need.
 func (s *Store) analyzeTables(ctx context.Context, n int64) error {
-	if _, err := s.pool.Exec(ctx, `ANALYZE items, postings, terms`); err != nil {
+	if _, err := s.pool.Exec(ctx, `ANALYZE items, postings, terms, corpus_stats`); err != nil {
 		return fmt.Errorf("analyzing: %w", err)
 	}
 	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {

@@ -257,6 +257,14 @@ func connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
+	// H4R's queries take milliseconds. Postgres compiles a query with JIT
+	// when its estimated cost passes jit_above_cost, and estimates drift
+	// (an unanalysed one-row table is guessed at 1,330 rows): a 300 ms
+	// full-text query then spent 2.6 s compiling. A URL that sets jit
+	// keeps its choice.
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
