@@ -41,6 +41,9 @@ type App struct {
 	Store  Store
 	Policy Policy
 	Engine *engine.Engine
+	// Slicer is the engine's policy slicer, for reads by id that must
+	// pass policy like packs do (trace reads).
+	Slicer *scs.Slicer
 
 	// Checks are the backends besides the store that /health/ready asks,
 	// by name ("qdrant", "neo4j").
@@ -111,6 +114,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err != nil {
 		return nil, err
 	}
+	a.Slicer = slicer
 	rules := affordance.DefaultRules()
 	for i := range rules {
 		if rules[i].WhenBestRelevanceBelow > 0 {
