@@ -83,3 +83,8 @@ func (m *Metrics) delivery(event, result string) {
 	}
 	m.deliveries.WithLabelValues(event, result).Inc()
 }
+
+// Rejected is the counter of messages rejected for reason (tests read it).
+func (m *Metrics) Rejected(reason string) prometheus.Counter {
+	return m.rejected.WithLabelValues(reason)
+}
