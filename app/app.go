@@ -59,12 +59,19 @@ type App struct {
 type Option func(*options)
 
 type options struct {
-	log *slog.Logger
-	now func() time.Time
+	log              *slog.Logger
+	now              func() time.Time
+	observeEmbedding func(time.Duration) // nil: not observed
 }
 
 // WithLogger sets the logger (default: the one cfg describes, on stderr).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithEmbeddingObserver receives the duration of every document
+// embedding (ingest, reindex): context_embedding_duration_seconds.
+func WithEmbeddingObserver(fn func(time.Duration)) Option {
+	return func(o *options) { o.observeEmbedding = fn }
+}
 
 // WithClock sets the clock of the store and the ranker (tests fix it so
 // that recency, and so rankings, are reproducible).
