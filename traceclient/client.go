@@ -282,7 +282,9 @@ type RefusedError struct {
 	Message string
 }
 
-func (e *RefusedError) Error() string { return fmt.Sprintf("H4R refused the request (%d): %s", e.Status, e.Message) }
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("H4R refused the request (%d): %s", e.Status, e.Message)
+}
 
 // call posts in and decodes the answer into out. Only a refusal of the
 // request itself (4xx but 404 and 429) is an error; every other failure
