@@ -32,7 +32,9 @@ func newHarness(t testing.TB, opts ...trace.ServiceOption) *harness {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
-	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	// Generous, so that a loaded -race run (or the 10k benchmark's seeding)
+	// never times out.
+	cfg.GeneratorTimeout, cfg.RequestTimeout, cfg.WriteTimeout = 30*time.Second, 30*time.Second, 2*time.Minute
 	a, err := app.Open(context.Background(), cfg, app.WithClock(clock), app.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
