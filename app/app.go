@@ -41,6 +41,9 @@ type App struct {
 	Store  Store
 	Policy Policy
 	Engine *engine.Engine
+	// Slicer is the engine's policy slicer, for reads by id that must
+	// pass policy like packs do (trace reads).
+	Slicer *scs.Slicer
 
 	// Checks are the backends besides the store that /health/ready asks,
 	// by name ("qdrant", "neo4j").
@@ -56,12 +59,19 @@ type App struct {
 type Option func(*options)
 
 type options struct {
-	log *slog.Logger
-	now func() time.Time
+	log              *slog.Logger
+	now              func() time.Time
+	observeEmbedding func(time.Duration) // nil: not observed
 }
 
 // WithLogger sets the logger (default: the one cfg describes, on stderr).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithEmbeddingObserver receives the duration of every document
+// embedding (ingest, reindex): context_embedding_duration_seconds.
+func WithEmbeddingObserver(fn func(time.Duration)) Option {
+	return func(o *options) { o.observeEmbedding = fn }
+}
 
 // WithClock sets the clock of the store and the ranker (tests fix it so
 // that recency, and so rankings, are reproducible).
@@ -111,6 +121,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err != nil {
 		return nil, err
 	}
+	a.Slicer = slicer
 	rules := affordance.DefaultRules()
 	for i := range rules {
 		if rules[i].WhenBestRelevanceBelow > 0 {

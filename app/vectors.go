@@ -55,6 +55,9 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 	if err != nil {
 		return nil, fusion, err
 	}
+	if o.observeEmbedding != nil {
+		docs = timedEmbedder{docs, o.observeEmbedding}
+	}
 	var index embed.Index
 	switch vs, isVectorStore := a.base.(vectorStore); {
 	case cfg.QdrantURL != "":
@@ -182,4 +185,17 @@ func RebuildVectors(ctx context.Context, a *App, progress func(done int)) (int, 
 		return vs.ReindexVectors(ctx, progress)
 	}
 	return 0, errors.New("this store keeps no vectors (Postgres): set QDRANT_URL to keep them in Qdrant, then run h4r reindex")
+}
+
+// timedEmbedder reports how long each embedding took.
+type timedEmbedder struct {
+	embed.Embedder
+	observe func(time.Duration)
+}
+
+func (e timedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	start := time.Now()
+	v, err := e.Embedder.Embed(ctx, texts)
+	e.observe(time.Since(start))
+	return v, err
 }

@@ -89,6 +89,21 @@ type Config struct {
 	PolicyWatch bool          // SCS_POLICY_WATCH: reload SCS_POLICY_DIR when it changes
 	PolicyNet   bool          // SCS_POLICY_NETWORK: embedded policies may call http.send, net.lookup_ip_addr, opa.runtime
 	DecisionLog string        // SCS_DECISION_LOG: where drop/redact decisions are logged: a file path, "stdout", or empty for none
+
+	// Commit traces (trace/): NATS capture, GitHub outcomes, summaries,
+	// OpenTelemetry export.
+	NATSURL             string        // NATS_URL: empty: no trace consumer
+	NATSCreds           string        // NATS_CREDS: credentials file
+	TraceSubject        string        // H4R_TRACE_SUBJECT
+	LandedSubject       string        // H4R_LANDED_SUBJECT
+	TraceStream         string        // H4R_TRACE_STREAM
+	TraceDurable        string        // H4R_TRACE_DURABLE
+	GitHubWebhookSecret string        // H4R_GITHUB_WEBHOOK_SECRET: empty refuses every delivery
+	SummaryURL          string        // H4R_SUMMARY_URL: OpenAI-compatible chat server; empty: fallback summaries
+	SummaryModel        string        // H4R_SUMMARY_MODEL
+	SummaryAPIKey       string        // H4R_SUMMARY_API_KEY
+	SummaryTimeout      time.Duration // H4R_SUMMARY_TIMEOUT_MS
+	OTLPEndpoint        string        // OTEL_EXPORTER_OTLP_ENDPOINT: empty: no span export
 }
 
 // Var describes one environment variable: its name, its default as it would

@@ -93,6 +93,11 @@ func TestDefault(t *testing.T) {
 		Neo4jUser:             "neo4j",
 		OPATimeout:            100 * time.Millisecond,
 		PolicyWatch:           true,
+		TraceSubject:          "buckley.trace.commit",
+		LandedSubject:         "buckley.event.landed",
+		TraceStream:           "H4R_TRACES",
+		TraceDurable:          "h4r-traces",
+		SummaryTimeout:        5 * time.Second,
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
@@ -127,6 +132,9 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"QDRANT_API_KEY", "QDRANT_COLLECTION",
 		"NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE",
 		"SCS_OPA_TIMEOUT_MS", "SCS_POLICY_WATCH", "SCS_POLICY_NETWORK", "SCS_DECISION_LOG",
+		"NATS_URL", "NATS_CREDS", "H4R_TRACE_SUBJECT", "H4R_LANDED_SUBJECT", "H4R_TRACE_STREAM", "H4R_TRACE_DURABLE",
+		"H4R_GITHUB_WEBHOOK_SECRET", "H4R_SUMMARY_URL", "H4R_SUMMARY_MODEL", "H4R_SUMMARY_API_KEY", "H4R_SUMMARY_TIMEOUT_MS",
+		"OTEL_EXPORTER_OTLP_ENDPOINT",
 	}
 	vars := config.Vars()
 	if len(vars) != len(want) {
@@ -221,6 +229,18 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"SCS_POLICY_WATCH", "false", func(c *config.Config) { c.PolicyWatch = false }},
 		{"SCS_POLICY_NETWORK", "true", func(c *config.Config) { c.PolicyNet = true }},
 		{"SCS_DECISION_LOG", "stdout", func(c *config.Config) { c.DecisionLog = "stdout" }},
+		{"NATS_URL", "nats://127.0.0.1:4222", func(c *config.Config) { c.NATSURL = "nats://127.0.0.1:4222" }},
+		{"NATS_CREDS", "/etc/h4r/nats.creds", func(c *config.Config) { c.NATSCreds = "/etc/h4r/nats.creds" }},
+		{"H4R_TRACE_SUBJECT", "acme.trace.commit", func(c *config.Config) { c.TraceSubject = "acme.trace.commit" }},
+		{"H4R_LANDED_SUBJECT", "acme.event.landed", func(c *config.Config) { c.LandedSubject = "acme.event.landed" }},
+		{"H4R_TRACE_STREAM", "ACME_TRACES", func(c *config.Config) { c.TraceStream = "ACME_TRACES" }},
+		{"H4R_TRACE_DURABLE", "acme", func(c *config.Config) { c.TraceDurable = "acme" }},
+		{"H4R_GITHUB_WEBHOOK_SECRET", "s3cret", func(c *config.Config) { c.GitHubWebhookSecret = "s3cret" }},
+		{"H4R_SUMMARY_URL", "http://localhost:11434/v1", func(c *config.Config) { c.SummaryURL = "http://localhost:11434/v1" }},
+		{"H4R_SUMMARY_MODEL", "llama3.2", func(c *config.Config) { c.SummaryModel = "llama3.2" }},
+		{"H4R_SUMMARY_API_KEY", "sk-x", func(c *config.Config) { c.SummaryAPIKey = "sk-x" }},
+		{"H4R_SUMMARY_TIMEOUT_MS", "250", func(c *config.Config) { c.SummaryTimeout = 250 * time.Millisecond }},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318", func(c *config.Config) { c.OTLPEndpoint = "http://localhost:4318" }},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -161,6 +161,31 @@ func table() []variable {
 			func(c *Config) *bool { return &c.PolicyNet }),
 		text("SCS_DECISION_LOG", "", "Where every drop or redact decision is logged as JSON lines (never the redacted values): a file path, stdout, or empty for no decision log.",
 			func(c *Config) *string { return &c.DecisionLog }, nil),
+
+		serviceURL("NATS_URL", "NATS server of the commit-trace consumer (JetStream on), e.g. nats://127.0.0.1:4222; empty: no consumer (h4r serve logs that it skipped it; POST /v1/traces still ingests).",
+			func(c *Config) *string { return &c.NATSURL }, "nats", "tls"),
+		text("NATS_CREDS", "", "NATS credentials file (.creds: JWT and NKey seed) for NATS_URL; empty: none.",
+			func(c *Config) *string { return &c.NATSCreds }, nil),
+		text("H4R_TRACE_SUBJECT", "buckley.trace.commit", "NATS subject commit traces are published on; the durable consumer reads it.",
+			func(c *Config) *string { return &c.TraceSubject }, checkSubject),
+		text("H4R_LANDED_SUBJECT", "buckley.event.landed", "NATS subject an event is published on after a GitHub webhook changes a trace's status.",
+			func(c *Config) *string { return &c.LandedSubject }, checkSubject),
+		text("H4R_TRACE_STREAM", "H4R_TRACES", "JetStream stream of H4R_TRACE_SUBJECT; created when missing.",
+			func(c *Config) *string { return &c.TraceStream }, checkNotEmpty),
+		text("H4R_TRACE_DURABLE", "h4r-traces", "Durable consumer name, shared by every replica so that each trace is handled by one.",
+			func(c *Config) *string { return &c.TraceDurable }, checkNotEmpty),
+		text("H4R_GITHUB_WEBHOOK_SECRET", "", "Secret of the GitHub webhook (POST /webhook/github verifies X-Hub-Signature-256 with it); empty: every delivery is refused.",
+			func(c *Config) *string { return &c.GitHubWebhookSecret }, nil),
+		serviceURL("H4R_SUMMARY_URL", "Base URL of an OpenAI-compatible chat server that summarizes traces published without a summary, e.g. http://localhost:11434/v1; empty: the built-in summary from areas, decisions and line counts.",
+			func(c *Config) *string { return &c.SummaryURL }, "http", "https"),
+		text("H4R_SUMMARY_MODEL", "", "Chat model of H4R_SUMMARY_URL, e.g. gpt-4o-mini or llama3.2.",
+			func(c *Config) *string { return &c.SummaryModel }, nil),
+		text("H4R_SUMMARY_API_KEY", "", "API key sent as a bearer token to H4R_SUMMARY_URL (empty: none).",
+			func(c *Config) *string { return &c.SummaryAPIKey }, nil),
+		millis("H4R_SUMMARY_TIMEOUT_MS", "5000", "Deadline of one summary call, in milliseconds; a late or failed summary falls back to the built-in one, never failing the ingest.",
+			func(c *Config) *time.Duration { return &c.SummaryTimeout }, time.Millisecond, 10*time.Minute),
+		serviceURL("OTEL_EXPORTER_OTLP_ENDPOINT", "OpenTelemetry collector that spans (NATS message, ingest, store, search) are exported to over OTLP/HTTP, e.g. http://localhost:4318; empty: no export.",
+			func(c *Config) *string { return &c.OTLPEndpoint }, "http", "https"),
 	}
 }
 
@@ -332,6 +357,20 @@ func serviceURL(name, desc string, field func(*Config) *string, schemes ...strin
 		}
 		return ""
 	})
+}
+
+// checkSubject accepts a NATS subject: dot-separated tokens without
+// spaces or wildcards.
+func checkSubject(s string) string {
+	if s == "" {
+		return "want a NATS subject such as buckley.trace.commit, got none"
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" || strings.ContainsAny(tok, " \t\r\n*>") {
+			return fmt.Sprintf("want a NATS subject of dot-separated tokens without spaces or wildcards, got %q", s)
+		}
+	}
+	return ""
 }
 
 // checkAddr accepts host:port with a numeric port (host may be empty, to

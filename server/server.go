@@ -66,6 +66,8 @@ type Server struct {
 	anyHost        bool                   // without keys, serve any Host (guardBrowser)
 	access         map[string]routeAccess // "METHOD /path" → who may call it (register)
 	openAPIDoc     []byte                 // the merged description (openapi.go)
+	traces         TraceService           // nil: the trace routes answer unavailable (traces.go)
+	traceOpts      TraceOptions
 }
 
 // readinessCheck is one backend /health/ready checks.

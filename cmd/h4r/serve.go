@@ -17,6 +17,7 @@ import (
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
+	"github.com/h4r/h4r/trace"
 )
 
 // cmdServe runs the HTTP API until ctx is cancelled. ready, when not nil,
@@ -49,7 +50,20 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	if err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, cfg, app.WithLogger(log))
+	// The metrics exist before the app, so that the app's embedder can
+	// record into them; the OPA cache counters read the app once it is.
+	var a *app.App
+	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) {
+		if a == nil {
+			return 0, 0
+		}
+		if st := a.Policy.Status(); st.Cache != nil {
+			return st.Cache.Hits, st.Cache.Misses
+		}
+		return 0, 0
+	}))
+	traceMetrics := trace.NewMetrics(m.Registry())
+	a, err = app.Open(ctx, cfg, app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding))
 	if err != nil {
 		return err
 	}
@@ -63,7 +77,19 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 			return err
 		}
 	}
-	api := apiServer(cfg, a, keys, !loopback, log)
+	tr, err := app.OpenTraces(ctx, a, traceMetrics, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tr.Close(context.Background()); err != nil {
+			log.Error("closing the trace consumer", "error", err)
+		}
+	}()
+	if err := tr.Start(ctx, log); err != nil {
+		return err
+	}
+	api := apiServer(cfg, a, keys, !loopback, log, m, traceOptions(cfg, tr)...)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
@@ -108,13 +134,7 @@ func loadDemo(ctx context.Context, a *app.App, log *slog.Logger) error {
 // apiServer builds the HTTP API: routes, limits, metrics, readiness checks
 // and, with keys, authentication. Without keys on a non-loopback address
 // (--insecure) it serves any Host, as it is reached by other names.
-func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log *slog.Logger) *server.Server {
-	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) {
-		if st := a.Policy.Status(); st.Cache != nil {
-			return st.Cache.Hits, st.Cache.Misses
-		}
-		return 0, 0
-	}))
+func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log *slog.Logger, m *metrics.Metrics, extra ...server.Option) *server.Server {
 	sopts := []server.Option{
 		server.WithMaxBodyBytes(cfg.MaxBodyBytes),
 		server.WithMaxConnections(cfg.MaxConnections),
@@ -136,7 +156,19 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	if keys == nil {
 		sopts = append(sopts, server.WithAnonymousAudit(cfg.AnonymousAudit))
 	}
-	return server.New(a.Engine, a.Store, sopts...)
+	return server.New(a.Engine, a.Store, append(sopts, extra...)...)
+}
+
+// traceOptions serve the commit-trace routes, with a nats readiness
+// check when the consumer runs.
+func traceOptions(cfg config.Config, tr *app.Traces) []server.Option {
+	opts := []server.Option{server.WithTraces(tr.Service, server.TraceOptions{
+		WebhookSecret: []byte(cfg.GitHubWebhookSecret),
+	})}
+	if tr.Consumer != nil {
+		opts = append(opts, server.WithReadinessCheck("nats", tr.Consumer.Health))
+	}
+	return opts
 }
 
 // logServing says at start which mode the server is in.

@@ -1,0 +1,90 @@
+package trace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Outcome is what GitHub said of a commit.
+type Outcome struct {
+	Status     TraceStatus
+	LandedAt   *time.Time
+	MergedVia  *string
+	RevertedBy *string
+}
+
+// LandedEvent is published on the landed subject after an outcome is
+// applied (the document's buckley.event.landed).
+type LandedEvent struct {
+	TraceID    string      `json:"trace_id"`
+	Repo       string      `json:"repo"`
+	SHA        string      `json:"sha"`
+	Status     TraceStatus `json:"status"`
+	LandedAt   *time.Time  `json:"landed_at,omitempty"`
+	MergedVia  *string     `json:"merged_via,omitempty"`
+	RevertedBy *string     `json:"reverted_by,omitempty"`
+}
+
+// ApplyOutcome records an outcome on the trace of (repo, sha) and on its
+// decisions (status and trust are theirs too). It reports whether the
+// trace changed: false when there is no such trace or it already says
+// so. Outcomes are idempotent, so a delivery applied twice (two replicas,
+// a crash before the delivery was recorded) changes nothing the second
+// time. A landed outcome never undoes a revert, and keeps the first
+// landed_at.
+func (s *Service) ApplyOutcome(ctx context.Context, repo, sha string, o Outcome) (changed bool, err error) {
+	ctx, span := s.tracer.Start(ctx, "trace.outcome")
+	defer func() { endSpan(span, err) }()
+	id := ItemID(repo, sha)
+	t, err := s.stored(ctx, id)
+	if err != nil || t == nil {
+		return false, err
+	}
+	switch o.Status {
+	case StatusLanded:
+		if t.Status != StatusPending {
+			return false, nil
+		}
+		t.Status, t.LandedAt, t.MergedVia = StatusLanded, o.LandedAt, o.MergedVia
+	case StatusReverted:
+		if t.Status == StatusReverted && equalPtr(t.RevertedBy, o.RevertedBy) {
+			return false, nil
+		}
+		t.Status, t.RevertedBy = StatusReverted, o.RevertedBy
+		if t.LandedAt == nil {
+			t.LandedAt = o.LandedAt
+		}
+	default:
+		return false, fmt.Errorf("outcome of %s: unknown status %q", id, o.Status)
+	}
+	t.UpdatedAt = s.now().UTC()
+	items, err := Items(t)
+	if err != nil {
+		return false, err
+	}
+	if err := s.upsert(ctx, items); err != nil {
+		return false, err
+	}
+	s.publishLanded(ctx, t)
+	return true, nil
+}
+
+func equalPtr(a, b *string) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// publishLanded announces an applied outcome. It is best effort: the
+// outcome is stored, and a subscriber that missed the event reads the
+// trace.
+func (s *Service) publishLanded(ctx context.Context, t *CommitTrace) {
+	if s.publisher == nil {
+		return
+	}
+	data, err := json.Marshal(LandedEvent{TraceID: t.ID, Repo: t.Repo, SHA: t.SHA, Status: t.Status, LandedAt: t.LandedAt, MergedVia: t.MergedVia, RevertedBy: t.RevertedBy})
+	if err == nil {
+		err = s.publisher.Publish(s.landedSubject, data)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "publishing the outcome event failed", "subject", s.landedSubject, "repo", t.Repo, "sha", t.SHA, "error", err)
+	}
+}
