@@ -66,6 +66,8 @@ type Server struct {
 	anyHost        bool                   // without keys, serve any Host (guardBrowser)
 	access         map[string]routeAccess // "METHOD /path" → who may call it (register)
 	openAPIDoc     []byte                 // the merged description (openapi.go)
+	decisions      DecisionService        // nil: decision routes answer unavailable (decisions.go)
+	linkLocks      keyedLocks             // link edits of one item, one at a time (links.go)
 }
 
 // readinessCheck is one backend /health/ready checks.
