@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v5"
 
@@ -21,11 +20,7 @@ import (
 type DecisionService interface {
 	RecordTraces(ctx context.Context, traces []decision.Trace, batchField string, single bool) ([]string, error)
 	RecordEvents(ctx context.Context, events []decision.Event, batchField string, single bool) ([]string, error)
-	Citing(ctx context.Context, spec h4r.Specialist, id string, limit int) (*decision.Answer, error)
-	ApplyingPattern(ctx context.Context, spec h4r.Specialist, id string, limit int) (*decision.Answer, error)
-	FileHistory(ctx context.Context, spec h4r.Specialist, file string, limit int) (*decision.Answer, error)
-	ReviewsRejected(ctx context.Context, spec h4r.Specialist, limit int) (*decision.Answer, error)
-	ByEpic(ctx context.Context, spec h4r.Specialist, epic string, limit int) (*decision.Answer, error)
+	Preset(ctx context.Context, spec h4r.Specialist, q decision.PresetQuery) (*decision.Answer, error)
 	Get(ctx context.Context, spec h4r.Specialist, id string) (*decision.WithContext, error)
 }
 
@@ -140,21 +135,11 @@ func (s *Server) recordEvents(c *echo.Context) error {
 	return c.JSON(http.StatusOK, recordedResponse{Recorded: len(ids), IDs: ids})
 }
 
-// Presets of GET /v1/decision-traces, as the CLI names them.
+// Limits of GET /v1/decision-traces.
 const (
-	PresetByPrecedent      = "decision_traces_by_precedent"
-	PresetByPattern        = "decisions_by_pattern"
-	PresetFileHistory      = "file_assignment_history"
-	PresetReviewsRejected  = "review_decisions_rejected"
-	PresetDecisionsOfEpic  = "decisions_by_epic"
-	maxDecisionQueryLimit  = 1000
-	defaultDecisionQueries = 50
+	maxDecisionQueryLimit     = 1000
+	defaultDecisionQueryLimit = 50
 )
-
-// Presets lists the presets GET /v1/decision-traces answers.
-func Presets() []string {
-	return []string{PresetByPrecedent, PresetByPattern, PresetFileHistory, PresetReviewsRejected, PresetDecisionsOfEpic}
-}
 
 // queryTraces answers GET /v1/decision-traces?preset=…: decisions citing
 // a precedent (epic= or decision=), applying a pattern (pattern=), the
@@ -177,55 +162,16 @@ func (s *Server) queryTraces(c *echo.Context) error {
 			return h4r.Errorf(h4r.EINVALID, k, "unknown parameter %q (want preset, epic, decision, pattern, file, limit)", k)
 		}
 	}
-	limit := defaultDecisionQueries
+	pq := decision.PresetQuery{Preset: q.Get("preset"), Epic: q.Get("epic"), Decision: q.Get("decision"),
+		Pattern: q.Get("pattern"), File: q.Get("file"), Limit: defaultDecisionQueryLimit}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxDecisionQueryLimit {
 			return h4r.Errorf(h4r.EINVALID, "limit", "limit must be an integer from 1 to %d, got %q", maxDecisionQueryLimit, v)
 		}
-		limit = n
+		pq.Limit = n
 	}
-	need := func(name string) (string, error) {
-		v := q.Get(name)
-		if strings.TrimSpace(v) == "" {
-			return "", h4r.Errorf(h4r.EINVALID, name, "preset %s needs %s=", q.Get("preset"), name)
-		}
-		return v, nil
-	}
-	ctx := c.Request().Context()
-	var ans *decision.Answer
-	switch q.Get("preset") {
-	case PresetByPrecedent:
-		id := q.Get("epic")
-		if id == "" {
-			id = q.Get("decision")
-		}
-		if id == "" {
-			return h4r.Errorf(h4r.EINVALID, "epic", "preset %s needs epic= (or decision=)", PresetByPrecedent)
-		}
-		ans, err = d.Citing(ctx, spec, id, limit)
-	case PresetByPattern:
-		var id string
-		if id, err = need("pattern"); err == nil {
-			ans, err = d.ApplyingPattern(ctx, spec, id, limit)
-		}
-	case PresetFileHistory:
-		var f string
-		if f, err = need("file"); err == nil {
-			ans, err = d.FileHistory(ctx, spec, f, limit)
-		}
-	case PresetReviewsRejected:
-		ans, err = d.ReviewsRejected(ctx, spec, limit)
-	case PresetDecisionsOfEpic:
-		var e string
-		if e, err = need("epic"); err == nil {
-			ans, err = d.ByEpic(ctx, spec, e, limit)
-		}
-	case "":
-		return h4r.Errorf(h4r.EINVALID, "preset", "preset is required (one of %s)", strings.Join(Presets(), ", "))
-	default:
-		return h4r.Errorf(h4r.EINVALID, "preset", "unknown preset %q (want one of %s)", q.Get("preset"), strings.Join(Presets(), ", "))
-	}
+	ans, err := d.Preset(c.Request().Context(), spec, pq)
 	if err != nil {
 		return err
 	}
