@@ -39,9 +39,9 @@ type Alternative struct {
 	RejectedBecause string `json:"rejected_because"`
 }
 
-// Precedent is a precedent a decision cites: an epic, or another
+// CitedPrecedent is a precedent a decision cites: an epic, or another
 // decision trace, with the reason.
-type Precedent struct {
+type CitedPrecedent struct {
 	EpicID     string `json:"epic_id,omitempty"`
 	DecisionID string `json:"decision_id,omitempty"`
 	Reason     string `json:"reason,omitempty"`
@@ -129,7 +129,7 @@ func NewID(prefix string) string {
 type Prepared struct {
 	Trace        Trace
 	Alternatives []Alternative
-	Precedents   []Precedent
+	Precedents   []CitedPrecedent
 }
 
 // Prepare validates t, fills its id (dt-…) and timestamp (now) when

@@ -22,6 +22,8 @@ type DecisionService interface {
 	RecordEvents(ctx context.Context, events []decision.Event, batchField string, single bool) ([]string, error)
 	Preset(ctx context.Context, spec h4r.Specialist, q decision.PresetQuery) (*decision.Answer, error)
 	Get(ctx context.Context, spec h4r.Specialist, id string) (*decision.WithContext, error)
+	Prefetch(ctx context.Context, spec h4r.Specialist, req decision.PrefetchRequest) (*decision.PrefetchResult, error)
+	Escalation(ctx context.Context, spec h4r.Specialist, req decision.EscalationRequest) (*decision.EscalationHint, error)
 }
 
 // WithDecisions serves decision traces, events and precedent queries
@@ -38,6 +40,8 @@ func (s *Server) decisionRoutes() []route {
 		{"POST", "/v1/events", s.recordEvents, ingestRoute},
 		{"POST", "/v1/items/:id/links", s.addLinks, ingestRoute},
 		{"DELETE", "/v1/items/:id/links", s.removeLinks, ingestRoute},
+		{"POST", "/v1/prefetch", s.prefetch, readRoute},
+		{"POST", "/v1/escalation", s.escalation, readRoute},
 	}
 }
 
@@ -197,4 +201,56 @@ func (s *Server) getTrace(c *echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, wc)
+}
+
+// prefetch answers POST /v1/prefetch (document 000): relevant commit
+// traces for a starting session, a summary and suggestions.
+func (s *Server) prefetch(c *echo.Context) error {
+	d, err := s.decisionService()
+	if err != nil {
+		return err
+	}
+	spec, err := s.identity(c, "", nil)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req decision.PrefetchRequest
+	if err := jsonstrict.Decode(body, &req, ""); err != nil {
+		return err
+	}
+	res, err := d.Prefetch(c.Request().Context(), spec, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// escalation answers POST /v1/escalation (document 000): whether to
+// escalate, from the outcomes of similar traces.
+func (s *Server) escalation(c *echo.Context) error {
+	d, err := s.decisionService()
+	if err != nil {
+		return err
+	}
+	spec, err := s.identity(c, "", nil)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req decision.EscalationRequest
+	if err := jsonstrict.Decode(body, &req, ""); err != nil {
+		return err
+	}
+	res, err := d.Escalation(c.Request().Context(), spec, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
 }

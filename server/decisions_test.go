@@ -231,3 +231,80 @@ func TestLinkEditsOverHTTP(t *testing.T) {
 		t.Errorf("outcome = %v", a.DecisionTraces[0]["outcome"])
 	}
 }
+
+// TestPrefetchAndEscalationOverHTTP: step 3 of the done-when (the three
+// decisions citing mj100 come back as precedents for their area), and a
+// precedent restricted to the ops group never reaches a public key,
+// through either route.
+func TestPrefetchAndEscalationOverHTTP(t *testing.T) {
+	d := newDecisionStack(t)
+	recordMJ100(t, d)
+	hidden := h4r.Item{ID: "org/repo@dead", Kind: "commit_trace", Text: "auth rate limiting with escalation",
+		Content: map[string]any{"sha": "dead", "repo": "org/repo", "areas": []any{"pkg/auth"}, "status": "landed", "iterations": 4.0,
+			"errors":      []any{map[string]any{"message": "test failure"}},
+			"escalations": []any{map[string]any{"from_tier": 1.0, "to_tier": 2.0, "iteration": 2.0}}},
+		Metadata: h4r.Metadata{Tags: []string{"pkg/auth"}, RestrictedToGroups: []string{"ops"}, Extra: map[string]any{"repo": "org/repo", "status": "landed"}}}
+	if _, err := d.app.Store.Upsert(t.Context(), []h4r.Item{hidden}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"repo": "org/repo", "areas": ["pkg/auth"], "recent_files": ["src/auth.ts"], "task_description": "OAuth refresh split"}`
+	prefetch := func(key string) []string {
+		r := post(t, d.base+"/v1/prefetch", body, bearer(key)...)
+		if r.status != http.StatusOK {
+			t.Fatalf("prefetch: %d %s", r.status, r.body)
+		}
+		var res struct {
+			Precedents []struct {
+				Trace       map[string]any `json:"trace"`
+				Relevance   float64        `json:"relevance"`
+				MatchReason string         `json:"match_reason"`
+			} `json:"precedents"`
+			Summary     string   `json:"summary"`
+			Suggestions []string `json:"suggestions"`
+		}
+		if err := json.Unmarshal(r.body, &res); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, p := range res.Precedents {
+			ids = append(ids, p.Trace["id"].(string))
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if got := prefetch(publicKey); !slices.Equal(got, []string{"dt-one", "dt-three", "dt-two"}) {
+		t.Errorf("public prefetch: %v, want the three mj100 decisions", got)
+	}
+	if got := prefetch(restrictedKey); !slices.Contains(got, "org/repo@dead") || !slices.Contains(got, "dt-ops-only") {
+		t.Errorf("ops prefetch: %v, want the restricted ones too", got)
+	}
+	esc := `{"repo": "org/repo", "area": "pkg/auth", "current_tier": 1, "iterations": 3, "errors": ["test failure"]}`
+	r := post(t, d.base+"/v1/escalation", esc, bearer(publicKey)...)
+	var hint struct {
+		Recommendation struct {
+			Action string `json:"action"`
+		} `json:"recommendation"`
+		Reasoning    string           `json:"reasoning"`
+		SimilarCases []map[string]any `json:"similar_cases"`
+	}
+	if err := json.Unmarshal(r.body, &hint); err != nil || r.status != http.StatusOK {
+		t.Fatalf("escalation: %d %s", r.status, r.body)
+	}
+	if len(hint.SimilarCases) != 0 || hint.Recommendation.Action != "continue" {
+		t.Errorf("public escalation used the restricted trace: %s", r.body)
+	}
+	r = post(t, d.base+"/v1/escalation", esc, bearer(restrictedKey)...)
+	if err := json.Unmarshal(r.body, &hint); err != nil || len(hint.SimilarCases) != 1 || hint.Recommendation.Action != "escalate" {
+		t.Errorf("ops escalation: %s", r.body)
+	}
+	for _, tt := range []struct{ path, body, field string }{
+		{"/v1/prefetch", `{"areas": ["pkg/auth"]}`, "repo"},
+		{"/v1/prefetch", `{"repo": "r", "area": "typo"}`, "area"},
+		{"/v1/escalation", `{"repo": "r", "area": "a", "task_type": "chore"}`, "task_type"},
+		{"/v1/escalation", `{"repo": "r", "area": "a", "current_tier": "one"}`, "current_tier"},
+	} {
+		if e := checkErrorShape(t, post(t, d.base+tt.path, tt.body, bearer(publicKey)...)); e.Field != tt.field {
+			t.Errorf("%s %s: field %q, want %q", tt.path, tt.body, e.Field, tt.field)
+		}
+	}
+}
