@@ -42,6 +42,7 @@ func (s *Server) decisionRoutes() []route {
 		{"DELETE", "/v1/items/:id/links", s.removeLinks, ingestRoute},
 		{"POST", "/v1/prefetch", s.prefetch, readRoute},
 		{"POST", "/v1/escalation", s.escalation, readRoute},
+		{"GET", "/v1/subscribe", s.subscribe, readRoute},
 	}
 }
 
@@ -112,6 +113,7 @@ func (s *Server) recordTraces(c *echo.Context) error {
 		}
 		return err
 	}
+	s.ingested(c.Request().Context(), ids)
 	return c.JSON(http.StatusOK, recordedResponse{Recorded: len(ids), IDs: ids})
 }
 
