@@ -126,7 +126,9 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithPolicy(a.Policy),
 		server.WithDecisions(a.Decisions),
 	}
-	if hub, err := decision.NewHub(a.Decisions, nil, decision.WithHubLogger(log)); err == nil {
+	if hub, err := decision.NewHub(a.Decisions, nil, decision.WithHubLogger(log),
+		decision.WithPushThreshold(cfg.AmbientRelevance), decision.WithPushDebounce(cfg.AmbientDebounce),
+		decision.WithMaxConnectionsPerSession(cfg.AmbientMaxPerSession), decision.WithMaxConnectionsPerPrincipal(cfg.AmbientMaxPerKey)); err == nil {
 		// In one process; across replicas the hub takes a decision.NATSFanout
 		// once the shared NATS connection is wired.
 		sopts = append(sopts, server.WithAmbient(hub, 0))
