@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -264,4 +265,60 @@ func grepLine(s, sub string) string {
 		}
 	}
 	return "(none)"
+}
+
+// TestDoneWhen is the issue's done-when, as a new user would: record three
+// decisions citing mj100, ask for them (newest first, with alternatives),
+// get them from /v1/prefetch for the area, and receive exactly one push
+// over the WebSocket within the debounce window. The fourth, restricted to
+// the ops group, never reaches the public key on any of the three reads.
+func TestDoneWhen(t *testing.T) {
+	d := newAmbientStack(t)
+	// 1. Record.
+	recordMJ100(t, d)
+	// 2. Ask.
+	a := getAnswer(t, d.base+"/v1/decision-traces?preset=decision_traces_by_precedent&epic=mj100", publicKey)
+	if got := answerIDs(a); !slices.Equal(got, []string{"dt-three", "dt-two", "dt-one"}) {
+		t.Fatalf("decisions citing mj100: %v", got)
+	}
+	for _, dt := range a.DecisionTraces {
+		if _, ok := dt["alternatives"]; !ok {
+			t.Errorf("%v has no alternatives", dt["id"])
+		}
+	}
+	// 3. Prefetch for the area.
+	r := post(t, d.base+"/v1/prefetch", `{"repo": "/repo", "areas": ["pkg/auth"]}`, bearer(publicKey)...)
+	var pf struct {
+		Precedents []struct {
+			Trace map[string]any `json:"trace"`
+		} `json:"precedents"`
+	}
+	if err := json.Unmarshal(r.body, &pf); err != nil || r.status != http.StatusOK {
+		t.Fatalf("prefetch: %d %s", r.status, r.body)
+	}
+	var ids []string
+	for _, p := range pf.Precedents {
+		ids = append(ids, p.Trace["id"].(string))
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"dt-one", "dt-three", "dt-two"}) {
+		t.Errorf("prefetch precedents %v, want the three", ids)
+	}
+	// 4. Subscribe; one push within the window.
+	c, err := wsDial(t, d.base, "new-user", publicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsSend(t, c, authUpdate)
+	m := next(t, c, 10*time.Second)
+	if m == nil || m["type"] != "precedent" {
+		t.Fatalf("no push: %v", m)
+	}
+	if id := m["trace"].(map[string]any)["id"]; !slices.Contains([]string{"dt-one", "dt-two", "dt-three"}, id.(string)) {
+		t.Errorf("pushed %v", id)
+	}
+	wsSend(t, c, authUpdate)
+	if m := next(t, c, 2*time.Second); m != nil {
+		t.Errorf("a second push within the debounce window: %v", m)
+	}
 }
