@@ -47,10 +47,78 @@ type Item struct {
 }
 
 // Link is a directed, typed edge from the item that holds it to Target.
+// Target is an item id, or the id of an entity that is not an item (a file
+// path, an epic id); TargetType says which kind of entity it names (empty:
+// an item). Context says, in a sentence, why the link matters.
 type Link struct {
-	Type     string  `json:"type"`
-	Target   string  `json:"target"`
-	Strength float64 `json:"strength,omitempty"`
+	Type       string  `json:"type"`
+	Target     string  `json:"target"`
+	TargetType string  `json:"targetType,omitempty"`
+	Strength   float64 `json:"strength,omitempty"`
+	Context    string  `json:"context,omitempty"`
+}
+
+// Link types of decision traces (ADR 002). Any other non-empty type is
+// accepted too: the list is extendable, these are the ones H4R's own
+// queries use.
+const (
+	LinkCitesPrecedent       = "cites_precedent"
+	LinkAppliesPattern       = "applies_pattern"
+	LinkSimilarTo            = "similar_to"
+	LinkResolvesConflictFrom = "resolves_conflict_from"
+	LinkLearnedFrom          = "learned_from"
+	LinkAssignsFile          = "assigns_file"
+	LinkOutcomeOf            = "outcome_of"
+)
+
+// Target types of links (ADR 002's target_entity_type), extendable like
+// link types. TargetItem, the empty string, is an item id.
+const (
+	TargetItem     = ""
+	TargetEpic     = "epic"
+	TargetPattern  = "pattern"
+	TargetFile     = "file"
+	TargetAgent    = "agent"
+	TargetMemory   = "memory"
+	TargetTrace    = "trace"
+	TargetDecision = "decision"
+)
+
+// Limits on a link's own fields.
+const (
+	MaxLinkContextBytes = 1024
+	MaxTargetTypeBytes  = 64
+)
+
+// ValidateLink checks one link; field is its path ("links[2]").
+func ValidateLink(l Link, field string) error {
+	switch {
+	case strings.TrimSpace(l.Target) == "":
+		return Errorf(EINVALID, field+".target", "link target is required")
+	case len(l.Target) > MaxIDBytes:
+		return Errorf(EINVALID, field+".target", "a link target is an item or entity id, at most %d bytes; got %d", MaxIDBytes, len(l.Target))
+	case strings.TrimSpace(l.Type) == "":
+		return Errorf(EINVALID, field+".type", "link type is required (caused_by, fixes, cites_precedent, …)")
+	case math.IsNaN(l.Strength) || l.Strength < 0 || l.Strength > 1:
+		return Errorf(EINVALID, field+".strength", "strength must be in [0, 1], got %v", l.Strength)
+	case len(l.TargetType) > MaxTargetTypeBytes || !validTargetType(l.TargetType):
+		return Errorf(EINVALID, field+".targetType", "targetType is a lower-case word (epic, pattern, file, agent, memory, trace, decision, …) of at most %d bytes, got %q", MaxTargetTypeBytes, l.TargetType)
+	case len(l.Context) > MaxLinkContextBytes:
+		return Errorf(EINVALID, field+".context", "context is %d bytes, the limit is %d", len(l.Context), MaxLinkContextBytes)
+	case !utf8.ValidString(l.Context):
+		return Errorf(EINVALID, field+".context", "context is not valid UTF-8")
+	}
+	return nil
+}
+
+// validTargetType: empty, or [a-z][a-z0-9_]*.
+func validTargetType(t string) bool {
+	for i, r := range t {
+		if !(r >= 'a' && r <= 'z' || i > 0 && (r == '_' || r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
 }
 
 // Metadata holds the well-known metadata keys as fields and every other key
@@ -359,16 +427,8 @@ func (it *Item) Validate(field string) error {
 		return Errorf(EINVALID, at("links"), "at most %d links, got %d", MaxLinks, len(it.Links))
 	}
 	for i, l := range it.Links {
-		lf := fmt.Sprintf("%s[%d]", at("links"), i)
-		switch {
-		case strings.TrimSpace(l.Target) == "":
-			return Errorf(EINVALID, lf+".target", "link target is required")
-		case len(l.Target) > MaxIDBytes:
-			return Errorf(EINVALID, lf+".target", "a link target is an item id, at most %d bytes; got %d", MaxIDBytes, len(l.Target))
-		case strings.TrimSpace(l.Type) == "":
-			return Errorf(EINVALID, lf+".type", "link type is required (caused_by, fixes, …)")
-		case math.IsNaN(l.Strength) || l.Strength < 0 || l.Strength > 1:
-			return Errorf(EINVALID, lf+".strength", "strength must be in [0, 1], got %v", l.Strength)
+		if err := ValidateLink(l, fmt.Sprintf("%s[%d]", at("links"), i)); err != nil {
+			return err
 		}
 	}
 	return nil

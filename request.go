@@ -31,6 +31,7 @@ const (
 	MaxFilterValues      = 64 // in one list filter (kind, tags)
 	MaxTLDRSentences     = 50
 	MaxHopsLimit         = 10
+	MaxLinkTypes         = 32
 	DefaultQueryType     = QueryHybrid
 	maxFilterValueLength = 1024
 )
@@ -61,6 +62,7 @@ type ContextRequest struct {
 	Anchors       []string           `json:"anchors,omitempty"`
 	MaxHops       int                `json:"max_hops,omitempty"`
 	Directed      bool               `json:"directed,omitempty"`
+	LinkTypes     []string           `json:"link_types,omitempty"`
 	Budget        *Budget            `json:"budget,omitempty"`
 	MinScore      float64            `json:"min_score,omitempty"`
 	IncludeGraph  *bool              `json:"include_graph,omitempty"`
@@ -157,6 +159,14 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 	}
 	if r.MaxHops < 0 || r.MaxHops > MaxHopsLimit {
 		return Filters{}, Errorf(EINVALID, at("max_hops"), "max_hops must be between 0 and %d, got %d", MaxHopsLimit, r.MaxHops)
+	}
+	if len(r.LinkTypes) > MaxLinkTypes {
+		return Filters{}, Errorf(EINVALID, at("link_types"), "at most %d link types, got %d", MaxLinkTypes, len(r.LinkTypes))
+	}
+	for i, t := range r.LinkTypes {
+		if strings.TrimSpace(t) == "" || len(t) > MaxIDBytes {
+			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("link_types"), i), "a link type is a non-empty name of at most %d bytes", MaxIDBytes)
+		}
 	}
 	if b := r.Budget; b != nil {
 		for name, v := range map[string]int{"maxBytes": b.MaxBytes, "maxTokens": b.MaxTokens, "maxItems": b.MaxItems} {

@@ -12,6 +12,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/engine"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
@@ -31,6 +32,7 @@ type Store interface {
 	Graph() h4r.Generator
 	RecordAccess(ids []string)
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
+	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
 	Close() error
 }
 
@@ -44,6 +46,9 @@ type App struct {
 	// Slicer is the engine's policy slicer, for reads by id that must
 	// pass policy like packs do (trace reads).
 	Slicer *scs.Slicer
+	// Decisions records decision traces and answers precedent queries
+	// over Store, through the same policy slicer as the engine.
+	Decisions *decision.Service
 
 	// Checks are the backends besides the store that /health/ready asks,
 	// by name ("qdrant", "neo4j").
@@ -155,6 +160,9 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err != nil {
 		return nil, fmt.Errorf("building the engine: %w", err)
 	}
+	a.Decisions = decision.New(a.Store, slicer, decision.WithClock(o.now), decision.WithBudget(scs.Limits{
+		MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault,
+	}))
 	return a, nil
 }
 

@@ -49,6 +49,10 @@ type Config struct {
 	TokenEncoding         string        // H4R_TOKEN_ENCODING: cl100k_base or o200k_base
 	RequestTimeout        time.Duration // H4R_REQUEST_TIMEOUT_MS
 	GeneratorTimeout      time.Duration // H4R_GENERATOR_TIMEOUT_MS
+	AmbientRelevance      float64       // H4R_AMBIENT_RELEVANCE
+	AmbientDebounce       time.Duration // H4R_AMBIENT_DEBOUNCE_MS
+	AmbientMaxPerSession  int           // H4R_AMBIENT_MAX_PER_SESSION
+	AmbientMaxPerKey      int           // H4R_AMBIENT_MAX_PER_KEY
 	MaxBodyBytes          int64         // H4R_MAX_BODY_BYTES
 	MaxConnections        int           // H4R_MAX_CONNECTIONS: HTTP connections served at once
 	LowRelevanceThreshold float64       // H4R_LOW_RELEVANCE_THRESHOLD: best relevance under it → request_more_context

@@ -344,7 +344,7 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 	text := e.textGenerators(req.Query.Type, &warnings)
 	q := h4r.CandidateQuery{
 		Text: req.Query.Text, Filters: filters, Limit: e.settings.CandidateLimit,
-		Anchors: req.Anchors, MaxHops: e.settings.MaxHops, Directed: req.Directed,
+		Anchors: req.Anchors, MaxHops: e.settings.MaxHops, Directed: req.Directed, LinkTypes: req.LinkTypes,
 	}
 	if req.MaxHops > 0 {
 		q.MaxHops = req.MaxHops

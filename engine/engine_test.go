@@ -602,3 +602,33 @@ func TestFallbackAnswerIsKeptWithAWarning(t *testing.T) {
 		t.Errorf("warnings %v do not say the fallback answered", p.Explainability.Warnings)
 	}
 }
+
+// TestLinkTypesRestrictHops: link_types on a causal request make the walk
+// follow only links of those types (rb-login-triage-guide cites two
+// precedents and follows one fix).
+func TestLinkTypesRestrictHops(t *testing.T) {
+	a := openDemo(t)
+	tests := []struct {
+		name      string
+		linkTypes []string
+		reached   []string
+	}{
+		{"every type", nil, []string{"dec-locator-strategy", "fix-login-page-object-testids", "inc-checkout-selector-break-aug", "rb-login-triage-guide"}},
+		{"cites_precedent only", []string{"cites_precedent"}, []string{"dec-locator-strategy", "inc-checkout-selector-break-aug", "rb-login-triage-guide"}},
+		{"follows only", []string{"follows"}, []string{"fix-login-page-object-testids", "rb-login-triage-guide"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := auditPack(t, a.Engine, healer(), h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal},
+				Anchors: []string{"rb-login-triage-guide"}, MaxHops: 1, Directed: true, LinkTypes: tt.linkTypes})
+			var reached []string
+			for _, it := range p.Explainability.Items {
+				reached = append(reached, it.ID)
+			}
+			slices.Sort(reached)
+			if !slices.Equal(reached, tt.reached) {
+				t.Errorf("hops reached %v, want %v", reached, tt.reached)
+			}
+		})
+	}
+}

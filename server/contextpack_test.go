@@ -265,6 +265,8 @@ func TestContextPackErrors(t *testing.T) {
 		{"bad createdAfter", `{"query": {"text": "login", "filters": {"createdAfter": "yesterday"}}}`, "query.filters.createdAfter"},
 		{"empty anchor", `{"query": {"type": "causal", "text": ""}, "anchors": ["mem-root", " "]}`, "anchors[1]"},
 		{"max_hops over the limit", `{` + q + `, "max_hops": 11}`, "max_hops"},
+		{"empty link type", `{"query": {"type": "causal", "text": ""}, "anchors": ["mem-root"], "link_types": ["caused_by", ""]}`, "link_types[1]"},
+		{"link_types not a list", `{"query": {"type": "causal", "text": ""}, "anchors": ["mem-root"], "link_types": "caused_by"}`, "link_types"},
 		{"tldr_sentences negative", `{` + q + `, "tldr_sentences": -1}`, "tldr_sentences"},
 		{"specialist with a bad securityLevel", `{"specialist": {"id": "x", "securityLevel": "secret"}, ` + q + `}`, "specialist.securityLevel"},
 		{"specialist without an id", `{"specialist": {"securityLevel": "internal"}, ` + q + `}`, "specialist.id"},

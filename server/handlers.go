@@ -273,6 +273,7 @@ func (s *Server) upsertItems(c *echo.Context) error {
 		}
 		return err
 	}
+	s.ingested(c.Request().Context(), ids) // ambient precedents (subscribe.go)
 	return c.JSON(http.StatusOK, upsertResponse{Upserted: len(ids), IDs: ids})
 }
 

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/auth"
@@ -68,6 +70,12 @@ type Server struct {
 	openAPIDoc     []byte                 // the merged description (openapi.go)
 	traces         TraceService           // nil: the trace routes answer unavailable (traces.go)
 	traceOpts      TraceOptions
+	decisions      DecisionService // nil: decision routes answer unavailable (decisions.go)
+	linkLocks      keyedLocks      // link edits of one item, one at a time (links.go)
+	ambient        AmbientHub      // nil: no GET /v1/subscribe (subscribe.go)
+	pingEvery      time.Duration   // WebSocket keepalive (subscribe.go)
+	wsGaugeOnce    sync.Once
+	wsGauge        prometheus.Gauge
 }
 
 // readinessCheck is one backend /health/ready checks.

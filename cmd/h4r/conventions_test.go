@@ -25,6 +25,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"pack", []string{"pack", "--help"}, "Usage: h4r pack"},
 		{"ingest", []string{"ingest", "--help"}, "Usage: h4r ingest"},
 		{"reindex", []string{"reindex", "--help"}, "Usage: h4r reindex"},
+		{"query", []string{"query", "--help"}, "Usage: h4r query"},
 		{"migrate", []string{"migrate", "--help"}, "Usage: h4r migrate"},
 		{"policy check", []string{"policy", "check", "--help"}, "Usage: h4r policy check"},
 		{"policy test", []string{"policy", "test", "--help"}, "Usage: h4r policy test"},

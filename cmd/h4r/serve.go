@@ -14,6 +14,7 @@ import (
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
@@ -143,6 +144,14 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithRateLimit(cfg.RateLimitPerMinute),
 		server.WithMetrics(m),
 		server.WithPolicy(a.Policy),
+		server.WithDecisions(a.Decisions),
+	}
+	if hub, err := decision.NewHub(a.Decisions, nil, decision.WithHubLogger(log),
+		decision.WithPushThreshold(cfg.AmbientRelevance), decision.WithPushDebounce(cfg.AmbientDebounce),
+		decision.WithMaxConnectionsPerSession(cfg.AmbientMaxPerSession), decision.WithMaxConnectionsPerPrincipal(cfg.AmbientMaxPerKey)); err == nil {
+		// In one process; across replicas the hub takes a decision.NATSFanout
+		// once the shared NATS connection is wired.
+		sopts = append(sopts, server.WithAmbient(hub, 0))
 	}
 	for name, check := range a.Checks {
 		sopts = append(sopts, server.WithReadinessCheck(name, check))

@@ -217,7 +217,7 @@ func (c *Client) Upsert(ctx context.Context, items []*h4r.Item) error {
 			nodes[i] = map[string]any{"id": it.ID, "kind": it.Kind}
 			for pos, l := range it.Links {
 				links = append(links, map[string]any{"source": it.ID, "target": l.Target, "type": l.Type,
-					"position": int64(pos), "strength": l.Strength})
+					"position": int64(pos), "strength": l.Strength, "targetType": l.TargetType, "context": l.Context})
 			}
 		}
 		err := c.write(ctx, "mirror_upsert", func(tx driver.ManagedTransaction) error {

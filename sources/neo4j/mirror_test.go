@@ -213,3 +213,30 @@ func TestConcurrentWritersConverge(t *testing.T) {
 		t.Errorf("pending %v", p)
 	}
 }
+
+// TestMirrorCarriesEntityLinks: a link's targetType and context reach the
+// relationship, and a target that is no item (a file, an epic) becomes a
+// placeholder node that hops do not pass through.
+func TestMirrorCarriesEntityLinks(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.ingest(t, h4r.Item{ID: "dt-1", Kind: "decision_trace", Text: "assign auth", Links: []h4r.Link{
+		{Type: h4r.LinkCitesPrecedent, Target: "mj100", TargetType: h4r.TargetEpic, Strength: 1, Context: "solved OAuth refresh"},
+		{Type: h4r.LinkAssignsFile, Target: "src/auth.ts", TargetType: h4r.TargetFile, Strength: 0.5},
+	}})
+	want := []bolttest.Link{
+		{Type: h4r.LinkCitesPrecedent, Target: "mj100", Strength: 1, TargetType: h4r.TargetEpic, Context: "solved OAuth refresh"},
+		{Type: h4r.LinkAssignsFile, Target: "src/auth.ts", Position: 1, Strength: 0.5, TargetType: h4r.TargetFile},
+	}
+	nodes := r.graph.Nodes()
+	if got := nodes["dt-1"].Links; !slices.Equal(got, want) {
+		t.Errorf("relationships = %+v, want %+v", got, want)
+	}
+	if f, ok := nodes["src/auth.ts"]; !ok || f.Present {
+		t.Errorf("the file target is %+v (exists: %v); want a placeholder", f, ok)
+	}
+	hits, err := r.generator().Generate(ctx, h4r.CandidateQuery{Anchors: []string{"dt-1"}})
+	if err != nil || len(hits) != 1 {
+		t.Errorf("a walk from dt-1 = %v, %v; want only dt-1", ordered(hits), err)
+	}
+}

@@ -102,7 +102,9 @@ func checkNUL(it *h4r.Item, field string) error {
 	}
 	for i, l := range it.Links {
 		checks = append(checks, struct{ name, v string }{fmt.Sprintf("links[%d].target", i), l.Target},
-			struct{ name, v string }{fmt.Sprintf("links[%d].type", i), l.Type})
+			struct{ name, v string }{fmt.Sprintf("links[%d].type", i), l.Type},
+			struct{ name, v string }{fmt.Sprintf("links[%d].targetType", i), l.TargetType},
+			struct{ name, v string }{fmt.Sprintf("links[%d].context", i), l.Context})
 	}
 	for _, c := range checks {
 		if err := bad(c.name, c.v); err != nil {
@@ -253,7 +255,7 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 
 func writeLinks(ctx context.Context, tx pgx.Tx, items []encodedItem) error {
 	ids := make([]string, len(items))
-	var sources_, targets, types []string
+	var sources_, targets, types, targetTypes, contexts []string
 	var positions []int32
 	var strengths []float64
 	for i, e := range items {
@@ -264,6 +266,8 @@ func writeLinks(ctx context.Context, tx pgx.Tx, items []encodedItem) error {
 			targets = append(targets, l.Target)
 			types = append(types, l.Type)
 			strengths = append(strengths, l.Strength)
+			targetTypes = append(targetTypes, l.TargetType)
+			contexts = append(contexts, l.Context)
 		}
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM links WHERE source = ANY($1)`, ids); err != nil {
@@ -272,9 +276,9 @@ func writeLinks(ctx context.Context, tx pgx.Tx, items []encodedItem) error {
 	if len(sources_) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO links (source, position, target, type, strength)
-		SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::float8[])`,
-		sources_, positions, targets, types, strengths)
+	_, err := tx.Exec(ctx, `INSERT INTO links (source, position, target, type, strength, target_type, context)
+		SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[])`,
+		sources_, positions, targets, types, strengths, targetTypes, contexts)
 	if err != nil {
 		return fmt.Errorf("writing %d links: %w", len(sources_), err)
 	}
@@ -412,7 +416,8 @@ func (s *Store) Count(ctx context.Context) (int, error) {
 // itemColumns are the columns queryItems decodes, from the items table
 // aliased as i: itemFields, then the links as one JSON list.
 const itemColumns = itemFields + `,
-	(SELECT json_agg(json_build_object('type', l.type, 'target', l.target, 'strength', l.strength) ORDER BY l.position)
+	(SELECT json_agg(json_build_object('type', l.type, 'target', l.target, 'strength', l.strength,
+		'targetType', NULLIF(l.target_type, ''), 'context', NULLIF(l.context, '')) ORDER BY l.position)
 	 FROM links l WHERE l.source = i.id)`
 
 // itemFields are the item's own columns, without its links.

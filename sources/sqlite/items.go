@@ -113,7 +113,7 @@ const (
 	deleteTagsSQL  = `DELETE FROM item_tags WHERE item_id = ?`
 	insertTagSQL   = `INSERT INTO item_tags (item_id, tag) VALUES (?, ?)`
 	deleteLinksSQL = `DELETE FROM links WHERE source = ?`
-	insertLinkSQL  = `INSERT INTO links (source, position, target, type, strength) VALUES (?, ?, ?, ?, ?)`
+	insertLinkSQL  = `INSERT INTO links (source, position, target, type, strength, target_type, context) VALUES (?, ?, ?, ?, ?, ?, ?)`
 )
 
 func writeItems(ctx context.Context, tx *sql.Tx, items []encodedItem, updatedAt, encoding string) (err error) {
@@ -142,7 +142,7 @@ func writeItems(ctx context.Context, tx *sql.Tx, items []encodedItem, updatedAt,
 			return fmt.Errorf("clearing the links of item %q: %w", it.ID, err)
 		}
 		for pos, l := range it.Links {
-			if _, err := insertLink.ExecContext(ctx, it.ID, pos, l.Target, l.Type, l.Strength); err != nil {
+			if _, err := insertLink.ExecContext(ctx, it.ID, pos, l.Target, l.Type, l.Strength, l.TargetType, l.Context); err != nil {
 				return fmt.Errorf("writing link %d of item %q: %w", pos, it.ID, err)
 			}
 		}
@@ -346,7 +346,7 @@ func loadLinks(ctx context.Context, tx *sql.Tx, items []*h4r.Item) (err error) {
 	if err != nil {
 		return fmt.Errorf("encoding item ids: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT source, target, type, strength FROM links
+	rows, err := tx.QueryContext(ctx, `SELECT source, target, type, strength, target_type, context FROM links
 		WHERE source IN (SELECT value FROM json_each(?)) ORDER BY source, position`, string(idList))
 	if err != nil {
 		return fmt.Errorf("querying links: %w", err)
@@ -355,7 +355,7 @@ func loadLinks(ctx context.Context, tx *sql.Tx, items []*h4r.Item) (err error) {
 	for rows.Next() {
 		var source string
 		var l h4r.Link
-		if err := rows.Scan(&source, &l.Target, &l.Type, &l.Strength); err != nil {
+		if err := rows.Scan(&source, &l.Target, &l.Type, &l.Strength, &l.TargetType, &l.Context); err != nil {
 			return fmt.Errorf("reading a link row: %w", err)
 		}
 		if it := byID[source]; it != nil {

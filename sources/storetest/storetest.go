@@ -27,6 +27,8 @@ type Store interface {
 	// Each visits every item in id order; derived indexes are rebuilt
 	// from it.
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
+	// Find lists items by filters and a link they hold, newest first.
+	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
 }
 
 // Option configures Run.
@@ -97,6 +99,8 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("each", s.testEach)
 	t.Run("fulltext_follows_history", s.testHistory)
 	t.Run("filter_values_with_syntax", s.testFilterValues)
+	t.Run("entity_links", s.testEntityLinks)
+	t.Run("find", s.testFind)
 }
 
 // reopenable returns a function opening one place's data again, or skips t

@@ -48,9 +48,10 @@ type node struct {
 }
 
 type rel struct {
-	typ, target string
-	position    int64
-	strength    float64
+	typ, target         string
+	position            int64
+	strength            float64
+	targetType, context string
 }
 
 func newGraphData() *graphData {
@@ -118,9 +119,10 @@ type Node struct {
 
 // Link describes one relationship.
 type Link struct {
-	Type, Target string
-	Position     int64
-	Strength     float64
+	Type, Target        string
+	Position            int64
+	Strength            float64
+	TargetType, Context string
 }
 
 // Nodes returns the committed nodes by id.
@@ -131,7 +133,7 @@ func (g *Graph) Nodes() map[string]Node {
 	for id, n := range g.committed.nodes {
 		nd := Node{ID: id, Kind: n.kind, Present: n.present}
 		for _, r := range n.out {
-			nd.Links = append(nd.Links, Link{Type: r.typ, Target: r.target, Position: r.position, Strength: r.strength})
+			nd.Links = append(nd.Links, Link{Type: r.typ, Target: r.target, Position: r.position, Strength: r.strength, TargetType: r.targetType, Context: r.context})
 		}
 		out[id] = nd
 	}
@@ -387,7 +389,7 @@ func createLinks(g *graphData, p map[string]any) (Result, error) {
 		return Result{}, err
 	}
 	for _, v := range links {
-		m, err := mapOf(v, "a link", "source", "target", "type", "position", "strength")
+		m, err := mapOf(v, "a link", "source", "target", "type", "position", "strength", "targetType", "context")
 		if err != nil {
 			return Result{}, err
 		}
@@ -411,6 +413,12 @@ func createLinks(g *graphData, p map[string]any) (Result, error) {
 		}
 		if r.strength, ok = m["strength"].(float64); !ok {
 			return Result{}, typeError("link.strength must be a float, got %T", m["strength"])
+		}
+		if r.targetType, err = stringOf(m["targetType"], "link.targetType"); err != nil {
+			return Result{}, err
+		}
+		if r.context, err = stringOf(m["context"], "link.context"); err != nil {
+			return Result{}, err
 		}
 		s := g.nodes[source]
 		if s == nil {

@@ -10,6 +10,9 @@ CREATE INDEX items_kind ON items (kind);
 -- index links_target
 CREATE INDEX links_target ON links (target, source);
 
+-- index links_target_type
+CREATE INDEX links_target_type ON links (target, type, source);
+
 -- table deleted_versions
 CREATE TABLE deleted_versions (
     id      TEXT    PRIMARY KEY,
@@ -67,7 +70,7 @@ CREATE TABLE links (
     position INTEGER NOT NULL,
     target   TEXT    NOT NULL,
     type     TEXT    NOT NULL,
-    strength REAL    NOT NULL,
+    strength REAL    NOT NULL, target_type TEXT NOT NULL DEFAULT '', context     TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (source, position)
 ) STRICT, WITHOUT ROWID;
 

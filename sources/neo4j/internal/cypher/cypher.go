@@ -26,7 +26,7 @@ MERGE (n:Item {id: it.id})
 SET n.present = true, n.kind = it.kind`
 
 // CreateLinks creates the relationships $links, each a map {source,
-// target, type, position, strength}. The relationship's type is the link's
+// target, type, position, strength, targetType, context}. The relationship's type is the link's
 // type, given as a parameter through a dynamic type (Neo4j 5.26 or later).
 // Parallel links are kept, as the store keeps them.
 const CreateLinks = `UNWIND $links AS l
@@ -34,7 +34,8 @@ MATCH (s:Item {id: l.source})
 MERGE (t:Item {id: l.target})
 ON CREATE SET t.present = false
 CREATE (s)-[r:$(l.type)]->(t)
-SET r.position = l.position, r.strength = l.strength`
+SET r.position = l.position, r.strength = l.strength,
+    r.targetType = l.targetType, r.context = l.context`
 
 // MarkDeleted keeps the nodes of the deleted items $ids as link targets.
 const MarkDeleted = `UNWIND $ids AS id

@@ -1,0 +1,432 @@
+package decision
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/h4r/h4r"
+)
+
+// KindCommitTrace is the kind of commit traces (document 000), written by
+// the trace ingest: id {repo}@{sha}, text the summary, content the trace
+// with the document's field names, metadata repo/branch/author/mode/status,
+// areas as tags, createdAt the trace's timestamp.
+const KindCommitTrace = "commit_trace"
+
+// Limits of prefetch.
+const (
+	DefaultPrefetchLimit = 20
+	MaxPrefetchLimit     = 100
+	// candidatesPerQuery bounds each store query prefetch and escalation
+	// make (one per area, one for the repo's newest traces).
+	candidatesPerQuery = 500
+)
+
+// PrefetchRequest is POST /v1/prefetch's body (document 000).
+type PrefetchRequest struct {
+	Repo            string   `json:"repo"`
+	Branch          string   `json:"branch,omitempty"`
+	Areas           []string `json:"areas,omitempty"`
+	RecentFiles     []string `json:"recent_files,omitempty"`
+	TaskDescription string   `json:"task_description,omitempty"`
+	Limit           int      `json:"limit,omitempty"`
+}
+
+// Precedent is one relevant trace.
+type Precedent struct {
+	Trace       Wire    `json:"trace"`
+	Relevance   float64 `json:"relevance"`
+	MatchReason string  `json:"match_reason"`
+}
+
+// PrefetchResult is POST /v1/prefetch's answer.
+type PrefetchResult struct {
+	Precedents  []Precedent `json:"precedents"`
+	Summary     string      `json:"summary"`
+	Suggestions []string    `json:"suggestions"`
+}
+
+// Situation is what relevance is measured against: a prefetch request, or
+// a WebSocket context_update.
+type Situation struct {
+	Repo  string
+	Areas []string
+	Files []string
+	Text  string // task description, current task, recent decisions
+}
+
+// scored is a candidate trace with its relevance.
+type scored struct {
+	item      *h4r.Item
+	relevance float64
+	reason    string
+}
+
+// Relevance scores a commit trace against a situation, in [0, 1]: half
+// the share of the situation's areas the trace touched, three tenths the
+// share of its files, two tenths the overlap of words between the
+// situation's text and the trace's summary and decisions. When the
+// situation names no files (or no text), the other parts take its weight.
+// It returns a sentence saying why.
+func Relevance(s Situation, trace *h4r.Item) (float64, string) {
+	areas := traceAreas(trace)
+	files := traceFiles(trace)
+	type part struct {
+		weight, value float64
+		why           string
+	}
+	var parts []part
+	if len(s.Areas) > 0 {
+		shared := intersect(s.Areas, areas)
+		why := ""
+		if len(shared) > 0 {
+			why = "same area " + strings.Join(shared, ", ")
+		}
+		parts = append(parts, part{0.5, float64(len(shared)) / float64(len(s.Areas)), why})
+	}
+	if len(s.Files) > 0 {
+		shared := intersect(s.Files, files)
+		why := ""
+		if len(shared) > 0 {
+			why = "touched " + strings.Join(shared, ", ")
+		}
+		parts = append(parts, part{0.3, float64(len(shared)) / float64(len(s.Files)), why})
+	}
+	if strings.TrimSpace(s.Text) != "" {
+		words := wordSet(s.Text)
+		shared := overlap(words, wordSet(traceText(trace)))
+		why := ""
+		if len(shared) > 0 {
+			why = "similar work: " + strings.Join(shared[:min(len(shared), 4)], ", ")
+		}
+		v := 0.0
+		if len(words) > 0 {
+			v = min(1, float64(len(shared))/float64(min(len(words), 6)))
+		}
+		parts = append(parts, part{0.2, v, why})
+	}
+	var total, weights float64
+	var whys []string
+	for _, p := range parts {
+		total += p.weight * p.value
+		weights += p.weight
+		if p.why != "" {
+			whys = append(whys, p.why)
+		}
+	}
+	if weights == 0 {
+		return 0, "no areas, files or task to compare"
+	}
+	reason := strings.Join(whys, "; ")
+	if reason == "" {
+		reason = "same repository"
+	}
+	return total / weights, reason
+}
+
+// Prefetch answers POST /v1/prefetch: the repo's commit traces most
+// relevant to the areas, files and task, that the caller may see, with a
+// summary and suggestions (affordance rules over the traces).
+func (s *Service) Prefetch(ctx context.Context, spec h4r.Specialist, req PrefetchRequest) (*PrefetchResult, error) {
+	switch {
+	case strings.TrimSpace(req.Repo) == "":
+		return nil, h4r.Errorf(h4r.EINVALID, "repo", "repo is required (org/repo)")
+	case req.Limit < 0 || req.Limit > MaxPrefetchLimit:
+		return nil, h4r.Errorf(h4r.EINVALID, "limit", "limit must be between 0 and %d, got %d", MaxPrefetchLimit, req.Limit)
+	case len(req.Areas) > 64:
+		return nil, h4r.Errorf(h4r.EINVALID, "areas", "at most 64 areas, got %d", len(req.Areas))
+	case len(req.RecentFiles) > 256:
+		return nil, h4r.Errorf(h4r.EINVALID, "recent_files", "at most 256 recent files, got %d", len(req.RecentFiles))
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = DefaultPrefetchLimit
+	}
+	sit := Situation{Repo: req.Repo, Areas: req.Areas, Files: req.RecentFiles, Text: req.TaskDescription}
+	ranked, err := s.rankTraces(ctx, spec, sit)
+	if err != nil {
+		return nil, err
+	}
+	res := &PrefetchResult{Precedents: []Precedent{}, Suggestions: suggestions(ranked, s.now())}
+	for _, c := range ranked {
+		if len(res.Precedents) == limit {
+			break
+		}
+		if c.relevance == 0 {
+			continue
+		}
+		res.Precedents = append(res.Precedents, Precedent{Trace: c.wire, Relevance: round3(c.relevance), MatchReason: c.reason})
+	}
+	res.Summary = summarize(res.Precedents)
+	return res, nil
+}
+
+// visibleTrace is a ranked trace the caller may see, as delivered.
+type visibleTrace struct {
+	scored
+	wire Wire
+}
+
+// rankTraces finds the repo's commit traces in the situation's areas (and
+// the newest of the repo), scores them, and returns those the policy lets
+// spec see, most relevant first (ties: newest, then id).
+func (s *Service) rankTraces(ctx context.Context, spec h4r.Specialist, sit Situation) ([]visibleTrace, error) {
+	cands, err := s.commitTraces(ctx, sit.Repo, sit.Areas)
+	if err != nil {
+		return nil, err
+	}
+	decisions, err := s.decisionsFor(ctx, sit.Repo, sit.Areas)
+	if err != nil {
+		return nil, err
+	}
+	cands = append(cands, decisions...)
+	list := make([]scored, 0, len(cands))
+	for _, it := range cands {
+		r, why := Relevance(sit, it)
+		list = append(list, scored{item: it, relevance: r, reason: why})
+	}
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.relevance != b.relevance {
+			return a.relevance > b.relevance
+		}
+		if !a.item.Metadata.CreatedAt.Equal(b.item.Metadata.CreatedAt) {
+			return a.item.Metadata.CreatedAt.After(b.item.Metadata.CreatedAt)
+		}
+		return a.item.ID < b.item.ID
+	})
+	items := make([]*h4r.Item, len(list))
+	for i := range list {
+		items[i] = list[i].item
+	}
+	out := s.slicer.Slice(ctx, spec, items, s.limits)
+	var vis []visibleTrace
+	for i, v := range out.Verdicts {
+		if v.Reason == h4r.ReasonKept && v.Delivered != nil {
+			vis = append(vis, visibleTrace{scored: list[i], wire: FromDelivered(*v.Delivered, nil)})
+		}
+	}
+	return vis, nil
+}
+
+// commitTraces reads the repo's commit traces tagged with any of areas,
+// and its newest, without duplicates.
+func (s *Service) commitTraces(ctx context.Context, repo string, areas []string) ([]*h4r.Item, error) {
+	base := h4r.Filters{Kinds: []string{KindCommitTrace}, Metadata: map[string]any{"repo": repo}}
+	queries := []h4r.ItemQuery{{Filters: base, Limit: candidatesPerQuery}}
+	for _, a := range areas {
+		f := base
+		f.Tags = []string{a}
+		queries = append(queries, h4r.ItemQuery{Filters: f, Limit: candidatesPerQuery})
+	}
+	seen := map[string]bool{}
+	var out []*h4r.Item
+	for _, q := range queries {
+		found, err := s.store.Find(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("finding commit traces of %s: %w", repo, err)
+		}
+		for _, it := range found {
+			if !seen[it.ID] {
+				seen[it.ID] = true
+				out = append(out, it)
+			}
+		}
+	}
+	return out, nil
+}
+
+// decisionsFor reads the decision traces of the project (project_key
+// repo) and those tagged with any of areas, without duplicates: a
+// decision taken in an area is a precedent for work there.
+func (s *Service) decisionsFor(ctx context.Context, repo string, areas []string) ([]*h4r.Item, error) {
+	kinds := []string{KindTrace}
+	queries := []h4r.ItemQuery{{Filters: h4r.Filters{Kinds: kinds, Metadata: map[string]any{"project_key": repo}}, Limit: candidatesPerQuery}}
+	for _, a := range areas {
+		queries = append(queries, h4r.ItemQuery{Filters: h4r.Filters{Kinds: kinds, Tags: []string{a}}, Limit: candidatesPerQuery})
+	}
+	seen := map[string]bool{}
+	var out []*h4r.Item
+	for _, q := range queries {
+		found, err := s.store.Find(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("finding decision traces for %s: %w", repo, err)
+		}
+		for _, it := range found {
+			if !seen[it.ID] {
+				seen[it.ID] = true
+				out = append(out, it)
+			}
+		}
+	}
+	return out, nil
+}
+
+// suggestions are affordance rules over the visible traces: an area
+// reverted at least twice in the last 30 days, and an area where most
+// traces escalated.
+func suggestions(traces []visibleTrace, now time.Time) []string {
+	reverted := map[string]int{}
+	escalated, total := map[string]int{}, map[string]int{}
+	for _, t := range traces {
+		if t.relevance == 0 {
+			continue
+		}
+		recent := now.Sub(t.item.Metadata.CreatedAt) <= 30*24*time.Hour
+		status, _ := t.item.Content["status"].(string)
+		esc, _ := t.item.Content["escalations"].([]any)
+		for _, a := range traceAreas(t.item) {
+			total[a]++
+			if status == "reverted" && recent {
+				reverted[a]++
+			}
+			if len(esc) > 0 {
+				escalated[a]++
+			}
+		}
+	}
+	var out []string
+	for _, a := range slices.Sorted(mapsKeys(reverted)) {
+		if n := reverted[a]; n >= 2 {
+			out = append(out, fmt.Sprintf("%s was reverted %d times in the last 30 days: check why before changing it again", a, n))
+		}
+	}
+	for _, a := range slices.Sorted(mapsKeys(total)) {
+		if n := total[a]; n >= 3 && escalated[a]*2 > n {
+			out = append(out, fmt.Sprintf("%d of %d similar traces in %s escalated to a higher tier", escalated[a], n, a))
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func mapsKeys(m map[string]int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// summarize is the TL;DR: how many traces, and the summaries of the top
+// three with their ids.
+func summarize(ps []Precedent) string {
+	if len(ps) == 0 {
+		return "No relevant traces found for these areas and files."
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Found %d relevant traces.", len(ps))
+	for _, p := range ps[:min(3, len(ps))] {
+		if sum, _ := p.Trace["summary"].(string); sum != "" {
+			fmt.Fprintf(&sb, " %s [%v].", strings.TrimRight(sum, ". "), p.Trace["id"])
+		}
+	}
+	return sb.String()
+}
+
+func round3(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
+
+// traceAreas are the trace's areas: content.areas, else its tags.
+func traceAreas(it *h4r.Item) []string {
+	if a := stringList(it.Content["areas"]); len(a) > 0 {
+		return a
+	}
+	return it.Metadata.Tags
+}
+
+// traceFiles are the paths of content.files, and the files a decision
+// trace links to.
+func traceFiles(it *h4r.Item) []string {
+	var out []string
+	for _, l := range it.Links {
+		if l.TargetType == h4r.TargetFile {
+			out = append(out, l.Target)
+		}
+	}
+	files, _ := it.Content["files"].([]any)
+	for _, f := range files {
+		if m, ok := f.(map[string]any); ok {
+			if p, ok := m["path"].(string); ok {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// traceText is the summary and the decisions' context and reasoning.
+func traceText(it *h4r.Item) string {
+	parts := []string{it.Text}
+	decisions, _ := it.Content["decisions"].([]any)
+	for _, d := range decisions {
+		if m, ok := d.(map[string]any); ok {
+			for _, k := range []string{"context", "reasoning"} {
+				if s, ok := m[k].(string); ok {
+					parts = append(parts, s)
+				}
+			}
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func stringList(v any) []string {
+	list, _ := v.([]any)
+	var out []string
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// stopWords are left out of word overlap.
+func stopWord(w string) bool {
+	switch w {
+	case "the", "and", "for", "with", "from", "add", "into", "this", "that":
+		return true
+	}
+	return false
+}
+
+// wordSet is the lower-case words of s of three letters or more, without
+// stop words, in first-seen order.
+func wordSet(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(w) >= 3 && !stopWord(w) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func overlap(a, b []string) []string {
+	var out []string
+	for _, w := range a {
+		if slices.Contains(b, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
