@@ -211,6 +211,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	c.register(fs)
 	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
 	deliver := fs.Bool("deliver", false, "let packs deliver items (raises access counts during the run; see bench.WithDelivery)")
+	replay := fs.Bool("replay", false, "replay mode: queries in order, one at a time, packs delivering, and the relevant items of each pack's top ten used (read) by the caller, so access counts evolve as in production (see bench.WithReplay)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	var reps []*bench.QualityReport
 	for _, dir := range c.datasets {
 		start := time.Now()
-		ds, runs, err := collect(ctx, cfg, dir, &c, stderr, bench.WithWeights(w), bench.WithDelivery(*deliver))
+		ds, runs, err := collect(ctx, cfg, dir, &c, stderr, bench.WithWeights(w), bench.WithDelivery(*deliver), bench.WithReplay(*replay))
 		if err != nil {
 			return err
 		}
