@@ -114,7 +114,7 @@ func Generate(dir string, o GenOptions) error {
 			g.scope(fmt.Sprintf("q%04d", n), cat)
 		}
 	}
-	return g.write(dir)
+	return g.write(dir, GenMapping(o.Now))
 }
 
 // word makes a pronounceable nonsense word not used before, so that topics
@@ -262,7 +262,7 @@ func pick(good bool, yes, no float64) float64 {
 	return no
 }
 
-func (g *generator) write(dir string) error {
+func (g *generator) write(dir string, mapping Mapping) error {
 	if err := os.MkdirAll(filepath.Join(dir, "qrels"), 0o755); err != nil {
 		return fmt.Errorf("gen: %w", err)
 	}
@@ -300,7 +300,7 @@ func (g *generator) write(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "qrels", "test.tsv"), []byte(qrels.String()), 0o644); err != nil {
 		return fmt.Errorf("gen: %w", err)
 	}
-	m, err := json.MarshalIndent(GenMapping(g.opts.Now), "", "  ")
+	m, err := json.MarshalIndent(mapping, "", "  ")
 	if err != nil {
 		return fmt.Errorf("gen: %w", err)
 	}

@@ -385,11 +385,26 @@ func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	seed := fs.Uint64("seed", 1, "random seed: the same seed writes the same files")
 	per := fs.Int("queries", 30, "queries per category (there are 8 categories)")
 	noise := fs.Int("noise", 8, "unrelated items per query scope")
+	kind := fs.String("kind", "memory", "memory (one scope per query, each signal deciding a category) or conversation (multi-session dialogues, questions by category)")
+	conversations := fs.Int("conversations", 50, "conversations (--kind conversation)")
+	sessions := fs.Int("sessions", 4, "sessions per conversation, a week apart (--kind conversation; at least 3)")
+	turns := fs.Int("turns", 12, "turns per session (--kind conversation; at least 6)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return usageError{"bench gen: --out DIR is required"}
+	}
+	switch *kind {
+	case "memory":
+	case "conversation":
+		if err := bench.GenerateConversations(*out, bench.ConvOptions{Seed: *seed, Conversations: *conversations, Sessions: *sessions, Turns: *turns}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote a conversation dataset (%d conversations, %d questions, seed %d) to %s\n", *conversations, *conversations*bench.ConvQuestions, *seed, *out)
+		return nil
+	default:
+		return usageError{fmt.Sprintf("bench gen: --kind must be memory or conversation, got %q", *kind)}
 	}
 	if err := bench.Generate(*out, bench.GenOptions{Seed: *seed, PerCategory: *per, Noise: *noise}); err != nil {
 		return err
