@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
@@ -21,6 +22,11 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// patientWrites is the store's write deadline in these tests: loading a
+// dataset under -race on a loaded machine misses the 5 s default, and
+// what they measure does not depend on it.
+const patientWrites = time.Minute
 
 // loadSynthetic generates a small synthetic set and loads it through the
 // real service into a fresh embedded store.
@@ -36,6 +42,7 @@ func loadSynthetic(t *testing.T) (*bench.Dataset, *app.App) {
 	}
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.WriteTimeout = patientWrites
 	a, err := bench.OpenLoaded(context.Background(), cfg, ds)
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +139,7 @@ func TestQualityGolden(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.WriteTimeout = patientWrites
 	ctx := context.Background()
 	a, err := bench.OpenLoaded(ctx, cfg, ds)
 	if err != nil {
@@ -175,6 +183,7 @@ func TestSciFactReference(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.WriteTimeout = patientWrites
 	a, err := bench.OpenLoaded(context.Background(), cfg, ds)
 	if err != nil {
 		t.Fatal(err)
