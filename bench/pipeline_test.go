@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
@@ -21,6 +22,11 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// patientWrites is the store's write deadline in these tests: loading a
+// dataset under -race on a loaded machine misses the 5 s default, and
+// what they measure does not depend on it.
+const patientWrites = time.Minute
 
 // loadSynthetic generates a small synthetic set and loads it through the
 // real service into a fresh embedded store.
@@ -36,6 +42,7 @@ func loadSynthetic(t *testing.T) (*bench.Dataset, *app.App) {
 	}
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.WriteTimeout = patientWrites
 	a, err := bench.OpenLoaded(context.Background(), cfg, ds)
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +139,7 @@ func TestQualityGolden(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.WriteTimeout = patientWrites
 	ctx := context.Background()
 	a, err := bench.OpenLoaded(ctx, cfg, ds)
 	if err != nil {
@@ -175,6 +183,7 @@ func TestSciFactReference(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.WriteTimeout = patientWrites
 	a, err := bench.OpenLoaded(context.Background(), cfg, ds)
 	if err != nil {
 		t.Fatal(err)
@@ -220,5 +229,62 @@ func TestMaxHopsReachesTheRequest(t *testing.T) {
 				t.Fatal("no root cause was ranked")
 			}
 		})
+	}
+}
+
+// TestReplayCountsUsesAsProduction: in replay mode each pack delivers, and
+// the judged-relevant items among its first ten delivered are used (one
+// access each); with H4R_ACCESS_COUNTING=use, the default, delivering alone
+// counts nothing. The counts reach the store: after the run each item's
+// accessCount is the dataset's plus its uses.
+func TestReplayCountsUsesAsProduction(t *testing.T) {
+	ds, a := loadSynthetic(t)
+	ctx := context.Background()
+	runs, err := bench.Run(ctx, a, ds, bench.WithReplay(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses := map[string]int64{}
+	deliveredOnly := map[string]bool{}
+	for _, r := range runs {
+		if len(r.Delivered) == 0 {
+			t.Fatalf("%s: replay delivered nothing", r.Query.ID)
+		}
+		for i, id := range r.Delivered {
+			if i < 10 && ds.Qrels[r.Query.ID][id] > 0 {
+				uses[id]++
+			} else {
+				deliveredOnly[id] = true
+			}
+		}
+	}
+	if len(uses) == 0 {
+		t.Fatal("no pack delivered a relevant item: the test checks nothing")
+	}
+	initial := map[string]int64{}
+	for _, d := range ds.Docs {
+		initial[d.ID] = d.AccessCount
+	}
+	if err := a.Close(); err != nil { // flushes whatever was recorded
+		t.Fatal(err)
+	}
+	again, err := app.Open(ctx, a.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for id := range deliveredOnly {
+		if _, used := uses[id]; !used {
+			uses[id] = 0 // delivered, never used: unchanged
+		}
+	}
+	for id, n := range uses {
+		it, err := again.Store.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := initial[id] + n; it.Metadata.AccessCount != want {
+			t.Errorf("%s: accessCount %d after the replay, want %d (%d before, %d uses)", id, it.Metadata.AccessCount, want, initial[id], n)
+		}
 	}
 }

@@ -26,6 +26,7 @@ type runOptions struct {
 	queryType h4r.QueryType
 	weights   *h4r.Weights
 	deliver   bool
+	replay    bool
 	maxHops   int
 }
 
@@ -65,6 +66,23 @@ func WithMaxHops(n int) RunOption { return func(o *runOptions) { o.maxHops = max
 // delivered: a delivery raises the item's accessCount, and so the frequency
 // signal that later queries see — the benchmark would measure itself.
 func WithDelivery(deliver bool) RunOption { return func(o *runOptions) { o.deliver = deliver } }
+
+// WithReplay runs the queries as production would see them: in the
+// dataset's order, one at a time, packs delivering (so deliveries count as
+// accesses when H4R_ACCESS_COUNTING=delivery), and after each pack the
+// caller uses the judged-relevant items among the first ten it delivered,
+// recording one access each as an explicit read by id does. Access counts
+// reach the store at its flush interval, as in production, so later
+// queries see the uses of earlier ones: the frequency signal evolves while
+// the run measures it.
+func WithReplay(replay bool) RunOption {
+	return func(o *runOptions) {
+		o.replay = replay
+		if replay {
+			o.deliver, o.workers = true, 1
+		}
+	}
+}
 
 // OpenLoaded opens the service cfg describes (cfg.DataDir should be a fresh
 // temporary folder, or DATABASE_URL a fresh database), writes the dataset's
@@ -120,6 +138,21 @@ type QueryRun struct {
 	Sources map[string]h4r.SourceStats
 	Status  string
 	Warn    []string
+	// Delivered are the ids the pack delivered, best first (none unless
+	// the run delivers).
+	Delivered []string
+}
+
+// usedItems are the items of delivered's first ten that judged calls
+// relevant: what a caller who read the pack would use.
+func usedItems(delivered []string, judged Judgments) []string {
+	var used []string
+	for _, id := range delivered[:min(10, len(delivered))] {
+		if judged[id] > 0 {
+			used = append(used, id)
+		}
+	}
+	return used
 }
 
 // RankedIDs returns the ranking's ids, best first.
@@ -156,6 +189,11 @@ func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]Que
 		wg.Go(func() {
 			for i := range next {
 				r, err := runQuery(ctx, a, ds.Queries[i], o)
+				if err == nil && o.replay {
+					if used := usedItems(r.Delivered, ds.Qrels[r.Query.ID]); len(used) > 0 {
+						a.Store.RecordAccess(used)
+					}
+				}
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {
@@ -217,6 +255,9 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 		return QueryRun{Query: q}, err
 	}
 	r := QueryRun{Query: q, Timings: p.Explainability.Timings, Sources: p.Sources, Status: p.Status, Warn: p.Explainability.Warnings}
+	for _, res := range p.Results {
+		r.Delivered = append(r.Delivered, res.ID)
+	}
 	r.Ranked = make([]Candidate, len(p.Explainability.Items))
 	for _, it := range p.Explainability.Items {
 		if it.Rank < 1 || it.Rank > len(r.Ranked) {

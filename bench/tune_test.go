@@ -274,3 +274,59 @@ func TestTunerKeepsTheFloor(t *testing.T) {
 		}
 	}
 }
+
+// categoryFloorSet is a synthetic-like dataset: in four queries of
+// category relevance the text decides and, in one, an important item that
+// matches worse lies in wait; in twelve of category importance the more
+// important item is right though it matches worse. Weighting importance above 0.9×relevance
+// wins the twelve and loses the one: the macro average prefers it.
+func categoryFloorSet() []*TuneQuery {
+	var qs []*TuneQuery
+	for i := range 4 {
+		var right, wrong h4r.Signals
+		right[h4r.Relevance], right[h4r.Importance] = 0.9, 0.5
+		wrong[h4r.Relevance], wrong[h4r.Importance] = 0.5, 0.5
+		if i == 0 {
+			wrong[h4r.Importance] = 1
+		}
+		qs = append(qs, &TuneQuery{Dataset: "synthetic", ID: fmt.Sprintf("r%d", i), Category: CatRelevance, Judged: Judgments{"z-right": 1},
+			Cands: []TuneCandidate{{ID: "z-right", Signals: right}, {ID: "a-wrong", Signals: wrong}}})
+	}
+	for i := range 12 {
+		var right, wrong h4r.Signals
+		right[h4r.Relevance], right[h4r.Importance] = 0.5, 1
+		wrong[h4r.Relevance], wrong[h4r.Importance] = 0.95, 0.5
+		qs = append(qs, &TuneQuery{Dataset: "synthetic", ID: fmt.Sprintf("m%d", i), Category: CatImportance, Judged: Judgments{"z-right": 1},
+			Cands: []TuneCandidate{{ID: "z-right", Signals: right}, {ID: "a-wrong", Signals: wrong}}})
+	}
+	return qs
+}
+
+// TestTunerKeepsTheRelevanceCategoryFloor: the queries whose answer the
+// text decides keep relevance-only's figure, although the dataset's
+// metadata varies and the macro average would trade one of them for the
+// importance queries.
+func TestTunerKeepsTheRelevanceCategoryFloor(t *testing.T) {
+	qs := categoryFloorSet()
+	floors := Floors(qs)
+	group := FloorGroup("synthetic", CatRelevance)
+	if f, ok := floors[group]; !ok || math.Abs(f-(1-FloorSlack)) > 1e-12 || len(floors) != 1 {
+		t.Fatalf("floors %v, want only %s at relevance-only's 1 − %v", floors, group, FloorSlack)
+	}
+	breaking := Params{Weights: h4r.Weights{h4r.Relevance: 0.5, h4r.Importance: 0.5}, Lambda: 0.1}
+	if objective(qs, breaking) <= objective(qs, Params{Weights: RelevanceOnly()}) {
+		t.Fatalf("the set does not test the floor: relevance-only already has the best objective")
+	}
+	if got, plain := target(qs, breaking, floors), objective(qs, breaking); got >= plain {
+		t.Fatalf("target %v of weights breaking the floor is not under their objective %v", got, plain)
+	}
+	tu := NewTuner(WithSeed(1), WithRestarts(2), WithLambdaGrid(nil))
+	tu.Workers = 1
+	p, _, _, err := tu.Fit(context.Background(), qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := categoryNDCG(qs, p, CatRelevance)[group]; m < floors[group] {
+		t.Errorf("tuned %+v: relevance queries nDCG@10 %.3f under their floor %.3f", p, m, floors[group])
+	}
+}

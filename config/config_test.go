@@ -57,7 +57,7 @@ func TestDefault(t *testing.T) {
 	want := config.Config{
 		Addr:                  "127.0.0.1:8080",
 		DataDir:               "./data",
-		Weights:               h4r.Weights{0.233, 0.098, 0.099, 0.124, 0.049, 0.099, 0.149, 0.149},
+		Weights:               h4r.Weights{0.475, 0.05, 0.05, 0.05, 0.2, 0.05, 0.075, 0.05},
 		RecencyDecayLambda:    0.1,
 		MaxHops:               3,
 		MaxBytesDefault:       122880,

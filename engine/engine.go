@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -382,6 +383,7 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 			runs = append(runs, e.runAll(ctx, []h4r.Generator{e.graph}, q)...)
 		}
 	}
+	e.targetDistances(ctx, runs, q)
 
 	order := make([]string, 0, len(runs))
 	hits := make(map[string][]h4r.Hit, len(runs))
@@ -404,6 +406,69 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 	cands := h4r.Merge(order, hits)
 	stats.Candidates, stats.CandidateTime = len(cands), time.Since(t0)
 	return cands, warnings
+}
+
+// targetDistances asks the graph for the distances of the text candidates
+// the hop walk did not return. The walk returns the nearest q.Limit items;
+// on a dense graph those are all one hop away, and a text candidate two or
+// three hops from an anchor would get no causality at all. Only a walk cut
+// at its limit can have missed one: a shorter walk reached every item
+// within q.MaxHops. The distances found are added to the graph's hits; if
+// asking fails, the graph's run fails (the pack is degraded) but keeps the
+// walk's hits.
+func (e *Engine) targetDistances(ctx context.Context, runs []generatorRun, q h4r.CandidateQuery) {
+	if e.graph == nil {
+		return
+	}
+	g := slices.IndexFunc(runs, func(r generatorRun) bool { return r.name == e.graph.Name() })
+	if g < 0 || runs[g].err != nil || len(runs[g].hits) < q.Limit || len(q.Anchors) == 0 {
+		return
+	}
+	reached := make(map[string]bool, len(runs[g].hits))
+	for _, h := range runs[g].hits {
+		reached[h.Item.ID] = true
+	}
+	var targets []string
+	for _, r := range runs {
+		if r.name == runs[g].name {
+			continue
+		}
+		for _, h := range r.hits {
+			if id := h.Item.ID; !reached[id] {
+				reached[id] = true
+				targets = append(targets, id)
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	q.Targets, q.Limit = targets, 0
+	gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
+	defer cancel()
+	t0 := time.Now()
+	hits, err := e.graph.Generate(gctx, q)
+	runs[g].took += time.Since(t0)
+	var fallback *h4r.FallbackError
+	switch {
+	case errors.As(err, &fallback):
+		if runs[g].warning == "" {
+			runs[g].warning = fallback.Error()
+		}
+	case err != nil:
+		runs[g].err = fmt.Errorf("asking the distances of %d text candidates: %w", len(targets), err)
+		return
+	}
+	asked := make(map[string]bool, len(targets))
+	for _, id := range targets {
+		asked[id] = true
+	}
+	for _, h := range hits {
+		if h.Item != nil && asked[h.Item.ID] { // a generator that ignored Targets adds nothing else
+			asked[h.Item.ID] = false
+			runs[g].hits = append(runs[g].hits, h)
+		}
+	}
 }
 
 // textGenerators picks the relevance generators for a query type.

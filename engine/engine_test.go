@@ -38,7 +38,7 @@ func healer() h4r.Specialist {
 func testConfig(tb testing.TB) config.Config {
 	cfg := config.Default()
 	cfg.DataDir = tb.TempDir()
-	cfg.GeneratorTimeout, cfg.RequestTimeout = patient, patient
+	cfg.GeneratorTimeout, cfg.RequestTimeout, cfg.WriteTimeout = patient, patient, patient
 	return cfg
 }
 

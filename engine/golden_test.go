@@ -28,8 +28,10 @@ type labelledQuery struct {
 // queries. -update refuses to write a file under it, so that a ranking
 // collapse cannot be blessed by a blind rewrite; raise it when ranking
 // improves. (0.754 with the shipped weights when it was set at 0.70; 0.843
-// with query analysis and the issue 14 weights, relevance-only 0.909.)
-const rankingFloor = 0.80
+// with query analysis and the first issue 14 weights, relevance-only
+// 0.909; 0.910 with the weights tuned on the synthetic set whose confusers
+// match only a little better.)
+const rankingFloor = 0.90
 
 // TestRankingGolden runs the labelled demo queries through the whole engine
 // and writes nDCG@10, MRR@10 and Recall@10 of the ranking (before policy and
@@ -50,6 +52,20 @@ func TestRankingFloorCatchesACollapse(t *testing.T) {
 	_, mean := rankDemoQueries(t, map[string]float64{"relevance": 0, "sensitivity": 1})
 	if mean >= rankingFloor {
 		t.Errorf("a ranking by sensitivity alone scores %.3f, not under the floor %.3f: the floor catches nothing", mean, rankingFloor)
+	}
+}
+
+// TestDefaultsDoNotLoseToRelevanceOnly: on the demo's labelled queries,
+// where metadata varies as in real memory, the shipped weights rank at
+// least as well as full-text relevance alone (they lost 0.844 to 0.909
+// before the synthetic set's confusers were made realistic).
+func TestDefaultsDoNotLoseToRelevanceOnly(t *testing.T) {
+	_, defaults := rankDemoQueries(t, nil)
+	_, relevance := rankDemoQueries(t, map[string]float64{"relevance": 1, "recency": 0, "frequency": 0, "importance": 0,
+		"causality": 0, "novelty": 0, "trust": 0, "sensitivity": 0})
+	t.Logf("mean nDCG@10: shipped defaults %.3f, relevance-only %.3f", defaults, relevance)
+	if defaults < relevance {
+		t.Errorf("shipped defaults %.3f < relevance-only %.3f mean nDCG@10 on the demo queries", defaults, relevance)
 	}
 }
 

@@ -211,6 +211,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	c.register(fs)
 	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
 	deliver := fs.Bool("deliver", false, "let packs deliver items (raises access counts during the run; see bench.WithDelivery)")
+	replay := fs.Bool("replay", false, "replay mode: queries in order, one at a time, packs delivering, and the relevant items of each pack's top ten used (read) by the caller, so access counts evolve as in production (see bench.WithReplay)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	var reps []*bench.QualityReport
 	for _, dir := range c.datasets {
 		start := time.Now()
-		ds, runs, err := collect(ctx, cfg, dir, &c, stderr, bench.WithWeights(w), bench.WithDelivery(*deliver))
+		ds, runs, err := collect(ctx, cfg, dir, &c, stderr, bench.WithWeights(w), bench.WithDelivery(*deliver), bench.WithReplay(*replay))
 		if err != nil {
 			return err
 		}
@@ -384,11 +385,26 @@ func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	seed := fs.Uint64("seed", 1, "random seed: the same seed writes the same files")
 	per := fs.Int("queries", 30, "queries per category (there are 8 categories)")
 	noise := fs.Int("noise", 8, "unrelated items per query scope")
+	kind := fs.String("kind", "memory", "memory (one scope per query, each signal deciding a category) or conversation (multi-session dialogues, questions by category)")
+	conversations := fs.Int("conversations", 50, "conversations (--kind conversation)")
+	sessions := fs.Int("sessions", 4, "sessions per conversation, a week apart (--kind conversation; at least 3)")
+	turns := fs.Int("turns", 12, "turns per session (--kind conversation; at least 6)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return usageError{"bench gen: --out DIR is required"}
+	}
+	switch *kind {
+	case "memory":
+	case "conversation":
+		if err := bench.GenerateConversations(*out, bench.ConvOptions{Seed: *seed, Conversations: *conversations, Sessions: *sessions, Turns: *turns}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote a conversation dataset (%d conversations, %d questions, seed %d) to %s\n", *conversations, *conversations*bench.ConvQuestions, *seed, *out)
+		return nil
+	default:
+		return usageError{fmt.Sprintf("bench gen: --kind must be memory or conversation, got %q", *kind)}
 	}
 	if err := bench.Generate(*out, bench.GenOptions{Seed: *seed, PerCategory: *per, Noise: *noise}); err != nil {
 		return err

@@ -19,7 +19,10 @@ import (
 func TestBenchCommands(t *testing.T) {
 	ctx := context.Background()
 	data, out := t.TempDir(), t.TempDir()
-	vars := env(map[string]string{"H4R_LOG_LEVEL": "error"})
+	// A minute's write deadline: loading under -race on a loaded machine
+	// misses the 5 s default, and nothing here depends on it.
+	vars := env(map[string]string{"H4R_LOG_LEVEL": "error", "H4R_WRITE_TIMEOUT_MS": "60000"})
+	conv := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	steps := []struct {
 		name  string
@@ -28,6 +31,8 @@ func TestBenchCommands(t *testing.T) {
 	}{
 		{"gen", []string{"bench", "gen", "--out", data, "--queries", "3", "--noise", "2", "--seed", "4"},
 			[]string{filepath.Join(data, "corpus.jsonl"), filepath.Join(data, bench.MappingFile)}},
+		{"gen conversation", []string{"bench", "gen", "--kind", "conversation", "--out", conv, "--conversations", "2", "--seed", "4"},
+			[]string{filepath.Join(conv, "corpus.jsonl"), filepath.Join(conv, "qrels", "test.tsv"), filepath.Join(conv, bench.MappingFile)}},
 		{"quality", []string{"bench", "quality", "--dataset", data, "--weights", "relevance", "--out", out},
 			[]string{"quality-" + filepath.Base(data) + ".json", "quality-" + filepath.Base(data) + "-queries.jsonl", "quality.md"}},
 		{"tune", []string{"bench", "tune", "--dataset", data, "--k", "3", "--restarts", "0", "--out", out, "--save-cache", filepath.Join(out, "cache.json")},
