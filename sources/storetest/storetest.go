@@ -27,6 +27,9 @@ type Store interface {
 	// Each visits every item in id order; derived indexes are rebuilt
 	// from it.
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
+	// List returns at most limit items passing filters, newest first
+	// (created_at, then id, descending): a read by filter alone.
+	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
 }
 
 // Option configures Run.
@@ -95,6 +98,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("persistence", s.testPersistence)
 	t.Run("concurrent_writers", s.testConcurrentWriters)
 	t.Run("each", s.testEach)
+	t.Run("list", s.testList)
 	t.Run("fulltext_follows_history", s.testHistory)
 	t.Run("filter_values_with_syntax", s.testFilterValues)
 }
