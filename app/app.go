@@ -13,6 +13,7 @@ import (
 	"github.com/h4r/h4r/affordance"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/engine"
+	"github.com/h4r/h4r/memory"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
 	"github.com/h4r/h4r/sources/neo4j"
@@ -31,6 +32,7 @@ type Store interface {
 	Graph() h4r.Generator
 	RecordAccess(ids []string)
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
+	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
 	Close() error
 }
 
@@ -41,6 +43,9 @@ type App struct {
 	Store  Store
 	Policy Policy
 	Engine *engine.Engine
+	// Memory runs document 004's memory tools over Store, through the
+	// same policy slicer as packs.
+	Memory *memory.Service
 
 	// Checks are the backends besides the store that /health/ready asks,
 	// by name ("qdrant", "neo4j").
@@ -111,6 +116,9 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err != nil {
 		return nil, err
 	}
+	a.Memory = memory.New(a.Store, slicer, memory.WithClock(o.now), memory.WithBudget(scs.Limits{
+		MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault,
+	}))
 	rules := affordance.DefaultRules()
 	for i := range rules {
 		if rules[i].WhenBestRelevanceBelow > 0 {

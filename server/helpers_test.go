@@ -76,7 +76,7 @@ func newStackWith(t testing.TB, configure func(*config.Config), opts ...server.O
 	if _, err := a.Store.Upsert(ctx, fixtureItems(t)); err != nil {
 		t.Fatal(err)
 	}
-	opts = append([]server.Option{server.WithLogger(quiet), server.WithRequestTimeout(cfg.RequestTimeout)}, opts...)
+	opts = append([]server.Option{server.WithLogger(quiet), server.WithRequestTimeout(cfg.RequestTimeout), server.WithMemory(a.Memory)}, opts...)
 	return &stack{srv: server.New(a.Engine, a.Store, opts...), store: a.Store}
 }
 

@@ -123,6 +123,7 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithRateLimit(cfg.RateLimitPerMinute),
 		server.WithMetrics(m),
 		server.WithPolicy(a.Policy),
+		server.WithMemory(a.Memory),
 	}
 	for name, check := range a.Checks {
 		sopts = append(sopts, server.WithReadinessCheck(name, check))
