@@ -67,6 +67,7 @@ type Server struct {
 	access         map[string]routeAccess // "METHOD /path" → who may call it (register)
 	openAPIDoc     []byte                 // the merged description (openapi.go)
 	memory         MemoryTools            // nil: no memory routes (memory.go)
+	mcp            http.Handler           // nil: no MCP at /mcp (mcp.go)
 }
 
 // readinessCheck is one backend /health/ready checks.
