@@ -124,6 +124,7 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithMetrics(m),
 		server.WithPolicy(a.Policy),
 		server.WithMemory(a.Memory),
+		server.WithMCP(mcpRegistry(cfg, a)),
 	}
 	for name, check := range a.Checks {
 		sopts = append(sopts, server.WithReadinessCheck(name, check))
