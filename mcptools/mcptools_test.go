@@ -208,10 +208,13 @@ func TestBadArguments(t *testing.T) {
 		args       map[string]any
 		names      string
 	}{
-		{"missing scope", "memory_write", map[string]any{"type": "fix", "payload": map[string]any{}}, "scope"},
-		{"payload not an object", "memory_write", map[string]any{"scope": map[string]any{"session_id": "s", "agent_id": "a"}, "type": "fix", "payload": "x"}, "payload"},
-		{"unknown argument", "memory_read", map[string]any{"scope": map[string]any{}, "verbose": true}, "verbose"},
-		{"limit of the wrong type", "memory_read", map[string]any{"scope": map[string]any{}, "limit": "ten"}, "limit"},
+		{"missing scope", "memory_write", map[string]any{"type": "fix", "payload": map[string]any{}}, `"field":"scope"`},
+		{"payload not an object", "memory_write", map[string]any{"scope": map[string]any{"session_id": "s", "agent_id": "a"}, "type": "fix", "payload": "x"}, `"field":"payload"`},
+		{"unknown argument", "memory_read", map[string]any{"scope": map[string]any{}, "verbose": true}, `"field":"verbose"`},
+		{"unknown nested argument", "memory_read", map[string]any{"scope": map[string]any{"branch": "main"}}, `"field":"scope.branch"`},
+		{"nested argument of the wrong type", "memory_write", map[string]any{"scope": map[string]any{"session_id": 7, "agent_id": "a"}, "type": "fix", "payload": map[string]any{}}, `"field":"scope.session_id"`},
+		{"limit of the wrong type", "memory_read", map[string]any{"scope": map[string]any{}, "limit": "ten"}, `"field":"limit"`},
+		{"query text of the wrong type", "context_pack", map[string]any{"query": map[string]any{"text": 3}}, `"field":"query.text"`},
 		{"missing session_id", "memory_write", map[string]any{"scope": map[string]any{"agent_id": "a"}, "type": "fix", "payload": map[string]any{}}, `"field":"scope.session_id"`},
 		{"limit out of range", "memory_read", map[string]any{"scope": map[string]any{}, "limit": 1000}, `"field":"limit"`},
 		{"empty query", "context_pack", map[string]any{"query": map[string]any{"text": ""}}, `"field":"query.text"`},
@@ -220,7 +223,7 @@ func TestBadArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			text, isErr := call(t, cs, tt.tool, tt.args)
-			if !isErr || !strings.Contains(text, tt.names) {
+			if !isErr || !strings.Contains(text, tt.names) || !strings.HasPrefix(text, `{"error":{"code":"invalid_argument"`) {
 				t.Errorf("%s(%v) = %s (isError %v), want a tool error naming %s", tt.tool, tt.args, text, isErr, tt.names)
 			}
 		})

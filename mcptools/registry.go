@@ -106,6 +106,7 @@ func (r *Registry) AddResource(uri, name, description string, class auth.Route, 
 // server builds an MCP server holding every tool and resource.
 func (r *Registry) server(who callerFunc) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: r.name, Version: r.version}, nil)
+	s.AddReceivingMiddleware(schemaErrors)
 	for _, add := range r.tools {
 		add(s, who)
 	}
