@@ -21,14 +21,18 @@ const (
 // Pack is a context pack: the payload of an A2A ContextResult and the body
 // of a POST /v1/context-pack answer.
 type Pack struct {
-	RequestID       string                 `json:"request_id,omitempty"`
-	Status          string                 `json:"status"`
-	Results         []Result               `json:"results"`
-	TotalCount      int                    `json:"total_count"`
-	QueryDurationMs float64                `json:"query_duration_ms"`
-	Sources         map[string]SourceStats `json:"sources"`
-	AgentSlice      AgentSlice             `json:"agentSlice"`
-	Explainability  Explainability         `json:"explainability"`
+	RequestID       string   `json:"request_id,omitempty"`
+	Status          string   `json:"status"`
+	Results         []Result `json:"results"`
+	TotalCount      int      `json:"total_count"`
+	QueryDurationMs float64  `json:"query_duration_ms"`
+	// SourceNames are the candidate generators asked, sorted: document
+	// 003's "sources": ["postgres"]. Sources keeps each one's counts and
+	// time beside it, as "sourceStats".
+	SourceNames    []string               `json:"sources"`
+	Sources        map[string]SourceStats `json:"sourceStats"`
+	AgentSlice     AgentSlice             `json:"agentSlice"`
+	Explainability Explainability         `json:"explainability"`
 }
 
 // Result is one delivered item, as policy left it.
@@ -36,7 +40,7 @@ type Result struct {
 	ID          string         `json:"id"`
 	Kind        string         `json:"kind,omitempty"`
 	Text        string         `json:"text"`
-	Content     map[string]any `json:"content,omitempty"`
+	Content     map[string]any `json:"content"` // {} when the item has none: document 003's client reads an object
 	Score       float64        `json:"score"`
 	Signals     *Signals       `json:"signals,omitempty"`
 	Reason      string         `json:"reason"`
@@ -76,7 +80,7 @@ type AgentSlice struct {
 type Explainability struct {
 	TLDR        TLDR              `json:"tldr"`
 	Affordances []Affordance      `json:"affordances"`
-	CausalGraph *CausalGraph      `json:"causalGraph,omitempty"`
+	CausalGraph *CausalGraph      `json:"causalGraph"` // null when not asked for, as document 003 shows it
 	Slicing     SlicingStats      `json:"slicing"`
 	Timings     Timings           `json:"timings"`
 	Weights     Weights           `json:"weights"`
@@ -98,6 +102,9 @@ type ItemExplanation struct {
 
 // TLDR is an extractive summary of the evidence.
 type TLDR struct {
+	// Summary is Text under document 003's name (tldr.summary); both are
+	// sent so that clients of either keep working.
+	Summary   string     `json:"summary"`
 	Text      string     `json:"text"`
 	Sentences []Sentence `json:"sentences"`
 	Citations []string   `json:"citations"`

@@ -14,6 +14,7 @@ import (
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/engine"
+	"github.com/h4r/h4r/memory"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
 	"github.com/h4r/h4r/sources/neo4j"
@@ -33,6 +34,7 @@ type Store interface {
 	RecordAccess(ids []string)
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
+	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
 	Close() error
 }
 
@@ -49,6 +51,9 @@ type App struct {
 	// Decisions records decision traces and answers precedent queries
 	// over Store, through the same policy slicer as the engine.
 	Decisions *decision.Service
+	// Memory runs document 004's memory tools over Store, through the
+	// same policy slicer as packs.
+	Memory *memory.Service
 
 	// Checks are the backends besides the store that /health/ready asks,
 	// by name ("qdrant", "neo4j").
@@ -127,6 +132,9 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 		return nil, err
 	}
 	a.Slicer = slicer
+	a.Memory = memory.New(a.Store, slicer, memory.WithClock(o.now), memory.WithBudget(scs.Limits{
+		MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault,
+	}))
 	rules := affordance.DefaultRules()
 	for i := range rules {
 		if rules[i].WhenBestRelevanceBelow > 0 {

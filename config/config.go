@@ -65,6 +65,7 @@ type Config struct {
 	// Who may ask.
 	APIKeysFile        string        // H4R_API_KEYS_FILE: API keys (SHA-256 hashes) and the principal of each
 	AnonymousAudit     bool          // H4R_ANONYMOUS_AUDIT: without keys, packs explain what policy hid
+	MCPAPIKey          string        // H4R_MCP_API_KEY: the key whose principal h4r mcp (stdio) answers for
 	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: requests per minute per key and route class
 	ShutdownGrace      time.Duration // H4R_SHUTDOWN_GRACE_MS: how long in-flight requests may finish on SIGTERM
 

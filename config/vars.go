@@ -124,6 +124,8 @@ func table() []variable {
 
 		text("H4R_API_KEYS_FILE", "", "File of API keys (stored as SHA-256 hashes), each mapped to a principal: specialist id, type, securityLevel, authorizedGroups and allowed routes. Empty: no authentication, and the server listens on loopback only.",
 			func(c *Config) *string { return &c.APIKeysFile }, nil),
+		text("H4R_MCP_API_KEY", "", "API key whose principal (clearance, groups, route classes) h4r mcp answers for over stdio; it must be in H4R_API_KEYS_FILE. Empty: the anonymous public specialist, allowed read and ingest tools. Over HTTP (/mcp) each request's own key decides.",
+			func(c *Config) *string { return &c.MCPAPIKey }, nil),
 		boolean("H4R_ANONYMOUS_AUDIT", "false", "Without API keys (loopback only), let callers see what policy hid from them: the ids, reasons and signals of denied items, as keys with the audit or admin class do. false: they see only counts.",
 			func(c *Config) *bool { return &c.AnonymousAudit }),
 		whole("H4R_RATE_LIMIT_PER_MINUTE", "60", "Requests per minute per API key and route class (read, ingest, admin; each class its own bucket), unless the key sets rateLimitPerMinute; more are answered resource_exhausted with Retry-After.",

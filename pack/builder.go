@@ -166,6 +166,8 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 	if p.Sources == nil {
 		p.Sources = map[string]h4r.SourceStats{}
 	}
+	p.SourceNames = append([]string{}, slices.Sorted(maps.Keys(p.Sources))...) // [] when none
+	p.Explainability.TLDR.Summary = p.Explainability.TLDR.Text
 
 	ended := b.now()
 	t := in.Timings
@@ -183,6 +185,15 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 	return p
 }
 
+// orEmpty is content, or {} for an item without any, so that a result's
+// content is always an object (document 003's response example).
+func orEmpty(content map[string]any) map[string]any {
+	if content == nil {
+		return map[string]any{}
+	}
+	return content
+}
+
 // results turns kept entries into results, in rank order.
 func results(kept []*Entry, includeScores bool) []h4r.Result {
 	out := make([]h4r.Result, 0, len(kept))
@@ -193,7 +204,7 @@ func results(kept []*Entry, includeScores bool) []h4r.Result {
 			ID:          e.Delivered.ID,
 			Kind:        e.Delivered.Kind,
 			Text:        e.Delivered.Text,
-			Content:     e.Delivered.Content,
+			Content:     orEmpty(e.Delivered.Content),
 			Score:       r.Score,
 			Reason:      h4r.ReasonKept,
 			Explanation: r.Explanation,

@@ -43,7 +43,11 @@ func TestResults(t *testing.T) {
 				if r.Score != e.Ranked.Score || r.Explanation != e.Ranked.Explanation || r.Reason != h4r.ReasonKept {
 					t.Errorf("%s: score/explanation/reason = %v/%q/%q, want the entry's", r.ID, r.Score, r.Explanation, r.Reason)
 				}
-				if r.Text != e.Delivered.Text || !reflect.DeepEqual(r.Content, e.Delivered.Content) || r.Kind != e.Delivered.Kind {
+				wantContent := e.Delivered.Content
+				if wantContent == nil {
+					wantContent = map[string]any{} // content is always an object
+				}
+				if r.Text != e.Delivered.Text || !reflect.DeepEqual(r.Content, wantContent) || r.Kind != e.Delivered.Kind {
 					t.Errorf("%s: text/content/kind are not the delivered ones", r.ID)
 				}
 				if got := r.Signals != nil; got != tt.includeScores {
@@ -356,6 +360,7 @@ func TestEmptyPackMarshalsLists(t *testing.T) {
 		Status         string          `json:"status"`
 		Results        json.RawMessage `json:"results"`
 		Sources        json.RawMessage `json:"sources"`
+		SourceStats    json.RawMessage `json:"sourceStats"`
 		AgentSlice     map[string]json.RawMessage
 		Explainability struct {
 			Affordances json.RawMessage `json:"affordances"`
@@ -383,8 +388,8 @@ func TestEmptyPackMarshalsLists(t *testing.T) {
 			t.Errorf("%s = %s, want []", name, raw)
 		}
 	}
-	if string(doc.Sources) != "{}" {
-		t.Errorf("sources = %s, want {}", doc.Sources)
+	if string(doc.Sources) != "[]" || string(doc.SourceStats) != "{}" {
+		t.Errorf("sources, sourceStats = %s, %s, want [] and {}", doc.Sources, doc.SourceStats)
 	}
 	if doc.Status != h4r.StatusOK {
 		t.Errorf("status = %q, want %q by default", doc.Status, h4r.StatusOK)

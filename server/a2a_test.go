@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,10 @@ func TestA2AIncludeScoresFalse(t *testing.T) {
 	}
 }
 
+// generatedID in a test's replyTo stands for the id the server generates
+// for an envelope without meta.id.
+const generatedID = "(generated)"
+
 func TestA2AErrors(t *testing.T) {
 	url := newStack(t).serve(t) + "/v1/a2a"
 	const meta = `"meta": {"id": "msg-1", "type": "ContextRequest"}`
@@ -139,10 +144,10 @@ func TestA2AErrors(t *testing.T) {
 		{"empty body", ``, "", ""},
 		{"wrong meta.type", `{"meta": {"id": "msg-1", "type": "ContextResult"}, ` + payload + `}`, "meta.type", "msg-1"},
 		{"missing meta.type", `{"meta": {"id": "msg-1"}, ` + payload + `}`, "meta.type", "msg-1"},
-		{"missing meta.id", `{"meta": {"type": "ContextRequest"}, ` + payload + `}`, "meta.id", ""},
+		{"missing meta.id and a bad payload", `{"meta": {"type": "ContextRequest"}, "payload": {"query": {}}}`, "payload.query.text", generatedID},
 		{"blank meta.id", `{"meta": {"id": "  ", "type": "ContextRequest"}, ` + payload + `}`, "meta.id", "  "},
 		{"meta.id not a string", `{"meta": {"id": 7, "type": "ContextRequest"}, ` + payload + `}`, "meta.id", ""},
-		{"missing meta", `{` + payload + `}`, "meta.id", ""},
+		{"missing meta", `{` + payload + `}`, "meta.type", generatedID},
 		{"missing payload", `{` + meta + `}`, "payload", "msg-1"},
 		{"null payload", `{` + meta + `, "payload": null}`, "payload", "msg-1"},
 		{"payload not an object", `{` + meta + `, "payload": "login"}`, "payload", "msg-1"},
@@ -177,7 +182,11 @@ func TestA2AErrors(t *testing.T) {
 			if env.Meta.Type != h4r.TypeContextError {
 				t.Fatalf("meta.type %q, want ContextError: %s", env.Meta.Type, r.body)
 			}
-			if env.Meta.ReplyTo != tt.replyTo {
+			if tt.replyTo == generatedID {
+				if !strings.HasPrefix(env.Meta.ReplyTo, "msg-") || len(env.Meta.ReplyTo) < 10 {
+					t.Errorf("meta.reply_to %q, want the id generated for a message without one", env.Meta.ReplyTo)
+				}
+			} else if env.Meta.ReplyTo != tt.replyTo {
 				t.Errorf("meta.reply_to %q, want %q", env.Meta.ReplyTo, tt.replyTo)
 			}
 			e := envelopeError(t, env)

@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,9 +156,10 @@ func (s *Server) admit(ctx context.Context, c *echo.Context, spec h4r.Specialist
 // emptyPack is an empty degraded pack whose one warning says why.
 func emptyPack(spec h4r.Specialist, warning string) *h4r.Pack {
 	return &h4r.Pack{
-		Status:  h4r.StatusDegraded,
-		Results: []h4r.Result{},
-		Sources: map[string]h4r.SourceStats{},
+		Status:      h4r.StatusDegraded,
+		Results:     []h4r.Result{},
+		Sources:     map[string]h4r.SourceStats{},
+		SourceNames: []string{},
 		AgentSlice: h4r.AgentSlice{
 			SpecialistID: spec.ID, SecurityLevel: spec.SecurityLevel.String(), ItemIDs: []string{}, Actions: []string{},
 		},
@@ -213,9 +216,14 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 		_ = json.Unmarshal(body, in)
 		return nil, err
 	}
+	if in.Meta.ID == "" {
+		// Document 003's request example has no meta.id: the message is
+		// named here, and the reply's reply_to tells the sender its name.
+		in.Meta.ID = newMessageID()
+	}
 	switch {
 	case strings.TrimSpace(in.Meta.ID) == "":
-		return nil, h4r.Errorf(h4r.EINVALID, "meta.id", "message id is required")
+		return nil, h4r.Errorf(h4r.EINVALID, "meta.id", "message id must not be blank (leave it out to have one generated)")
 	case len(in.Meta.ID) > h4r.MaxIDBytes:
 		return nil, h4r.Errorf(h4r.EINVALID, "meta.id", "message id is longer than %d bytes", h4r.MaxIDBytes)
 	case in.Meta.Type != h4r.TypeContextRequest:
@@ -247,6 +255,13 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 		return nil, err
 	}
 	return s.pack(c, spec, plan)
+}
+
+// newMessageID names an envelope that came without meta.id.
+func newMessageID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "msg-" + hex.EncodeToString(b[:])
 }
 
 // upsertResponse answers POST /v1/items.

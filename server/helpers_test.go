@@ -18,6 +18,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/mcptools"
 	"github.com/h4r/h4r/server"
 	"github.com/h4r/h4r/tokens"
 )
@@ -76,7 +77,10 @@ func newStackWith(t testing.TB, configure func(*config.Config), opts ...server.O
 	if _, err := a.Store.Upsert(ctx, fixtureItems(t)); err != nil {
 		t.Fatal(err)
 	}
-	opts = append([]server.Option{server.WithLogger(quiet), server.WithRequestTimeout(cfg.RequestTimeout)}, opts...)
+	reg := mcptools.NewRegistry("h4r", "test")
+	mcptools.Standard(reg, mcptools.Deps{Packer: a.Engine, Memory: a.Memory, Items: a.Store.Count, Timeout: cfg.RequestTimeout})
+	opts = append([]server.Option{server.WithLogger(quiet), server.WithRequestTimeout(cfg.RequestTimeout),
+		server.WithMemory(a.Memory), server.WithMCP(reg)}, opts...)
 	return &stack{srv: server.New(a.Engine, a.Store, opts...), store: a.Store}
 }
 

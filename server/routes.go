@@ -48,6 +48,8 @@ func (s *Server) routeTables() [][]route {
 		s.coreRoutes(),
 		s.traceRoutes(),
 		s.decisionRoutes(),
+		s.memoryRoutes(),
+		s.mcpRoutes(),
 	}
 }
 

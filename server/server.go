@@ -76,6 +76,8 @@ type Server struct {
 	pingEvery      time.Duration   // WebSocket keepalive (subscribe.go)
 	wsGaugeOnce    sync.Once
 	wsGauge        prometheus.Gauge
+	memory         MemoryTools  // nil: no memory routes (memory.go)
+	mcp            http.Handler // nil: no MCP at /mcp (mcp.go)
 }
 
 // readinessCheck is one backend /health/ready checks.

@@ -22,6 +22,7 @@ Usage:
   h4r query  --preset NAME [--epic ID] [--file PATH] [--pattern ID] [--json]
              decision-trace presets: decision_traces_by_precedent, file_assignment_history,
              review_decisions_rejected, decisions_by_pattern, decisions_by_epic
+  h4r mcp    [--data-dir DIR] [--demo]           serve the MCP tools over stdio (H4R_MCP_API_KEY's principal)
   h4r reindex [--graph] [--data-dir DIR]        rebuild the vector index (and the Neo4j graph) from the store
   h4r migrate [--refresh-impacts]               apply the Postgres schema migrations (DATABASE_URL)
   h4r policy check|test|eval ...                compile, unit-test or try out a Rego policy (h4r policy help)
@@ -103,6 +104,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch args[0] {
 	case "serve":
 		return cmdServe(ctx, args[1:], stderr, lookupEnv, nil)
+	case "mcp":
+		return cmdMCP(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
 	case "pack":
 		return cmdPack(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "migrate":

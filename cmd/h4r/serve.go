@@ -145,6 +145,8 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithMetrics(m),
 		server.WithPolicy(a.Policy),
 		server.WithDecisions(a.Decisions),
+		server.WithMemory(a.Memory),
+		server.WithMCP(mcpRegistry(cfg, a)),
 	}
 	if hub, err := decision.NewHub(a.Decisions, nil, decision.WithHubLogger(log),
 		decision.WithPushThreshold(cfg.AmbientRelevance), decision.WithPushDebounce(cfg.AmbientDebounce),

@@ -29,6 +29,9 @@ type Store interface {
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
 	// Find lists items by filters and a link they hold, newest first.
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
+	// List returns at most limit items passing filters, newest first
+	// (created_at, then id, descending): a read by filter alone.
+	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
 }
 
 // Option configures Run.
@@ -97,6 +100,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("persistence", s.testPersistence)
 	t.Run("concurrent_writers", s.testConcurrentWriters)
 	t.Run("each", s.testEach)
+	t.Run("list", s.testList)
 	t.Run("fulltext_follows_history", s.testHistory)
 	t.Run("filter_values_with_syntax", s.testFilterValues)
 	t.Run("entity_links", s.testEntityLinks)

@@ -1,0 +1,145 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/memory"
+)
+
+// Packer builds context packs (engine.Engine).
+type Packer interface {
+	Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4r.Pack, error)
+}
+
+// Memory is document 004's memory tools (memory.Service).
+type Memory interface {
+	Write(ctx context.Context, req memory.WriteRequest) (memory.WriteResult, error)
+	Read(ctx context.Context, spec h4r.Specialist, req memory.ReadRequest) (memory.ReadResult, error)
+	Link(ctx context.Context, spec h4r.Specialist, req memory.LinkRequest) (memory.LinkResult, error)
+	Stats(ctx context.Context, spec h4r.Specialist, req memory.StatsRequest) (memory.StatsResult, error)
+}
+
+// Deps are what the standard tools and resources use.
+type Deps struct {
+	Packer Packer
+	Memory Memory
+	// Policy returns the active policy's status (app.Policy.Status), for
+	// h4r://policy; nil leaves the resource out.
+	Policy func() any
+	// Items counts the store's items, for h4r://stats.
+	Items func(ctx context.Context) (int, error)
+	// Timeout bounds one context_pack call (H4R_REQUEST_TIMEOUT_MS).
+	Timeout time.Duration
+}
+
+// ContextPackArgs are context_pack's arguments: DESIGN.md's request
+// payload (no specialist: the caller is the key's principal) and compact.
+type ContextPackArgs struct {
+	Query         h4r.Query          `json:"query" jsonschema:"what to find: text, and optionally type (semantic, keyword, hybrid, causal) and filters"`
+	Limit         int                `json:"limit,omitempty" jsonschema:"at most this many results (default 10)"`
+	Weights       map[string]float64 `json:"weights,omitempty" jsonschema:"per-request signal weights"`
+	Anchors       []string           `json:"anchors,omitempty" jsonschema:"item ids that causal hops start from"`
+	MaxHops       int                `json:"max_hops,omitempty" jsonschema:"hops from the anchors"`
+	Budget        *h4r.Budget        `json:"budget,omitempty" jsonschema:"maxBytes, maxTokens, maxItems"`
+	MinScore      float64            `json:"min_score,omitempty" jsonschema:"drop results under this score"`
+	TLDRSentences *int               `json:"tldr_sentences,omitempty" jsonschema:"sentences of the TL;DR"`
+	Compact       *bool              `json:"compact,omitempty" jsonschema:"true (default): the TL;DR, results as id, kind, text, score, source, and warnings; false: the whole pack with its explainability"`
+}
+
+// CompactPack is a pack cut to what an agent puts into its prompt.
+type CompactPack struct {
+	RequestID string          `json:"request_id,omitempty"`
+	Status    string          `json:"status"`
+	TLDR      string          `json:"tldr"`
+	Results   []CompactResult `json:"results"`
+	Sources   []string        `json:"sources"`
+	Warnings  []string        `json:"warnings"`
+}
+
+// CompactResult is one result of a compact pack.
+type CompactResult struct {
+	ID       string  `json:"id"`
+	Kind     string  `json:"kind,omitempty"`
+	Text     string  `json:"text"`
+	Score    float64 `json:"score"`
+	Source   string  `json:"source"`
+	Redacted bool    `json:"redacted,omitempty"`
+}
+
+// Standard adds H4R's own tools and resources: context_pack, the memory
+// tools and the policy and stats resources.
+func Standard(r *Registry, d Deps) {
+	AddTool(r, "context_pack", "A context pack: items ranked by eight signals, sliced by policy for this key, within budgets, with a TL;DR. Compact by default.", auth.RouteRead,
+		func(ctx context.Context, c Caller, in ContextPackArgs) (any, error) {
+			req := h4r.ContextRequest{Query: in.Query, Limit: in.Limit, Weights: in.Weights, Anchors: in.Anchors, MaxHops: in.MaxHops,
+				Budget: in.Budget, MinScore: in.MinScore, TLDRSentences: in.TLDRSentences}
+			plan, err := req.Plan("")
+			if err != nil {
+				return nil, err
+			}
+			plan.Audit = c.MayAudit()
+			if d.Timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+				defer cancel()
+			}
+			p, err := d.Packer.Run(ctx, c.Specialist, plan)
+			if err != nil {
+				return nil, fmt.Errorf("building a context pack: %w", err)
+			}
+			if in.Compact != nil && !*in.Compact {
+				return p, nil
+			}
+			return compact(p), nil
+		})
+	AddTool(r, "memory_write", "memory.write (document 004): store a memory {scope{session_id, agent_id, repo?, files?, commit_sha?}, type, payload, tags?}; returns {memory_id}.", auth.RouteIngest,
+		func(ctx context.Context, _ Caller, in memory.WriteRequest) (memory.WriteResult, error) {
+			return d.Memory.Write(ctx, in)
+		})
+	AddTool(r, "memory_read", "memory.read (document 004): the memories of a scope this key may see, newest first, or by relevance to filter.text.", auth.RouteRead,
+		func(ctx context.Context, c Caller, in memory.ReadRequest) (memory.ReadResult, error) {
+			return d.Memory.Read(ctx, c.Specialist, in)
+		})
+	AddTool(r, "memory_link", "memory.link (document 004): link a memory to a file, a commit or a context pack {memory_id, related{file_path | commit_sha | context_pack_id}, relation}.", auth.RouteIngest,
+		func(ctx context.Context, c Caller, in memory.LinkRequest) (memory.LinkResult, error) {
+			return d.Memory.Link(ctx, c.Specialist, in)
+		})
+	AddTool(r, "memory_stats", "memory.stats (document 004): the memories of a scope this key may see, counted by type, and the last write.", auth.RouteRead,
+		func(ctx context.Context, c Caller, in memory.StatsRequest) (memory.StatsResult, error) {
+			return d.Memory.Stats(ctx, c.Specialist, in)
+		})
+	if d.Policy != nil {
+		r.AddResource("h4r://policy", "policy", "The active policy: revision, when and from where it was loaded, the last refused reload, cache counters (admin keys, as GET /v1/policy).", auth.RouteAdmin,
+			func(context.Context, Caller) (any, error) { return d.Policy(), nil })
+	}
+	r.AddResource("h4r://stats", "stats", "Items in the store, and the memories this key may see, by type.", auth.RouteRead,
+		func(ctx context.Context, c Caller) (any, error) {
+			out := map[string]any{}
+			if d.Items != nil {
+				n, err := d.Items(ctx)
+				if err != nil {
+					return nil, err
+				}
+				out["items"] = n
+			}
+			m, err := d.Memory.Stats(ctx, c.Specialist, memory.StatsRequest{})
+			if err != nil {
+				return nil, err
+			}
+			out["memories"] = m
+			return out, nil
+		})
+}
+
+func compact(p *h4r.Pack) CompactPack {
+	out := CompactPack{RequestID: p.RequestID, Status: p.Status, TLDR: p.Explainability.TLDR.Text,
+		Results: []CompactResult{}, Sources: p.SourceNames, Warnings: p.Explainability.Warnings}
+	for _, r := range p.Results {
+		out.Results = append(out.Results, CompactResult{ID: r.ID, Kind: r.Kind, Text: r.Text, Score: r.Score, Source: r.Metadata.Source, Redacted: r.Metadata.Redacted})
+	}
+	return out
+}
