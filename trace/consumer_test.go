@@ -300,7 +300,7 @@ func TestConsumerKilledBeforeAck(t *testing.T) {
 		return
 	}
 	n := newNATS(t)
-	n.cfg.AckWait = 3 * time.Second // the helper's, so that the redelivery comes soon
+	n.cfg.AckWait = 10 * time.Second // the helper's, so that the redelivery comes soon
 	dsn := pgtest.Schema(t, "traces")
 	store, svc := pgService(t, dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -345,7 +345,7 @@ func runKillHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := trace.NewService(st, trace.WithLogger(quiet))
-	cfg := trace.ConsumerConfig{Stream: os.Getenv("H4R_KILL_STREAM"), Subject: os.Getenv("H4R_KILL_SUBJECT"), Durable: "h4r-traces", AckWait: 3 * time.Second}
+	cfg := trace.ConsumerConfig{Stream: os.Getenv("H4R_KILL_STREAM"), Subject: os.Getenv("H4R_KILL_SUBJECT"), Durable: "h4r-traces", AckWait: 10 * time.Second}
 	c, err := trace.NewConsumer(nc, svc, cfg, trace.WithConsumerLogger(quiet), trace.WithAfterStore(func() {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}))
