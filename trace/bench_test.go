@@ -59,7 +59,7 @@ func BenchmarkSearch10k(b *testing.B) {
 	queries := []trace.SearchRequest{
 		{Query: "rate limiting in the auth middleware"},
 		{Query: "cache invalidation", Filters: trace.SearchFilters{Status: "landed"}},
-		{Query: "retry with backoff", Filters: trace.SearchFilters{Repo: "acme/repo3", Areas: []string{"cmd/server", "pkg/api"}}, IncludeDecisions: true},
+		{Query: "retry with backoff", Filters: trace.SearchFilters{Areas: []string{"cmd/server", "pkg/api"}}, IncludeDecisions: true},
 		{Query: "schema migration", IncludeDecisions: true, Limit: 50},
 	}
 	run := func(b *testing.B, search func(q trace.SearchRequest) error) {
