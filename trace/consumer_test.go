@@ -48,7 +48,9 @@ func newNATS(t *testing.T) *natsSetup {
 		defer cancel()
 		_ = js.DeleteStream(ctx, stream)
 	})
-	return &natsSetup{nc: nc, js: js, cfg: trace.ConsumerConfig{Stream: stream, Subject: prefix + ".trace.commit", Durable: "h4r-traces", AckWait: 3 * time.Second}}
+	// The ack wait is long enough that a slow ingest on a loaded machine
+	// is not redelivered to the other replica; the kill test shortens it.
+	return &natsSetup{nc: nc, js: js, cfg: trace.ConsumerConfig{Stream: stream, Subject: prefix + ".trace.commit", Durable: "h4r-traces", AckWait: time.Minute}}
 }
 
 func (n *natsSetup) publish(t testing.TB, body []byte, header nats.Header) {
@@ -81,7 +83,7 @@ func (n *natsSetup) start(t testing.TB, ing trace.Ingester, opts ...trace.Consum
 func (n *natsSetup) settled(t testing.TB) *jetstream.ConsumerInfo {
 	t.Helper()
 	var info *jetstream.ConsumerInfo
-	eventually(t, 30*time.Second, func() bool {
+	eventually(t, 3*time.Minute, func() bool { // loaded 2-core machines under -race
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		c, err := n.js.Consumer(ctx, n.cfg.Stream, n.cfg.Durable)
@@ -298,6 +300,7 @@ func TestConsumerKilledBeforeAck(t *testing.T) {
 		return
 	}
 	n := newNATS(t)
+	n.cfg.AckWait = 10 * time.Second // the helper's, so that the redelivery comes soon
 	dsn := pgtest.Schema(t, "traces")
 	store, svc := pgService(t, dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -342,7 +345,7 @@ func runKillHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := trace.NewService(st, trace.WithLogger(quiet))
-	cfg := trace.ConsumerConfig{Stream: os.Getenv("H4R_KILL_STREAM"), Subject: os.Getenv("H4R_KILL_SUBJECT"), Durable: "h4r-traces", AckWait: 3 * time.Second}
+	cfg := trace.ConsumerConfig{Stream: os.Getenv("H4R_KILL_STREAM"), Subject: os.Getenv("H4R_KILL_SUBJECT"), Durable: "h4r-traces", AckWait: 10 * time.Second}
 	c, err := trace.NewConsumer(nc, svc, cfg, trace.WithConsumerLogger(quiet), trace.WithAfterStore(func() {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}))

@@ -72,7 +72,7 @@ func httpDo(t *testing.T, method, url string, body []byte, header ...string) (in
 // NATS_URL it skips the consumer with a log line saying so, /health/ready
 // has no nats check, and POST /v1/traces still ingests.
 func TestServeDemoWithoutNATS(t *testing.T) {
-	base, logs := startServe(t, map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "info"})
+	base, logs := startServe(t, map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "info", "H4R_WRITE_TIMEOUT_MS": "120000"})
 	if !strings.Contains(logs.String(), "commit trace consumer skipped: NATS_URL is not set") {
 		t.Fatalf("no log line saying the consumer was skipped:\n%s", logs.String())
 	}
@@ -103,7 +103,7 @@ func TestServeTraceLifecycleOverNATS(t *testing.T) {
 	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), stream) })
 	const secret = "webhook-secret"
 	base, _ := startServe(t, map[string]string{
-		"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn",
+		"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn", "H4R_WRITE_TIMEOUT_MS": "120000",
 		"H4R_GENERATOR_TIMEOUT_MS": "60000", "H4R_REQUEST_TIMEOUT_MS": "60000",
 		"NATS_URL": natstest.URL(t), "H4R_TRACE_STREAM": stream, "H4R_TRACE_SUBJECT": prefix + ".trace.commit",
 		"H4R_LANDED_SUBJECT": prefix + ".event.landed", "H4R_GITHUB_WEBHOOK_SECRET": secret,
