@@ -89,6 +89,9 @@ type Config struct {
 	PolicyWatch bool          // SCS_POLICY_WATCH: reload SCS_POLICY_DIR when it changes
 	PolicyNet   bool          // SCS_POLICY_NETWORK: embedded policies may call http.send, net.lookup_ip_addr, opa.runtime
 	DecisionLog string        // SCS_DECISION_LOG: where drop/redact decisions are logged: a file path, "stdout", or empty for none
+
+	// Agents: stored packs (POST /query, /feedback).
+	PackRetention int // H4R_PACK_RETENTION: packs kept for feedback; 0: all
 }
 
 // Var describes one environment variable: its name, its default as it would

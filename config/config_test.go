@@ -93,6 +93,7 @@ func TestDefault(t *testing.T) {
 		Neo4jUser:             "neo4j",
 		OPATimeout:            100 * time.Millisecond,
 		PolicyWatch:           true,
+		PackRetention:         10000,
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
@@ -127,6 +128,7 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"QDRANT_API_KEY", "QDRANT_COLLECTION",
 		"NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE",
 		"SCS_OPA_TIMEOUT_MS", "SCS_POLICY_WATCH", "SCS_POLICY_NETWORK", "SCS_DECISION_LOG",
+		"H4R_PACK_RETENTION",
 	}
 	vars := config.Vars()
 	if len(vars) != len(want) {
@@ -202,6 +204,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_API_KEYS_FILE", "/etc/h4r/keys.json", func(c *config.Config) { c.APIKeysFile = "/etc/h4r/keys.json" }},
 		{"H4R_ANONYMOUS_AUDIT", "true", func(c *config.Config) { c.AnonymousAudit = true }},
 		{"H4R_RATE_LIMIT_PER_MINUTE", "600", func(c *config.Config) { c.RateLimitPerMinute = 600 }},
+		{"H4R_PACK_RETENTION", "0", func(c *config.Config) { c.PackRetention = 0 }},
 		{"H4R_SHUTDOWN_GRACE_MS", "2500", func(c *config.Config) { c.ShutdownGrace = 2500 * time.Millisecond }},
 		{"H4R_EMBEDDER", "openai", func(c *config.Config) { c.Embedder = "openai" }},
 		{"H4R_EMBED_URL", "http://localhost:11434/v1", func(c *config.Config) { c.EmbedURL = "http://localhost:11434/v1" }},

@@ -161,6 +161,9 @@ func table() []variable {
 			func(c *Config) *bool { return &c.PolicyNet }),
 		text("SCS_DECISION_LOG", "", "Where every drop or redact decision is logged as JSON lines (never the redacted values): a file path, stdout, or empty for no decision log.",
 			func(c *Config) *string { return &c.DecisionLog }, nil),
+
+		whole("H4R_PACK_RETENTION", "10000", "How many packs POST /query keeps (the newest) so that POST /feedback can name them; older ones are pruned as new ones are stored, and feedback on them answers 404. 0 keeps every pack.",
+			func(c *Config) *int { return &c.PackRetention }, 0, math.MaxInt),
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/metrics"
+	"github.com/h4r/h4r/rag"
 )
 
 // Defaults for options left unset.
@@ -66,6 +67,7 @@ type Server struct {
 	anyHost        bool                   // without keys, serve any Host (guardBrowser)
 	access         map[string]routeAccess // "METHOD /path" → who may call it (register)
 	openAPIDoc     []byte                 // the merged description (openapi.go)
+	rag            *rag.Service           // POST /query and /feedback (query.go); nil: not served
 }
 
 // readinessCheck is one backend /health/ready checks.

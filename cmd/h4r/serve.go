@@ -124,6 +124,9 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithMetrics(m),
 		server.WithPolicy(a.Policy),
 	}
+	if svc := a.RAG(); svc != nil {
+		sopts = append(sopts, server.WithRAG(svc))
+	}
 	for name, check := range a.Checks {
 		sopts = append(sopts, server.WithReadinessCheck(name, check))
 	}
