@@ -47,6 +47,7 @@ func (s *Server) routeTables() [][]route {
 	return [][]route{
 		s.coreRoutes(),
 		s.ragRoutes(),
+		s.a2aProtoRoutes(),
 	}
 }
 
