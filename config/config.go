@@ -92,6 +92,15 @@ type Config struct {
 
 	// Agents: stored packs (POST /query, /feedback).
 	PackRetention int // H4R_PACK_RETENTION: packs kept for feedback; 0: all
+
+	// The context bridge (document 001).
+	BridgeEnabled       bool          // H4R_BRIDGE_ENABLED: feature flag
+	BridgeTools         string        // H4R_BRIDGE_TOOLS: comma-separated allow-list
+	BridgeMinSimilarity float64       // H4R_BRIDGE_MIN_SIMILARITY
+	BridgeMaxMatches    int           // H4R_BRIDGE_MAX_MATCHES
+	BridgeCacheSize     int           // H4R_BRIDGE_CACHE_SIZE
+	BridgeTimeout       time.Duration // H4R_BRIDGE_TIMEOUT_MS
+	BridgeEmbedTimeout  time.Duration // H4R_BRIDGE_EMBED_TIMEOUT_MS
 }
 
 // Var describes one environment variable: its name, its default as it would

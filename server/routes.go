@@ -48,6 +48,7 @@ func (s *Server) routeTables() [][]route {
 		s.coreRoutes(),
 		s.ragRoutes(),
 		s.a2aProtoRoutes(),
+		s.bridgeRoutes(),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/rag"
 )
@@ -68,6 +69,7 @@ type Server struct {
 	access         map[string]routeAccess // "METHOD /path" → who may call it (register)
 	openAPIDoc     []byte                 // the merged description (openapi.go)
 	rag            *rag.Service           // POST /query and /feedback (query.go); nil: not served
+	bridge         *bridge.Bridge         // POST /v1/bridge (bridge.go); nil: results unchanged
 }
 
 // readinessCheck is one backend /health/ready checks.
