@@ -12,6 +12,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
@@ -127,6 +128,7 @@ type Bridge struct {
 	embedder  Embedder // nil: concept-only
 	extractor ConceptExtractor
 	cache     *lru.Cache[string, cached]
+	flight    singleflight.Group // one store read per key at a time
 	metrics   *Metrics
 	log       *slog.Logger
 }
@@ -209,8 +211,16 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 	}
 	done := make(chan answer, 1)
 	go func() {
-		blk, err := b.match(ctx, spec, sig, key)
-		done <- answer{blk, err}
+		// Calls with one key at once (an agent retrying, many agents on
+		// one problem) share one read; each gets its own copy.
+		v, err, _ := b.flight.Do(key, func() (any, error) { return b.match(ctx, spec, sig, key) })
+		if err != nil {
+			done <- answer{nil, err}
+			return
+		}
+		blk := *v.(*Block)
+		blk.Matches = slices.Clone(blk.Matches)
+		done <- answer{&blk, nil}
 	}()
 	var a answer
 	select {

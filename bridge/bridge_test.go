@@ -24,7 +24,7 @@ var (
 
 // openApp is the real service (SQLite store, bundled OPA policy, engine)
 // holding trajectories.
-func openApp(t *testing.T, items ...h4r.Item) *app.App {
+func openApp(t testing.TB, items ...h4r.Item) *app.App {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -29,11 +30,17 @@ type Trajectory struct {
 // DecodeTrajectories decodes a POST /v1/bridge/trajectories body: one
 // trajectory or {"trajectories": [...]}; errors name the field.
 func DecodeTrajectories(body []byte) ([]Trajectory, error) {
-	var batch struct {
-		Trajectories []Trajectory `json:"trajectories"`
-	}
-	if err := jsonstrict.Decode(body, &batch, ""); err == nil {
-		return batch.Trajectories, validateAll(batch.Trajectories, "trajectories")
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(body, &probe) == nil {
+		if _, isBatch := probe["trajectories"]; isBatch {
+			var batch struct {
+				Trajectories []Trajectory `json:"trajectories"`
+			}
+			if err := jsonstrict.Decode(body, &batch, ""); err != nil {
+				return nil, err
+			}
+			return batch.Trajectories, validateAll(batch.Trajectories, "trajectories")
+		}
 	}
 	var one Trajectory
 	if err := jsonstrict.Decode(body, &one, ""); err != nil {

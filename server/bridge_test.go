@@ -104,6 +104,9 @@ func TestBridgeRoute(t *testing.T) {
 	if r := post(t, base+"/v1/bridge/trajectories", `{"trajectory_id": "x", "description": "d", "success_score": 2}`, bearer(adminKey)...); r.status != http.StatusBadRequest || checkErrorShape(t, r).Field != "success_score" {
 		t.Errorf("bad trajectory: %d %s", r.status, r.body)
 	}
+	if r := post(t, base+"/v1/bridge/trajectories", `{"trajectories": [{"trajectory_id": "x", "description": "d", "sucess_score": 1}]}`, bearer(adminKey)...); r.status != http.StatusBadRequest || checkErrorShape(t, r).Field != "trajectories[0].sucess_score" {
+		t.Errorf("misspelt field in a batch: %d %s", r.status, r.body)
+	}
 	if r := post(t, base+"/v1/bridge/trajectories", `{"trajectory_id": "x", "description": "d"}`, bearer(publicKey)...); r.status != http.StatusForbidden {
 		t.Errorf("a read key stored a trajectory: %d", r.status)
 	}
