@@ -109,6 +109,17 @@ type Config struct {
 	SummaryAPIKey       string        // H4R_SUMMARY_API_KEY
 	SummaryTimeout      time.Duration // H4R_SUMMARY_TIMEOUT_MS
 	OTLPEndpoint        string        // OTEL_EXPORTER_OTLP_ENDPOINT: empty: no span export
+	// Agents: stored packs (POST /query, /feedback).
+	PackRetention int // H4R_PACK_RETENTION: packs kept for feedback; 0: all
+
+	// The context bridge (document 001).
+	BridgeEnabled       bool          // H4R_BRIDGE_ENABLED: feature flag
+	BridgeTools         string        // H4R_BRIDGE_TOOLS: comma-separated allow-list
+	BridgeMinSimilarity float64       // H4R_BRIDGE_MIN_SIMILARITY
+	BridgeMaxMatches    int           // H4R_BRIDGE_MAX_MATCHES
+	BridgeCacheSize     int           // H4R_BRIDGE_CACHE_SIZE
+	BridgeTimeout       time.Duration // H4R_BRIDGE_TIMEOUT_MS
+	BridgeEmbedTimeout  time.Duration // H4R_BRIDGE_EMBED_TIMEOUT_MS
 }
 
 // Var describes one environment variable: its name, its default as it would

@@ -102,6 +102,13 @@ func TestDefault(t *testing.T) {
 		TraceStream:           "H4R_TRACES",
 		TraceDurable:          "h4r-traces",
 		SummaryTimeout:        5 * time.Second,
+		PackRetention:         10000,
+		BridgeTools:           "think,make-decision,decompose-problem,analyze-perspectives,build-causal-graph",
+		BridgeMinSimilarity:   0.6,
+		BridgeMaxMatches:      3,
+		BridgeCacheSize:       100,
+		BridgeTimeout:         2 * time.Second,
+		BridgeEmbedTimeout:    500 * time.Millisecond,
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
@@ -140,6 +147,9 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"NATS_URL", "NATS_CREDS", "H4R_TRACE_SUBJECT", "H4R_LANDED_SUBJECT", "H4R_TRACE_STREAM", "H4R_TRACE_DURABLE",
 		"H4R_GITHUB_WEBHOOK_SECRET", "H4R_SUMMARY_URL", "H4R_SUMMARY_MODEL", "H4R_SUMMARY_API_KEY", "H4R_SUMMARY_TIMEOUT_MS",
 		"OTEL_EXPORTER_OTLP_ENDPOINT",
+		"H4R_PACK_RETENTION",
+		"H4R_BRIDGE_ENABLED", "H4R_BRIDGE_TOOLS", "H4R_BRIDGE_MIN_SIMILARITY", "H4R_BRIDGE_MAX_MATCHES",
+		"H4R_BRIDGE_CACHE_SIZE", "H4R_BRIDGE_TIMEOUT_MS", "H4R_BRIDGE_EMBED_TIMEOUT_MS",
 	}
 	vars := config.Vars()
 	if len(vars) != len(want) {
@@ -220,6 +230,14 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_MCP_API_KEY", "desk-key", func(c *config.Config) { c.MCPAPIKey = "desk-key" }},
 		{"H4R_ANONYMOUS_AUDIT", "true", func(c *config.Config) { c.AnonymousAudit = true }},
 		{"H4R_RATE_LIMIT_PER_MINUTE", "600", func(c *config.Config) { c.RateLimitPerMinute = 600 }},
+		{"H4R_PACK_RETENTION", "0", func(c *config.Config) { c.PackRetention = 0 }},
+		{"H4R_BRIDGE_ENABLED", "true", func(c *config.Config) { c.BridgeEnabled = true }},
+		{"H4R_BRIDGE_TOOLS", "context_pack,think", func(c *config.Config) { c.BridgeTools = "context_pack,think" }},
+		{"H4R_BRIDGE_MIN_SIMILARITY", "0.75", func(c *config.Config) { c.BridgeMinSimilarity = 0.75 }},
+		{"H4R_BRIDGE_MAX_MATCHES", "5", func(c *config.Config) { c.BridgeMaxMatches = 5 }},
+		{"H4R_BRIDGE_CACHE_SIZE", "1000", func(c *config.Config) { c.BridgeCacheSize = 1000 }},
+		{"H4R_BRIDGE_TIMEOUT_MS", "250", func(c *config.Config) { c.BridgeTimeout = 250 * time.Millisecond }},
+		{"H4R_BRIDGE_EMBED_TIMEOUT_MS", "100", func(c *config.Config) { c.BridgeEmbedTimeout = 100 * time.Millisecond }},
 		{"H4R_SHUTDOWN_GRACE_MS", "2500", func(c *config.Config) { c.ShutdownGrace = 2500 * time.Millisecond }},
 		{"H4R_EMBEDDER", "openai", func(c *config.Config) { c.Embedder = "openai" }},
 		{"H4R_EMBED_URL", "http://localhost:11434/v1", func(c *config.Config) { c.EmbedURL = "http://localhost:11434/v1" }},

@@ -196,6 +196,22 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.SummaryTimeout }, time.Millisecond, 10*time.Minute),
 		serviceURL("OTEL_EXPORTER_OTLP_ENDPOINT", "OpenTelemetry collector that spans (NATS message, ingest, store, search) are exported to over OTLP/HTTP, e.g. http://localhost:4318; empty: no export.",
 			func(c *Config) *string { return &c.OTLPEndpoint }, "http", "https"),
+		whole("H4R_PACK_RETENTION", "10000", "How many packs POST /query keeps (the newest) so that POST /feedback can name them; older ones are pruned as new ones are stored, and feedback on them answers 404. 0 keeps every pack.",
+			func(c *Config) *int { return &c.PackRetention }, 0, math.MaxInt),
+		boolean("H4R_BRIDGE_ENABLED", "false", "Feature flag of the context bridge (POST /v1/bridge, document 001): when false the bridge returns the tool result unchanged, without context_bridge.",
+			func(c *Config) *bool { return &c.BridgeEnabled }),
+		text("H4R_BRIDGE_TOOLS", "think,make-decision,decompose-problem,analyze-perspectives,build-causal-graph", "Comma-separated tool names the context bridge enriches (its allow-list); calls of other tools are returned unchanged.",
+			func(c *Config) *string { return &c.BridgeTools }, checkNotEmpty),
+		number("H4R_BRIDGE_MIN_SIMILARITY", "0.6", "Least similarity of a past trajectory to be a context-bridge match (0.6: the lower end of document 001's same-domain range).",
+			func(c *Config) *float64 { return &c.BridgeMinSimilarity }, 0, 1),
+		whole("H4R_BRIDGE_MAX_MATCHES", "3", "Most matches the context bridge returns.",
+			func(c *Config) *int { return &c.BridgeMaxMatches }, 1, 100),
+		whole("H4R_BRIDGE_CACHE_SIZE", "100", "Entries of the context bridge's LRU cache of matches, keyed by signature fingerprint and the caller's clearance.",
+			func(c *Config) *int { return &c.BridgeCacheSize }, 1, 1_000_000),
+		millis("H4R_BRIDGE_TIMEOUT_MS", "2000", "Deadline of one context-bridge enrichment, in milliseconds; past it the answer is context_bridge.status degraded, reason timeout.",
+			func(c *Config) *time.Duration { return &c.BridgeTimeout }, time.Millisecond, time.Minute),
+		millis("H4R_BRIDGE_EMBED_TIMEOUT_MS", "500", "Deadline of the context bridge's embedding step, in milliseconds (with H4R_EMBEDDER=openai); past it, or on any embedding error, matching is concept-only and says so.",
+			func(c *Config) *time.Duration { return &c.BridgeEmbedTimeout }, time.Millisecond, time.Minute),
 	}
 }
 

@@ -50,6 +50,9 @@ func (s *Server) routeTables() [][]route {
 		s.decisionRoutes(),
 		s.memoryRoutes(),
 		s.mcpRoutes(),
+		s.ragRoutes(),
+		s.a2aProtoRoutes(),
+		s.bridgeRoutes(),
 	}
 }
 

@@ -17,7 +17,9 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/metrics"
+	"github.com/h4r/h4r/rag"
 )
 
 // Defaults for options left unset.
@@ -76,8 +78,10 @@ type Server struct {
 	pingEvery      time.Duration   // WebSocket keepalive (subscribe.go)
 	wsGaugeOnce    sync.Once
 	wsGauge        prometheus.Gauge
-	memory         MemoryTools  // nil: no memory routes (memory.go)
-	mcp            http.Handler // nil: no MCP at /mcp (mcp.go)
+	memory         MemoryTools    // nil: no memory routes (memory.go)
+	mcp            http.Handler   // nil: no MCP at /mcp (mcp.go)
+	rag            *rag.Service   // POST /query and /feedback (query.go); nil: not served
+	bridge         *bridge.Bridge // POST /v1/bridge (bridge.go); nil: results unchanged
 }
 
 // readinessCheck is one backend /health/ready checks.

@@ -22,7 +22,7 @@ import (
 
 const benchUsage = `Usage:
   h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--out DIR]
-  h4r bench tune    --dataset DIR [--dataset DIR …] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
+  h4r bench tune    --dataset DIR [--dataset DIR …] [--from-feedback] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
   h4r bench gen     --out DIR [--seed 1] [--queries 30]
   h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
 
@@ -196,6 +196,27 @@ func collect(ctx context.Context, cfg config.Config, dir string, c *benchCommon,
 	return ds, runs, nil
 }
 
+// feedbackQueries ranks, on the configured store, the query of every pack
+// judged by POST /feedback, labelled by its verdict (bench.FeedbackDataset).
+func feedbackQueries(ctx context.Context, cfg config.Config, c *benchCommon, stderr io.Writer) ([]*bench.TuneQuery, error) {
+	cfg.GeneratorTimeout, cfg.RequestTimeout = c.timeout, c.timeout
+	a, err := app.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	ds, err := bench.FeedbackDataset(ctx, a.EachFeedback, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "feedback: %d judged packs with a useful or partial verdict\n", len(ds.Queries))
+	runs, err := bench.Run(ctx, a, ds, c.runOptions(cfg, stderr)...)
+	if err != nil {
+		return nil, err
+	}
+	return bench.NewTuneQueries(ds, runs), nil
+}
+
 func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	cfg, err := app.LoadConfig(lookupEnv)
 	if err != nil {
@@ -284,11 +305,12 @@ func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	weightsOut := fs.String("weights-out", "", "where to write the tuned weights file (default OUT/weights.json)")
 	saveCache := fs.String("save-cache", "", "write the collected candidates and signals to this file")
 	fromCache := fs.String("from-cache", "", "tune from a file written by --save-cache instead of running the datasets' queries")
+	fromFeedback := fs.Bool("from-feedback", false, "also tune on the feedback stored by POST /feedback, over the configured store (H4R_DATA_DIR or DATABASE_URL): each judged pack is a query, its items graded by the verdict")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if len(c.datasets) == 0 && *fromCache == "" {
-		return usageError{"bench tune: --dataset DIR (or --from-cache FILE) is required"}
+	if len(c.datasets) == 0 && *fromCache == "" && !*fromFeedback {
+		return usageError{"bench tune: --dataset DIR (or --from-cache FILE, or --from-feedback) is required"}
 	}
 	if *weightsOut == "" {
 		*weightsOut = filepath.Join(c.out, "weights.json")
@@ -311,6 +333,16 @@ func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, 
 			return err
 		}
 		qs = append(qs, bench.NewTuneQueries(ds, runs)...)
+	}
+	if *fromFeedback {
+		fq, err := feedbackQueries(ctx, cfg, &c, stderr)
+		if err != nil {
+			return err
+		}
+		qs = append(qs, fq...)
+	}
+	if len(qs) < *k {
+		return fmt.Errorf("bench tune: %d labelled queries, fewer than the %d folds (--k): judge more packs, or lower --k", len(qs), *k)
 	}
 	if *saveCache != "" {
 		if err := bench.WriteJSON(*saveCache, bench.Cache{Schema: bench.CacheSchema, Lambda: cfg.RecencyDecayLambda, Queries: qs}); err != nil {

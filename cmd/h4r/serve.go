@@ -155,6 +155,14 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		// once the shared NATS connection is wired.
 		sopts = append(sopts, server.WithAmbient(hub, 0))
 	}
+	if svc := a.RAG(); svc != nil {
+		sopts = append(sopts, server.WithRAG(svc))
+	}
+	if b, err := a.Bridge(log); err != nil {
+		log.Error("the context bridge is off: it could not be built", "error", err)
+	} else {
+		sopts = append(sopts, server.WithBridge(b))
+	}
 	for name, check := range a.Checks {
 		sopts = append(sopts, server.WithReadinessCheck(name, check))
 	}

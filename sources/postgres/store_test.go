@@ -58,3 +58,8 @@ func failWritesOf(t *testing.T, dsn, id string) {
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func TestPackStoreContract(t *testing.T) {
+	testDSN(t)
+	storetest.RunPacks(t, func(t *testing.T) storetest.PackStore { return newStore(t) })
+}

@@ -83,3 +83,7 @@ func failWritesOf(t *testing.T, path, id string) {
 		}
 	}
 }
+
+func TestPackStoreContract(t *testing.T) {
+	storetest.RunPacks(t, func(t *testing.T) storetest.PackStore { return openTemp(t) })
+}

@@ -13,6 +13,9 @@ CREATE INDEX links_target ON links (target, source);
 -- index links_target_type
 CREATE INDEX links_target_type ON links (target, type, source);
 
+-- index pack_feedback_pack
+CREATE INDEX pack_feedback_pack ON pack_feedback (pack_id);
+
 -- table deleted_versions
 CREATE TABLE deleted_versions (
     id      TEXT    PRIMARY KEY,
@@ -73,6 +76,30 @@ CREATE TABLE links (
     strength REAL    NOT NULL, target_type TEXT NOT NULL DEFAULT '', context     TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (source, position)
 ) STRICT, WITHOUT ROWID;
+
+-- table pack_feedback
+CREATE TABLE pack_feedback (
+    seq          INTEGER PRIMARY KEY,
+    pack_id      TEXT NOT NULL,
+    principal_id TEXT NOT NULL,
+    verdict      TEXT NOT NULL CHECK (verdict IN ('useful', 'partial', 'wrong')),
+    notes        TEXT NOT NULL,
+    query        TEXT NOT NULL,
+    result_ids   TEXT NOT NULL CHECK (json_valid(result_ids)),
+    created_at   TEXT NOT NULL
+) STRICT;
+
+-- table packs
+CREATE TABLE packs (
+    seq             INTEGER PRIMARY KEY,
+    id              TEXT    NOT NULL UNIQUE,
+    principal_id    TEXT    NOT NULL,
+    query           TEXT    NOT NULL,
+    request         TEXT    NOT NULL CHECK (json_valid(request)),
+    result_ids      TEXT    NOT NULL CHECK (json_valid(result_ids)),
+    policy_revision TEXT    NOT NULL,
+    created_at      TEXT    NOT NULL
+) STRICT;
 
 -- table schema_migrations
 CREATE TABLE schema_migrations (

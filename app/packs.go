@@ -1,0 +1,37 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/rag"
+)
+
+// RAG returns document 004's query and feedback service over the store as
+// opened (both stores keep packs and feedback), or nil when the store does
+// not keep them. A useful verdict counts as a use of the pack's items
+// through the store's access counts.
+func (a *App) RAG() *rag.Service {
+	ps, ok := a.base.(rag.Store)
+	if !ok {
+		return nil
+	}
+	return rag.New(ps, a.Engine,
+		rag.WithRetention(a.Config.PackRetention),
+		rag.WithAccessRecorder(a.Store),
+		rag.WithPolicyRevision(func() string { return a.Policy.Revision() }),
+	)
+}
+
+// EachFeedback visits every stored verdict on a pack, oldest first (the
+// labels h4r bench tune --from-feedback reads).
+func (a *App) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) error {
+	fb, ok := a.base.(interface {
+		EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) error
+	})
+	if !ok {
+		return fmt.Errorf("the store %T keeps no feedback", a.base)
+	}
+	return fb.EachFeedback(ctx, fn)
+}

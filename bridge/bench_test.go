@@ -1,0 +1,103 @@
+package bridge_test
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/bridge"
+)
+
+// words make the synthetic trajectories: problems of a few technical
+// words, so that calls share some concepts with many trajectories.
+var words = strings.Fields(`database query index latency cache replica shard migration schema deadlock
+	login session token cookie selector button form render component layout
+	deploy rollout canary container kubernetes pod memory leak goroutine panic retry timeout
+	throttle queue consumer producer stream batch backfill metric alert dashboard trace span`)
+
+var domains = []string{"engineering", "frontend", "ops", "data"}
+
+func problem(r *rand.Rand, n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = words[r.IntN(len(words))]
+	}
+	return "How to fix " + strings.Join(ws, " ")
+}
+
+// BenchmarkEnrich10k is document 001's NFR-1 and NFR-3: enrichment over
+// 10,000 trajectories with 100 calls at once, on the real store, engine
+// and policy. "miss" calls never repeat (every call reads the store);
+// "hit" calls repeat 50 problems (the LRU cache answers). It reports p50
+// and p99 of one call and the heap in use.
+func BenchmarkEnrich10k(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var items []h4r.Item
+	for i := range 10000 {
+		items = append(items, bridge.Trajectory{ID: fmt.Sprintf("t%05d", i), SessionID: fmt.Sprintf("s%d", i%500),
+			Description: problem(r, 3+r.IntN(4)), Domain: domains[r.IntN(len(domains))], ToolSequence: []string{"think"},
+			SuccessScore: r.Float64(), QualityScore: r.Float64()}.Item())
+	}
+	a := openApp(b)
+	for i := 0; i < len(items); i += 500 {
+		if _, err := a.Store.Upsert(b.Context(), items[i:min(i+500, len(items))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, mode := range []struct {
+		name     string
+		problems int
+	}{{"miss", 1 << 30}, {"hit", 50}} {
+		b.Run(mode.name, func(b *testing.B) {
+			cfg := enabled()
+			cfg.Timeout = time.Minute // measure, do not degrade
+			br, err := bridge.New(cfg, bridge.EngineSource{Packer: a.Engine}, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var (
+				mu   sync.Mutex
+				lat  []time.Duration
+				next atomic.Int64
+			)
+			if mode.problems < 1<<30 { // warm the cache: "hit" measures hits
+				for n := range mode.problems {
+					rr := rand.New(rand.NewPCG(uint64(n), 7))
+					br.Enrich(b.Context(), public, "think", map[string]any{"content": problem(rr, 4), "domain": domains[rr.IntN(len(domains))]}, nil)
+				}
+			}
+			b.SetParallelism((100 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var mine []time.Duration
+				for pb.Next() {
+					n := next.Add(1) % int64(mode.problems)
+					rr := rand.New(rand.NewPCG(uint64(n), 7))
+					params := map[string]any{"content": problem(rr, 4), "domain": domains[rr.IntN(len(domains))]}
+					start := time.Now()
+					br.Enrich(b.Context(), public, "think", params, nil)
+					mine = append(mine, time.Since(start))
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+			b.StopTimer()
+			slices.Sort(lat)
+			pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(pct(0.5), "p50-ms")
+			b.ReportMetric(pct(0.99), "p99-ms")
+			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+		})
+	}
+}

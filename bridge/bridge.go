@@ -1,0 +1,364 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/embed"
+)
+
+// Version is the context_bridge block's version (document 001).
+const Version = "1.0"
+
+// Defaults of Config (document 001's).
+const (
+	DefaultMinSimilarity = 0.6
+	DefaultMaxMatches    = 3
+	DefaultCacheSize     = 100
+	DefaultTimeout       = 2 * time.Second
+	DefaultEmbedTimeout  = 500 * time.Millisecond
+	// candidateLimit is how many trajectories are scored per call.
+	candidateLimit = 50
+)
+
+// DefaultTools is document 001's allow-list.
+var DefaultTools = []string{"think", "make-decision", "decompose-problem", "analyze-perspectives", "build-causal-graph"}
+
+// Config is the bridge's configuration; Enabled is the feature flag.
+type Config struct {
+	Enabled       bool
+	Tools         []string // the allow-list of tool names
+	MinSimilarity float64
+	MaxMatches    int
+	CacheSize     int
+	Timeout       time.Duration // of a whole enrichment (EHR-2)
+	EmbedTimeout  time.Duration // of the embedding step (EHR-3)
+}
+
+// DefaultConfig is off, with the document's allow-list and limits. The
+// minimum similarity is 0.6, the lower end of the document's "same domain"
+// range (scenario 2), rather than its code's 0.7.
+func DefaultConfig() Config {
+	return Config{Tools: slices.Clone(DefaultTools), MinSimilarity: DefaultMinSimilarity, MaxMatches: DefaultMaxMatches,
+		CacheSize: DefaultCacheSize, Timeout: DefaultTimeout, EmbedTimeout: DefaultEmbedTimeout}
+}
+
+// Candidate is a past trajectory as the caller may see it.
+type Candidate struct {
+	TrajectoryID string
+	SessionID    string
+	Description  string
+	Domain       string
+	ToolSequence []string
+	SuccessScore float64
+	QualityScore float64
+}
+
+// Source reads candidate trajectories for a signature as spec may see
+// them: it must pass the policy slicer.
+type Source interface {
+	Candidates(ctx context.Context, spec h4r.Specialist, sig *Signature, limit int) ([]Candidate, error)
+}
+
+// Embedder embeds texts (embed.Embedder).
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Match is one similar past trajectory (document 001's wire names).
+type Match struct {
+	TrajectoryID string  `json:"trajectory_id"`
+	SessionID    string  `json:"session_id"`
+	Similarity   float64 `json:"similarity"`
+	Summary      string  `json:"summary"`
+	SuccessScore float64 `json:"success_score"`
+	QualityScore float64 `json:"quality_score"`
+}
+
+// Block is document 001's context_bridge object.
+type Block struct {
+	Version         string  `json:"version"`
+	Status          string  `json:"status,omitempty"` // "degraded" on timeout
+	Reason          string  `json:"reason,omitempty"`
+	Detail          string  `json:"detail,omitempty"`
+	Matches         []Match `json:"matches"`
+	Recommendation  string  `json:"recommendation,omitempty"`
+	EmbeddingStatus string  `json:"embedding_status,omitempty"`
+	EmbeddingError  string  `json:"embedding_error,omitempty"`
+	SimilarityMode  string  `json:"similarity_mode"` // "concept_only" or "hybrid"
+}
+
+// Response is a tool result with its context_bridge, which is absent when
+// the bridge is off, the tool is not allow-listed, the call has no text,
+// or storage failed.
+type Response struct {
+	Result        any    `json:"result"`
+	ContextBridge *Block `json:"context_bridge,omitempty"`
+}
+
+// Metrics counts what the bridge did (document 001's metrics).
+type Metrics struct {
+	Enrichments, Matches, CacheHits, CacheMisses, Errors, Timeouts, EmbeddingFailures atomic.Int64
+}
+
+// Snapshot returns the counters by document 001's names.
+func (m *Metrics) Snapshot() map[string]int64 {
+	return map[string]int64{
+		"total_enrichments": m.Enrichments.Load(), "total_matches": m.Matches.Load(),
+		"cache_hits": m.CacheHits.Load(), "cache_misses": m.CacheMisses.Load(),
+		"error_count": m.Errors.Load(), "timeout_count": m.Timeouts.Load(), "embedding_failures": m.EmbeddingFailures.Load(),
+	}
+}
+
+// Bridge finds similar past trajectories. Create it with New.
+type Bridge struct {
+	cfg       Config
+	source    Source
+	embedder  Embedder // nil: concept-only
+	extractor ConceptExtractor
+	cache     *lru.Cache[string, cached]
+	flight    singleflight.Group // one store read per key at a time
+	metrics   *Metrics
+	log       *slog.Logger
+}
+
+type cached struct {
+	matches []Match
+	mode    string
+}
+
+// Option configures New.
+type Option func(*Bridge)
+
+// WithEmbedder turns on hybrid similarity.
+func WithEmbedder(e Embedder) Option { return func(b *Bridge) { b.embedder = e } }
+
+// WithExtractor replaces TechExtractor.
+func WithExtractor(x ConceptExtractor) Option { return func(b *Bridge) { b.extractor = x } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(b *Bridge) { b.log = l } }
+
+// New returns a bridge over source.
+func New(cfg Config, source Source, opts ...Option) (*Bridge, error) {
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	if cfg.MaxMatches <= 0 {
+		cfg.MaxMatches = DefaultMaxMatches
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.EmbedTimeout <= 0 {
+		cfg.EmbedTimeout = DefaultEmbedTimeout
+	}
+	c, err := lru.New[string, cached](cfg.CacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: the signature cache: %w", err)
+	}
+	b := &Bridge{cfg: cfg, source: source, extractor: TechExtractor{}, cache: c, metrics: &Metrics{}, log: slog.Default()}
+	for _, o := range opts {
+		o(b)
+	}
+	return b, nil
+}
+
+// Metrics returns the bridge's counters.
+func (b *Bridge) Metrics() *Metrics { return b.metrics }
+
+// Enabled reports the feature flag.
+func (b *Bridge) Enabled() bool { return b.cfg.Enabled }
+
+// Enrich wraps result (the tool's own answer, returned unchanged) with the
+// trajectories similar to the call, as spec may see them. It never fails:
+// enrichment is not critical (document 001's degradation strategy).
+func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, params map[string]any, result any) Response {
+	out := Response{Result: result}
+	if !b.cfg.Enabled || !slices.Contains(b.cfg.Tools, tool) {
+		return out
+	}
+	sig := ExtractSignature(tool, params, b.extractor)
+	if sig == nil {
+		b.log.WarnContext(ctx, "context bridge: the call has no text to match on", "tool", tool) // EHR-4
+		return out
+	}
+	start := time.Now()
+	b.metrics.Enrichments.Add(1)
+	key := cacheKey(sig.Fingerprint, spec)
+	if c, ok := b.cache.Get(key); ok {
+		b.metrics.CacheHits.Add(1)
+		out.ContextBridge = b.block(c.matches, c.mode)
+		return out
+	}
+	b.metrics.CacheMisses.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+	defer cancel()
+	type answer struct {
+		blk *Block
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		// Calls with one key at once (an agent retrying, many agents on
+		// one problem) share one read; each gets its own copy.
+		v, err, _ := b.flight.Do(key, func() (any, error) { return b.match(ctx, spec, sig, key) })
+		if err != nil {
+			done <- answer{nil, err}
+			return
+		}
+		blk := *v.(*Block)
+		blk.Matches = slices.Clone(blk.Matches)
+		done <- answer{&blk, nil}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		a.err = ctx.Err()
+	}
+	elapsed := time.Since(start)
+	switch {
+	case a.err != nil && errors.Is(a.err, context.DeadlineExceeded) && ctx.Err() != nil:
+		b.metrics.Timeouts.Add(1)
+		b.log.WarnContext(ctx, "context bridge timed out", "tool", tool, "elapsed", elapsed) // EHR-2
+		out.ContextBridge = &Block{Version: Version, Status: "degraded", Reason: "timeout",
+			Detail: fmt.Sprintf("Context bridge timeout exceeded (%s)", b.cfg.Timeout), Matches: []Match{}, SimilarityMode: b.mode()}
+	case a.err != nil:
+		b.metrics.Errors.Add(1)
+		b.log.ErrorContext(ctx, "context bridge: reading trajectories failed; the result is returned without enrichment", "tool", tool, "error", a.err) // EHR-1
+	default:
+		b.metrics.Matches.Add(int64(len(a.blk.Matches)))
+		out.ContextBridge = a.blk
+	}
+	return out
+}
+
+func (b *Bridge) mode() string {
+	if b.embedder != nil {
+		return "hybrid"
+	}
+	return "concept_only"
+}
+
+// cacheKey is the fingerprint and everything that decides what the caller
+// may see, so that a cached answer never crosses clearances.
+func cacheKey(fingerprint string, spec h4r.Specialist) string {
+	groups := slices.Clone(spec.AuthorizedGroups)
+	slices.Sort(groups)
+	return fingerprint + "\x00" + spec.ID + "\x00" + spec.SecurityLevel.String() + "\x00" + strings.Join(groups, ",")
+}
+
+// match reads candidates, scores them and caches a complete answer.
+func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature, key string) (*Block, error) {
+	cands, err := b.source.Candidates(ctx, spec, sig, candidateLimit)
+	if err != nil {
+		return nil, err
+	}
+	sigs := make([]*Signature, len(cands))
+	for i, c := range cands {
+		sigs[i] = signatureOf(c.Description, c.Domain, c.ToolSequence, b.extractor)
+	}
+	mode, embErr := "concept_only", error(nil)
+	if b.embedder != nil && len(cands) > 0 {
+		if embErr = b.embed(ctx, sig, cands, sigs); embErr == nil {
+			mode = "hybrid"
+		} else {
+			b.metrics.EmbeddingFailures.Add(1)
+			b.log.WarnContext(ctx, "context bridge: embedding failed; concept-only similarity", "error", embErr) // EHR-3
+		}
+	}
+	var matches []Match
+	for i, c := range cands {
+		var sim float64
+		switch {
+		case sigs[i].Fingerprint == sig.Fingerprint:
+			sim = 1 // the same problem, word for word
+		case mode == "hybrid":
+			sim = HybridSimilarity(sig, sigs[i])
+		default:
+			sim = ConceptSimilarity(sig, sigs[i])
+		}
+		if sim < b.cfg.MinSimilarity {
+			continue
+		}
+		matches = append(matches, Match{TrajectoryID: c.TrajectoryID, SessionID: c.SessionID, Similarity: round3(sim),
+			Summary: c.Description, SuccessScore: c.SuccessScore, QualityScore: c.QualityScore})
+	}
+	sort.SliceStable(matches, func(i, j int) bool { return matches[i].Similarity > matches[j].Similarity })
+	if len(matches) > b.cfg.MaxMatches {
+		matches = matches[:b.cfg.MaxMatches]
+	}
+	if matches == nil {
+		matches = []Match{}
+	}
+	blk := b.block(matches, mode)
+	if embErr != nil {
+		blk.EmbeddingStatus, blk.EmbeddingError = "failed", embErr.Error()
+		return blk, nil // not cached: the next call may embed
+	}
+	b.cache.Add(key, cached{matches: matches, mode: mode})
+	return blk, nil
+}
+
+// embed embeds the call and the candidates in one batch under the
+// embedding timeout.
+func (b *Bridge) embed(ctx context.Context, sig *Signature, cands []Candidate, sigs []*Signature) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.EmbedTimeout)
+	defer cancel()
+	texts := make([]string, 0, len(cands)+1)
+	texts = append(texts, sig.Text)
+	for _, c := range cands {
+		texts = append(texts, c.Description)
+	}
+	vecs, err := b.embedder.Embed(ctx, texts)
+	if err != nil {
+		return err
+	}
+	if len(vecs) != len(texts) {
+		return fmt.Errorf("the embedder returned %d vectors for %d texts", len(vecs), len(texts))
+	}
+	sig.Embedding = vecs[0]
+	for i := range sigs {
+		sigs[i].Embedding = vecs[i+1]
+	}
+	return nil
+}
+
+func (b *Bridge) block(matches []Match, mode string) *Block {
+	return &Block{Version: Version, Matches: matches, Recommendation: recommendation(matches), SimilarityMode: mode}
+}
+
+// recommendation is document 001's reading of the matches' success.
+func recommendation(matches []Match) string {
+	if len(matches) == 0 {
+		return ""
+	}
+	var avg float64
+	for _, m := range matches {
+		avg += m.SuccessScore
+	}
+	avg /= float64(len(matches))
+	switch {
+	case avg > 0.8:
+		return "Similar past reasoning had high success rates."
+	case avg < 0.4:
+		return "Similar past reasoning had low success rates - consider alternative approaches."
+	}
+	return "Related past sessions found."
+}
+
+func round3(x float64) float64 { return float64(int(x*1000+0.5)) / 1000 }
+
+var _ Embedder = embed.Embedder(nil)

@@ -1,0 +1,265 @@
+package bridge_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/bridge"
+	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/embed"
+)
+
+var (
+	public = h4r.Specialist{Type: "specialist", ID: "bot", SecurityLevel: h4r.Public, AuthorizedGroups: []string{}}
+	ops    = h4r.Specialist{Type: "specialist", ID: "lead", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{"ops"}}
+)
+
+// openApp is the real service (SQLite store, bundled OPA policy, engine)
+// holding trajectories.
+func openApp(t testing.TB, items ...h4r.Item) *app.App {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	a, err := app.Open(t.Context(), cfg, app.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if len(items) > 0 {
+		if _, err := a.Store.Upsert(t.Context(), items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a
+}
+
+func enabled() bridge.Config {
+	c := bridge.DefaultConfig()
+	c.Enabled = true
+	return c
+}
+
+func traj(id, desc, domain string, success float64) h4r.Item {
+	return bridge.Trajectory{ID: id, SessionID: "sess-" + id, Description: desc, Domain: domain, ToolSequence: []string{"think"},
+		SuccessScore: success, QualityScore: 0.8}.Item()
+}
+
+// TestScenarios are document 001's five scenarios, against the real
+// store and engine.
+func TestScenarios(t *testing.T) {
+	tests := []struct {
+		name       string
+		stored     []h4r.Item
+		cfg        func(*bridge.Config)
+		params     map[string]any
+		breakStore bool
+		check      func(t *testing.T, r bridge.Response, m map[string]int64, log string)
+	}{
+		{name: "1 identical problem", stored: []h4r.Item{traj("t1", "How to optimize database queries", "engineering", 0.9)},
+			params: map[string]any{"content": "How to optimize database queries", "mode": "linear"},
+			check: func(t *testing.T, r bridge.Response, _ map[string]int64, _ string) {
+				b := r.ContextBridge
+				if b == nil || len(b.Matches) < 1 || b.Matches[0].Similarity < 0.95 || !strings.Contains(b.Recommendation, "high success") {
+					t.Fatalf("context_bridge = %+v", b)
+				}
+				if b.Matches[0].TrajectoryID != "t1" || b.Matches[0].SessionID != "sess-t1" || b.Matches[0].SuccessScore != 0.9 {
+					t.Errorf("match = %+v", b.Matches[0])
+				}
+			}},
+		{name: "2 similar domain", stored: []h4r.Item{traj("t2", "SQL query performance tuning", "engineering", 0.7)},
+			params: map[string]any{"content": "Best practices database optimization", "domain": "engineering"},
+			check: func(t *testing.T, r bridge.Response, _ map[string]int64, _ string) {
+				b := r.ContextBridge
+				if b == nil || len(b.Matches) < 1 || b.Matches[0].Similarity < 0.6 || b.Matches[0].Similarity > 0.8 {
+					t.Fatalf("context_bridge = %+v, want a match with similarity in [0.6, 0.8]", b)
+				}
+			}},
+		{name: "3 unrelated topics", stored: []h4r.Item{traj("t3", "Frontend component design", "frontend", 0.9)},
+			params: map[string]any{"content": "Database query optimization", "domain": "backend"},
+			check: func(t *testing.T, r bridge.Response, _ map[string]int64, _ string) {
+				b := r.ContextBridge
+				if b == nil {
+					t.Fatal("no context_bridge")
+				}
+				if len(b.Matches) > 0 && b.Matches[0].Similarity >= 0.3 {
+					t.Errorf("matches = %+v, want none or similarity < 0.3", b.Matches)
+				}
+			}},
+		{name: "4 feature flag disabled", stored: []h4r.Item{traj("t4", "How to optimize database queries", "engineering", 0.9)},
+			cfg:    func(c *bridge.Config) { c.Enabled = false },
+			params: map[string]any{"content": "How to optimize database queries"},
+			check: func(t *testing.T, r bridge.Response, m map[string]int64, _ string) {
+				if r.ContextBridge != nil || m["total_enrichments"] != 0 {
+					t.Errorf("disabled bridge answered %+v (%v)", r.ContextBridge, m)
+				}
+			}},
+		{name: "5 storage failure", stored: []h4r.Item{traj("t5", "Any problem description", "engineering", 0.9)},
+			params: map[string]any{"content": "Any problem description"}, breakStore: true,
+			check: func(t *testing.T, r bridge.Response, m map[string]int64, log string) {
+				if r.ContextBridge != nil {
+					t.Errorf("context_bridge = %+v after a storage failure, want it left out", r.ContextBridge)
+				}
+				if m["error_count"] != 1 || !strings.Contains(log, "level=ERROR") {
+					t.Errorf("error_count %d, log %q", m["error_count"], log)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := openApp(t, tt.stored...)
+			cfg := enabled()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			var logs bytes.Buffer
+			b, err := bridge.New(cfg, bridge.EngineSource{Packer: a.Engine}, bridge.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.breakStore {
+				if err := a.Store.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			result := map[string]any{"thought_id": "thought-1"}
+			r := b.Enrich(t.Context(), public, "think", tt.params, result)
+			if r.Result.(map[string]any)["thought_id"] != "thought-1" {
+				t.Errorf("the result changed: %v", r.Result)
+			}
+			tt.check(t, r, b.Metrics().Snapshot(), logs.String())
+		})
+	}
+}
+
+// blockingSource never answers before its context ends.
+type blockingSource struct{}
+
+func (blockingSource) Candidates(ctx context.Context, _ h4r.Specialist, _ *bridge.Signature, _ int) ([]bridge.Candidate, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestTimeoutIsADegradedBlock(t *testing.T) {
+	cfg := enabled()
+	cfg.Timeout = 30 * time.Millisecond
+	b, err := bridge.New(cfg, blockingSource{}, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning"}, "result")
+	blk := r.ContextBridge
+	if blk == nil || blk.Status != "degraded" || blk.Reason != "timeout" || blk.Matches == nil || len(blk.Matches) != 0 || !strings.Contains(blk.Detail, "timeout exceeded") {
+		t.Fatalf("context_bridge = %+v", blk)
+	}
+	if b.Metrics().Snapshot()["timeout_count"] != 1 {
+		t.Errorf("metrics %v", b.Metrics().Snapshot())
+	}
+}
+
+// TestEmbeddingFailureFallsBackToConcepts: an OpenAI-compatible server
+// that fails makes the bridge match on concepts and say so; one that
+// answers (the hash embedder here) makes it hybrid.
+func TestEmbeddingFailureFallsBackToConcepts(t *testing.T) {
+	a := openApp(t, traj("t1", "How to optimize database queries", "engineering", 0.9))
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error": {"message": "model overloaded"}}`, http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	remote, err := embed.NewOpenAI(failing.URL, "text-embedding-3-small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]any{"content": "optimize the database queries please"}
+	tests := []struct {
+		name    string
+		e       bridge.Embedder
+		mode    string
+		embStat string
+	}{
+		{"failing embedder", remote, "concept_only", "failed"},
+		{"working embedder", hash, "hybrid", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := bridge.New(enabled(), bridge.EngineSource{Packer: a.Engine}, bridge.WithEmbedder(tt.e), bridge.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			blk := b.Enrich(t.Context(), public, "think", params, nil).ContextBridge
+			if blk == nil || blk.SimilarityMode != tt.mode || blk.EmbeddingStatus != tt.embStat || len(blk.Matches) != 1 {
+				t.Fatalf("context_bridge = %+v", blk)
+			}
+			if tt.embStat != "" && blk.EmbeddingError == "" {
+				t.Error("embedding_error is empty")
+			}
+		})
+	}
+}
+
+// TestPolicyAndCache: a trajectory restricted to ops is a match for an ops
+// key and never for a public one, also once the ops answer is cached;
+// a repeated call is a cache hit; a tool off the allow-list and a call
+// without text are not enriched.
+func TestPolicyAndCache(t *testing.T) {
+	secret := traj("t-ops", "How to optimize database queries", "engineering", 0.9)
+	secret.Metadata.RestrictedToGroups = []string{"ops"}
+	a := openApp(t, secret)
+	b, err := bridge.New(enabled(), bridge.EngineSource{Packer: a.Engine}, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]any{"content": "How to optimize database queries"}
+	for range 2 {
+		if blk := b.Enrich(t.Context(), ops, "think", params, nil).ContextBridge; blk == nil || len(blk.Matches) != 1 {
+			t.Fatalf("ops key: %+v", blk)
+		}
+	}
+	if hits := b.Metrics().Snapshot()["cache_hits"]; hits != 1 {
+		t.Errorf("cache hits %d after a repeated call, want 1", hits)
+	}
+	if blk := b.Enrich(t.Context(), public, "think", params, nil).ContextBridge; blk == nil || len(blk.Matches) != 0 {
+		t.Errorf("public key got %+v", blk)
+	}
+	if r := b.Enrich(t.Context(), ops, "delete-everything", params, nil); r.ContextBridge != nil {
+		t.Error("a tool off the allow-list was enriched")
+	}
+	if r := b.Enrich(t.Context(), ops, "think", map[string]any{"mode": "linear"}, nil); r.ContextBridge != nil {
+		t.Error("a call without text was enriched")
+	}
+}
+
+func TestConceptSimilarity(t *testing.T) {
+	x := bridge.TechExtractor{}
+	sig := func(text, domain string) *bridge.Signature {
+		return bridge.ExtractSignature("think", map[string]any{"content": text, "domain": domain}, x)
+	}
+	tests := []struct {
+		name   string
+		a, b   *bridge.Signature
+		lo, hi float64
+	}{
+		{"identical", sig("optimize database queries", "engineering"), sig("optimize database queries", "engineering"), 0.95, 1},
+		{"synonyms share concepts", sig("speed up SQL queries", ""), sig("optimize database queries", ""), 0.7, 1},
+		{"different domains", sig("database optimization", "backend"), sig("frontend component design", "frontend"), 0, 0.35},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if s := bridge.ConceptSimilarity(tt.a, tt.b); s < tt.lo || s > tt.hi {
+				t.Errorf("similarity %.3f, want [%v, %v] (%v vs %v)", s, tt.lo, tt.hi, tt.a.KeyConcepts, tt.b.KeyConcepts)
+			}
+		})
+	}
+}

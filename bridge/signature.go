@@ -1,0 +1,111 @@
+package bridge
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"unicode"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// Signature is document 001's problem fingerprint of a tool call or a
+// trajectory.
+type Signature struct {
+	Fingerprint  string    `json:"fingerprint"`
+	Domain       string    `json:"domain"`
+	KeyConcepts  []string  `json:"key_concepts"`
+	ToolSequence []string  `json:"tool_sequence"`
+	Complexity   float64   `json:"complexity"`
+	Embedding    []float32 `json:"embedding,omitempty"`
+	// Text is what the signature was made from, which is embedded.
+	Text string `json:"-"`
+}
+
+// ConceptExtractor turns text into key concepts (document 001's
+// extension point).
+type ConceptExtractor interface {
+	Extract(text string) []string
+}
+
+// contentKeys are the parameters a call's text is read from, in order
+// (document 001).
+var contentKeys = []string{"content", "description", "problem", "situation", "question", "query"}
+
+// ExtractSignature returns the signature of a call of tool with params, or
+// nil when no parameter carries text (document 001: skipped, not an error).
+func ExtractSignature(tool string, params map[string]any, ex ConceptExtractor) *Signature {
+	var text string
+	for _, k := range contentKeys {
+		if v, ok := params[k].(string); ok && strings.TrimSpace(v) != "" {
+			text = v
+			break
+		}
+	}
+	if text == "" {
+		return nil
+	}
+	domain, _ := params["domain"].(string)
+	return signatureOf(text, domain, []string{tool}, ex)
+}
+
+func signatureOf(text, domain string, tools []string, ex ConceptExtractor) *Signature {
+	sum := sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(text))))
+	sig := &Signature{Fingerprint: hex.EncodeToString(sum[:]), Domain: strings.ToLower(strings.TrimSpace(domain)), ToolSequence: tools, Text: text}
+	sig.KeyConcepts = ex.Extract(text)
+	// Document 001's estimate: longer text with more concepts is harder.
+	words := len(strings.Fields(text))
+	sig.Complexity = min(0.3+float64(words)/200*0.4+float64(len(sig.KeyConcepts))/20*0.3, 1)
+	return sig
+}
+
+// TechExtractor is the default ConceptExtractor. Document 001 notes that
+// plain tokenisation is "insufficient for technical terminology": words are
+// split on anything but letters and digits, stop words dropped, stemmed
+// (Snowball English) and mapped through a small table of technical
+// synonyms (sql and db are database; optimise, tune, speed and performance
+// are one concept), so that a rephrased problem shares its concepts.
+type TechExtractor struct{}
+
+// stopWords is document 001's list plus common English function words.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`the a an and or but in on at to for of with by from as is was be been
+		how what why when which who this that these those it its into about are were do does did can could should
+		would will my our your their we you they i me us them not no yes any some all via using use`) {
+		stopWords[w] = true
+	}
+}
+
+// synonyms maps stems to one concept.
+var synonyms = map[string]string{
+	"sql": "databas", "db": "databas", "postgr": "databas", "postgresql": "databas", "sqlite": "databas", "mysql": "databas",
+	"optim": "optim", "optimis": "optim", "tune": "optim", "tuning": "optim", "perform": "optim", "speed": "optim", "fast": "optim", "faster": "optim",
+	"golang":  "go",
+	"throttl": "ratelimit", "throttle": "ratelimit",
+	"ui": "frontend", "front-end": "frontend",
+}
+
+// Extract returns the distinct concepts of text in order of appearance.
+func (TechExtractor) Extract(text string) []string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range words {
+		if len(w) < 2 || stopWords[w] {
+			continue
+		}
+		stem := english.Stem(w, false)
+		if c, ok := synonyms[stem]; ok {
+			stem = c
+		} else if c, ok := synonyms[w]; ok {
+			stem = c
+		}
+		if !seen[stem] {
+			seen[stem] = true
+			out = append(out, stem)
+		}
+	}
+	return out
+}

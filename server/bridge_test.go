@@ -1,0 +1,122 @@
+package server_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/bridge"
+	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/server"
+)
+
+// bridgeStack is the real stack behind keys with a context bridge over
+// its engine.
+func bridgeStack(t *testing.T, enabled bool) string {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	a, err := app.Open(t.Context(), cfg, app.WithClock(clock), app.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	bc := bridge.DefaultConfig()
+	bc.Enabled = enabled
+	b, err := bridge.New(bc, bridge.EngineSource{Packer: a.Engine}, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := auth.Load("testdata/keys.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{srv: server.New(a.Engine, a.Store, server.WithLogger(quiet), server.WithAuthenticator(keys), server.WithClock(clock), server.WithBridge(b)), store: a.Store}
+	return s.serve(t)
+}
+
+type bridgeAnswer struct {
+	Result        json.RawMessage `json:"result"`
+	ContextBridge *bridge.Block   `json:"context_bridge"`
+}
+
+func TestBridgeRoute(t *testing.T) {
+	base := bridgeStack(t, true)
+	ingest := `{"trajectories": [
+		{"trajectory_id": "t-open", "session_id": "s1", "description": "How to optimize database queries", "domain": "engineering", "tool_sequence": ["think"], "success_score": 0.9, "quality_score": 0.8},
+		{"trajectory_id": "t-sealed", "session_id": "s2", "description": "How to optimize database queries on the ops cluster", "domain": "engineering", "tool_sequence": ["think"], "success_score": 0.9, "quality_score": 0.8}]}`
+	if r := post(t, base+"/v1/bridge/trajectories", ingest, bearer(adminKey)...); r.status != http.StatusOK {
+		t.Fatalf("ingest: %d %s", r.status, r.body)
+	}
+	// t-sealed becomes restricted to ops, as any item can be.
+	if r := post(t, base+"/v1/items", `{"id": "t-sealed", "kind": "trajectory", "text": "How to optimize database queries on the ops cluster\nconcepts: optim databas queri op cluster",
+		"content": {"session_id": "s2", "description": "How to optimize database queries on the ops cluster", "domain": "engineering", "tool_sequence": ["think"], "success_score": 0.9, "quality_score": 0.8},
+		"metadata": {"restrictedToGroups": ["ops"], "domain": "engineering"}}`, bearer(adminKey)...); r.status != http.StatusOK {
+		t.Fatalf("restricting: %d %s", r.status, r.body)
+	}
+	call := `{"tool": "think", "params": {"content": "How to optimize database queries on the ops cluster", "domain": "engineering"}, "result": {"thought_id": "x"}}`
+	answer := func(key string) (bridgeAnswer, string) {
+		r := post(t, base+"/v1/bridge", call, bearer(key)...)
+		if r.status != http.StatusOK {
+			t.Fatalf("bridge: %d %s", r.status, r.body)
+		}
+		var a bridgeAnswer
+		if err := json.Unmarshal(r.body, &a); err != nil {
+			t.Fatal(err)
+		}
+		return a, string(r.body)
+	}
+	ops, _ := answer(restrictedKey)
+	if ops.ContextBridge == nil || len(ops.ContextBridge.Matches) == 0 || ops.ContextBridge.Matches[0].TrajectoryID != "t-sealed" {
+		t.Fatalf("the ops key's answer %+v: the test shows nothing", ops.ContextBridge)
+	}
+	pub, raw := answer(publicKey)
+	if strings.Contains(raw, "t-sealed") || strings.Contains(raw, "ops cluster\"") && strings.Contains(raw, "s2") {
+		t.Errorf("the public key's answer names the restricted trajectory: %s", raw)
+	}
+	if pub.ContextBridge == nil || len(pub.ContextBridge.Matches) != 1 || pub.ContextBridge.Matches[0].TrajectoryID != "t-open" {
+		t.Errorf("the public key's matches %+v, want t-open alone", pub.ContextBridge)
+	}
+	if pub.ContextBridge == nil || string(pub.Result) != `{"thought_id": "x"}` && string(pub.Result) != `{"thought_id":"x"}` {
+		t.Errorf("public answer %s", raw)
+	}
+
+	bad := []struct{ name, body, field string }{
+		{"no tool", `{"params": {}}`, "tool"},
+		{"no params", `{"tool": "think"}`, "params"},
+		{"params a list", `{"tool": "think", "params": []}`, "params"},
+		{"unknown field", `{"tool": "think", "params": {}, "clearance": "restricted"}`, "clearance"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			r := post(t, base+"/v1/bridge", tt.body, bearer(publicKey)...)
+			if e := checkErrorShape(t, r); r.status != http.StatusBadRequest || e.Field != tt.field {
+				t.Errorf("status %d field %q, want 400 %q", r.status, e.Field, tt.field)
+			}
+		})
+	}
+	if r := post(t, base+"/v1/bridge/trajectories", `{"trajectory_id": "x", "description": "d", "success_score": 2}`, bearer(adminKey)...); r.status != http.StatusBadRequest || checkErrorShape(t, r).Field != "success_score" {
+		t.Errorf("bad trajectory: %d %s", r.status, r.body)
+	}
+	if r := post(t, base+"/v1/bridge/trajectories", `{"trajectories": [{"trajectory_id": "x", "description": "d", "sucess_score": 1}]}`, bearer(adminKey)...); r.status != http.StatusBadRequest || checkErrorShape(t, r).Field != "trajectories[0].sucess_score" {
+		t.Errorf("misspelt field in a batch: %d %s", r.status, r.body)
+	}
+	if r := post(t, base+"/v1/bridge/trajectories", `{"trajectory_id": "x", "description": "d"}`, bearer(publicKey)...); r.status != http.StatusForbidden {
+		t.Errorf("a read key stored a trajectory: %d", r.status)
+	}
+}
+
+// TestBridgeOffLeavesTheResultAlone: document 001's scenario 4 over HTTP.
+func TestBridgeOffLeavesTheResultAlone(t *testing.T) {
+	base := bridgeStack(t, false)
+	r := post(t, base+"/v1/bridge", `{"tool": "think", "params": {"content": "login selector"}, "result": [1, 2]}`, bearer(publicKey)...)
+	if r.status != http.StatusOK || strings.Contains(string(r.body), "context_bridge") || !strings.Contains(string(r.body), `"result":[1, 2]`) && !strings.Contains(string(r.body), `"result":[1,2]`) {
+		t.Errorf("%d %s", r.status, r.body)
+	}
+}
