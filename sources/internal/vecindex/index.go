@@ -59,6 +59,34 @@ func (x *Index) Put(id string, vec []float32) {
 	x.maxScale = max(x.maxScale, x.scales[i])
 }
 
+// PutCodes stores codes already quantised (by Quantize) under id; codes
+// must have the index's dimension (the first vector sets it).
+func (x *Index) PutCodes(id string, codes []int8, scale float32) {
+	if x.pos == nil {
+		x.pos = map[string]int{}
+	}
+	if x.dim == 0 {
+		x.dim = len(codes)
+	}
+	i, ok := x.pos[id]
+	if !ok {
+		i = len(x.ids)
+		x.pos[id] = i
+		x.ids = append(x.ids, id)
+		x.codes = slices.Grow(x.codes, x.dim)[:len(x.codes)+x.dim]
+		x.scales = append(x.scales, 0)
+	}
+	copy(x.codes[i*x.dim:(i+1)*x.dim], codes)
+	x.scales[i] = scale
+	x.maxScale = max(x.maxScale, scale)
+}
+
+// Quantize returns vec's int8 codes and their scale, as Put stores them.
+func Quantize(vec []float32) ([]int8, float32) {
+	codes := make([]int8, len(vec))
+	return codes, quantize(codes, vec)
+}
+
 // quantize writes vec's codes into dst and returns their scale: the
 // largest magnitude maps to ±127, every component is rounded to the
 // nearest code, so each is off by at most scale/2.
