@@ -11,6 +11,7 @@ import (
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/rank"
+	"github.com/h4r/h4r/sources/postgres"
 	"github.com/h4r/h4r/sources/qdrant"
 	"github.com/h4r/h4r/sources/sqlite"
 )
@@ -29,10 +30,9 @@ const (
 	mirrorCloseTimeout = 10 * time.Second
 )
 
-// vectorStore is a store that keeps vectors itself and searches them
-// exactly (sources/sqlite.Store).
+// vectorStore is a store that keeps vectors itself and searches them in
+// process (sources/sqlite.Store, sources/postgres.Store).
 type vectorStore interface {
-	EnableVectors(e sqlite.Embedder)
 	SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error)
 	MissingVectors(ctx context.Context, model string) (int, error)
 	WarmVectors(ctx context.Context, model string) error
@@ -40,9 +40,9 @@ type vectorStore interface {
 }
 
 // textGenerators returns the relevance generators and how their scores
-// fuse into relevance: full-text always; vectors from the embedded store's
-// exact search, or from Qdrant when QDRANT_URL is set (the store wrapped so
-// that writes are mirrored). A store that keeps no vectors, without Qdrant,
+// fuse into relevance: full-text always; vectors from the store's
+// in-process index (embedded or Postgres), or from Qdrant when QDRANT_URL
+// is set (the store wrapped so that writes are mirrored). A store that keeps no vectors, without Qdrant,
 // gets full-text only and a warning at start; semantic requests then say
 // so in their pack.
 func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]h4r.Generator, rank.Fusion, error) {
@@ -59,7 +59,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		docs = timedEmbedder{docs, o.observeEmbedding}
 	}
 	var index embed.Index
-	switch vs, isVectorStore := a.base.(vectorStore); {
+	switch vs, isVectorStore := enableVectors(a.base, docs); {
 	case cfg.QdrantURL != "":
 		ix, mirror, err := openQdrant(ctx, cfg, docs, a.base, o.log)
 		if err != nil {
@@ -74,7 +74,9 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		a.Checks["qdrant"] = ix.Ping
 		index = ix
 	case isVectorStore:
-		vs.EnableVectors(docs)
+		if r, ok := vs.(interface{ VectorsReady(context.Context) error }); ok {
+			a.Checks["vectors"] = r.VectorsReady // Postgres: ready once this replica loaded them
+		}
 		if n, err := vs.MissingVectors(ctx, docs.Model()); err != nil {
 			return nil, fusion, err
 		} else if n > 0 {
@@ -93,6 +95,21 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		return nil, fusion, fmt.Errorf("building the vector generator: %w", err)
 	}
 	return []h4r.Generator{fulltext, gen}, fusion, nil
+}
+
+// enableVectors makes store embed what it writes with docs and returns it
+// as a vectorStore, when it is one that keeps vectors itself. The stores
+// name their Embedder each in its own package, hence the switch.
+func enableVectors(store Store, docs embed.Embedder) (vectorStore, bool) {
+	switch s := store.(type) {
+	case *sqlite.Store:
+		s.EnableVectors(docs)
+		return s, true
+	case *postgres.Store:
+		s.EnableVectors(docs)
+		return s, true
+	}
+	return nil, false
 }
 
 // warmVectors loads the store's vectors into memory in the background, so
@@ -181,10 +198,10 @@ func RebuildVectors(ctx context.Context, a *App, progress func(done int)) (int, 
 		defer mirror.Close(ctx)
 		return mirror.Rebuild(ctx, a.Store.Each, progress)
 	}
-	if vs, ok := a.base.(vectorStore); ok {
+	if vs, ok := enableVectors(a.base, docs); ok {
 		return vs.ReindexVectors(ctx, progress)
 	}
-	return 0, errors.New("this store keeps no vectors (Postgres): set QDRANT_URL to keep them in Qdrant, then run h4r reindex")
+	return 0, errors.New("this store keeps no vectors: set QDRANT_URL to keep them in Qdrant, then run h4r reindex")
 }
 
 // timedEmbedder reports how long each embedding took.

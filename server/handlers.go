@@ -129,7 +129,8 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4
 // a request that waits longer than half its deadline gets an empty
 // degraded pack at once, saying the server was busy. Requests are planned
 // (validated) before they wait, so an invalid one gets its error at once.
-// On admission, release frees the slot.
+// A request with "Prefer: busy=503" gets an unavailable error (503 with
+// Retry-After) instead of the empty pack. On admission, release frees the slot.
 func (s *Server) admit(ctx context.Context, c *echo.Context, spec h4r.Specialist) (release func(), shed *h4r.Pack, err error) {
 	if s.slots == nil {
 		return func() {}, nil, nil
@@ -147,6 +148,10 @@ func (s *Server) admit(ctx context.Context, c *echo.Context, spec h4r.Specialist
 		return nil, nil, err // the client went away
 	}
 	s.log.WarnContext(ctx, "busy: no pack slot within half the deadline", "slots", cap(s.slots), "waited", wait)
+	if prefersBusy503(c.Request()) { // prefer.go; writeError adds Retry-After
+		c.Response().Header().Set(preferAppliedHd, preferBusy+"="+preferBusy503)
+		return nil, nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is busy: %d packs were being built and none finished within %s (half the request deadline); retry after the pause Retry-After gives", cap(s.slots), wait)
+	}
 	p := emptyPack(spec, fmt.Sprintf("the server was busy: %d packs were being built and none finished within %s (half the request deadline), so this pack is empty; retry after a pause", cap(s.slots), wait))
 	p.RequestID = requestID(c)
 	s.metrics.ObservePack(p)

@@ -78,10 +78,25 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 	if err := s.analyze(ctx, encoded); err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
-	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error { return s.writeItems(ctx, tx, encoded, now) })
+	// Vectors (vectors.go) are made before the write and its deadline.
+	texts, vecIDs := make([]string, len(encoded)), make([]string, len(encoded))
+	for i, e := range encoded {
+		texts[i], vecIDs[i] = e.item.Text, e.item.ID
+	}
+	embedder, vecs := s.embedTexts(ctx, texts)
+	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.writeItems(ctx, tx, encoded, now); err != nil {
+			return err
+		}
+		if embedder == nil {
+			return nil
+		}
+		return writeVectors(ctx, tx, embedder.Model(), vecIDs, vecs)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
+	s.afterVectorWrite(ctx)
 	s.refreshPlannerStats(ctx)
 	return ids, nil
 }
@@ -397,6 +412,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if !found {
 		return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 	}
+	s.afterVectorWrite(ctx) // its vector went by cascade
 	return nil
 }
 

@@ -59,8 +59,12 @@ type Store struct {
 	writeTimeout time.Duration
 
 	analyzing atomic.Bool // an ANALYZE of this process is running (planner.go)
-	closeOnce sync.Once
-	closeErr  error
+	// vectors is the in-process vector index (vectors.go), polled every
+	// vectorPoll for other replicas' writes.
+	vectors    vectorState
+	vectorPoll time.Duration
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // Option configures Open and Migrate.
@@ -77,6 +81,7 @@ type options struct {
 	writeAfter time.Duration
 	retry      retryPolicy
 	analyzer   *analysis.Analyzer
+	vectorPoll time.Duration
 }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
@@ -137,7 +142,7 @@ func WithReadRetries(attempts int, backoff time.Duration) Option {
 func buildOptions(opts []Option) (options, error) {
 	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), termCut: defaultTermCut,
 		maxRead: defaultMaxReadConns, maxWrite: defaultMaxWriteConns, writeAfter: defaultWriteTimeout,
-		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}}
+		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}, vectorPoll: defaultVectorPoll}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -156,6 +161,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, h4r.Errorf(h4r.EINVALID, "maxWriteConns", "max write connections must be >= 1, got %d", o.maxWrite)
 	case o.writeAfter <= 0:
 		return o, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
+	case o.vectorPoll <= 0:
+		return o, h4r.Errorf(h4r.EINVALID, "vectorPollInterval", "vector poll interval must be positive, got %v", o.vectorPoll)
 	case o.retry.attempts < 0 || o.retry.backoff < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "readRetries", "read retries and backoff must be >= 0")
 	}
@@ -196,7 +203,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		return nil, err
 	}
 	s := &Store{pool: reads, writes: writes, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut,
-		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer}
+		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll}
 	if err := s.Ping(ctx); err != nil {
 		reads.Close()
 		writes.Close()

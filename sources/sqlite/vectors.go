@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
-	"container/heap"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -14,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/vecindex"
 )
 
 // Embedder makes the vectors of item texts at ingest and reindex
@@ -43,9 +42,11 @@ func (s *Store) EnableVectors(e Embedder) {
 	s.vectors.embedder = e
 }
 
-// vectorIndex keeps the vectors of one model in memory, contiguous, for
-// exact search: reading 100k blobs from the file on every query would cost
-// far more than comparing them (BenchmarkVectorSearch). The file stays the
+// vectorIndex keeps the vectors of one model in memory, compact (int8
+// codes, sources/internal/vecindex), for the exact search's scan: reading
+// 100k blobs from the file on every query would cost far more than
+// comparing them (BenchmarkVectorSearch). The scan's best candidates are
+// rescored with their float32 vectors read from the file, which stays the
 // truth: the index is (re)loaded whenever vector_generation differs from
 // the generation it was loaded at, and this process's own writes update it
 // in place. Its zero value is an empty, unloaded index without embedder.
@@ -57,10 +58,7 @@ type vectorIndex struct {
 	loaded   bool
 	gen      int64
 	model    string
-	dim      int
-	ids      []string
-	data     []float32 // len(ids)*dim
-	pos      map[string]int
+	ix       vecindex.Index
 }
 
 func (v *vectorIndex) getEmbedder() Embedder {
@@ -72,38 +70,13 @@ func (v *vectorIndex) getEmbedder() Embedder {
 // accepts reports whether vec belongs in memory: a vector of the loaded
 // model and dimension (any dimension while none is loaded).
 func (v *vectorIndex) accepts(model string, vec []float32) bool {
-	return model == v.model && (v.dim == 0 || len(vec) == v.dim)
+	return model == v.model && (v.ix.Dim() == 0 || len(vec) == v.ix.Dim())
 }
 
 // put and remove change the in-memory vectors; the caller holds mu.
-func (v *vectorIndex) put(id string, vec []float32) {
-	if v.dim == 0 {
-		v.dim = len(vec)
-	}
-	if i, ok := v.pos[id]; ok {
-		copy(v.data[i*v.dim:], vec)
-		return
-	}
-	v.pos[id] = len(v.ids)
-	v.ids = append(v.ids, id)
-	v.data = append(v.data, vec...)
-}
+func (v *vectorIndex) put(id string, vec []float32) { v.ix.Put(id, vec) }
 
-func (v *vectorIndex) remove(id string) {
-	i, ok := v.pos[id]
-	if !ok {
-		return
-	}
-	last := len(v.ids) - 1
-	if i != last { // move the last vector into the hole
-		v.ids[i] = v.ids[last]
-		v.pos[v.ids[i]] = i
-		copy(v.data[i*v.dim:(i+1)*v.dim], v.data[last*v.dim:])
-	}
-	v.ids = v.ids[:last]
-	v.data = v.data[:last*v.dim]
-	delete(v.pos, id)
-}
+func (v *vectorIndex) remove(id string) { v.ix.Remove(id) }
 
 // applied updates the in-memory index after a committed write that moved
 // the generation from before to after. When the index was not current at
@@ -211,28 +184,22 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 		return fmt.Errorf("loading vectors: %w", err)
 	}
 	defer func() { err = errors.Join(err, rows.Close()) }()
-	v.loaded, v.model, v.dim, v.ids, v.data, v.pos = false, model, 0, v.ids[:0], v.data[:0], map[string]int{}
+	v.loaded, v.model = false, model
+	v.ix.Reset()
+	var vec []float32 // one row's vector, reused: only its codes are kept
 	for rows.Next() {
 		var id string
 		var blob []byte
 		if err := rows.Scan(&id, &blob); err != nil {
 			return fmt.Errorf("reading a vector row: %w", err)
 		}
-		if len(blob) == 0 || len(blob)%4 != 0 {
-			return fmt.Errorf("vector of item %q: blob of %d bytes is not a list of float32", id, len(blob))
+		if vec, err = decodeVector(vec, blob); err != nil {
+			return fmt.Errorf("vector of item %q: %w", id, err)
 		}
-		if v.dim == 0 {
-			v.dim = len(blob) / 4
+		if d := v.ix.Dim(); d != 0 && len(vec) != d {
+			return fmt.Errorf("vector of item %q has %d dimensions, others of model %s have %d: run h4r reindex", id, len(vec), model, d)
 		}
-		if len(blob) != 4*v.dim {
-			return fmt.Errorf("vector of item %q has %d dimensions, others of model %s have %d: run h4r reindex", id, len(blob)/4, model, v.dim)
-		}
-		// Decoded straight into data: no vector per row to allocate.
-		v.pos[id] = len(v.ids)
-		v.ids = append(v.ids, id)
-		for j := 0; j < len(blob); j += 4 {
-			v.data = append(v.data, math.Float32frombits(binary.LittleEndian.Uint32(blob[j:])))
-		}
+		v.ix.Put(id, vec)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading vector rows: %w", err)
@@ -241,91 +208,64 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 	return nil
 }
 
+// decodeVector decodes a blob of little-endian float32 into dst's memory.
+func decodeVector(dst []float32, blob []byte) ([]float32, error) {
+	if len(blob) == 0 || len(blob)%4 != 0 {
+		return dst, fmt.Errorf("blob of %d bytes is not a list of float32", len(blob))
+	}
+	dst = dst[:0]
+	for j := 0; j < len(blob); j += 4 {
+		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(blob[j:])))
+	}
+	return dst, nil
+}
+
 // scored is one vector hit before its item is read.
-type scored struct {
-	score float64
-	id    string
-}
+type scored = vecindex.Scored
 
-// topK is a min-heap of the best k hits so far.
-type topK []scored
-
-func (h topK) Len() int           { return len(h) }
-func (h topK) Less(i, j int) bool { return worse(h[i], h[j]) }
-func (h topK) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *topK) Push(x any)        { *h = append(*h, x.(scored)) }
-func (h *topK) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// worse orders hits: lower score, then (for equal scores) larger id, so
-// that results do not depend on the order vectors happen to be stored in.
-func worse(a, b scored) bool {
-	if a.score != b.score {
-		return a.score < b.score
+// exactVectors reads the float32 vectors of model of ids (for rescoring).
+func exactVectors(ctx context.Context, tx *sql.Tx, model string, ids []string) (_ map[string][]float32, err error) {
+	list, err := jsonList(ids)
+	if err != nil {
+		return nil, err
 	}
-	return a.id > b.id
-}
-
-// dot is the dot product of two vectors of one length; for unit vectors it
-// is the cosine.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	rows, err := tx.QueryContext(ctx, `SELECT item_id, vector FROM item_vectors
+		WHERE item_id IN (SELECT value FROM json_each(?)) AND model = ?`, list, model)
+	if err != nil {
+		return nil, fmt.Errorf("reading vectors to rescore: %w", err)
 	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
-}
-
-// nearest returns the limit vectors most similar to q, best first, at
-// least minScore. The caller holds mu for reading.
-func (v *vectorIndex) nearest(q []float32, limit int, minScore float64) []scored {
-	return top(v.ids, v.scores(q), limit, minScore)
-}
-
-// scores returns the similarity of q to every vector, in storage order.
-func (v *vectorIndex) scores(q []float32) []float32 {
-	out := make([]float32, len(v.ids))
-	for i := range v.ids {
-		out[i] = dot(q, v.data[i*v.dim:(i+1)*v.dim])
-	}
-	return out
-}
-
-// top returns the k best of scores (of the items ids, in one order), best
-// first, at least minScore.
-func top(ids []string, scores []float32, k int, minScore float64) []scored {
-	h := make(topK, 0, min(k, len(scores)))
-	for i, sc := range scores {
-		s := scored{score: float64(sc), id: ids[i]}
-		if s.score < minScore {
-			continue
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	out := make(map[string][]float32, len(ids))
+	for rows.Next() {
+		var id string
+		var blob []byte
+		if err := rows.Scan(&id, &blob); err != nil {
+			return nil, fmt.Errorf("reading a vector row: %w", err)
 		}
-		if len(h) < k {
-			heap.Push(&h, s)
-		} else if worse(h[0], s) {
-			h[0] = s
-			heap.Fix(&h, 0)
+		vec, err := decodeVector(nil, blob)
+		if err != nil {
+			return nil, fmt.Errorf("vector of item %q: %w", id, err)
 		}
+		out[id] = vec
 	}
-	slices.SortFunc(h, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	return h
+	return out, rows.Err()
+}
+
+// rescore reads the exact vectors of the candidates and returns the best
+// limit of them by exact score, at least minScore.
+func rescore(ctx context.Context, tx *sql.Tx, model string, q []float32, cands []scored, limit int, minScore float64) ([]scored, error) {
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = c.ID
+	}
+	exact, err := exactVectors(ctx, tx, model, ids)
+	if err != nil {
+		return nil, err
+	}
+	return vecindex.Rescore(q, cands, exact, limit, minScore), nil
 }
 
 // ensureLoaded (re)loads the vectors of model into memory unless they are
@@ -367,52 +307,49 @@ func (s *Store) WarmVectors(ctx context.Context, model string) error {
 // id would (BenchmarkVectorSearch/…/vector_filtered).
 const filterGrowth = 4
 
-// nearestFiltered is nearest among the items that pass the filter
-// conditions where (SQL on items i, as whereFilters builds it). Scores are
-// computed once under mu; the filters are checked on growing prefixes of
-// the ranking, outside mu. Re-ranking each round costs a pass over the
-// scores, not over the vectors.
-func (s *Store) nearestFiltered(ctx context.Context, tx *sql.Tx, q []float32, limit int, minScore float64, where string, args []any) ([]scored, error) {
-	v := &s.vectors
-	v.mu.RLock()
-	scores := v.scores(q)
-	ids := slices.Clone(v.ids) // writes may reorder v.ids once mu is released
-	v.mu.RUnlock()
+// nearestFiltered returns the k best of scores (of the items ids, in one
+// order) at least floor among the items that pass the filter conditions
+// where (SQL on items i, as whereFilters builds it). The filters are
+// checked on growing prefixes of the ranking; re-ranking each round costs a
+// pass over the scores, not over the vectors.
+func nearestFiltered(ctx context.Context, tx *sql.Tx, ids []string, scores []float32, k int, floor float64, where string, args []any) ([]scored, error) {
 	var kept []scored
 	done := 0
-	for k := limit * filterGrowth; ; k *= filterGrowth {
-		ranked := top(ids, scores, k, minScore)
+	for n := k * filterGrowth; ; n *= filterGrowth {
+		ranked := vecindex.Top(ids, scores, n, floor)
 		if done >= len(ranked) {
 			return kept, nil
 		}
 		check := make([]string, 0, len(ranked)-done)
 		for _, r := range ranked[done:] {
-			check = append(check, r.id)
+			check = append(check, r.ID)
 		}
 		pass, err := passingIDs(ctx, tx, check, where, args)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range ranked[done:] {
-			if pass[r.id] {
+			if pass[r.ID] {
 				kept = append(kept, r)
-				if len(kept) == limit {
+				if len(kept) == k {
 					return kept, nil
 				}
 			}
 		}
 		done = len(ranked)
-		if len(ranked) < k { // every vector above the floor was checked
+		if len(ranked) < n { // every vector above the floor was checked
 			return kept, nil
 		}
 	}
 }
 
 // SearchVectors returns the items whose vectors of model are most similar
-// (cosine) to vector, best first, with the cosine as Score: an exact scan
-// of every stored vector, restricted to the items that pass filters (the
-// same filters as full-text search). Hits under minScore are left out;
-// limit 0 means 100. The vectors are held in memory after the first search.
+// (cosine) to vector, best first, with the cosine as Score, restricted to
+// the items that pass filters (the same filters as full-text search). It
+// scans every vector in memory (int8, approximate scores), then rescores
+// the best vecindex.Candidates(limit) with their float32 vectors from the
+// file. Hits under minScore are left out; limit 0 means 100. The vectors
+// are held in memory after the first search.
 func (s *Store) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error) {
 	limit, err := h4r.HitLimit(limit, defaultVectorLimit)
 	if err != nil {
@@ -435,19 +372,28 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 			return err
 		}
 		v.mu.RLock()
-		if v.dim != 0 && v.dim != len(vector) {
+		if d := v.ix.Dim(); d != 0 && d != len(vector) {
 			v.mu.RUnlock()
-			return h4r.Errorf(h4r.EINVALID, "vector", "query vector has %d dimensions, the stored vectors of %s have %d", len(vector), model, v.dim)
+			return h4r.Errorf(h4r.EINVALID, "vector", "query vector has %d dimensions, the stored vectors of %s have %d", len(vector), model, d)
 		}
-		var top []scored
+		scores, slack := v.ix.Scores(vector)
+		// An approximate score is within slack of the exact one: a vector
+		// under minScore-slack cannot reach minScore.
+		want, floor := vecindex.Candidates(limit), minScore-slack
+		var cands []scored
 		if where == "" {
-			top = v.nearest(vector, limit, minScore)
+			cands = vecindex.Top(v.ix.IDs(), scores, want, floor)
 			v.mu.RUnlock()
 		} else {
+			ids := slices.Clone(v.ix.IDs()) // writes may reorder them once mu is released
 			v.mu.RUnlock()
-			if top, err = s.nearestFiltered(ctx, tx, vector, limit, minScore, where, args); err != nil {
+			if cands, err = nearestFiltered(ctx, tx, ids, scores, want, floor, where, args); err != nil {
 				return err
 			}
+		}
+		top, err := rescore(ctx, tx, model, vector, cands, limit, minScore)
+		if err != nil {
+			return err
 		}
 		hits, err = hydrate(ctx, tx, top)
 		return err
@@ -490,7 +436,7 @@ func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
 	}
 	ids := make([]string, len(top))
 	for i, t := range top {
-		ids[i] = t.id
+		ids[i] = t.ID
 	}
 	list, err := json.Marshal(ids)
 	if err != nil {
@@ -506,8 +452,8 @@ func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
 	}
 	hits := make([]h4r.Hit, 0, len(top))
 	for _, t := range top {
-		if it := byID[t.id]; it != nil {
-			hits = append(hits, h4r.Hit{Item: it, Score: t.score})
+		if it := byID[t.ID]; it != nil {
+			hits = append(hits, h4r.Hit{Item: it, Score: t.Score})
 		}
 	}
 	return hits, nil
