@@ -17,7 +17,7 @@ import (
 )
 
 // Vectors without Qdrant: every item's vector is kept in item_vectors
-// (migration 0004), compact (int8 codes) and exact (float32). Each replica
+// (migration 0006), compact (int8 codes) and exact (float32). Each replica
 // holds the compact codes of one model in memory (vecindex), scans them
 // for every search and rescores the best candidates with the float32
 // vectors read by id. A replica loads the codes in the background at start
