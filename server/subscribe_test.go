@@ -322,3 +322,47 @@ func TestDoneWhen(t *testing.T) {
 		t.Errorf("a second push within the debounce window: %v", m)
 	}
 }
+
+// TestSubscribeDropsAClientThatNeverPongs: the server pings every second
+// here; a client that never reads never answers, and its connection is
+// closed (the gauge goes back to 0), while a reading client stays.
+func TestSubscribeDropsAClientThatNeverPongs(t *testing.T) {
+	d := newAmbientStack(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(d.base, "http") + "/v1/subscribe?session_id=mute"
+	mute, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + publicKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.CloseNow()
+	alive, err := wsDial(t, d.base, "alive", publicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := func() string {
+		for _, l := range strings.Split(string(do(t, http.MethodGet, d.base+"/metrics", nil, bearer(adminKey)...).body), "\n") {
+			if strings.HasPrefix(l, "context_websocket_connections_active ") {
+				return strings.TrimPrefix(l, "context_websocket_connections_active ")
+			}
+		}
+		return ""
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for gauge() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("gauge %q, want %s", gauge(), want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("2")
+	waitFor("1") // the mute client is dropped after a missed pong
+	select {
+	case err := <-alive.closed:
+		t.Errorf("the reading client was closed: %v", err)
+	default:
+	}
+}
