@@ -89,6 +89,15 @@ type Config struct {
 	PolicyWatch bool          // SCS_POLICY_WATCH: reload SCS_POLICY_DIR when it changes
 	PolicyNet   bool          // SCS_POLICY_NETWORK: embedded policies may call http.send, net.lookup_ip_addr, opa.runtime
 	DecisionLog string        // SCS_DECISION_LOG: where drop/redact decisions are logged: a file path, "stdout", or empty for none
+
+	// Source ingestion (POST /ingest, h4r ingest-source).
+	IngestRoots              string // H4R_INGEST_ROOTS: comma-separated folders the server may ingest from
+	IngestMaxFileBytes       int64  // H4R_INGEST_MAX_FILE_BYTES
+	IngestCredentialPatterns string // H4R_INGEST_CREDENTIAL_PATTERNS: comma-separated file name patterns
+	IngestCredentials        string // H4R_INGEST_CREDENTIALS: flag or skip
+	IngestAllowPrivateURLs   bool   // H4R_INGEST_ALLOW_PRIVATE_URLS
+	ChunkMaxTokens           int    // H4R_CHUNK_MAX_TOKENS
+	ChunkOverlapTokens       int    // H4R_CHUNK_OVERLAP_TOKENS
 }
 
 // Var describes one environment variable: its name, its default as it would

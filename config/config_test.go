@@ -93,6 +93,12 @@ func TestDefault(t *testing.T) {
 		Neo4jUser:             "neo4j",
 		OPATimeout:            100 * time.Millisecond,
 		PolicyWatch:           true,
+
+		IngestMaxFileBytes:       1 << 20,
+		IngestCredentialPatterns: ".env,.env.*,*.pem,*.key,*.p12,*.pfx,id_rsa,id_dsa,id_ecdsa,id_ed25519,.netrc,.npmrc,.pgpass,credentials.json,*.keystore",
+		IngestCredentials:        "flag",
+		ChunkMaxTokens:           400,
+		ChunkOverlapTokens:       50,
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
@@ -127,6 +133,8 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"QDRANT_API_KEY", "QDRANT_COLLECTION",
 		"NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE",
 		"SCS_OPA_TIMEOUT_MS", "SCS_POLICY_WATCH", "SCS_POLICY_NETWORK", "SCS_DECISION_LOG",
+		"H4R_INGEST_ROOTS", "H4R_INGEST_MAX_FILE_BYTES", "H4R_INGEST_CREDENTIAL_PATTERNS", "H4R_INGEST_CREDENTIALS",
+		"H4R_INGEST_ALLOW_PRIVATE_URLS", "H4R_CHUNK_MAX_TOKENS", "H4R_CHUNK_OVERLAP_TOKENS",
 	}
 	vars := config.Vars()
 	if len(vars) != len(want) {
@@ -221,6 +229,13 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"SCS_POLICY_WATCH", "false", func(c *config.Config) { c.PolicyWatch = false }},
 		{"SCS_POLICY_NETWORK", "true", func(c *config.Config) { c.PolicyNet = true }},
 		{"SCS_DECISION_LOG", "stdout", func(c *config.Config) { c.DecisionLog = "stdout" }},
+		{"H4R_INGEST_ROOTS", "/srv/repos,/home/me/src", func(c *config.Config) { c.IngestRoots = "/srv/repos,/home/me/src" }},
+		{"H4R_INGEST_MAX_FILE_BYTES", "2048", func(c *config.Config) { c.IngestMaxFileBytes = 2048 }},
+		{"H4R_INGEST_CREDENTIAL_PATTERNS", "*.secret", func(c *config.Config) { c.IngestCredentialPatterns = "*.secret" }},
+		{"H4R_INGEST_CREDENTIALS", "skip", func(c *config.Config) { c.IngestCredentials = "skip" }},
+		{"H4R_INGEST_ALLOW_PRIVATE_URLS", "true", func(c *config.Config) { c.IngestAllowPrivateURLs = true }},
+		{"H4R_CHUNK_MAX_TOKENS", "256", func(c *config.Config) { c.ChunkMaxTokens = 256 }},
+		{"H4R_CHUNK_OVERLAP_TOKENS", "10", func(c *config.Config) { c.ChunkOverlapTokens = 10 }},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -161,6 +161,21 @@ func table() []variable {
 			func(c *Config) *bool { return &c.PolicyNet }),
 		text("SCS_DECISION_LOG", "", "Where every drop or redact decision is logged as JSON lines (never the redacted values): a file path, stdout, or empty for no decision log.",
 			func(c *Config) *string { return &c.DecisionLog }, nil),
+
+		text("H4R_INGEST_ROOTS", "", "Comma-separated folders that POST /ingest may read local sources (git, fs, doc) from; a path outside them, or a symlink leaving them, is refused. Empty: no local source is allowed over HTTP (h4r ingest-source reads the path it is given).",
+			func(c *Config) *string { return &c.IngestRoots }, nil),
+		whole("H4R_INGEST_MAX_FILE_BYTES", "1048576", "Largest file (or page) ingested, in bytes; a larger one is skipped and reported.",
+			func(c *Config) *int64 { return &c.IngestMaxFileBytes }, 1, 1<<40),
+		text("H4R_INGEST_CREDENTIAL_PATTERNS", ".env,.env.*,*.pem,*.key,*.p12,*.pfx,id_rsa,id_dsa,id_ecdsa,id_ed25519,.netrc,.npmrc,.pgpass,credentials.json,*.keystore", "Comma-separated file name patterns (shell globs on the base name or the path) of files that hold credentials.",
+			func(c *Config) *string { return &c.IngestCredentialPatterns }, nil),
+		oneOf("H4R_INGEST_CREDENTIALS", "flag", "What ingestion does with a file matching H4R_INGEST_CREDENTIAL_PATTERNS: flag (ingest it with metadata.hasCredentials, which policy withholds from every caller) or skip (leave it out, reported).",
+			func(c *Config) *string { return &c.IngestCredentials }, "flag", "skip"),
+		boolean("H4R_INGEST_ALLOW_PRIVATE_URLS", "false", "Let url sources fetch pages from private, loopback and link-local addresses (checked at connection time).",
+			func(c *Config) *bool { return &c.IngestAllowPrivateURLs }),
+		whole("H4R_CHUNK_MAX_TOKENS", "400", "Token budget of one ingested chunk's raw text (H4R_TOKEN_ENCODING).",
+			func(c *Config) *int { return &c.ChunkMaxTokens }, 16, 8000),
+		whole("H4R_CHUNK_OVERLAP_TOKENS", "50", "Tokens of a text chunk's end that the next text chunk repeats (whole lines; at most half the chunk budget).",
+			func(c *Config) *int { return &c.ChunkOverlapTokens }, 0, 4000),
 	}
 }
 
