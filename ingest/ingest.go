@@ -128,6 +128,7 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 		return err
 	}
 	key := sourceKey(typ, l)
+	p.FilesTotal += len(l.files)
 	for _, is := range l.issues {
 		if is.skip {
 			p.AddSkip(is.path, is.msg)

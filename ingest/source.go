@@ -117,3 +117,26 @@ func (o Options) Validate(field string) error {
 	}
 	return nil
 }
+
+// Request is POST /ingest's body (document 004) and an ingest job's
+// stored request.
+type Request struct {
+	Sources []Source `json:"sources"`
+	Opts    Options  `json:"opts"`
+}
+
+// Validate checks a request, naming the field.
+func (r Request) Validate() error {
+	if len(r.Sources) == 0 {
+		return h4r.Errorf(h4r.EINVALID, "sources", "at least one source is required")
+	}
+	if len(r.Sources) > 64 {
+		return h4r.Errorf(h4r.EINVALID, "sources", "at most 64 sources a request, got %d", len(r.Sources))
+	}
+	for i, s := range r.Sources {
+		if err := s.Validate(fmt.Sprintf("sources[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return r.Opts.Validate("opts")
+}

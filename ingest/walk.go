@@ -60,7 +60,11 @@ func resolveRoot(p string, roots []string, field string) (string, error) {
 		return "", h4r.Errorf(h4r.EFORBIDDEN, field, "no ingest roots are configured: list the folders the server may read in H4R_INGEST_ROOTS")
 	}
 	for _, r := range roots {
-		rr, err := filepath.EvalSymlinks(r)
+		ra, err := filepath.Abs(r)
+		if err != nil {
+			continue
+		}
+		rr, err := filepath.EvalSymlinks(ra)
 		if err != nil {
 			continue
 		}

@@ -48,6 +48,7 @@ type Progress struct {
 	FilesDeleted   int         `json:"files_deleted"`
 	ChunksWritten  int         `json:"chunks_written"`
 	ChunksDeleted  int         `json:"chunks_deleted"`
+	FilesTotal     int         `json:"files_total,omitempty"` // once the sources are listed
 	Skipped        int         `json:"skipped"`
 	ItemsDone      int         `json:"items_done,omitempty"` // reindex
 	ItemsTotal     int         `json:"items_total,omitempty"`
@@ -139,9 +140,18 @@ func (r *Runner) Register(name string, fn Func, resumable bool) {
 	r.kinds[name] = kind{fn, resumable}
 }
 
+// secretKey carries a job's secrets in its context.
+type secretKey struct{}
+
+// Secret returns the secret Start was given for the running job (nil
+// after a restart: secrets are never stored).
+func Secret(ctx context.Context) any { return ctx.Value(secretKey{}) }
+
 // Start records a job of the kind and runs it in the background. It
-// returns the record as stored (state queued).
-func (r *Runner) Start(ctx context.Context, kindName string, request any) (Job, error) {
+// returns the record as stored (state queued). secret, when not nil, is
+// handed to the job through its context (Secret) and never stored: a
+// source's credentials.
+func (r *Runner) Start(ctx context.Context, kindName string, request, secret any) (Job, error) {
 	r.mu.Lock()
 	k, ok := r.kinds[kindName]
 	r.mu.Unlock()
@@ -157,7 +167,7 @@ func (r *Runner) Start(ctx context.Context, kindName string, request any) (Job, 
 	if err := r.store.CreateJob(ctx, j); err != nil {
 		return Job{}, fmt.Errorf("recording a %s job: %w", kindName, err)
 	}
-	r.run(j, k)
+	r.run(j, k, secret)
 	return j, nil
 }
 
@@ -181,7 +191,7 @@ func (r *Runner) Resume(ctx context.Context) (resumed, failed int, err error) {
 		r.mu.Unlock()
 		if ok && k.resumable {
 			r.log.InfoContext(ctx, "resuming a job interrupted by a restart", "job", j.ID, "kind", j.Kind)
-			r.run(j, k)
+			r.run(j, k, nil)
 			resumed++
 			continue
 		}
@@ -202,11 +212,14 @@ func (r *Runner) Close() {
 	r.wg.Wait()
 }
 
-func (r *Runner) run(j Job, k kind) {
+func (r *Runner) run(j Job, k kind, secret any) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		ctx := r.ctx
+		if secret != nil {
+			ctx = context.WithValue(ctx, secretKey{}, secret)
+		}
 		j.State, j.Attempts, j.UpdatedAt = StateRunning, j.Attempts+1, r.now().UTC()
 		if err := r.store.UpdateJob(ctx, j); err != nil {
 			r.log.ErrorContext(ctx, "recording a job's start", "job", j.ID, "error", err)

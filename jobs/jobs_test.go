@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,12 +85,14 @@ func TestJobLifecycleAndRestart(t *testing.T) {
 				<-ctx.Done()
 				return jobs.Progress{}, ctx.Err()
 			}, false)
+			gotSecret := make(chan any, 1)
 			r.Register("resumable", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+				gotSecret <- jobs.Secret(ctx)
 				<-ctx.Done()
 				return jobs.Progress{}, ctx.Err()
 			}, true)
 
-			j, err := r.Start(ctx, "count", 7)
+			j, err := r.Start(ctx, "count", 7, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,29 +100,38 @@ func TestJobLifecycleAndRestart(t *testing.T) {
 			if done.Progress.FilesSeen != 7 || len(done.Progress.Errors) != 1 || done.Progress.Errors[0].Path != "bad.pdf" || done.FinishedAt == nil {
 				t.Errorf("finished job = %+v", done)
 			}
-			f, err := r.Start(ctx, "fail", nil)
+			f, err := r.Start(ctx, "fail", nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := waitFor(t, r, f.ID, jobs.StateFailed); got.Error != "the source is gone" {
 				t.Errorf("failed job error = %q", got.Error)
 			}
-			b, err := r.Start(ctx, "block", nil)
+			b, err := r.Start(ctx, "block", nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, err := r.Start(ctx, "resumable", nil)
+			rs, err := r.Start(ctx, "resumable", nil, "token-1")
 			if err != nil {
 				t.Fatal(err)
 			}
 			<-block
+			if s := <-gotSecret; s != "token-1" {
+				t.Errorf("the job got secret %v, want token-1", s)
+			}
 			waitFor(t, r, rs.ID, jobs.StateRunning)
+			if j, _ := r.Get(ctx, rs.ID); strings.Contains(string(j.Request), "token-1") {
+				t.Error("the secret was stored with the job")
+			}
 			r.Close() // the process stops with two jobs running
 
 			// The next process: the resumable job runs again, the other is failed.
 			r2 := jobs.NewRunner(store)
 			ran := make(chan struct{}, 1)
 			r2.Register("resumable", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+				if jobs.Secret(ctx) != nil {
+					t.Error("a resumed job has a secret: secrets are not stored")
+				}
 				ran <- struct{}{}
 				return jobs.Progress{Message: "resumed"}, nil
 			}, true)

@@ -46,6 +46,7 @@ func (s *Server) coreRoutes() []route {
 func (s *Server) routeTables() [][]route {
 	return [][]route{
 		s.coreRoutes(),
+		s.ingestRoutes(),
 	}
 }
 

@@ -66,6 +66,7 @@ type Server struct {
 	anyHost        bool                   // without keys, serve any Host (guardBrowser)
 	access         map[string]routeAccess // "METHOD /path" → who may call it (register)
 	openAPIDoc     []byte                 // the merged description (openapi.go)
+	jobs           Jobs                   // nil: no ingestion or background jobs (ingest.go)
 }
 
 // readinessCheck is one backend /health/ready checks.

@@ -19,6 +19,7 @@ Usage:
   h4r pack   "query" [--specialist ID] [--level public|internal|confidential|restricted]
              [--groups a,b] [--type hybrid] [--limit N] [--max-tokens N] [--json] [--data-dir DIR] [--demo]
   h4r ingest FILE.jsonl|- [--data-dir DIR] [--batch N]
+  h4r ingest-source PATH|URL [--type git|fs|url|doc] [--ref REF] [--rechunk] [--data-dir DIR]
   h4r reindex [--graph] [--data-dir DIR]        rebuild the vector index (and the Neo4j graph) from the store
   h4r migrate [--refresh-impacts]               apply the Postgres schema migrations (DATABASE_URL)
   h4r policy check|test|eval ...                compile, unit-test or try out a Rego policy (h4r policy help)
@@ -106,6 +107,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdMigrate(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "ingest":
 		return cmdIngest(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
+	case "ingest-source":
+		return cmdIngestSource(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "reindex":
 		return cmdReindex(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "bench":

@@ -63,7 +63,21 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 			return err
 		}
 	}
-	api := apiServer(cfg, a, keys, !loopback, log)
+	jb, err := app.OpenJobs(ctx, a, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := jb.Close(); err != nil {
+			log.Error("closing the job store", "error", err)
+		}
+	}()
+	api := apiServer(cfg, a, keys, !loopback, log, server.WithJobs(jb))
+	if resumed, failed, err := jb.Runner.Resume(ctx); err != nil {
+		log.Error("resuming interrupted jobs", "error", err)
+	} else if resumed+failed > 0 {
+		log.Info("jobs interrupted by the last stop", "resumed", resumed, "marked_failed", failed)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
@@ -108,7 +122,7 @@ func loadDemo(ctx context.Context, a *app.App, log *slog.Logger) error {
 // apiServer builds the HTTP API: routes, limits, metrics, readiness checks
 // and, with keys, authentication. Without keys on a non-loopback address
 // (--insecure) it serves any Host, as it is reached by other names.
-func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log *slog.Logger) *server.Server {
+func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log *slog.Logger, extra ...server.Option) *server.Server {
 	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) {
 		if st := a.Policy.Status(); st.Cache != nil {
 			return st.Cache.Hits, st.Cache.Misses
@@ -136,7 +150,7 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	if keys == nil {
 		sopts = append(sopts, server.WithAnonymousAudit(cfg.AnonymousAudit))
 	}
-	return server.New(a.Engine, a.Store, sopts...)
+	return server.New(a.Engine, a.Store, append(sopts, extra...)...)
 }
 
 // logServing says at start which mode the server is in.
