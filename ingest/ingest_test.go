@@ -31,7 +31,7 @@ type env struct {
 	split *chunk.Splitter
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t testing.TB) env {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -52,7 +52,7 @@ func newEnv(t *testing.T) env {
 	return env{st, idx, chunk.New(counter, chunk.WithMaxTokens(120))}
 }
 
-func write(t *testing.T, root, name, content string) {
+func write(t testing.TB, root, name, content string) {
 	t.Helper()
 	p := filepath.Join(root, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
