@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -71,6 +73,25 @@ type Ingester struct {
 	contextual   bool
 	log          *slog.Logger
 	client       *http.Client
+
+	mu      sync.Mutex
+	running map[string]*sync.Mutex // per source key
+}
+
+// lockSource serialises runs of one source.
+func (in *Ingester) lockSource(key string) func() {
+	in.mu.Lock()
+	if in.running == nil {
+		in.running = map[string]*sync.Mutex{}
+	}
+	m, ok := in.running[key]
+	if !ok {
+		m = &sync.Mutex{}
+		in.running[key] = m
+	}
+	in.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 // Option configures an Ingester.
@@ -129,6 +150,9 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 	}
 	key := sourceKey(typ, l)
 	p.FilesTotal += len(l.files)
+	// One run per source at a time: two would race on its file index.
+	unlock := in.lockSource(key)
+	defer unlock()
 	for _, is := range l.issues {
 		if is.skip {
 			p.AddSkip(is.path, is.msg)
@@ -209,26 +233,14 @@ func (in *Ingester) list(ctx context.Context, src Source) (listing, string, erro
 		l, err := listGit(ctx, root, src.Ref)
 		return l, TypeGit, err
 	case TypeDoc:
-		files, issues, err := listDir(ctx, filepath.Dir(root))
-		if err != nil {
-			return listing{}, "", err
+		// root is the document itself, its symlinks resolved inside the roots.
+		info, err := os.Stat(root)
+		if err != nil || !info.Mode().IsRegular() {
+			return listing{}, "", h4r.Errorf(h4r.EINVALID, "path", "%s is not a regular file", src.location())
 		}
-		name := filepath.Base(root)
-		l := listing{root: root, single: true, issues: nil}
-		for _, f := range files {
-			if f.path == name {
-				l.files = append(l.files, f)
-			}
-		}
-		for _, is := range issues {
-			if is.path == name {
-				l.issues = append(l.issues, is)
-			}
-		}
-		if len(l.files) == 0 && len(l.issues) == 0 {
-			return listing{}, "", h4r.Errorf(h4r.EINVALID, "path", "%s is not a file (or .gitignore leaves it out)", src.location())
-		}
-		return l, TypeDoc, nil
+		f := file{path: filepath.Base(root), size: info.Size(), mtime: info.ModTime().UnixNano(),
+			read: func() ([]byte, error) { return readLimited(root, info.Size()) }}
+		return listing{files: []file{f}, root: root, single: true}, TypeDoc, nil
 	}
 	files, issues, err := listDir(ctx, root)
 	if err != nil {

@@ -327,3 +327,22 @@ func TestIngestURL(t *testing.T) {
 		t.Errorf("page chunk = %+v", got)
 	}
 }
+
+func TestIngestDoc(t *testing.T) {
+	e := newEnv(t)
+	root, _ := newRepo(t)
+	in := ingest.New(e.store, e.index, e.split, ingest.WithAllowedRoots(root))
+	p := run(t, in, ingest.Source{Type: ingest.TypeDoc, Path: filepath.Join(root, "README.md")}, ingest.Options{})
+	if p.FilesChanged != 1 || p.ChunksWritten != 2 {
+		t.Errorf("doc: %+v", p)
+	}
+	p = run(t, in, ingest.Source{Type: ingest.TypeDoc, Path: filepath.Join(root, "docs", "broken.pdf")}, ingest.Options{})
+	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "PDF") {
+		t.Errorf("corrupted PDF: %+v", p)
+	}
+	var herr *h4r.Error
+	err := in.Run(context.Background(), ingest.Source{Type: ingest.TypeDoc, Path: filepath.Join(root, "docs")}, ingest.Options{}, &jobs.Progress{}, func(jobs.Progress) {})
+	if !errors.As(err, &herr) || herr.Field != "path" {
+		t.Errorf("a folder as a doc: %v", err)
+	}
+}
