@@ -346,3 +346,32 @@ func TestIngestDoc(t *testing.T) {
 		t.Errorf("a folder as a doc: %v", err)
 	}
 }
+
+func TestIngestSourceDefaultMetadata(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	root, _ := newRepo(t)
+	in := ingest.New(e.store, e.index, e.split, ingest.WithAllowedRoots(root))
+	sens, trust := 0.8, 0.4
+	src := ingest.Source{Type: ingest.TypeDoc, Path: filepath.Join(root, "README.md"),
+		Metadata: &ingest.Defaults{Sensitivity: &sens, Trust: &trust, RestrictedToGroups: []string{"dev"}}}
+	run(t, in, src, ingest.Options{})
+	n := 0
+	err := e.store.Each(ctx, func(it *h4r.Item) error {
+		m := it.Metadata
+		if m.SensitivityValue() != 0.8 || m.TrustValue() != 0.4 || strings.Join(m.RestrictedToGroups, ",") != "dev" {
+			t.Errorf("%s: sensitivity %v trust %v groups %v", it.ID, m.SensitivityValue(), m.TrustValue(), m.RestrictedToGroups)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 3 {
+		t.Errorf("%d items, %v", n, err)
+	}
+	bad := 1.5
+	src.Metadata.Trust = &bad
+	var herr *h4r.Error
+	if err := in.Run(ctx, src, ingest.Options{}, &jobs.Progress{}, func(jobs.Progress) {}); !errors.As(err, &herr) || herr.Field != "source.metadata.trust" {
+		t.Errorf("trust 1.5: %v", err)
+	}
+}
