@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/ingest"
 	"github.com/h4r/h4r/internal/jsonstrict"
 	"github.com/h4r/h4r/jobs"
@@ -28,7 +29,9 @@ func WithJobs(j Jobs) Option { return func(s *Server) { s.jobs = j } }
 func (s *Server) ingestRoutes() []route {
 	return []route{
 		{"POST", "/ingest", s.ingestSources, ingestRoute},
-		{"GET", "/v1/jobs/:id", s.getJob, ingestRoute},
+		// Polling a job's progress is cheap and frequent: it does not use
+		// up the key's ingest rate limit.
+		{"GET", "/v1/jobs/:id", s.getJob, routeAccess{class: auth.RouteIngest}},
 		{"POST", "/v1/reindex", s.startReindex, adminRoute},
 	}
 }

@@ -124,7 +124,7 @@ func (c apiClient) waitJob(id, key string) jobRecord {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("job %s still %s", id, j.State)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -171,7 +171,8 @@ func TestIngestRepositoryEndToEnd(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn", "H4R_API_KEYS_FILE": keysFile,
-		"H4R_INGEST_ROOTS": base, "H4R_GENERATOR_TIMEOUT_MS": "60000", "H4R_REQUEST_TIMEOUT_MS": "60000"}
+		"H4R_INGEST_ROOTS": base, "H4R_GENERATOR_TIMEOUT_MS": "60000", "H4R_REQUEST_TIMEOUT_MS": "60000",
+		"H4R_WRITE_TIMEOUT_MS": "120000"}
 	go func() { done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0"}, io.Discard, env(vars), ready) }()
 	var c apiClient
 	select {
