@@ -46,6 +46,43 @@ type Result struct {
 	Reason      string         `json:"reason"`
 	Explanation string         `json:"explanation"`
 	Metadata    ResultMetadata `json:"metadata"`
+	// Citation says where an ingested chunk or document comes from; nil
+	// for items that name no path or url (memories, traces).
+	Citation *Citation `json:"citation,omitempty"`
+}
+
+// Citation is document 004's citation of a result: path (files) or url
+// (pages), the blob sha, the 1-based inclusive line range and the score.
+type Citation struct {
+	Path      string  `json:"path,omitempty"`
+	URL       string  `json:"url,omitempty"`
+	SHA       string  `json:"sha,omitempty"`
+	LineRange []int   `json:"line_range,omitempty"`
+	Score     float64 `json:"score"`
+}
+
+// CitationOf returns the citation an item's metadata gives (path or url,
+// sha, line_range, as ingestion writes them), or nil.
+func CitationOf(m Metadata, score float64) *Citation {
+	str := func(k string) string { s, _ := m.Extra[k].(string); return s }
+	c := Citation{Path: str("path"), URL: str("url"), SHA: str("sha"), Score: score}
+	if c.Path == "" && c.URL == "" {
+		return nil
+	}
+	if lr, ok := m.Extra["line_range"].([]any); ok && len(lr) == 2 {
+		for _, v := range lr {
+			switch n := v.(type) {
+			case float64:
+				c.LineRange = append(c.LineRange, int(n))
+			case int:
+				c.LineRange = append(c.LineRange, n)
+			}
+		}
+		if len(c.LineRange) != 2 {
+			c.LineRange = nil
+		}
+	}
+	return &c
 }
 
 // ResultMetadata describes how a result was found and delivered.

@@ -120,6 +120,14 @@ type Config struct {
 	BridgeCacheSize     int           // H4R_BRIDGE_CACHE_SIZE
 	BridgeTimeout       time.Duration // H4R_BRIDGE_TIMEOUT_MS
 	BridgeEmbedTimeout  time.Duration // H4R_BRIDGE_EMBED_TIMEOUT_MS
+	// Source ingestion (POST /ingest, h4r ingest-source).
+	IngestRoots              string // H4R_INGEST_ROOTS: comma-separated folders the server may ingest from
+	IngestMaxFileBytes       int64  // H4R_INGEST_MAX_FILE_BYTES
+	IngestCredentialPatterns string // H4R_INGEST_CREDENTIAL_PATTERNS: comma-separated file name patterns
+	IngestCredentials        string // H4R_INGEST_CREDENTIALS: flag or skip
+	IngestAllowPrivateURLs   bool   // H4R_INGEST_ALLOW_PRIVATE_URLS
+	ChunkMaxTokens           int    // H4R_CHUNK_MAX_TOKENS
+	ChunkOverlapTokens       int    // H4R_CHUNK_OVERLAP_TOKENS
 }
 
 // Var describes one environment variable: its name, its default as it would

@@ -109,6 +109,12 @@ func TestDefault(t *testing.T) {
 		BridgeCacheSize:       100,
 		BridgeTimeout:         2 * time.Second,
 		BridgeEmbedTimeout:    500 * time.Millisecond,
+
+		IngestMaxFileBytes:       1 << 20,
+		IngestCredentialPatterns: ".env,.env.*,*.pem,*.key,*.p12,*.pfx,id_rsa,id_dsa,id_ecdsa,id_ed25519,.netrc,.npmrc,.pgpass,credentials.json,*.keystore",
+		IngestCredentials:        "flag",
+		ChunkMaxTokens:           400,
+		ChunkOverlapTokens:       50,
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
@@ -150,6 +156,8 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"H4R_PACK_RETENTION",
 		"H4R_BRIDGE_ENABLED", "H4R_BRIDGE_TOOLS", "H4R_BRIDGE_MIN_SIMILARITY", "H4R_BRIDGE_MAX_MATCHES",
 		"H4R_BRIDGE_CACHE_SIZE", "H4R_BRIDGE_TIMEOUT_MS", "H4R_BRIDGE_EMBED_TIMEOUT_MS",
+		"H4R_INGEST_ROOTS", "H4R_INGEST_MAX_FILE_BYTES", "H4R_INGEST_CREDENTIAL_PATTERNS", "H4R_INGEST_CREDENTIALS",
+		"H4R_INGEST_ALLOW_PRIVATE_URLS", "H4R_CHUNK_MAX_TOKENS", "H4R_CHUNK_OVERLAP_TOKENS",
 	}
 	vars := config.Vars()
 	if len(vars) != len(want) {
@@ -269,6 +277,13 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_SUMMARY_API_KEY", "sk-x", func(c *config.Config) { c.SummaryAPIKey = "sk-x" }},
 		{"H4R_SUMMARY_TIMEOUT_MS", "250", func(c *config.Config) { c.SummaryTimeout = 250 * time.Millisecond }},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318", func(c *config.Config) { c.OTLPEndpoint = "http://localhost:4318" }},
+		{"H4R_INGEST_ROOTS", "/srv/repos,/home/me/src", func(c *config.Config) { c.IngestRoots = "/srv/repos,/home/me/src" }},
+		{"H4R_INGEST_MAX_FILE_BYTES", "2048", func(c *config.Config) { c.IngestMaxFileBytes = 2048 }},
+		{"H4R_INGEST_CREDENTIAL_PATTERNS", "*.secret", func(c *config.Config) { c.IngestCredentialPatterns = "*.secret" }},
+		{"H4R_INGEST_CREDENTIALS", "skip", func(c *config.Config) { c.IngestCredentials = "skip" }},
+		{"H4R_INGEST_ALLOW_PRIVATE_URLS", "true", func(c *config.Config) { c.IngestAllowPrivateURLs = true }},
+		{"H4R_CHUNK_MAX_TOKENS", "256", func(c *config.Config) { c.ChunkMaxTokens = 256 }},
+		{"H4R_CHUNK_OVERLAP_TOKENS", "10", func(c *config.Config) { c.ChunkOverlapTokens = 10 }},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -212,6 +212,20 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.BridgeTimeout }, time.Millisecond, time.Minute),
 		millis("H4R_BRIDGE_EMBED_TIMEOUT_MS", "500", "Deadline of the context bridge's embedding step, in milliseconds (with H4R_EMBEDDER=openai); past it, or on any embedding error, matching is concept-only and says so.",
 			func(c *Config) *time.Duration { return &c.BridgeEmbedTimeout }, time.Millisecond, time.Minute),
+		text("H4R_INGEST_ROOTS", "", "Comma-separated folders that POST /ingest may read local sources (git, fs, doc) from; a path outside them, or a symlink leaving them, is refused. Empty: no local source is allowed over HTTP (h4r ingest-source reads the path it is given).",
+			func(c *Config) *string { return &c.IngestRoots }, nil),
+		whole("H4R_INGEST_MAX_FILE_BYTES", "1048576", "Largest file (or page) ingested, in bytes; a larger one is skipped and reported.",
+			func(c *Config) *int64 { return &c.IngestMaxFileBytes }, 1, 1<<40),
+		text("H4R_INGEST_CREDENTIAL_PATTERNS", ".env,.env.*,*.pem,*.key,*.p12,*.pfx,id_rsa,id_dsa,id_ecdsa,id_ed25519,.netrc,.npmrc,.pgpass,credentials.json,*.keystore", "Comma-separated file name patterns (shell globs on the base name or the path) of files that hold credentials.",
+			func(c *Config) *string { return &c.IngestCredentialPatterns }, nil),
+		oneOf("H4R_INGEST_CREDENTIALS", "flag", "What ingestion does with a file matching H4R_INGEST_CREDENTIAL_PATTERNS: flag (ingest it with metadata.hasCredentials, which policy withholds from every caller) or skip (leave it out, reported).",
+			func(c *Config) *string { return &c.IngestCredentials }, "flag", "skip"),
+		boolean("H4R_INGEST_ALLOW_PRIVATE_URLS", "false", "Let url sources fetch pages from private, loopback and link-local addresses (checked at connection time).",
+			func(c *Config) *bool { return &c.IngestAllowPrivateURLs }),
+		whole("H4R_CHUNK_MAX_TOKENS", "400", "Token budget of one ingested chunk's raw text (H4R_TOKEN_ENCODING).",
+			func(c *Config) *int { return &c.ChunkMaxTokens }, 16, 8000),
+		whole("H4R_CHUNK_OVERLAP_TOKENS", "50", "Tokens of a text chunk's end that the next text chunk repeats (whole lines; at most half the chunk budget).",
+			func(c *Config) *int { return &c.ChunkOverlapTokens }, 0, 4000),
 	}
 }
 

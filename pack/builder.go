@@ -216,6 +216,7 @@ func results(kept []*Entry, includeScores bool) []h4r.Result {
 				Tokens:         e.Tokens,
 				Version:        m.Version,
 			},
+			Citation: h4r.CitationOf(m, r.Score),
 		}
 		if !m.CreatedAt.IsZero() {
 			res.Metadata.CreatedAt = m.CreatedAt.UTC().Format(time.RFC3339)

@@ -53,6 +53,7 @@ func (s *Server) routeTables() [][]route {
 		s.ragRoutes(),
 		s.a2aProtoRoutes(),
 		s.bridgeRoutes(),
+		s.ingestRoutes(),
 	}
 }
 

@@ -82,6 +82,7 @@ type Server struct {
 	mcp            http.Handler   // nil: no MCP at /mcp (mcp.go)
 	rag            *rag.Service   // POST /query and /feedback (query.go); nil: not served
 	bridge         *bridge.Bridge // POST /v1/bridge (bridge.go); nil: results unchanged
+	jobs           Jobs           // nil: no ingestion or background jobs (ingest.go)
 }
 
 // readinessCheck is one backend /health/ready checks.

@@ -23,6 +23,7 @@ Usage:
              decision-trace presets: decision_traces_by_precedent, file_assignment_history,
              review_decisions_rejected, decisions_by_pattern, decisions_by_epic
   h4r mcp    [--data-dir DIR] [--demo]           serve the MCP tools over stdio (H4R_MCP_API_KEY's principal)
+  h4r ingest-source PATH|URL [--type git|fs|url|doc] [--ref REF] [--rechunk] [--data-dir DIR]
   h4r reindex [--graph] [--data-dir DIR]        rebuild the vector index (and the Neo4j graph) from the store
   h4r migrate [--refresh-impacts]               apply the Postgres schema migrations (DATABASE_URL)
   h4r policy check|test|eval ...                compile, unit-test or try out a Rego policy (h4r policy help)
@@ -114,6 +115,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdIngest(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
 	case "query":
 		return cmdQuery(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "ingest-source":
+		return cmdIngestSource(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "reindex":
 		return cmdReindex(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "bench":

@@ -90,7 +90,21 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	if err := tr.Start(ctx, log); err != nil {
 		return err
 	}
-	api := apiServer(cfg, a, keys, !loopback, log, m, traceOptions(cfg, tr)...)
+	jb, err := app.OpenJobs(ctx, a, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := jb.Close(); err != nil {
+			log.Error("closing the job store", "error", err)
+		}
+	}()
+	api := apiServer(cfg, a, keys, !loopback, log, m, append(traceOptions(cfg, tr), server.WithJobs(jb))...)
+	if resumed, failed, err := jb.Runner.Resume(ctx); err != nil {
+		log.Error("resuming interrupted jobs", "error", err)
+	} else if resumed+failed > 0 {
+		log.Info("jobs interrupted by the last stop", "resumed", resumed, "marked_failed", failed)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)

@@ -1,0 +1,262 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/h4r/h4r"
+)
+
+// file is one file of a source, listed but not yet read.
+type file struct {
+	path  string // slash-separated, relative to the source's root; a URL for url sources
+	size  int64
+	mtime int64  // unix ns; 0 when unknown (git objects)
+	sha   string // known without reading (git objects); else computed from the content
+	read  func() ([]byte, error)
+}
+
+// listing is what a source holds.
+type listing struct {
+	files  []file
+	issues []issue // files refused while listing (symlinks leaving the root)
+	repo   string  // repository name, for metadata and the contextual prefix
+	commit string  // git commit read, or HEAD of a worktree
+	root   string  // the resolved root, for the source key
+	single bool    // one document (doc, url): no deletions of other files
+}
+
+type issue struct {
+	path, msg string
+	skip      bool // a skip (reported, not an error)
+}
+
+// resolveRoot returns the real path of p, which must lie in one of roots.
+func resolveRoot(p string, roots []string, field string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", h4r.Errorf(h4r.EINVALID, field, "resolving %q: %v", p, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", h4r.Errorf(h4r.EINVALID, field, "%q does not exist or cannot be read", p)
+	}
+	if len(roots) == 0 {
+		return "", h4r.Errorf(h4r.EFORBIDDEN, field, "no ingest roots are configured: list the folders the server may read in H4R_INGEST_ROOTS")
+	}
+	for _, r := range roots {
+		ra, err := filepath.Abs(r)
+		if err != nil {
+			continue
+		}
+		rr, err := filepath.EvalSymlinks(ra)
+		if err != nil {
+			continue
+		}
+		if within(rr, real) {
+			return real, nil
+		}
+	}
+	return "", h4r.Errorf(h4r.EFORBIDDEN, field, "%q is outside the allowed ingest roots (H4R_INGEST_ROOTS)", p)
+}
+
+// within reports whether p is root or below it (both cleaned, absolute).
+func within(root, p string) bool {
+	if root == p {
+		return true
+	}
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// listDir lists the files under root, skipping .git and what .gitignore
+// files (and .git/info/exclude) ignore. A symlink to a file inside root is
+// followed; one leaving root is refused; a symlinked directory is skipped.
+func listDir(ctx context.Context, root string) ([]file, []issue, error) {
+	ps, err := gitignore.ReadPatterns(osfs.New(root), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading .gitignore files under %s: %w", root, err)
+	}
+	ignore := gitignore.NewMatcher(ps)
+	var files []file
+	var issues []issue
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rel, _ := filepath.Rel(root, p)
+		slash := filepath.ToSlash(rel)
+		if err != nil {
+			issues = append(issues, issue{path: slash, msg: fmt.Sprintf("cannot be read: %v", errors.Unwrap(err))})
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if rel == "." {
+			return nil
+		}
+		parts := strings.Split(slash, "/")
+		if d.IsDir() {
+			if d.Name() == ".git" || ignore.Match(parts, true) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if ignore.Match(parts, false) {
+			return nil
+		}
+		target := p
+		if d.Type()&fs.ModeSymlink != 0 {
+			t, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				issues = append(issues, issue{path: slash, msg: "a broken symlink", skip: true})
+				return nil
+			}
+			if !within(root, t) {
+				issues = append(issues, issue{path: slash, msg: "a symlink that leaves the source's root: refused"})
+				return nil
+			}
+			target = t
+		} else if !d.Type().IsRegular() {
+			return nil // sockets, devices
+		}
+		info, err := os.Stat(target)
+		if err != nil {
+			issues = append(issues, issue{path: slash, msg: fmt.Sprintf("cannot be read: %v", err)})
+			return nil
+		}
+		if info.IsDir() {
+			issues = append(issues, issue{path: slash, msg: "a symlinked directory: not followed", skip: true})
+			return nil
+		}
+		files = append(files, file{path: slash, size: info.Size(), mtime: info.ModTime().UnixNano(),
+			read: func() ([]byte, error) { return readLimited(target, info.Size()) }})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing %s: %w", root, err)
+	}
+	return files, issues, nil
+}
+
+// readLimited reads a file expected to be size bytes, never more (a file
+// that grew since it was listed is cut, and its sha says what was read).
+func readLimited(p string, size int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, size))
+}
+
+// openRepo opens the git repository at root (a worktree's .git file
+// included).
+func openRepo(root string) (*git.Repository, error) {
+	return git.PlainOpenWithOptions(root, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+}
+
+// listGit lists a git source: with a ref, the files of that commit (blob
+// shas from the tree, so nothing is read to learn what changed); without
+// one, the working tree as listDir reads it, with HEAD as the commit.
+func listGit(ctx context.Context, root, ref string) (listing, error) {
+	repo, err := openRepo(root)
+	if err != nil {
+		return listing{}, h4r.Errorf(h4r.EINVALID, "path", "%s is not a git repository: %v", root, err)
+	}
+	l := listing{repo: repoName(repo, root), root: root}
+	if ref == "" {
+		if head, err := repo.Head(); err == nil {
+			l.commit = head.Hash().String()
+		}
+		l.files, l.issues, err = listDir(ctx, root)
+		return l, err
+	}
+	return listCommit(ctx, repo, ref, l)
+}
+
+// cloneGit clones a repository URL into memory (one commit deep) and lists
+// the commit of ref (HEAD when empty).
+func cloneGit(ctx context.Context, uri, ref string) (listing, error) {
+	opts := &git.CloneOptions{URL: uri, Depth: 1, Tags: git.NoTags}
+	if ref != "" && ref != "HEAD" {
+		opts.ReferenceName = plumbing.NewBranchReferenceName(ref)
+		opts.SingleBranch = true
+	}
+	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
+	if err != nil {
+		return listing{}, h4r.Errorf(h4r.EINVALID, "uri", "cloning %s: %v", uri, err)
+	}
+	name := strings.TrimSuffix(path.Base(strings.TrimRight(uri, "/")), ".git")
+	return listCommit(ctx, repo, "HEAD", listing{repo: name, root: uri})
+}
+
+func listCommit(ctx context.Context, repo *git.Repository, ref string, l listing) (listing, error) {
+	hash, err := repo.ResolveRevision(plumbing.Revision(ref))
+	if err != nil {
+		return listing{}, h4r.Errorf(h4r.EINVALID, "ref", "no commit %q in the repository: %v", ref, err)
+	}
+	commit, err := repo.CommitObject(*hash)
+	if err != nil {
+		return listing{}, fmt.Errorf("reading commit %s: %w", hash, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return listing{}, fmt.Errorf("reading the tree of %s: %w", hash, err)
+	}
+	l.commit = hash.String()
+	err = tree.Files().ForEach(func(f *object.File) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch f.Mode {
+		case filemode.Symlink:
+			l.issues = append(l.issues, issue{path: f.Name, msg: "a symlink in the commit: not followed", skip: true})
+			return nil
+		case filemode.Submodule:
+			return nil
+		}
+
+		l.files = append(l.files, file{path: f.Name, size: f.Size, sha: f.Hash.String(), read: func() ([]byte, error) {
+			r, err := f.Reader()
+			if err != nil {
+				return nil, err
+			}
+			defer r.Close()
+			return io.ReadAll(io.LimitReader(r, f.Size))
+		}})
+		return nil
+	})
+	if err != nil {
+		return listing{}, fmt.Errorf("listing the files of %s: %w", hash, err)
+	}
+	return l, nil
+}
+
+// repoName is the origin remote's last path element, else the folder's name.
+func repoName(repo *git.Repository, root string) string {
+	if r, err := repo.Remote("origin"); err == nil && len(r.Config().URLs) > 0 {
+		u := strings.TrimRight(r.Config().URLs[0], "/")
+		u = u[strings.LastIndexAny(u, "/:")+1:]
+		if n := strings.TrimSuffix(u, ".git"); n != "" {
+			return n
+		}
+	}
+	return filepath.Base(root)
+}

@@ -1,0 +1,191 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/pgtest"
+	"github.com/h4r/h4r/jobs"
+)
+
+// stores opens a SQLite store and, when a test database is configured, a
+// Postgres one.
+func stores(t *testing.T) map[string]func(t *testing.T) *jobs.SQLStore {
+	t.Helper()
+	out := map[string]func(t *testing.T) *jobs.SQLStore{
+		"sqlite": func(t *testing.T) *jobs.SQLStore {
+			dir := t.TempDir()
+			s, err := jobs.OpenSQLite(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+	if os.Getenv("H4R_TEST_DATABASE_URL") != "" || os.Getenv("CI") != "" {
+		out["postgres"] = func(t *testing.T) *jobs.SQLStore {
+			dsn := pgtest.Schema(t, "jobs")
+			s, err := jobs.OpenPostgres(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, r *jobs.Runner, id string, state string) jobs.Job {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, err := r.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == state {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s is %s, want %s", id, j.State, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestJobLifecycleAndRestart(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			store := open(t)
+			r := jobs.NewRunner(store)
+			r.Register("count", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+				var n int
+				if err := json.Unmarshal(req, &n); err != nil {
+					return jobs.Progress{}, err
+				}
+				p := jobs.Progress{FilesSeen: n}
+				p.AddError("bad.pdf", "not a PDF")
+				return p, nil
+			}, true)
+			r.Register("fail", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+				return jobs.Progress{}, errors.New("the source is gone")
+			}, false)
+			block := make(chan struct{})
+			r.Register("block", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+				close(block)
+				<-ctx.Done()
+				return jobs.Progress{}, ctx.Err()
+			}, false)
+			gotSecret := make(chan any, 1)
+			r.Register("resumable", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+				gotSecret <- jobs.Secret(ctx)
+				<-ctx.Done()
+				return jobs.Progress{}, ctx.Err()
+			}, true)
+
+			j, err := r.Start(ctx, "count", 7, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := waitFor(t, r, j.ID, jobs.StateSucceeded)
+			if done.Progress.FilesSeen != 7 || len(done.Progress.Errors) != 1 || done.Progress.Errors[0].Path != "bad.pdf" || done.FinishedAt == nil {
+				t.Errorf("finished job = %+v", done)
+			}
+			f, err := r.Start(ctx, "fail", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := waitFor(t, r, f.ID, jobs.StateFailed); got.Error != "the source is gone" {
+				t.Errorf("failed job error = %q", got.Error)
+			}
+			b, err := r.Start(ctx, "block", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := r.Start(ctx, "resumable", nil, "token-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-block
+			if s := <-gotSecret; s != "token-1" {
+				t.Errorf("the job got secret %v, want token-1", s)
+			}
+			waitFor(t, r, rs.ID, jobs.StateRunning)
+			if j, _ := r.Get(ctx, rs.ID); strings.Contains(string(j.Request), "token-1") {
+				t.Error("the secret was stored with the job")
+			}
+			r.Close() // the process stops with two jobs running
+
+			// The next process: the resumable job runs again, the other is failed.
+			r2 := jobs.NewRunner(store)
+			ran := make(chan struct{}, 1)
+			r2.Register("resumable", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+				if jobs.Secret(ctx) != nil {
+					t.Error("a resumed job has a secret: secrets are not stored")
+				}
+				ran <- struct{}{}
+				return jobs.Progress{Message: "resumed"}, nil
+			}, true)
+			r2.Register("block", nil, false)
+			resumed, failed, err := r2.Resume(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resumed != 1 || failed != 1 {
+				t.Errorf("resumed %d, failed %d; want 1 and 1", resumed, failed)
+			}
+			<-ran
+			if got := waitFor(t, r2, rs.ID, jobs.StateSucceeded); got.Attempts != 2 || got.Progress.Message != "resumed" {
+				t.Errorf("resumed job = %+v", got)
+			}
+			if got := waitFor(t, r2, b.ID, jobs.StateFailed); got.Error == "" {
+				t.Error("the interrupted job was failed without saying why")
+			}
+			r2.Close()
+			var herr *h4r.Error
+			if _, err := r2.Get(ctx, "job_nope"); !errors.As(err, &herr) || herr.Code != h4r.ENOTFOUND {
+				t.Errorf("unknown job: %v, want not_found", err)
+			}
+		})
+	}
+}
+
+func TestFileIndex(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			if err := s.PutFile(ctx, "src", jobs.FileState{Path: "a.go", SHA: "1", Size: 3, MTime: 4, Chunks: 2}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutFile(ctx, "src", jobs.FileState{Path: "a.go", SHA: "2", Size: 5, MTime: 6, Chunks: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutFile(ctx, "other", jobs.FileState{Path: "b.go", SHA: "9"}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Files(ctx, "src")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got["a.go"] != (jobs.FileState{Path: "a.go", SHA: "2", Size: 5, MTime: 6, Chunks: 1}) {
+				t.Errorf("files = %+v", got)
+			}
+			if err := s.DeleteFile(ctx, "src", "a.go"); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := s.Files(ctx, "src"); len(got) != 0 {
+				t.Errorf("after delete: %+v", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/ingest"
+	"github.com/h4r/h4r/internal/jsonstrict"
+	"github.com/h4r/h4r/jobs"
+)
+
+// Jobs starts and reports background jobs (app.Jobs).
+type Jobs interface {
+	StartIngest(ctx context.Context, req ingest.Request) (jobs.Job, error)
+	StartReindex(ctx context.Context, graph bool) (jobs.Job, error)
+	Get(ctx context.Context, id string) (jobs.Job, error)
+}
+
+// WithJobs serves POST /ingest, GET /v1/jobs/{id} and POST /v1/reindex
+// with j. Without it they answer 503 unavailable.
+func WithJobs(j Jobs) Option { return func(s *Server) { s.jobs = j } }
+
+// ingestRoutes: source ingestion (document 004's POST /ingest), job status
+// and the background reindex.
+func (s *Server) ingestRoutes() []route {
+	return []route{
+		{"POST", "/ingest", s.ingestSources, ingestRoute},
+		// Polling a job's progress is cheap and frequent: it does not use
+		// up the key's ingest rate limit.
+		{"GET", "/v1/jobs/:id", s.getJob, routeAccess{class: auth.RouteIngest}},
+		{"POST", "/v1/reindex", s.startReindex, adminRoute},
+	}
+}
+
+// ingestResponse is document 004's answer: the job and its stats so far.
+type ingestResponse struct {
+	JobID string        `json:"job_id"`
+	State string        `json:"state"`
+	Stats jobs.Progress `json:"stats"`
+}
+
+func (s *Server) jobService() (Jobs, error) {
+	if s.jobs == nil {
+		return nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "background jobs are not configured on this server")
+	}
+	return s.jobs, nil
+}
+
+func (s *Server) ingestSources(c *echo.Context) error {
+	js, err := s.jobService()
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req ingest.Request
+	if err := jsonstrict.Decode(body, &req, ""); err != nil {
+		return err
+	}
+	j, err := js.StartIngest(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, ingestResponse{JobID: j.ID, State: j.State, Stats: j.Progress})
+}
+
+func (s *Server) getJob(c *echo.Context) error {
+	js, err := s.jobService()
+	if err != nil {
+		return err
+	}
+	j, err := js.Get(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
+// reindexRequest is POST /v1/reindex's optional body.
+type reindexRequest struct {
+	Graph bool `json:"graph,omitempty"`
+}
+
+func (s *Server) startReindex(c *echo.Context) error {
+	js, err := s.jobService()
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req reindexRequest
+	if len(body) > 0 {
+		if err := jsonstrict.Decode(body, &req, ""); err != nil {
+			return err
+		}
+	}
+	j, err := js.StartReindex(c.Request().Context(), req.Graph)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"job_id": j.ID, "state": j.State})
+}
