@@ -85,6 +85,8 @@ func (s *Server) ingestTrace(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Sessions subscribed to ambient precedents hear of the new trace.
+	s.ingested(c.Request().Context(), []string{trace.ItemID(stored.Repo, stored.SHA)})
 	return c.JSON(http.StatusOK, map[string]any{"trace": stored})
 }
 

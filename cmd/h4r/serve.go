@@ -99,7 +99,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 			log.Error("closing the job store", "error", err)
 		}
 	}()
-	api := apiServer(cfg, a, keys, !loopback, log, m, append(traceOptions(cfg, tr), server.WithJobs(jb))...)
+	// With NATS, ambient precedents fan out across replicas over it: a
+	// trace ingested on one replica reaches subscribers on another.
+	var fanout decision.Fanout
+	if tr.NATS != nil {
+		fanout = decision.NewNATSFanout(tr.NATS, decision.DefaultFanoutSubject)
+	}
+	api := apiServer(cfg, a, keys, !loopback, log, m, fanout, append(traceOptions(cfg, tr), server.WithJobs(jb))...)
 	if resumed, failed, err := jb.Runner.Resume(ctx); err != nil {
 		log.Error("resuming interrupted jobs", "error", err)
 	} else if resumed+failed > 0 {
@@ -149,7 +155,7 @@ func loadDemo(ctx context.Context, a *app.App, log *slog.Logger) error {
 // apiServer builds the HTTP API: routes, limits, metrics, readiness checks
 // and, with keys, authentication. Without keys on a non-loopback address
 // (--insecure) it serves any Host, as it is reached by other names.
-func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log *slog.Logger, m *metrics.Metrics, extra ...server.Option) *server.Server {
+func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log *slog.Logger, m *metrics.Metrics, fanout decision.Fanout, extra ...server.Option) *server.Server {
 	sopts := []server.Option{
 		server.WithMaxBodyBytes(cfg.MaxBodyBytes),
 		server.WithMaxConnections(cfg.MaxConnections),
@@ -162,11 +168,13 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithMemory(a.Memory),
 		server.WithMCP(mcpRegistry(cfg, a)),
 	}
-	if hub, err := decision.NewHub(a.Decisions, nil, decision.WithHubLogger(log),
+	// fanout nil: pushes stay within this process (no NATS_URL).
+	hub, err := decision.NewHub(a.Decisions, fanout, decision.WithHubLogger(log),
 		decision.WithPushThreshold(cfg.AmbientRelevance), decision.WithPushDebounce(cfg.AmbientDebounce),
-		decision.WithMaxConnectionsPerSession(cfg.AmbientMaxPerSession), decision.WithMaxConnectionsPerPrincipal(cfg.AmbientMaxPerKey)); err == nil {
-		// In one process; across replicas the hub takes a decision.NATSFanout
-		// once the shared NATS connection is wired.
+		decision.WithMaxConnectionsPerSession(cfg.AmbientMaxPerSession), decision.WithMaxConnectionsPerPrincipal(cfg.AmbientMaxPerKey))
+	if err != nil {
+		log.Error("ambient precedents are off: GET /v1/subscribe is not served", "error", err)
+	} else {
 		sopts = append(sopts, server.WithAmbient(hub, 0))
 	}
 	if svc := a.RAG(); svc != nil {
