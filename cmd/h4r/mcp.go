@@ -87,6 +87,9 @@ func mcpRegistry(cfg config.Config, a *app.App) *mcptools.Registry {
 		Packer: a.Engine, Memory: a.Memory, Items: a.Store.Count, Timeout: cfg.RequestTimeout,
 		Policy: func() any { return a.Policy.Status() },
 	})
+	if svc := a.RAG(); svc != nil {
+		mcptools.AddRAG(r, svc, cfg.RequestTimeout)
+	}
 	return r
 }
 
