@@ -167,6 +167,9 @@ func sharedStore(b *testing.B, seed uint64, n int) benchStore {
 // measured once per store, after a GC, around WarmFullText) and the
 // process's RSS (both stores of both sizes loaded by then).
 //
+// It reports the CPU time of the benchmark's thread (cpu-ns/op) beside the
+// wall time, which on a loaded machine counts other processes' turns.
+//
 //	go test ./sources/sqlite -run '^$' -bench FullText -count 6 -timeout 2h | tee ft.txt
 //	benchstat -col /gen ft.txt
 func BenchmarkFullText(b *testing.B) {
@@ -194,6 +197,7 @@ func BenchmarkFullText(b *testing.B) {
 				}{{"fts5", s.FullTextFTS5()}, {"index", s.FullText()}} {
 					b.Run("case="+bc.name+"/gen="+g.name, func(b *testing.B) {
 						hits, i := 0, 0
+						done := measureCPU(b)
 						for b.Loop() {
 							h, err := g.gen.Generate(b.Context(), bc.query(i))
 							if err != nil {
@@ -202,6 +206,7 @@ func BenchmarkFullText(b *testing.B) {
 							hits += len(h)
 							i++
 						}
+						done()
 						b.ReportMetric(float64(hits)/float64(i), "hits/op")
 						if g.name == "index" {
 							b.ReportMetric(s.indexPerItem, "B/item")
