@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -93,16 +94,16 @@ func (g fullText) filtered(ctx context.Context, tx *sql.Tx, terms map[string]int
 			return nil, err
 		}
 		if done < len(ranked) {
-			check := make([]string, 0, len(ranked)-done)
+			check := make([]uint32, 0, len(ranked)-done)
 			for _, r := range ranked[done:] {
-				check = append(check, r.id)
+				check = append(check, r.seq)
 			}
-			pass, err := passingIDs(ctx, tx, check, where, args)
+			pass, err := passingRows(ctx, tx, check, where, args)
 			if err != nil {
 				return nil, err
 			}
 			for _, r := range ranked[done:] {
-				if pass[r.id] {
+				if pass[r.seq] {
 					kept = append(kept, r)
 					if len(kept) == limit {
 						return kept, nil
@@ -120,6 +121,33 @@ func (g fullText) filtered(ctx context.Context, tx *sql.Tx, terms map[string]int
 		return nil, err
 	}
 	return g.s.text.search(ctx, terms, limit, func(seq uint32) bool { return pass[seq] })
+}
+
+// passingRows returns which of the rows seqs pass the filter conditions
+// where: lookups by rowid (by seq rather than by id, which would go through
+// the id index first).
+func passingRows(ctx context.Context, tx *sql.Tx, seqs []uint32, where string, args []any) (_ map[uint32]bool, err error) {
+	list, err := json.Marshal(seqs)
+	if err != nil {
+		return nil, fmt.Errorf("encoding row ids: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT i.seq FROM items i WHERE i.seq IN (SELECT value FROM json_each(?))`+where,
+		append([]any{string(list)}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("applying filters: %w", err)
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	pass := make(map[uint32]bool, len(seqs))
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("reading a filtered row: %w", err)
+		}
+		if doc, err := seqOf(seq); err == nil {
+			pass[doc] = true
+		}
+	}
+	return pass, rows.Err()
 }
 
 // passingSeqs returns the rows of the items that pass the filter
