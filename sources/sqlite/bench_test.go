@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources/sqlite"
@@ -128,7 +129,8 @@ func sharedStore(b *testing.B, seed uint64, n int) benchStore {
 			return benchStore{}, err
 		}
 		s, err := sqlite.Open(context.Background(), filepath.Join(benchDir, fmt.Sprintf("fulltext-%d-%d.db", seed, n)),
-			sqlite.WithTokenCounter(counter), sqlite.WithLogger(slog.New(slog.DiscardHandler)))
+			sqlite.WithTokenCounter(counter), sqlite.WithLogger(slog.New(slog.DiscardHandler)),
+			sqlite.WithWriteTimeout(10*time.Minute)) // batches of 1000 on a loaded machine
 		if err != nil {
 			return benchStore{}, err
 		}
