@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/analysis"
@@ -189,7 +190,9 @@ func TestFullTextEqualsExhaustiveBM25(t *testing.T) {
 				}
 				queries = queries[:(len(queries)+9)/10]
 			}
-			s := openTemp(t)
+			// Batches of 500 under -race on a loaded machine outlast the
+			// default 5 s write deadline.
+			s := openAt(t, filepath.Join(t.TempDir(), "h4r.db"), sqlite.WithWriteTimeout(2*time.Minute))
 			items := ds.Items()
 			for i := range items {
 				items[i].Kind = []string{"note", "trace", "decision"}[i%3]
