@@ -310,6 +310,21 @@ func TestKill9AfterAcknowledgedIngest(t *testing.T) {
 				}
 				acked = append(acked, ids...)
 			}
+			// One more item, with a word no other item holds, acknowledged
+			// just before the kill: full-text search must find it after
+			// the restart (the embedded store's index lives in memory and
+			// is rebuilt from the file).
+			word := "zq" + run
+			marked := run + "-marked"
+			res, err := client.Post(p.base+"/v1/items", "application/json", strings.NewReader(
+				fmt.Sprintf(`{"items": [{"id": %q, "text": "checkout %s acknowledged before the kill", "metadata": {"importance": 0.6}}]}`, marked, word)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("ingest of the marked item: status %d", res.StatusCode)
+			}
 			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -331,6 +346,20 @@ func TestKill9AfterAcknowledgedIngest(t *testing.T) {
 			}
 			if len(acked) != 200 {
 				t.Errorf("%d items acknowledged, want 200", len(acked))
+			}
+			res, err = client.Post(p2.base+"/v1/context-pack", "application/json", strings.NewReader(
+				fmt.Sprintf(`{"specialist": {"id": "reader", "securityLevel": "internal"}, "query": {"text": %q}, "limit": 5}`, word)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pack struct{ Results []struct{ ID string } }
+			err = json.NewDecoder(res.Body).Decode(&pack)
+			res.Body.Close()
+			if err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("context pack after kill -9: status %d, %v", res.StatusCode, err)
+			}
+			if len(pack.Results) == 0 || pack.Results[0].ID != marked {
+				t.Errorf("full text for %q after kill -9 found %v, want %s first", word, pack.Results, marked)
 			}
 		})
 	}

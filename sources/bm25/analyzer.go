@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/h4r/h4r/analysis"
 	"github.com/kljensen/snowball/english"
 	"golang.org/x/text/runes"
 	"golang.org/x/text/transform"
@@ -13,7 +14,7 @@ import (
 
 // Analyze appends the terms of text to dst, in text order with repeats, and
 // returns the extended slice. It is the one analysis of H4R's full-text
-// index: documents (Index.Add) and queries (QueryTerms) both go through it,
+// index: documents (Index.Add) and query words (Query) both go through it,
 // so that a query word finds the documents that hold it.
 //
 // A term is a run of letters, digits and combining marks (as FTS5's
@@ -26,31 +27,21 @@ func Analyze(dst []string, text string) []string {
 	return dst
 }
 
-// QueryOptions says how QueryTerms counts a query's terms.
-type QueryOptions struct {
-	// CountRepeats gives a term said n times in the query a query
-	// frequency of n. Off, every distinct term counts once (what the
-	// FTS5 generator did, an OR of the distinct words).
-	CountRepeats bool
-	// MaxTerms keeps only the first MaxTerms distinct terms (0: all); a
-	// query term costs a posting-list walk each.
-	MaxTerms int
-}
-
-// QueryTerms analyses a query and returns its terms with their query
-// frequencies (qtf), the form Index.Search takes. It returns an empty map
-// for text without words.
-func QueryTerms(text string, o QueryOptions) map[string]int {
-	qtf := map[string]int{}
-	eachTerm(text, nil, func(t string) {
-		n, seen := qtf[t]
-		switch {
-		case !seen && o.MaxTerms > 0 && len(qtf) == o.MaxTerms:
-			return
-		case !seen || o.CountRepeats:
-			qtf[t] = n + 1
-		}
-	})
+// Query turns a query's terms, as package analysis makes them (its word
+// split, its stop words, its query-term counts and caps: the same for both
+// stores), into the index's terms with their query frequencies (qtf), the
+// form Index.Search takes. Each word is normalised as Analyze normalises a
+// document's words (diacritics, stem); words that share a stem add their
+// counts, as FTS5's porter tokenizer and Postgres's english configuration
+// count them. Words left empty by the normalisation (a lone diacritic) are
+// dropped. It returns an empty map when nothing is left.
+func Query(terms []analysis.Term) map[string]int {
+	qtf := make(map[string]int, len(terms))
+	for _, t := range terms {
+		// A word of analysis.Words is one run of word runes, lower-cased;
+		// eachTerm splits the same way, so it yields that one term.
+		eachTerm(t.Word, nil, func(term string) { qtf[term] += t.Count })
+	}
 	return qtf
 }
 
@@ -83,11 +74,13 @@ func eachTerm(text string, cache stemCache, fn func(string)) {
 // combining mark (so that "é" written as e + U+0301 stays one word).
 // utf8.RuneError (an invalid byte) is not: invalid input splits words and
 // never reaches a term.
+// It is analysis.IsWordRune, the split both stores' query analysis uses,
+// with a fast path for ASCII.
 func isTermRune(r rune) bool {
 	if r < utf8.RuneSelf {
 		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 	}
-	return r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r))
+	return analysis.IsWordRune(r)
 }
 
 // normalize turns one word into its term, or "" when nothing is left.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/sources/bm25"
 )
 
@@ -48,23 +49,24 @@ func TestAnalyzeAppends(t *testing.T) {
 	}
 }
 
-func TestQueryTerms(t *testing.T) {
-	const text = "the cat and the hat, and THE bat"
+func TestQuery(t *testing.T) {
 	for _, tc := range []struct {
-		name, text string
-		opts       bm25.QueryOptions
-		want       map[string]int
+		name string
+		stop []string
+		text string
+		want map[string]int
 	}{
-		{"distinct terms count once", text, bm25.QueryOptions{}, map[string]int{"the": 1, "cat": 1, "and": 1, "hat": 1, "bat": 1}},
-		{"repeats counted", text, bm25.QueryOptions{CountRepeats: true}, map[string]int{"the": 3, "cat": 1, "and": 2, "hat": 1, "bat": 1}},
-		{"first terms kept", text, bm25.QueryOptions{MaxTerms: 3}, map[string]int{"the": 1, "cat": 1, "and": 1}},
-		{"first terms kept, repeats of kept terms counted", text, bm25.QueryOptions{MaxTerms: 2, CountRepeats: true}, map[string]int{"the": 3, "cat": 1}},
-		{"stemmed forms are one term", "Connect connected connection", bm25.QueryOptions{CountRepeats: true}, map[string]int{"connect": 3}},
-		{"no words", "?! --", bm25.QueryOptions{}, map[string]int{}},
+		{"repeats counted", nil, "the cat and the hat, and THE bat", map[string]int{"the": 3, "cat": 1, "and": 2, "hat": 1, "bat": 1}},
+		{"stop words left out", analysis.English(), "the cat and the hat, and THE bat", map[string]int{"cat": 1, "hat": 1, "bat": 1}},
+		{"stemmed forms add their counts", nil, "Connect connected connection", map[string]int{"connect": 3}},
+		{"diacritics folded as in documents", nil, "Café cafe\u0301 cafe", map[string]int{"cafe": 3}},
+		{"a lone diacritic is no term", nil, "a \u0301 b", map[string]int{"a": 1, "b": 1}},
+		{"no words", nil, "?! --", map[string]int{}},
+		{"only stop words", analysis.English(), "to be or not to be", map[string]int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := bm25.QueryTerms(tc.text, tc.opts); !maps.Equal(got, tc.want) {
-				t.Errorf("QueryTerms(%q, %+v) = %v, want %v", tc.text, tc.opts, got, tc.want)
+			if got := bm25.Query(analysis.New(tc.stop).Terms(tc.text)); !maps.Equal(got, tc.want) {
+				t.Errorf("Query(%q) = %v, want %v", tc.text, got, tc.want)
 			}
 		})
 	}
@@ -72,7 +74,7 @@ func TestQueryTerms(t *testing.T) {
 
 // FuzzAnalyze checks the analysis of arbitrary input: it never panics, and
 // every term is non-empty, valid UTF-8, made of word characters only, and
-// what QueryTerms counts.
+// what Query counts of the text's words (below analysis's caps).
 func FuzzAnalyze(f *testing.F) {
 	for _, s := range []string{"", "Running tests failed", "Café cafe\u0301", "\xff\xfe", "İ\u0307", "日本語", "a\u0301\u0301\u0301", "ﬁ ß ǅ", "yyyy ies sses"} {
 		f.Add(s)
@@ -89,13 +91,16 @@ func FuzzAnalyze(f *testing.F) {
 				}
 			}
 		}
-		qtf := bm25.QueryTerms(text, bm25.QueryOptions{CountRepeats: true})
+		if len(analysis.Words(text)) > analysis.MaxTerms {
+			return // the caps cut the query
+		}
+		qtf := bm25.Query(analysis.New(nil).Terms(text))
 		n := 0
 		for _, c := range qtf {
 			n += c
 		}
 		if n != len(terms) {
-			t.Fatalf("QueryTerms(%q) counts %d terms, Analyze gave %d", text, n, len(terms))
+			t.Fatalf("Query(%q) counts %d terms, Analyze gave %d", text, n, len(terms))
 		}
 	})
 }

@@ -12,7 +12,8 @@
 //
 // Analyze is the one analysis of text, shared by documents and queries:
 // Unicode words, lower-cased, general diacritics removed, Snowball English
-// stems. QueryTerms turns a query into term → query-frequency counts.
+// stems. Query turns a query's terms, as package analysis makes them (stop
+// words, query-term counts), into the index's terms and counts.
 //
 // The index keeps no state on disk: its owner (the SQLite store) rebuilds
 // it from its durable rows at open and applies each committed write. See

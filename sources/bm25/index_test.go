@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/sources/bm25"
 )
 
@@ -282,7 +283,7 @@ func TestSearchInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q := bm25.QueryTerms("cache", bm25.QueryOptions{})
+	q := bm25.Query(analysis.New(nil).Terms("cache"))
 	for _, tc := range []struct {
 		name  string
 		terms map[string]int

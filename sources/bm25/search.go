@@ -95,7 +95,7 @@ const end = math.MaxUint32
 const window = 4096
 
 // Search returns the top k documents for the query terms (a term → query
-// frequency map, as QueryTerms makes), best first: score descending, then
+// frequency map, as Query makes), best first: score descending, then
 // the Tie order. A document's score is the sum over the query terms it
 // holds of qtf · idf · tf·(k1+1)/(tf + k1·(1 − b + b·len/avglen)), over
 // the live documents' statistics; Lucene's idf. Terms the index does not

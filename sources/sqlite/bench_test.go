@@ -1,10 +1,17 @@
 package sqlite_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/sources/sqlite"
@@ -86,40 +93,148 @@ func loadedStore(b *testing.B, c *corpus, n int, linked bool) *sqlite.Store {
 	return s
 }
 
-// BenchmarkFullText searches 10,000 items with natural-language queries of
-// three to six words, common and rare mixed; the query changes every
-// iteration.
-func BenchmarkFullText(b *testing.B) {
-	c := newCorpus(1)
-	s := loadedStore(b, c, 10_000, false)
-	queries := make([]string, 64)
-	for i := range queries {
-		queries[i] = c.words(3 + c.rng.IntN(4))
+// benchStores keeps the benchmarks' loaded stores for the process (with
+// -count 6 the benchmarks run six times over one store: loading 100,000
+// items takes minutes); TestMain removes their folder.
+var (
+	benchStores sync.Map // "size" → func() (*sqlite.Store, error)
+	benchDir    string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if benchDir, err = os.MkdirTemp("", "sqlite-bench-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	for _, bc := range []struct {
-		name  string
-		query func(i int) h4r.CandidateQuery
-	}{
-		{"limit_100", func(i int) h4r.CandidateQuery { return h4r.CandidateQuery{Text: queries[i%len(queries)]} }},
-		{"limit_10", func(i int) h4r.CandidateQuery { return h4r.CandidateQuery{Text: queries[i%len(queries)], Limit: 10} }},
-		{"filtered", func(i int) h4r.CandidateQuery {
-			return h4r.CandidateQuery{Text: queries[i%len(queries)], Filters: filtersKindStatus()}
-		}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			gen := s.FullText()
-			hits, i := 0, 0
-			for b.Loop() {
-				h, err := gen.Generate(b.Context(), bc.query(i))
-				if err != nil {
-					b.Fatal(err)
-				}
-				hits += len(h)
-				i++
+	code := m.Run()
+	os.RemoveAll(benchDir)
+	os.Exit(code)
+}
+
+// benchStore is a loaded store and the heap its full-text index keeps per
+// item (measured after a GC, around WarmFullText).
+type benchStore struct {
+	*sqlite.Store
+	indexPerItem float64
+}
+
+// sharedStore returns a store holding n items of corpus seed (not linked),
+// loaded once per process.
+func sharedStore(b *testing.B, seed uint64, n int) benchStore {
+	b.Helper()
+	f, _ := benchStores.LoadOrStore(fmt.Sprint(seed, "-", n), sync.OnceValues(func() (benchStore, error) {
+		counter, err := sharedCounter()
+		if err != nil {
+			return benchStore{}, err
+		}
+		s, err := sqlite.Open(context.Background(), filepath.Join(benchDir, fmt.Sprintf("fulltext-%d-%d.db", seed, n)),
+			sqlite.WithTokenCounter(counter), sqlite.WithLogger(slog.New(slog.DiscardHandler)),
+			sqlite.WithWriteTimeout(10*time.Minute)) // batches of 1000 on a loaded machine
+		if err != nil {
+			return benchStore{}, err
+		}
+		items := newCorpus(seed).items("item", n, false)
+		for start := 0; start < len(items); start += 1000 {
+			if _, err := s.Upsert(context.Background(), items[start:min(start+1000, len(items))]); err != nil {
+				return benchStore{}, err
 			}
-			b.ReportMetric(float64(hits)/float64(i), "hits/op")
+		}
+		// The index was not loaded during the load (no search yet): this
+		// builds it.
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if err := s.WarmFullText(context.Background()); err != nil {
+			return benchStore{}, err
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		return benchStore{s, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)}, nil
+	}))
+	s, err := f.(func() (benchStore, error))()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkFullText compares the store's full-text generator on the
+// in-memory BM25 index (gen=index, Store.FullText) with the FTS5 bm25()
+// generator it replaced (gen=fts5, Store.FullTextFTS5), on the same store,
+// at 10,000 and 100,000 items, with natural-language queries of three to
+// six words, common and rare mixed; the query changes every iteration.
+// "filtered" asks for a kind and a metadata value (about one item in
+// eight passes). gen=index reports the index's heap per item (B/item,
+// measured once per store, after a GC, around WarmFullText) and the
+// process's RSS (both stores of both sizes loaded by then).
+//
+// It reports the CPU time of the benchmark's thread (cpu-ns/op) beside the
+// wall time, which on a loaded machine counts other processes' turns.
+//
+//	go test ./sources/sqlite -run '^$' -bench FullText -count 6 -timeout 2h | tee ft.txt
+//	benchstat -col /gen ft.txt
+func BenchmarkFullText(b *testing.B) {
+	for _, size := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("items=%dk", size/1000), func(b *testing.B) {
+			s := sharedStore(b, 1, size)
+			c := newCorpus(99)
+			queries := make([]string, 64)
+			for i := range queries {
+				queries[i] = c.words(3 + c.rng.IntN(4))
+			}
+			for _, bc := range []struct {
+				name  string
+				query func(i int) h4r.CandidateQuery
+			}{
+				{"limit_100", func(i int) h4r.CandidateQuery { return h4r.CandidateQuery{Text: queries[i%len(queries)]} }},
+				{"limit_10", func(i int) h4r.CandidateQuery { return h4r.CandidateQuery{Text: queries[i%len(queries)], Limit: 10} }},
+				{"filtered", func(i int) h4r.CandidateQuery {
+					return h4r.CandidateQuery{Text: queries[i%len(queries)], Filters: filtersKindStatus()}
+				}},
+			} {
+				for _, g := range []struct {
+					name string
+					gen  h4r.Generator
+				}{{"fts5", s.FullTextFTS5()}, {"index", s.FullText()}} {
+					b.Run("case="+bc.name+"/gen="+g.name, func(b *testing.B) {
+						hits, i := 0, 0
+						done := measureCPU(b)
+						for b.Loop() {
+							h, err := g.gen.Generate(b.Context(), bc.query(i))
+							if err != nil {
+								b.Fatal(err)
+							}
+							hits += len(h)
+							i++
+						}
+						done()
+						b.ReportMetric(float64(hits)/float64(i), "hits/op")
+						if g.name == "index" {
+							b.ReportMetric(s.indexPerItem, "B/item")
+							b.ReportMetric(float64(rssBytes())/(1<<20), "RSS-MB")
+						}
+					})
+				}
+			}
 		})
 	}
+}
+
+// rssBytes returns the process's resident set (VmRSS), 0 when unknown.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func filtersKindStatus() h4r.Filters {

@@ -1,8 +1,10 @@
 // Package sqlite is H4R's embedded store: one SQLite file (pure Go, no cgo)
 // that keeps memory items, their links and tags, and serves the full-text
-// (FTS5, bm25) and causal-hop candidate generators. Hops walk the link
-// graph breadth-first in memory (adjacency.go), kept in step with the file
-// by a generation counter as the vectors are (vectors.go).
+// (exact BM25 top k) and causal-hop candidate generators. Full text
+// searches an in-memory index (sources/bm25, textindex.go) and hops walk
+// the link graph breadth-first in memory (adjacency.go); both are built
+// from the file and kept in step with it by generation counters, as the
+// vectors are (vectors.go).
 //
 // The schema is created and upgraded by the numbered SQL files in
 // migrations/, embedded in the binary. Writes go through one connection,

@@ -6,3 +6,7 @@ import "github.com/h4r/h4r"
 // benchmarks in the external test package (they import bench, which
 // imports this package).
 func CTEGraph(s *Store) h4r.Generator { return cteGraph{s} }
+
+// CheckFiltersAtOnce makes filtered full-text searches read the passing
+// rows at once, instead of checking growing prefixes of the ranking first.
+func CheckFiltersAtOnce(s *Store) { s.textFilterRounds = 0 }

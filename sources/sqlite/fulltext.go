@@ -3,23 +3,40 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/analysis"
+	"github.com/h4r/h4r/sources/bm25"
 )
 
 const defaultFullTextLimit = 100
 
-// fullText is the full-text generator: FTS5 over items.text, ranked by bm25.
+// fullText is the full-text generator: BM25 over items.text, from the
+// in-memory index (textindex.go).
 type fullText struct{ s *Store }
 
 func (fullText) Name() string { return h4r.GenFullText }
 
-// Generate finds the items whose text contains any word of q.Text. A hit's
-// Score is −bm25, so higher is better; an item that matches more of the
-// words, or rarer ones, scores higher. Text without words finds nothing.
+// filterGrowth: a filtered search checks the best limit×4 hits against the
+// filters, then ×16, ×64; past that (a filter few matching items pass) it
+// reads the rows that pass and hands the index an accept test, which
+// returns the same hits (the top k of the accepted items) at the cost of
+// reading every passing row id.
+const (
+	textFilterGrowth        = 4
+	defaultTextFilterRounds = 3
+)
+
+// Generate finds the items whose text holds any word of q.Text: the exact
+// BM25 top limit (k1 1.2, b 0.75, Lucene's idf), best first, ties by item
+// id; a hit's Score is its BM25 score. The query is analysed as package
+// analysis says (the store's stop words left out, a word asked twice
+// counting twice), then each word is folded and stemmed as the index's
+// documents are (sources/bm25). Text without words finds nothing.
 func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
 	limit, err := h4r.HitLimit(q.Limit, defaultFullTextLimit)
 	if err != nil {
@@ -29,49 +46,159 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 	if err != nil {
 		return nil, err
 	}
-	match := matchTerms(g.s.analyzer.Terms(q.Text))
-	if match == "" {
+	terms := bm25.Query(g.s.analyzer.Terms(q.Text))
+	if len(terms) == 0 {
 		return nil, nil
 	}
-	// rank is FTS5's name for bm25() here, computed once per match. Without
-	// filters the top hits are chosen from the index alone and only they are
-	// joined to their rows: a common word matches most items, and reading
-	// every matching row before cutting to the limit cost ~30% more
-	// (BenchmarkFullText, benchstat). "ORDER BY rank, rowid" matters: plain
-	// "ORDER BY rank" takes FTS5's own sort and gained nothing. With filters
-	// the rows must be read to be tested, so they are joined first (a
-	// rowid IN (…) filter on the index scan was ~100× slower).
-	query := `SELECT ` + itemColumns + `, -f.rank
-		FROM items_fts f JOIN items i ON i.seq = f.rowid
-		WHERE f.items_fts MATCH ?` + where + `
-		ORDER BY f.rank, i.id
-		LIMIT ?`
-	if where == "" {
-		query = `SELECT ` + itemColumns + `, -h.rank
-		FROM (SELECT rowid, rank FROM items_fts WHERE items_fts MATCH ? ORDER BY rank, rowid LIMIT ?) h
-		JOIN items i ON i.seq = h.rowid
-		ORDER BY h.rank, i.id`
-	}
-	args := append(append([]any{match}, filterArgs...), limit)
-
 	var hits []h4r.Hit
 	err = g.s.readTx(ctx, func(tx *sql.Tx) error {
-		var scores []*float64
-		items, err := queryItems(ctx, tx, query, args, func() []any {
-			scores = append(scores, new(float64))
-			return []any{scores[len(scores)-1]}
-		})
+		gen, err := readTextGeneration(ctx, tx)
 		if err != nil {
 			return err
 		}
-		hits = make([]h4r.Hit, len(items))
-		for i, it := range items {
-			hits[i] = h4r.Hit{Item: it, Score: *scores[i]}
+		if err := g.s.ensureText(ctx, tx, gen); err != nil {
+			return err
 		}
-		return nil
+		var ranked []rankedText
+		if where == "" {
+			ranked, err = g.s.text.search(ctx, terms, limit, nil)
+		} else {
+			ranked, err = g.filtered(ctx, tx, terms, limit, where, filterArgs)
+		}
+		if err != nil {
+			return err
+		}
+		hits, err = readTextHits(ctx, tx, ranked)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("full-text search for %q: %w", q.Text, err)
+	}
+	return hits, nil
+}
+
+// filtered returns the top limit of the items that pass the filter
+// conditions where (SQL on items i). The index's ranking is a strict order
+// (score, then id), so the passing items of its top k, in order, are the
+// first of the passing items' ranking: when k holds limit of them, or all
+// the matches, they are the answer. Else k grows; after textFilterRounds
+// the passing rows are read and the index searched among them.
+func (g fullText) filtered(ctx context.Context, tx *sql.Tx, terms map[string]int, limit int, where string, args []any) ([]rankedText, error) {
+	done := 0
+	var kept []rankedText
+	k := limit
+	for range g.s.textFilterRounds {
+		k *= textFilterGrowth
+		ranked, err := g.s.text.search(ctx, terms, k, nil)
+		if err != nil {
+			return nil, err
+		}
+		if done < len(ranked) {
+			check := make([]uint32, 0, len(ranked)-done)
+			for _, r := range ranked[done:] {
+				check = append(check, r.seq)
+			}
+			pass, err := passingRows(ctx, tx, check, where, args)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range ranked[done:] {
+				if pass[r.seq] {
+					kept = append(kept, r)
+					if len(kept) == limit {
+						return kept, nil
+					}
+				}
+			}
+			done = len(ranked)
+		}
+		if len(ranked) < k { // every match was checked
+			return kept, nil
+		}
+	}
+	pass, err := passingSeqs(ctx, tx, where, args)
+	if err != nil {
+		return nil, err
+	}
+	return g.s.text.search(ctx, terms, limit, func(seq uint32) bool { return pass[seq] })
+}
+
+// passingRows returns which of the rows seqs pass the filter conditions
+// where: lookups by rowid (by seq rather than by id, which would go through
+// the id index first).
+func passingRows(ctx context.Context, tx *sql.Tx, seqs []uint32, where string, args []any) (_ map[uint32]bool, err error) {
+	list, err := json.Marshal(seqs)
+	if err != nil {
+		return nil, fmt.Errorf("encoding row ids: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT i.seq FROM items i WHERE i.seq IN (SELECT value FROM json_each(?))`+where,
+		append([]any{string(list)}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("applying filters: %w", err)
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	pass := make(map[uint32]bool, len(seqs))
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("reading a filtered row: %w", err)
+		}
+		if doc, err := seqOf(seq); err == nil {
+			pass[doc] = true
+		}
+	}
+	return pass, rows.Err()
+}
+
+// passingSeqs returns the rows of the items that pass the filter
+// conditions where.
+func passingSeqs(ctx context.Context, tx *sql.Tx, where string, args []any) (_ map[uint32]bool, err error) {
+	rows, err := tx.QueryContext(ctx, `SELECT i.seq FROM items i WHERE 1`+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("applying filters: %w", err)
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	pass := map[uint32]bool{}
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("reading a filtered row: %w", err)
+		}
+		if doc, err := seqOf(seq); err == nil {
+			pass[doc] = true
+		}
+	}
+	return pass, rows.Err()
+}
+
+// readTextHits reads the items of the ranked hits, keeping their order. A
+// hit whose row tx does not see as it was indexed (written or deleted
+// since tx's snapshot began, after the index took the write) is left out.
+func readTextHits(ctx context.Context, tx *sql.Tx, ranked []rankedText) ([]h4r.Hit, error) {
+	if len(ranked) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(ranked))
+	for i, r := range ranked {
+		ids[i] = r.id
+	}
+	list, err := jsonList(ids)
+	if err != nil {
+		return nil, err
+	}
+	items, err := queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{list}, nil)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*h4r.Item, len(items))
+	for _, it := range items {
+		byID[it.ID] = it
+	}
+	hits := make([]h4r.Hit, 0, len(ranked))
+	for _, r := range ranked {
+		if it := byID[r.id]; it != nil {
+			hits = append(hits, h4r.Hit{Item: it, Score: r.score})
+		}
 	}
 	return hits, nil
 }

@@ -53,10 +53,15 @@ type Store struct {
 	access  *access.Tracker
 	vectors vectorIndex // item vectors for exact search (vectors.go)
 	adj     adjacency   // the link graph, for hops (adjacency.go)
+	text    textIndex   // the BM25 index of items.text, for full text (textindex.go)
 	// analyzer turns query text into full-text terms (stop words, counts).
 	analyzer *analysis.Analyzer
 	// writeTimeout bounds each write (writeTx, upsertTx, deleteTx).
 	writeTimeout time.Duration
+	// textFilterRounds is how many growing prefixes of the ranking a
+	// filtered full-text search checks before it reads the passing rows
+	// (fulltext.go); tests set 0 to take that path at once.
+	textFilterRounds int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -171,7 +176,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if o.analyzer == nil {
 		o.analyzer = analysis.Default()
 	}
-	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter}
+	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
 	s.vectors.embedder = o.embedder
 	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	if n, err := s.recountTokens(ctx); err != nil {

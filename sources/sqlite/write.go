@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -21,6 +22,7 @@ import (
 // statements, are inside it.
 func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(context.Context, *sql.Tx) error) (err error) {
 	e, vecs := s.embedItems(ctx, items)
+	docs := s.prepareTexts(items)
 	ids := make([]string, len(items))
 	for i := range items {
 		ids[i] = items[i].item.ID
@@ -32,12 +34,22 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(co
 		return fmt.Errorf("waiting for the writer: %w", err)
 	}
 	defer v.writeMu.Unlock()
-	var before, after, graphBefore, graphAfter int64
+	var before, after, graphBefore, graphAfter, textBefore, textAfter int64
+	var seqs map[string]uint32
 	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
 			return err
 		}
+		if textBefore, err = readTextGeneration(ctx, tx); err != nil {
+			return err
+		}
 		if err := write(ctx, tx); err != nil {
+			return err
+		}
+		if textAfter, err = readTextGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if seqs, err = writtenSeqs(ctx, tx, ids); err != nil {
 			return err
 		}
 		if before, err = readGeneration(ctx, tx); err != nil {
@@ -60,6 +72,15 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(co
 		return err
 	}
 	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) { a.putItems(items) })
+	var change textChange
+	for i := range items {
+		p := textPut{seq: seqs[ids[i]], id: ids[i], text: items[i].item.Text}
+		if docs != nil {
+			p.doc = &docs[i]
+		}
+		change.puts = append(change.puts, p)
+	}
+	s.text.applied(textBefore, textAfter, change)
 	v.applied(before, after, func(v *vectorIndex) {
 		for i, id := range ids {
 			if vecs != nil && v.accepts(e.Model(), vecs[i]) {
@@ -82,7 +103,8 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 		return fmt.Errorf("waiting for the writer: %w", err)
 	}
 	defer v.writeMu.Unlock()
-	var before, after, graphBefore, graphAfter int64
+	var before, after, graphBefore, graphAfter, textBefore, textAfter int64
+	var seq int64 = -1
 	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		if before, err = readGeneration(ctx, tx); err != nil {
 			return err
@@ -90,7 +112,16 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
 			return err
 		}
+		if textBefore, err = readTextGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT seq FROM items WHERE id = ?`, id).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("reading the row of item %q: %w", id, err)
+		}
 		if err := del(ctx, tx); err != nil {
+			return err
+		}
+		if textAfter, err = readTextGeneration(ctx, tx); err != nil {
 			return err
 		}
 		if after, err = readGeneration(ctx, tx); err != nil {
@@ -104,6 +135,11 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 	}
 	v.applied(before, after, func(v *vectorIndex) { v.remove(id) })
 	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) { a.removeItem(id) })
+	var change textChange
+	if doc, err := seqOf(seq); seq >= 0 && err == nil {
+		change.deletes = []uint32{doc}
+	}
+	s.text.applied(textBefore, textAfter, change)
 	return nil
 }
 

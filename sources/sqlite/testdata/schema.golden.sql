@@ -108,6 +108,12 @@ CREATE TABLE schema_migrations (
 		applied_at TEXT NOT NULL
 	) STRICT;
 
+-- table text_generation
+CREATE TABLE text_generation (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    generation INTEGER NOT NULL
+) STRICT;
+
 -- table vector_generation
 CREATE TABLE vector_generation (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
@@ -142,6 +148,22 @@ END;
 -- trigger items_graph_rename
 CREATE TRIGGER items_graph_rename AFTER UPDATE OF id ON items BEGIN
     UPDATE graph_generation SET generation = generation + 1;
+END;
+
+-- trigger items_text_delete
+CREATE TRIGGER items_text_delete AFTER DELETE ON items BEGIN
+    UPDATE text_generation SET generation = generation + 1;
+END;
+
+-- trigger items_text_insert
+CREATE TRIGGER items_text_insert AFTER INSERT ON items BEGIN
+    UPDATE text_generation SET generation = generation + 1;
+END;
+
+-- trigger items_text_update
+CREATE TRIGGER items_text_update AFTER UPDATE OF text, id, seq ON items
+WHEN old.text IS NOT new.text OR old.id IS NOT new.id OR old.seq IS NOT new.seq BEGIN
+    UPDATE text_generation SET generation = generation + 1;
 END;
 
 -- trigger links_graph_delete

@@ -1,0 +1,36 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+)
+
+// fullTextWarmer is a store that keeps a full-text index in memory
+// (sources/sqlite.Store: built from the file at open, never persisted).
+type fullTextWarmer interface {
+	WarmFullText(ctx context.Context) error
+}
+
+// warmFullText builds the store's full-text index in the background, when
+// it keeps one, so that the first full-text searches do not wait for it;
+// Close waits for it to stop. Searches that arrive before it is done wait
+// (under their generator deadline) rather than build a second copy.
+func warmFullText(a *App, store Store, log *slog.Logger) {
+	w, ok := store.(fullTextWarmer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.WarmFullText(ctx); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "building the full-text index failed; the first full-text search will retry", "error", err)
+		}
+	}()
+	a.closers = append(a.closers, func() error {
+		cancel()
+		<-done
+		return nil
+	})
+}
