@@ -13,6 +13,7 @@ import (
 	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/mcptools"
+	"github.com/h4r/h4r/trace"
 )
 
 // cmdMCP serves the MCP tools over stdio (stdin, stdout) for a desktop
@@ -90,6 +91,8 @@ func mcpRegistry(cfg config.Config, a *app.App) *mcptools.Registry {
 	if svc := a.RAG(); svc != nil {
 		mcptools.AddRAG(r, svc, cfg.RequestTimeout)
 	}
+	// Searching traces needs no NATS: a search-only trace service.
+	mcptools.AddTraces(r, trace.NewService(a.Store, trace.WithSearch(a.Engine, a.Slicer)), a.Decisions)
 	return r
 }
 
