@@ -119,14 +119,41 @@ func (r *SearchRequest) validate() error {
 	return nil
 }
 
-// candidatesPerResult widens what the engine is asked for when results are
-// filtered after it (areas, any of) or shared with decisions, so that
-// filtering still leaves limit results when there are that many.
+// candidatesPerResult widens the pack's item cap when traces share it with
+// their decisions, so that limit traces still fit.
 const candidatesPerResult = 5
 
-// plan turns a search into the engine's request: kind and metadata filters
-// the generators apply, so that no other item is ever a candidate.
-func (r *SearchRequest) plan() (*h4r.Plan, error) {
+// plans turn a search into the engine's requests: kind, metadata and tag
+// filters the generators apply, so that no other item is ever a candidate.
+// Areas are any-of, and the generators' tag filter requires all of its
+// tags, so several areas make one request per area. Filtering areas after
+// ranking instead lost matches: the text generators return a fixed number
+// of hits (engine.DefaultCandidateLimit), whatever the request's limit, and
+// at 10k traces those were all in other areas (issue 15).
+func (r *SearchRequest) plans() ([]*h4r.Plan, error) {
+	if len(r.Filters.Areas) == 0 {
+		p, err := r.plan("")
+		if err != nil {
+			return nil, err
+		}
+		return []*h4r.Plan{p}, nil
+	}
+	plans := make([]*h4r.Plan, 0, len(r.Filters.Areas))
+	for i, area := range r.Filters.Areas {
+		if slices.Contains(r.Filters.Areas[:i], area) {
+			continue
+		}
+		p, err := r.plan(area)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+// plan is the engine's request for one area ("" for any).
+func (r *SearchRequest) plan(area string) (*h4r.Plan, error) {
 	kinds := []any{KindTrace}
 	if r.IncludeDecisions {
 		kinds = append(kinds, KindDecision)
@@ -140,14 +167,10 @@ func (r *SearchRequest) plan() (*h4r.Plan, error) {
 	if r.Filters.Since != nil {
 		filters["createdAfter"] = r.Filters.Since.UTC().Format(time.RFC3339Nano)
 	}
-	limit := r.Limit
-	switch len(r.Filters.Areas) {
-	case 0:
-	case 1: // one area: the generators' tag filter is exact
-		filters["tags"] = []any{r.Filters.Areas[0]}
-	default: // any of several: filtered after ranking
-		limit *= candidatesPerResult
+	if area != "" {
+		filters["tags"] = []any{area}
 	}
+	limit := r.Limit
 	if r.IncludeDecisions {
 		limit *= candidatesPerResult
 	}
@@ -181,18 +204,35 @@ func (s *Service) Search(ctx context.Context, spec h4r.Specialist, req SearchReq
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	plan, err := req.plan()
+	plans, err := req.plans()
 	if err != nil {
 		return nil, err
 	}
-	pack, err := s.run(ctx, spec, plan)
-	if err != nil {
-		return nil, err
+	// One run per area: an item in several of them is kept once, at its
+	// best score (each run's scores are normalised within its own
+	// candidates, so the order across areas is approximate).
+	var found []h4r.Result
+	at := map[string]int{}
+	for _, plan := range plans {
+		pack, err := s.run(ctx, spec, plan)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range pack.Results {
+			if i, ok := at[r.ID]; ok {
+				if r.Score > found[i].Score {
+					found[i] = r
+				}
+				continue
+			}
+			at[r.ID] = len(found)
+			found = append(found, r)
+		}
 	}
 	byTrace := map[string]*SearchResult{}
 	var order []string
 	decisions := map[string][]MatchedDecision{}
-	for _, r := range pack.Results {
+	for _, r := range found {
 		switch r.Kind {
 		case KindTrace:
 			if _, ok := byTrace[r.ID]; !ok {

@@ -3,6 +3,7 @@ package trace_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/h4r/h4r/trace"
@@ -43,6 +44,34 @@ func TestSearchFilters(t *testing.T) {
 			for _, r := range res.Results {
 				if tc.req.Filters.Repo != "" && r.Trace["repo"] != tc.req.Filters.Repo {
 					t.Errorf("a result of %v", r.Trace["repo"])
+				}
+			}
+		})
+	}
+}
+
+// TestSearchAnyAreaPastCandidateWindow: with many traces like the query,
+// the engine's candidate generators return a fixed number of hits (not
+// the request's limit), so filtering several areas after ranking found
+// none when the top hits were all in other areas (issue 15). Each area
+// must reach the generators as a filter.
+func TestSearchAnyAreaPastCandidateWindow(t *testing.T) {
+	h := newHarness(t)
+	seedTraces(t, h, 1200)
+	areas := []string{"cmd/server", "pkg/api"}
+	for _, decisions := range []bool{false, true} {
+		t.Run(fmt.Sprintf("include_decisions=%v", decisions), func(t *testing.T) {
+			res, err := h.svc.Search(context.Background(), publicReader, trace.SearchRequest{Query: "retry with backoff", IncludeDecisions: decisions, Filters: trace.SearchFilters{Areas: areas}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Results) != trace.DefaultSearchLimit {
+				t.Fatalf("%d results, want %d (hundreds of traces match)", len(res.Results), trace.DefaultSearchLimit)
+			}
+			for _, r := range res.Results {
+				have, _ := r.Trace["areas"].([]any)
+				if !slices.ContainsFunc(have, func(a any) bool { s, _ := a.(string); return slices.Contains(areas, s) }) {
+					t.Errorf("trace %v has areas %v, none of %v", r.Trace["sha"], have, areas)
 				}
 			}
 		})
