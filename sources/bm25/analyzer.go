@@ -5,11 +5,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/h4r/h4r/analysis"
 	"github.com/kljensen/snowball/english"
 	"golang.org/x/text/runes"
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/h4r/h4r/analysis"
 )
 
 // Analyze appends the terms of text to dst, in text order with repeats, and
