@@ -76,11 +76,5 @@ func (h *harness) item(t testing.TB, id string) *h4r.Item {
 	return it
 }
 
-// publicReader and a cleared reader of group g.
-var (
-	publicReader = h4r.Specialist{Type: "agent", ID: "reader", SecurityLevel: h4r.Public}
-)
-
-func groupReader(g string) h4r.Specialist {
-	return h4r.Specialist{Type: "agent", ID: "insider", SecurityLevel: h4r.Internal, AuthorizedGroups: []string{g}}
-}
+// publicReader is a reader without clearance.
+var publicReader = h4r.Specialist{Type: "agent", ID: "reader", SecurityLevel: h4r.Public}
