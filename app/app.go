@@ -25,6 +25,8 @@ import (
 // Postgres store implements the same contract, sources/storetest).
 type Store interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
+	// Replace upserts items and deletes ids in one transaction.
+	Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Count(ctx context.Context) (int, error)

@@ -49,7 +49,9 @@ const (
 
 // Store is what ingestion writes to (the item store).
 type Store interface {
-	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
+	// Replace upserts items and deletes the ids in deletes in one
+	// transaction, so a changed file's chunks are replaced atomically.
+	Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error)
 	Delete(ctx context.Context, id string) error
 }
 
@@ -369,7 +371,14 @@ func (w *writer) file(ctx context.Context, f file) error {
 	if err := w.in.index.PutFile(ctx, w.key, jobs.FileState{Path: f.path, Chunks: max(old.Chunks, len(chunks))}); err != nil {
 		return err
 	}
-	if _, err := w.in.store.Upsert(ctx, items); err != nil {
+	// The new items and the deletion of the chunks past the new count go
+	// in one transaction: no reader sees old surplus chunks beside new
+	// ones, and no crash leaves them.
+	var surplus []string
+	for i := len(chunks); i < old.Chunks; i++ {
+		surplus = append(surplus, w.chunkID(f.path, i))
+	}
+	if _, err := w.in.store.Replace(ctx, items, surplus); err != nil {
 		var herr *h4r.Error
 		if errors.As(err, &herr) && herr.Code == h4r.EINVALID {
 			w.drop(f.path, fmt.Sprintf("the store refused its items: %v", err), false)
@@ -377,12 +386,7 @@ func (w *writer) file(ctx context.Context, f file) error {
 		}
 		return fmt.Errorf("writing %s: %w", f.path, err)
 	}
-	for i := len(chunks); i < old.Chunks; i++ {
-		if err := w.deleteItem(ctx, w.chunkID(f.path, i)); err != nil {
-			return err
-		}
-		w.p.ChunksDeleted++
-	}
+	w.p.ChunksDeleted += len(surplus)
 	if err := w.in.index.PutFile(ctx, w.key, state); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -373,5 +374,56 @@ func TestIngestSourceDefaultMetadata(t *testing.T) {
 	var herr *h4r.Error
 	if err := in.Run(ctx, src, ingest.Options{}, &jobs.Progress{}, func(jobs.Progress) {}); !errors.As(err, &herr) || herr.Field != "source.metadata.trust" {
 		t.Errorf("trust 1.5: %v", err)
+	}
+}
+
+// refusingDeletes is the store with Delete failing as a database would:
+// a shrunk file whose surplus chunks went in a second step after its new
+// chunks were written would be left half replaced.
+type refusingDeletes struct{ *sqlite.Store }
+
+func (refusingDeletes) Delete(context.Context, string) error {
+	return errors.New("the database refused the delete")
+}
+
+// A changed file's new chunks and the deletion of its surplus old ones
+// are one write: no step exists in which the store holds the new chunks
+// beside old surplus ones, so a failure between two steps cannot leave
+// them. (Before, the surplus went by Delete after the upsert.)
+func TestChangedFileReplacesChunksAtomically(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	root := filepath.Join(t.TempDir(), "notes")
+	var long strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&long, "## Part %d\n\nOld walrus paragraph %d, long enough that the parts do not fit one chunk of 120 tokens together.\n\n", i, i)
+	}
+	write(t, root, "notes.md", long.String())
+	in := ingest.New(refusingDeletes{e.store}, e.index, e.split, ingest.WithAllowedRoots(filepath.Dir(root)))
+	src := ingest.Source{Type: ingest.TypeFS, Path: root}
+	if p := run(t, in, src, ingest.Options{}); p.ChunksWritten < 3 {
+		t.Fatalf("the long file made %d chunks, want at least 3: %+v", p.ChunksWritten, p)
+	}
+
+	write(t, root, "notes.md", "# Notes\n\nNew narwhal text.\n")
+	var p jobs.Progress
+	if err := in.Run(ctx, src, ingest.Options{}, &p, func(jobs.Progress) {}); err != nil {
+		t.Fatalf("re-ingesting the shrunk file: %v", err)
+	}
+	if p.FilesChanged != 1 || p.ChunksWritten != 1 || p.ChunksDeleted < 2 {
+		t.Errorf("after the shrink: %+v", p)
+	}
+	var chunks []string
+	err := e.store.Each(ctx, func(it *h4r.Item) error {
+		if it.Kind == "chunk" {
+			chunks = append(chunks, it.ID[strings.LastIndex(it.ID, ":")+1:]+" "+it.Text)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chunks) != 1 || !strings.Contains(chunks[0], "narwhal") {
+		t.Errorf("chunks after the shrink: %q, want the one new chunk", chunks)
 	}
 }

@@ -41,6 +41,18 @@ type encodedItem struct {
 // kept. An id repeated within the batch is applied in order: the last one
 // wins and the version goes up once per occurrence.
 func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
+	return s.Replace(ctx, items, nil)
+}
+
+// Replace upserts items and deletes the items with the ids in deletes, in
+// one transaction: a reader sees all of it or none of it, and a failure
+// leaves nothing of it (ingestion replaces a changed file's chunks so).
+// An id in deletes that names no item is no error; one that is also among
+// items is (the caller would not know which wins).
+func (s *Store) Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error) {
+	if err := checkDeletes(items, deletes); err != nil {
+		return nil, err
+	}
 	for i := range items {
 		if err := items[i].Validate(fmt.Sprintf("items[%d]", i)); err != nil {
 			return nil, err
@@ -53,7 +65,12 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 	for i := range items {
 		ids[i] = items[i].ID
 	}
-	if len(items) == 0 {
+	// Deleted in sorted order, as items are written, so that two writers
+	// take row locks in one order.
+	deletes = slices.Sorted(slices.Values(deletes))
+	deletes = slices.Compact(deletes)
+	deletes = slices.DeleteFunc(deletes, func(id string) bool { return strings.IndexByte(id, 0) >= 0 }) // no such item
+	if len(items) == 0 && len(deletes) == 0 {
 		return ids, nil
 	}
 	now := s.now().UTC()
@@ -85,6 +102,12 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 	}
 	embedder, vecs := s.embedTexts(ctx, texts)
 	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := deleteItems(ctx, tx, deletes); err != nil {
+			return err
+		}
+		if len(encoded) == 0 {
+			return nil
+		}
 		if err := s.writeItems(ctx, tx, encoded, now); err != nil {
 			return err
 		}
@@ -99,6 +122,68 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 	s.afterVectorWrite(ctx)
 	s.refreshPlannerStats(ctx)
 	return ids, nil
+}
+
+// checkDeletes refuses an empty id in deletes and an id both deleted and
+// written.
+func checkDeletes(items []h4r.Item, deletes []string) error {
+	written := make(map[string]bool, len(items))
+	for _, it := range items {
+		written[it.ID] = true
+	}
+	for i, id := range deletes {
+		field := fmt.Sprintf("deletes[%d]", i)
+		if id == "" {
+			return h4r.Errorf(h4r.EINVALID, field, "item id is required")
+		}
+		if written[id] {
+			return h4r.Errorf(h4r.EINVALID, field, "item %q is both written and deleted", id)
+		}
+	}
+	return nil
+}
+
+// deleteItems deletes the items with the given ids (sorted) in tx, with
+// their postings, keeping their last versions; ids of no item are passed
+// over.
+func deleteItems(ctx context.Context, tx pgx.Tx, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	stats, err := lockStats(ctx, tx)
+	if err != nil {
+		return err
+	}
+	var seqs []int64
+	for _, id := range ids {
+		var seq, dl int64
+		var version int32
+		err := tx.QueryRow(ctx, `DELETE FROM items WHERE id = $1 RETURNING seq, doc_len, version`, id).Scan(&seq, &dl, &version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("deleting item %q: %w", id, err)
+		}
+		// Keep the last version, so that the id written again goes on from it.
+		if _, err := tx.Exec(ctx, `INSERT INTO deleted_versions (id, version) VALUES ($1, $2)
+			ON CONFLICT (id) DO UPDATE SET version = excluded.version`, id, version); err != nil {
+			return fmt.Errorf("keeping the version of item %q: %w", id, err)
+		}
+		seqs = append(seqs, seq)
+		stats.nDocs--
+		stats.totalLen -= dl
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	if err := removePostings(ctx, tx, seqs); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE corpus_stats SET n_docs = $1, total_len = $2`, stats.nDocs, stats.totalLen); err != nil {
+		return fmt.Errorf("updating the corpus statistics: %w", err)
+	}
+	return nil
 }
 
 // checkNUL rejects NUL characters, which Postgres text and jsonb cannot

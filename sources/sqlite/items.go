@@ -35,6 +35,28 @@ type encodedItem struct {
 // goes up by one and its access count is kept. An id repeated within the
 // batch is applied in order, so the last one wins.
 func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) {
+	return s.Replace(ctx, items, nil)
+}
+
+// Replace upserts items and deletes the items with the ids in deletes, in
+// one transaction: a reader sees all of it or none of it, and a failure
+// leaves nothing of it (ingestion replaces a changed file's chunks so).
+// An id in deletes that names no item is no error; one that is also among
+// items is (the caller would not know which wins).
+func (s *Store) Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error) {
+	written := make(map[string]bool, len(items))
+	for _, it := range items {
+		written[it.ID] = true
+	}
+	for i, id := range deletes {
+		field := fmt.Sprintf("deletes[%d]", i)
+		if id == "" {
+			return nil, h4r.Errorf(h4r.EINVALID, field, "item id is required")
+		}
+		if written[id] {
+			return nil, h4r.Errorf(h4r.EINVALID, field, "item %q is both written and deleted", id)
+		}
+	}
 	for i := range items {
 		if err := items[i].Validate(fmt.Sprintf("items[%d]", i)); err != nil {
 			return nil, err
@@ -45,10 +67,13 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	err = s.upsertTx(ctx, encoded, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.upsertTx(ctx, encoded, deletes, func(ctx context.Context, tx *sql.Tx) error {
 		return writeItems(ctx, tx, encoded, formatTime(now), s.counter.Encoding())
 	})
 	if err != nil {
+		if len(deletes) > 0 {
+			return nil, fmt.Errorf("upserting %d items and deleting %d: %w", len(items), len(deletes), err)
+		}
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
 	ids := make([]string, len(items))

@@ -17,10 +17,12 @@ import (
 
 // upsertTx runs write (the items' rows) in one transaction with the items'
 // vectors: written when they could be made, else deleted, since a vector of
-// an item's old text would be wrong. The embedding comes first, outside
-// the write deadline; waiting for the vector lock and the writer, and the
-// statements, are inside it.
-func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(context.Context, *sql.Tx) error) (err error) {
+// an item's old text would be wrong. The items with the ids in deletes
+// (none of them among items) are deleted first in the same transaction,
+// and the in-memory indexes take both in one step after the commit. The
+// embedding comes first, outside the write deadline; waiting for the
+// vector lock and the writer, and the statements, are inside it.
+func (s *Store) upsertTx(ctx context.Context, items []encodedItem, deletes []string, write func(context.Context, *sql.Tx) error) (err error) {
 	e, vecs := s.embedItems(ctx, items)
 	docs := s.prepareTexts(items)
 	ids := make([]string, len(items))
@@ -36,12 +38,24 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(co
 	defer v.writeMu.Unlock()
 	var before, after, graphBefore, graphAfter, textBefore, textAfter int64
 	var seqs map[string]uint32
+	var deleted []uint32 // the rows of the deleted items, for the text index
 	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		deleted = nil // runTx may run this again
 		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
 			return err
 		}
 		if textBefore, err = readTextGeneration(ctx, tx); err != nil {
 			return err
+		}
+		// Deleting takes the vectors by cascade, so the vector generation
+		// is read before it; without deletes, after write, as always.
+		if len(deletes) > 0 {
+			if before, err = readGeneration(ctx, tx); err != nil {
+				return err
+			}
+			if deleted, err = deleteRows(ctx, tx, deletes); err != nil {
+				return err
+			}
 		}
 		if err := write(ctx, tx); err != nil {
 			return err
@@ -52,8 +66,10 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(co
 		if seqs, err = writtenSeqs(ctx, tx, ids); err != nil {
 			return err
 		}
-		if before, err = readGeneration(ctx, tx); err != nil {
-			return err
+		if len(deletes) == 0 {
+			if before, err = readGeneration(ctx, tx); err != nil {
+				return err
+			}
 		}
 		if vecs == nil {
 			if err := deleteVectors(ctx, tx, ids); err != nil {
@@ -71,8 +87,13 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(co
 	if err != nil {
 		return err
 	}
-	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) { a.putItems(items) })
-	var change textChange
+	s.adj.applied(graphBefore, graphAfter, func(a *adjacency) {
+		for _, id := range deletes {
+			a.removeItem(id)
+		}
+		a.putItems(items)
+	})
+	change := textChange{deletes: deleted}
 	for i := range items {
 		p := textPut{seq: seqs[ids[i]], id: ids[i], text: items[i].item.Text}
 		if docs != nil {
@@ -82,6 +103,9 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(co
 	}
 	s.text.applied(textBefore, textAfter, change)
 	v.applied(before, after, func(v *vectorIndex) {
+		for _, id := range deletes {
+			v.remove(id)
+		}
 		for i, id := range ids {
 			if vecs != nil && v.accepts(e.Model(), vecs[i]) {
 				v.put(id, vecs[i])
@@ -91,6 +115,37 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, write func(co
 		}
 	})
 	return nil
+}
+
+// deleteRows deletes the items with the given ids in tx, keeping their
+// last versions, and returns the rows (seqs) of those that were there.
+func deleteRows(ctx context.Context, tx *sql.Tx, ids []string) ([]uint32, error) {
+	var rows []uint32
+	for _, id := range ids {
+		var seq int64
+		err := tx.QueryRowContext(ctx, `SELECT seq FROM items WHERE id = ?`, id).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the row of item %q: %w", id, err)
+		}
+		// Keep the last version, so that the id written again goes on from it.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deleted_versions (id, version)
+			SELECT id, version FROM items WHERE id = ?1
+			ON CONFLICT (id) DO UPDATE SET version = excluded.version`, id); err != nil {
+			return nil, fmt.Errorf("keeping the version of item %q: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM items WHERE id = ?`, id); err != nil {
+			return nil, fmt.Errorf("deleting item %q: %w", id, err)
+		}
+		doc, err := seqOf(seq)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, doc)
+	}
+	return rows, nil
 }
 
 // deleteTx runs del (which deletes item id; its vector goes by cascade) and

@@ -18,6 +18,9 @@ type Store interface {
 	Close() error
 	Ping(ctx context.Context) error
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
+	// Replace upserts items and deletes the ids in deletes in one
+	// transaction (ingestion replacing a changed file's chunks).
+	Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Count(ctx context.Context) (int, error)
@@ -86,6 +89,8 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("replace", s.testReplace)
 	t.Run("batch_atomicity", s.testBatchAtomicity)
 	t.Run("batch_atomicity_database_failure", s.testDatabaseFailureMidBatch)
+	t.Run("replace_with_deletes", s.testReplaceWithDeletes)
+	t.Run("replace_with_deletes_database_failure", s.testReplaceWithDeletesDatabaseFailure)
 	t.Run("token_encoding_change", s.testEncodingChange)
 	t.Run("duplicate_ids_in_batch", s.testDuplicateIDs)
 	t.Run("not_found_and_invalid", s.testNotFound)
