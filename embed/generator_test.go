@@ -30,7 +30,10 @@ func storeWith(t *testing.T, e sqlite.Embedder, items []h4r.Item) *sqlite.Store 
 func storeWithTB(t testing.TB, e sqlite.Embedder, items []h4r.Item) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "h4r.db"),
-		sqlite.WithVectors(e), sqlite.WithLogger(slog.New(slog.DiscardHandler)))
+		sqlite.WithVectors(e), sqlite.WithLogger(slog.New(slog.DiscardHandler)),
+		// Loading fixtures, not testing the deadline: a 500-item batch
+		// embedded under -race on a loaded machine takes seconds.
+		sqlite.WithWriteTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
