@@ -3,5 +3,5 @@
 package sqlite_test
 
 // raceEnabled: the race detector slows the dataset-wide tests about
-// tenfold, so they sample queries as with -short.
+// tenfold, past go test's 10-minute default, so they skip under it.
 const raceEnabled = true
