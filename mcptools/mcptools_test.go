@@ -18,19 +18,26 @@ import (
 	"github.com/h4r/h4r/mcptools"
 )
 
+// openApp is app.Open over a fresh embedded store with the bundled policy.
+func openApp(t *testing.T) *app.App {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	a, err := app.Open(context.Background(), cfg, app.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
 // openRegistry is the registry as the CLI builds it, over app.Open's
 // SQLite store, bundled policy and engine, with two items.
 func openRegistry(t *testing.T) *mcptools.Registry {
 	t.Helper()
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	a, err := app.Open(ctx, cfg, app.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	_, err = a.Store.Upsert(ctx, []h4r.Item{
+	a := openApp(t)
+	_, err := a.Store.Upsert(ctx, []h4r.Item{
 		{ID: "runbook-login", Kind: "runbook", Text: "The login selector changed to #sign-in in deploy 812."},
 		{ID: "secret-login", Kind: "note", Text: "The login admin password is hunter2.", Metadata: h4r.Metadata{RestrictedToGroups: []string{"ops"}}},
 	})

@@ -3,15 +3,11 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/app"
-	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/mcptools"
 )
 
@@ -22,13 +18,7 @@ import (
 // reaches the public caller.
 func TestRAGQueryThenFeedback(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	a, err := app.Open(ctx, cfg, app.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
+	a := openApp(t)
 	if _, err := a.Store.Upsert(ctx, []h4r.Item{
 		{ID: "runbook-login", Kind: "runbook", Text: "The login selector changed to #sign-in in deploy 812."},
 		{ID: "secret-login", Kind: "note", Text: "The login admin password is hunter2.", Metadata: h4r.Metadata{RestrictedToGroups: []string{"ops"}}},

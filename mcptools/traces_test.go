@@ -2,14 +2,10 @@ package mcptools_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/h4r/h4r/app"
-	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/mcptools"
 	"github.com/h4r/h4r/trace"
 )
@@ -19,13 +15,7 @@ import (
 // in; precedents answers a preset and names a missing argument.
 func TestSearchTracesAndPrecedentsPassPolicy(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	a, err := app.Open(ctx, cfg, app.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
+	a := openApp(t)
 	body, err := os.ReadFile("../trace/testdata/trace.json")
 	if err != nil {
 		t.Fatal(err)
