@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -460,6 +461,7 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	qtype := fs.String("type", string(h4r.QueryHybrid), "query type")
 	out := fs.String("out", "bench-out", "folder of the reports")
 	verbose := fs.Bool("v", false, "log the service's warnings")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run, loading included, to this file (go tool pprof reads it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -481,6 +483,13 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	var opts []bench.RunOption
 	if *verbose {
 		opts = append(opts, bench.WithLogger(cfg.Logger(stderr)))
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	command := "h4r bench " + strings.Join(append([]string{"latency"}, args...), " ")
 	var md strings.Builder
@@ -520,4 +529,18 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// startCPUProfile writes a CPU profile to path until the returned stop is
+// called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
