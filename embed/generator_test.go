@@ -33,7 +33,7 @@ func storeWithTB(t testing.TB, e sqlite.Embedder, items []h4r.Item) *sqlite.Stor
 		sqlite.WithVectors(e), sqlite.WithLogger(slog.New(slog.DiscardHandler)),
 		// Loading fixtures, not testing the deadline: a 500-item batch
 		// embedded under -race on a loaded machine takes seconds.
-		sqlite.WithWriteTimeout(time.Minute))
+		sqlite.WithWriteTimeout(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

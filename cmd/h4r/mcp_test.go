@@ -62,7 +62,9 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (strin
 // TestMCPStdio is the "done when" as a new user does it: start h4r
 // mcp, list the tools, write a memory and read it back, and get a pack.
 func TestMCPStdio(t *testing.T) {
-	cs := startMCP(t, map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error"}, "--demo")
+	// A generous write deadline: loading the demo corpus under -race on a
+	// loaded machine took longer than the default 5 s.
+	cs := startMCP(t, map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error", "H4R_WRITE_TIMEOUT_MS": "600000"}, "--demo")
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

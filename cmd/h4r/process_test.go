@@ -73,6 +73,9 @@ func startProcess(t *testing.T, dataDir string, vars ...string) *serverProcess {
 	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0")
 	cmd.Env = append([]string{runMainEnv + "=1", "H4R_DATA_DIR=" + dataDir, "H4R_LOG_FORMAT=json",
 		"H4R_REQUEST_TIMEOUT_MS=60000", "H4R_GENERATOR_TIMEOUT_MS=60000", "H4R_SHUTDOWN_GRACE_MS=120000",
+		// These tests are about the process, not about busy writes: a loaded
+		// CI machine under -race must not turn a write into a 503.
+		"H4R_WRITE_TIMEOUT_MS=600000",
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, vars...)
 	out, err := cmd.StderrPipe()
 	if err != nil {
