@@ -24,13 +24,19 @@ import (
 
 // readBody reads the whole body under the size limit. A body that has not
 // arrived when the read deadline (WithReadTimeout) passes is
-// request_timeout, not an internal error.
+// request_timeout, not an internal error; a body cut off by the client
+// closing the connection is cancelled.
 func (s *Server) readBody(c *echo.Context) ([]byte, error) {
 	r := http.MaxBytesReader(c.Response(), c.Request().Body, s.maxBodyBytes)
 	b, err := io.ReadAll(r)
 	if err != nil {
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			return nil, h4r.Errorf(h4r.ETIMEOUT, "", "the request body did not arrive within %s: send it faster, or in smaller parts", s.readTimeout)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// The connection ended before the body: the client closed
+			// the request.
+			return nil, fmt.Errorf("%w: reading the request body: %w", canceled(), err)
 		}
 		return nil, err
 	}
@@ -116,6 +122,12 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4
 	}
 	if err != nil {
 		return nil, err
+	}
+	if clientClosed(c) {
+		// The engine degrades a pack whose context ended; this one's
+		// client is gone, so nobody reads it, and it is no delivered
+		// pack: the access log records 499, not 200.
+		return nil, canceled()
 	}
 	p.RequestID = requestID(c)
 	s.metrics.ObservePack(p)
