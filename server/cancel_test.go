@@ -210,7 +210,7 @@ func checkCancelled(t *testing.T, logs *logBuffer, base, requestID, route string
 	}
 	values := parseMetrics(t, do(t, http.MethodGet, base+"/metrics", nil).body)
 	for series, want := range map[string]float64{
-		fmt.Sprintf(`h4r_requests_cancelled_total{route=%q}`, route):      1,
+		fmt.Sprintf(`h4r_requests_cancelled_total{route=%q}`, route):       1,
 		fmt.Sprintf(`h4r_http_requests_total{code="499",route=%q}`, route): 1,
 		`h4r_requests_rejected_total{reason="internal"}`:                   0,
 		`h4r_requests_rejected_total{reason="unavailable"}`:                0,

@@ -233,11 +233,11 @@ func (s *Server) writeError(c *echo.Context, err error, replyTo string) error {
 	if herr.Code == h4r.EMETHOD {
 		herr = h4r.Errorf(h4r.EMETHOD, "", "%s is not allowed on this route; it allows %s", c.Request().Method, c.Response().Header().Get("Allow"))
 	}
-	if herr.Code != h4r.ECANCELED && clientClosed(c) {
-		// Whatever failed, it failed because the client went away: a
-		// store reports its cancelled statement in its own words
-		// (Postgres's 57014 "canceling statement due to user request"),
-		// and that is no fault of the server's.
+	if interrupted(herr.Code) && clientClosed(c) {
+		// The work failed because the client went away: a store reports
+		// its cancelled statement in its own words (Postgres's 57014
+		// "canceling statement due to user request"), and that is no
+		// fault of the server's.
 		herr = canceled()
 	}
 	status := HTTPStatus(herr.Code)
@@ -308,9 +308,18 @@ func canceled() *h4r.Error {
 	return h4r.Errorf(h4r.ECANCELED, "", "the client closed the request before it was answered; a write it interrupted was rolled back whole")
 }
 
-// clientClosed reports whether the request's client went away: net/http
-// cancels the request's context when the connection closes (a deadline of
-// the server's own ends derived contexts, never this one).
+// interrupted reports whether an error of this code is what cancelling
+// the work would produce: a failure, a busy store, a deadline. Other codes
+// judge the request itself (a bad body, a body that came too slowly, whose
+// read also ends the request's context) and stand.
+func interrupted(code string) bool {
+	return code == h4r.EINTERNAL || code == h4r.EUNAVAILABLE || code == h4r.EDEADLINE
+}
+
+// clientClosed reports whether the request's context was cancelled:
+// net/http does so when the client closes the connection or a read of it
+// fails (a deadline of the server's own ends derived contexts, never this
+// one).
 func clientClosed(c *echo.Context) bool {
 	return errors.Is(c.Request().Context().Err(), context.Canceled)
 }
