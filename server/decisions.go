@@ -212,23 +212,7 @@ func (s *Server) prefetch(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	spec, err := s.identity(c, "", nil)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	var req decision.PrefetchRequest
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
-		return err
-	}
-	res, err := d.Prefetch(c.Request().Context(), spec, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return answerCall(s, c, d.Prefetch)
 }
 
 // escalation answers POST /v1/escalation (document 000): whether to
@@ -238,21 +222,5 @@ func (s *Server) escalation(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	spec, err := s.identity(c, "", nil)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	var req decision.EscalationRequest
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
-		return err
-	}
-	res, err := d.Escalation(c.Request().Context(), spec, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return answerCall(s, c, d.Escalation)
 }

@@ -43,6 +43,46 @@ func (s *Server) readBody(c *echo.Context) ([]byte, error) {
 	return b, nil
 }
 
+// decodeBody reads the request body and decodes it strictly into a T;
+// errors name fields from the body's top ("query.type").
+func decodeBody[T any](s *Server, c *echo.Context) (T, error) {
+	return readDecoded(s, c, func(body []byte) (T, error) {
+		var v T
+		err := jsonstrict.Decode(body, &v, "")
+		return v, err
+	})
+}
+
+// readDecoded reads the request body and decodes it with decode, a
+// package's own decoder of its wire format (trace.Decode, rag.DecodeQuery).
+func readDecoded[T any](s *Server, c *echo.Context, decode func([]byte) (T, error)) (T, error) {
+	body, err := s.readBody(c)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return decode(body)
+}
+
+// answerCall is the shape of a route that acts for the caller: decode the
+// body into an In, call with the caller's specialist, answer 200 with the
+// result.
+func answerCall[In, Out any](s *Server, c *echo.Context, call func(context.Context, h4r.Specialist, In) (Out, error)) error {
+	in, err := decodeBody[In](s, c)
+	if err != nil {
+		return err
+	}
+	spec, err := s.identity(c, "", nil)
+	if err != nil {
+		return err
+	}
+	out, err := call(c.Request().Context(), spec, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
 // specialist validates a claimed specialist (from a body or meta.from) and
 // fills defaults. Until authentication exists, the claim is the identity; a
 // request that names none is the anonymous public specialist.
@@ -77,12 +117,8 @@ type contextPackBody struct {
 }
 
 func (s *Server) contextPack(c *echo.Context) error {
-	body, err := s.readBody(c)
+	req, err := decodeBody[contextPackBody](s, c)
 	if err != nil {
-		return err
-	}
-	var req contextPackBody
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
 		return err
 	}
 	spec, err := s.identity(c, "specialist", req.Specialist)
