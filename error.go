@@ -22,6 +22,12 @@ const (
 	EMETHOD    = "method_not_allowed"
 	EMEDIATYPE = "unsupported_media_type"
 	ETIMEOUT   = "request_timeout"
+
+	// The client closed the request (cancelled it, or dropped the
+	// connection) before it was answered: not a failure of the server,
+	// and nobody reads the answer. A write it interrupted was rolled
+	// back whole.
+	ECANCELED = "cancelled"
 )
 
 // Error is the one error shape of H4R. Field names the offending input (a

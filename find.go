@@ -11,10 +11,11 @@ type LinkMatch struct {
 	Types      []string
 }
 
-// ItemQuery lists items, newest first (createdAt descending, then id):
-// those Filters pass and, when Linked is set, that hold a link it
-// matches. It is how structured questions ("decisions citing epic mj100")
-// are asked of a store; ranked search is a Generator's job.
+// ItemQuery lists items, newest first (createdAt, then id, both
+// descending): those Filters pass and, when Linked is set, that hold a
+// link it matches. It is how structured questions ("decisions citing epic
+// mj100") and reads by filter alone (memory.read listing a scope) are
+// asked of a store; ranked search is a Generator's job.
 type ItemQuery struct {
 	Filters Filters
 	Linked  *LinkMatch

@@ -36,7 +36,6 @@ type Store interface {
 	RecordAccess(ids []string)
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
-	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
 	Close() error
 }
 

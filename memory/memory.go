@@ -42,7 +42,7 @@ const (
 type Store interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)
-	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
+	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
 	FullText() h4r.Generator
 	RecordAccess(ids []string)
 }
@@ -256,7 +256,7 @@ func (s *Service) Read(ctx context.Context, spec h4r.Specialist, req ReadRequest
 			items = append(items, h.Item)
 			scores[h.Item.ID] = h.Score
 		}
-	} else if items, err = s.store.List(ctx, filters, fetch); err != nil {
+	} else if items, err = s.store.Find(ctx, h4r.ItemQuery{Filters: filters, Limit: fetch}); err != nil {
 		return ReadResult{}, fmt.Errorf("listing memories: %w", err)
 	}
 	limits := s.limits
@@ -335,7 +335,7 @@ func (s *Service) Stats(ctx context.Context, spec h4r.Specialist, req StatsReque
 	if err != nil {
 		return StatsResult{}, err
 	}
-	items, err := s.store.List(ctx, filters, MaxStatsItems)
+	items, err := s.store.Find(ctx, h4r.ItemQuery{Filters: filters, Limit: MaxStatsItems})
 	if err != nil {
 		return StatsResult{}, fmt.Errorf("listing memories: %w", err)
 	}

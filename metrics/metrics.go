@@ -32,6 +32,7 @@ type Metrics struct {
 	affordances *prometheus.CounterVec
 	packs       *prometheus.CounterVec
 	rejected    *prometheus.CounterVec
+	canceled    *prometheus.CounterVec
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	inFlight    prometheus.Gauge
@@ -83,6 +84,8 @@ func New(opts ...Option) *Metrics {
 			Name: "context_packs_total", Help: "Context packs answered, by status (ok, degraded)."}, []string{"status"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "h4r_requests_rejected_total", Help: "Requests answered with an error, by error code (unauthenticated, permission_denied, resource_exhausted, invalid_argument, …)."}, []string{"reason"}),
+		canceled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "h4r_requests_cancelled_total", Help: "Requests their client closed before the answer (logged with status 499), by route pattern; not errors of the server, so not in h4r_requests_rejected_total."}, []string{"route"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "h4r_http_requests_total", Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -97,7 +100,7 @@ func New(opts ...Option) *Metrics {
 		Name: "scs_opa_cache_misses_total", Help: "Policy decisions the decision cache did not hold."},
 		func() float64 { _, mi := o.opaCache(); return float64(mi) })
 	reg.MustRegister(m.retrieval, m.generator, m.candidates, m.slicing, m.assembly, m.budget,
-		m.affordances, m.packs, m.rejected, m.requests, m.duration, m.inFlight, hits, misses,
+		m.affordances, m.packs, m.rejected, m.canceled, m.requests, m.duration, m.inFlight, hits, misses,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -142,6 +145,15 @@ func (m *Metrics) PackDone()    { m.inFlight.Dec() }
 
 // Rejected counts a request answered with an error of the given code.
 func (m *Metrics) Rejected(code string) { m.rejected.WithLabelValues(code).Inc() }
+
+// Canceled counts a request its client closed before the answer. route is
+// the matched pattern, as in ObserveRequest.
+func (m *Metrics) Canceled(route string) {
+	if route == "" {
+		route = "unmatched"
+	}
+	m.canceled.WithLabelValues(route).Inc()
+}
 
 // ObserveRequest records one HTTP request. route is the matched pattern
 // ("/v1/items/:id"), never the raw path, so that labels stay bounded.

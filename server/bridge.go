@@ -8,7 +8,6 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bridge"
-	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // WithBridge serves the context bridge (document 001) at POST /v1/bridge
@@ -34,12 +33,8 @@ type bridgeBody struct {
 // bridge, or with it off, context_bridge is absent (document 001's
 // feature flag), never an error.
 func (s *Server) bridgeEnrich(c *echo.Context) error {
-	body, err := s.readBody(c)
+	req, err := decodeBody[bridgeBody](s, c)
 	if err != nil {
-		return err
-	}
-	var req bridgeBody
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
 		return err
 	}
 	switch {
@@ -66,11 +61,7 @@ func (s *Server) bridgeEnrich(c *echo.Context) error {
 
 // bridgeTrajectories stores trajectories as items of kind trajectory.
 func (s *Server) bridgeTrajectories(c *echo.Context) error {
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	ts, err := bridge.DecodeTrajectories(body)
+	ts, err := readDecoded(s, c, bridge.DecodeTrajectories)
 	if err != nil {
 		return err
 	}

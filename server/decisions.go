@@ -93,24 +93,14 @@ func decodeOneOrBatch[T any](body []byte, key string) (list []T, single bool, er
 }
 
 // recordTraces takes one decision trace or {"decision_traces": [...]}.
+// Sessions subscribed to ambient precedents hear of the recorded traces.
 func (s *Server) recordTraces(c *echo.Context) error {
 	d, err := s.decisionService()
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(c)
+	ids, err := recordOneOrBatch(s, c, "decision_traces", d.RecordTraces)
 	if err != nil {
-		return err
-	}
-	traces, single, err := decodeOneOrBatch[decision.Trace](body, "decision_traces")
-	if err != nil {
-		return err
-	}
-	ids, err := d.RecordTraces(c.Request().Context(), traces, "decision_traces", single)
-	if err != nil {
-		if single {
-			err = unbatched(err)
-		}
 		return err
 	}
 	s.ingested(c.Request().Context(), ids)
@@ -123,22 +113,30 @@ func (s *Server) recordEvents(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(c)
+	ids, err := recordOneOrBatch(s, c, "events", d.RecordEvents)
 	if err != nil {
-		return err
-	}
-	events, single, err := decodeOneOrBatch[decision.Event](body, "events")
-	if err != nil {
-		return err
-	}
-	ids, err := d.RecordEvents(c.Request().Context(), events, "events", single)
-	if err != nil {
-		if single {
-			err = unbatched(err)
-		}
 		return err
 	}
 	return c.JSON(http.StatusOK, recordedResponse{Recorded: len(ids), IDs: ids})
+}
+
+// recordOneOrBatch decodes one T or {key: [...]} and records it; the
+// store's errors about a single record name its fields without the
+// "items[0]" prefix (unbatched).
+func recordOneOrBatch[T any](s *Server, c *echo.Context, key string, record func(context.Context, []T, string, bool) ([]string, error)) ([]string, error) {
+	body, err := s.readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	list, single, err := decodeOneOrBatch[T](body, key)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := record(c.Request().Context(), list, key, single)
+	if err != nil && single {
+		err = unbatched(err)
+	}
+	return ids, err
 }
 
 // Limits of GET /v1/decision-traces.
@@ -212,23 +210,7 @@ func (s *Server) prefetch(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	spec, err := s.identity(c, "", nil)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	var req decision.PrefetchRequest
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
-		return err
-	}
-	res, err := d.Prefetch(c.Request().Context(), spec, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return answerCall(s, c, d.Prefetch)
 }
 
 // escalation answers POST /v1/escalation (document 000): whether to
@@ -238,21 +220,5 @@ func (s *Server) escalation(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	spec, err := s.identity(c, "", nil)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	var req decision.EscalationRequest
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
-		return err
-	}
-	res, err := d.Escalation(c.Request().Context(), spec, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return answerCall(s, c, d.Escalation)
 }

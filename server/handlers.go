@@ -24,7 +24,8 @@ import (
 
 // readBody reads the whole body under the size limit. A body that has not
 // arrived when the read deadline (WithReadTimeout) passes is
-// request_timeout, not an internal error.
+// request_timeout, not an internal error; a body cut off by the client
+// closing the connection is cancelled.
 func (s *Server) readBody(c *echo.Context) ([]byte, error) {
 	r := http.MaxBytesReader(c.Response(), c.Request().Body, s.maxBodyBytes)
 	b, err := io.ReadAll(r)
@@ -32,9 +33,54 @@ func (s *Server) readBody(c *echo.Context) ([]byte, error) {
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			return nil, h4r.Errorf(h4r.ETIMEOUT, "", "the request body did not arrive within %s: send it faster, or in smaller parts", s.readTimeout)
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// The connection ended before the body: the client closed
+			// the request.
+			return nil, fmt.Errorf("%w: reading the request body: %w", canceled(), err)
+		}
 		return nil, err
 	}
 	return b, nil
+}
+
+// decodeBody reads the request body and decodes it strictly into a T;
+// errors name fields from the body's top ("query.type").
+func decodeBody[T any](s *Server, c *echo.Context) (T, error) {
+	return readDecoded(s, c, func(body []byte) (T, error) {
+		var v T
+		err := jsonstrict.Decode(body, &v, "")
+		return v, err
+	})
+}
+
+// readDecoded reads the request body and decodes it with decode, a
+// package's own decoder of its wire format (trace.Decode, rag.DecodeQuery).
+func readDecoded[T any](s *Server, c *echo.Context, decode func([]byte) (T, error)) (T, error) {
+	body, err := s.readBody(c)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return decode(body)
+}
+
+// answerCall is the shape of a route that acts for the caller: decode the
+// body into an In, call with the caller's specialist, answer 200 with the
+// result.
+func answerCall[In, Out any](s *Server, c *echo.Context, call func(context.Context, h4r.Specialist, In) (Out, error)) error {
+	in, err := decodeBody[In](s, c)
+	if err != nil {
+		return err
+	}
+	spec, err := s.identity(c, "", nil)
+	if err != nil {
+		return err
+	}
+	out, err := call(c.Request().Context(), spec, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // specialist validates a claimed specialist (from a body or meta.from) and
@@ -71,12 +117,8 @@ type contextPackBody struct {
 }
 
 func (s *Server) contextPack(c *echo.Context) error {
-	body, err := s.readBody(c)
+	req, err := decodeBody[contextPackBody](s, c)
 	if err != nil {
-		return err
-	}
-	var req contextPackBody
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
 		return err
 	}
 	spec, err := s.identity(c, "specialist", req.Specialist)
@@ -116,6 +158,12 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4
 	}
 	if err != nil {
 		return nil, err
+	}
+	if clientClosed(c) {
+		// The engine degrades a pack whose context ended; this one's
+		// client is gone, so nobody reads it, and it is no delivered
+		// pack: the access log records 499, not 200.
+		return nil, canceled()
 	}
 	p.RequestID = requestID(c)
 	s.metrics.ObservePack(p)

@@ -183,7 +183,7 @@ type errorResponse struct {
 var codes = map[string]bool{
 	h4r.EINVALID: true, h4r.ENOTFOUND: true, h4r.EUNAUTH: true, h4r.EFORBIDDEN: true,
 	h4r.EEXHAUSTED: true, h4r.EUNAVAILABLE: true, h4r.EDEADLINE: true, h4r.EINTERNAL: true,
-	h4r.EMETHOD: true, h4r.EMEDIATYPE: true, h4r.ETIMEOUT: true,
+	h4r.EMETHOD: true, h4r.EMEDIATYPE: true, h4r.ETIMEOUT: true, h4r.ECANCELED: true,
 }
 
 // checkErrorShape returns the error of an error response, failing the test

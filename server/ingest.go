@@ -55,12 +55,8 @@ func (s *Server) ingestSources(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(c)
+	req, err := decodeBody[ingest.Request](s, c)
 	if err != nil {
-		return err
-	}
-	var req ingest.Request
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
 		return err
 	}
 	j, err := js.StartIngest(c.Request().Context(), req)

@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/labstack/echo/v5"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/internal/jsonstrict"
 	"github.com/h4r/h4r/memory"
 )
 
@@ -42,23 +40,7 @@ func memoryCall[In, Out any](s *Server, c *echo.Context, call func(context.Conte
 	if s.memory == nil {
 		return h4r.Errorf(h4r.EUNAVAILABLE, "", "the memory tools are not configured on this server")
 	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	var in In
-	if err := jsonstrict.Decode(body, &in, ""); err != nil {
-		return err
-	}
-	spec, err := s.identity(c, "", nil)
-	if err != nil {
-		return err
-	}
-	out, err := call(c.Request().Context(), spec, in)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return answerCall(s, c, call)
 }
 
 func (s *Server) memoryWrite(c *echo.Context) error {

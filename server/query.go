@@ -38,11 +38,7 @@ func (s *Server) ragQuery(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	req, err := rag.DecodeQuery(body)
+	req, err := readDecoded(s, c, rag.DecodeQuery)
 	if err != nil {
 		return err
 	}
@@ -71,11 +67,7 @@ func (s *Server) ragFeedback(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	req, err := rag.DecodeFeedback(body)
+	req, err := readDecoded(s, c, rag.DecodeFeedback)
 	if err != nil {
 		return err
 	}

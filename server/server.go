@@ -233,9 +233,24 @@ func (s *Server) writeError(c *echo.Context, err error, replyTo string) error {
 	if herr.Code == h4r.EMETHOD {
 		herr = h4r.Errorf(h4r.EMETHOD, "", "%s is not allowed on this route; it allows %s", c.Request().Method, c.Response().Header().Get("Allow"))
 	}
+	if interrupted(herr.Code) && clientClosed(c) {
+		// The work failed because the client went away: a store reports
+		// its cancelled statement in its own words (Postgres's 57014
+		// "canceling statement due to user request"), and that is no
+		// fault of the server's.
+		herr = canceled()
+	}
 	status := HTTPStatus(herr.Code)
-	s.metrics.Rejected(herr.Code)
+	if herr.Code == h4r.ECANCELED {
+		s.metrics.Canceled(c.RouteInfo().Path)
+	} else {
+		s.metrics.Rejected(herr.Code)
+	}
 	switch herr.Code {
+	case h4r.ECANCELED:
+		// The access log records the 499 at info; what was interrupted
+		// is for debugging only.
+		s.log.DebugContext(c.Request().Context(), "request cancelled by the client", "path", c.Request().URL.Path, "error", err)
 	case h4r.EINTERNAL:
 		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "error", err)
 	case h4r.ETIMEOUT:
@@ -282,7 +297,31 @@ func toError(err error) *h4r.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return h4r.Errorf(h4r.EDEADLINE, "", "the request deadline expired")
 	}
+	if errors.Is(err, context.Canceled) {
+		return canceled()
+	}
 	return &h4r.Error{Code: h4r.EINTERNAL, Message: "internal error"}
+}
+
+// canceled is the error of a request its client closed before the answer.
+func canceled() *h4r.Error {
+	return h4r.Errorf(h4r.ECANCELED, "", "the client closed the request before it was answered; a write it interrupted was rolled back whole")
+}
+
+// interrupted reports whether an error of this code is what cancelling
+// the work would produce: a failure, a busy store, a deadline. Other codes
+// judge the request itself (a bad body, a body that came too slowly, whose
+// read also ends the request's context) and stand.
+func interrupted(code string) bool {
+	return code == h4r.EINTERNAL || code == h4r.EUNAVAILABLE || code == h4r.EDEADLINE
+}
+
+// clientClosed reports whether the request's context was cancelled:
+// net/http does so when the client closes the connection or a read of it
+// fails (a deadline of the server's own ends derived contexts, never this
+// one).
+func clientClosed(c *echo.Context) bool {
+	return errors.Is(c.Request().Context().Err(), context.Canceled)
 }
 
 // recoverPanic turns a panic in a handler into an internal error, logged

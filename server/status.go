@@ -32,10 +32,17 @@ func HTTPStatus(code string) int {
 		return http.StatusUnsupportedMediaType
 	case h4r.ETIMEOUT:
 		return http.StatusRequestTimeout
+	case h4r.ECANCELED:
+		return StatusClientClosedRequest
 	default:
 		return http.StatusInternalServerError
 	}
 }
+
+// StatusClientClosedRequest is nginx's non-standard 499 "client closed
+// request": the status the access log and the request metrics record for a
+// request its client cancelled before the answer. No client ever reads it.
+const StatusClientClosedRequest = 499
 
 // RetryAfterUnavailable is the Retry-After, in seconds, of an unavailable
 // answer: the store was busy with writes and this one passed its deadline

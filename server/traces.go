@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/internal/jsonstrict"
 	"github.com/h4r/h4r/trace"
 )
 
@@ -73,11 +72,7 @@ func (s *Server) ingestTrace(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	t, err := trace.Decode(body)
+	t, err := readDecoded(s, c, trace.Decode)
 	if err != nil {
 		return err
 	}
@@ -95,12 +90,8 @@ func (s *Server) searchTraces(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(c)
+	req, err := decodeBody[trace.SearchRequest](s, c)
 	if err != nil {
-		return err
-	}
-	var req trace.SearchRequest
-	if err := jsonstrict.Decode(body, &req, ""); err != nil {
 		return err
 	}
 	spec, err := s.identity(c, "", nil)

@@ -8,7 +8,10 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Find lists the items q selects, newest first (h4r.ItemQuery). A link
+// Find lists the items q selects, newest first (h4r.ItemQuery): the read
+// of items by filter alone (memory.read lists a scope with it), or by a
+// link they hold. The caller passes what it returns through the policy
+// slicer. A link
 // match is a semi-join on the links table, served by links_target_type
 // when it names types and by links_target otherwise.
 func (s *Store) Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error) {
@@ -37,7 +40,7 @@ func (s *Store) Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error) 
 		return nil, err
 	}
 	sb.WriteString(where)
-	sb.WriteString(` ORDER BY i.created_at DESC, i.id LIMIT ` + p.add(limit))
+	sb.WriteString(` ORDER BY i.created_at DESC, i.id DESC LIMIT ` + p.add(limit))
 	var items []*h4r.Item
 	err = s.read(ctx, func(ctx context.Context) error {
 		var err error

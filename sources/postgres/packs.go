@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/packrows"
 )
 
 // SavePack stores a delivered pack and prunes the oldest packs past keep
@@ -15,14 +16,10 @@ import (
 // Saving a pack whose id exists already does nothing: the id is a hash of
 // everything the pack is.
 func (s *Store) SavePack(ctx context.Context, p h4r.StoredPack, keep int) error {
-	req := p.Request
-	if len(req) == 0 {
-		req = []byte("{}")
-	}
 	return s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO packs (id, principal_id, query, request, result_ids, policy_revision, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
-			p.ID, p.PrincipalID, p.Query, string(req), nonNil(p.ResultIDs), p.PolicyRevision, p.CreatedAt.UTC()); err != nil {
+			p.ID, p.PrincipalID, p.Query, packrows.Request(p), packrows.IDs(p.ResultIDs), p.PolicyRevision, p.CreatedAt.UTC()); err != nil {
 			return fmt.Errorf("saving pack %s: %w", p.ID, err)
 		}
 		if keep <= 0 {
@@ -45,7 +42,7 @@ func (s *Store) Pack(ctx context.Context, id string) (*h4r.StoredPack, error) {
 			Scan(&p.ID, &p.PrincipalID, &p.Query, &req, &p.ResultIDs, &p.PolicyRevision, &p.CreatedAt)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, h4r.Errorf(h4r.ENOTFOUND, "context_pack_id", "no context pack with id %q (unknown, or past the retention limit)", id)
+		return nil, packrows.NotFound(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading pack %q: %w", id, err)
@@ -60,7 +57,7 @@ func (s *Store) AddFeedback(ctx context.Context, f h4r.Feedback) error {
 	return s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO pack_feedback (pack_id, principal_id, verdict, notes, query, result_ids, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			f.PackID, f.PrincipalID, f.Verdict, f.Notes, f.Query, nonNil(f.ResultIDs), f.CreatedAt.UTC()); err != nil {
+			f.PackID, f.PrincipalID, f.Verdict, f.Notes, f.Query, packrows.IDs(f.ResultIDs), f.CreatedAt.UTC()); err != nil {
 			return fmt.Errorf("saving feedback on pack %s: %w", f.PackID, err)
 		}
 		return nil
@@ -90,17 +87,5 @@ func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) e
 	if err != nil {
 		return fmt.Errorf("reading feedback: %w", err)
 	}
-	for _, f := range all {
-		if err := fn(f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func nonNil(ids []string) []string {
-	if ids == nil {
-		return []string{}
-	}
-	return ids
+	return packrows.Visit(all, fn)
 }

@@ -9,7 +9,10 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Find lists the items q selects, newest first (h4r.ItemQuery). A link
+// Find lists the items q selects, newest first (h4r.ItemQuery): the read
+// of items by filter alone (memory.read lists a scope with it), or by a
+// link they hold. The caller passes what it returns through the policy
+// slicer. A link
 // match is a semi-join on the links table, served by links_target_type
 // when it names types and by links_target otherwise.
 func (s *Store) Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error) {
@@ -42,7 +45,7 @@ func (s *Store) Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error) 
 		sb.WriteString(`)`)
 	}
 	sb.WriteString(where)
-	sb.WriteString(` ORDER BY i.created_at DESC, i.id LIMIT ?`)
+	sb.WriteString(` ORDER BY i.created_at DESC, i.id DESC LIMIT ?`)
 	all := append(append(linkArgs, args...), limit)
 	var items []*h4r.Item
 	err = s.readTx(ctx, func(tx *sql.Tx) error {

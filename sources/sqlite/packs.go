@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/packrows"
 )
 
 // SavePack stores a delivered pack and prunes the oldest packs past keep
@@ -15,18 +16,14 @@ import (
 // Saving a pack whose id exists already does nothing: the id is a hash of
 // everything the pack is.
 func (s *Store) SavePack(ctx context.Context, p h4r.StoredPack, keep int) error {
-	ids, err := json.Marshal(nonNil(p.ResultIDs))
+	ids, err := json.Marshal(packrows.IDs(p.ResultIDs))
 	if err != nil {
 		return fmt.Errorf("encoding the result ids of pack %s: %w", p.ID, err)
-	}
-	req := p.Request
-	if len(req) == 0 {
-		req = []byte("{}")
 	}
 	return s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO packs (id, principal_id, query, request, result_ids, policy_revision, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			p.ID, p.PrincipalID, p.Query, string(req), string(ids), p.PolicyRevision, formatTime(p.CreatedAt)); err != nil {
+			p.ID, p.PrincipalID, p.Query, packrows.Request(p), string(ids), p.PolicyRevision, formatTime(p.CreatedAt)); err != nil {
 			return fmt.Errorf("saving pack %s: %w", p.ID, err)
 		}
 		if keep <= 0 {
@@ -49,7 +46,7 @@ func (s *Store) Pack(ctx context.Context, id string) (*h4r.StoredPack, error) {
 			Scan(&p.ID, &p.PrincipalID, &p.Query, &req, &ids, &p.PolicyRevision, &created)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, h4r.Errorf(h4r.ENOTFOUND, "context_pack_id", "no context pack with id %q (unknown, or past the retention limit)", id)
+		return nil, packrows.NotFound(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading pack %q: %w", id, err)
@@ -66,7 +63,7 @@ func (s *Store) Pack(ctx context.Context, id string) (*h4r.StoredPack, error) {
 
 // AddFeedback stores a verdict on a pack.
 func (s *Store) AddFeedback(ctx context.Context, f h4r.Feedback) error {
-	ids, err := json.Marshal(nonNil(f.ResultIDs))
+	ids, err := json.Marshal(packrows.IDs(f.ResultIDs))
 	if err != nil {
 		return fmt.Errorf("encoding the result ids of feedback on %s: %w", f.PackID, err)
 	}
@@ -108,17 +105,5 @@ func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) e
 	if err != nil {
 		return fmt.Errorf("reading feedback: %w", err)
 	}
-	for _, f := range all {
-		if err := fn(f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func nonNil(ids []string) []string {
-	if ids == nil {
-		return []string{}
-	}
-	return ids
+	return packrows.Visit(all, fn)
 }

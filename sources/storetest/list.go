@@ -11,9 +11,10 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// testList checks the read by filter alone: newest first (created_at,
-// then id, descending), the limit, every filter of the full-text
-// generator, and a bad filter refused as invalid_argument.
+// testList checks Find without a link match, the read by filter alone:
+// newest first (created_at, then id, descending), the limit, every filter
+// of the full-text generator, and a bad filter refused as
+// invalid_argument.
 func (s *suite) testList(t *testing.T) {
 	ctx := context.Background()
 	st := s.open(t)
@@ -49,7 +50,7 @@ func (s *suite) testList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := st.List(ctx, tt.filters, tt.limit)
+			got, err := st.Find(ctx, h4r.ItemQuery{Filters: tt.filters, Limit: tt.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,14 +59,14 @@ func (s *suite) testList(t *testing.T) {
 				ids = append(ids, it.ID)
 			}
 			if !slices.Equal(ids, tt.want) {
-				t.Errorf("List = %v, want %v", ids, tt.want)
+				t.Errorf("Find = %v, want %v", ids, tt.want)
 			}
 		})
 	}
 	t.Run("stored fields", func(t *testing.T) {
-		got, err := st.List(ctx, h4r.Filters{Tags: []string{"login"}}, 1)
+		got, err := st.Find(ctx, h4r.ItemQuery{Filters: h4r.Filters{Tags: []string{"login"}}, Limit: 1})
 		if err != nil || len(got) != 1 {
-			t.Fatalf("List: %v, %d items", err, len(got))
+			t.Fatalf("Find: %v, %d items", err, len(got))
 		}
 		it := got[0]
 		if it.Text != "a tied note" || it.Metadata.Version != 1 || it.Metadata.Tokens == 0 ||
@@ -79,15 +80,15 @@ func (s *suite) testList(t *testing.T) {
 		limit   int
 		field   string
 	}{
-		{"zero limit", h4r.Filters{}, 0, "limit"},
+		{"negative limit", h4r.Filters{}, -1, "limit"},
 		{"bad metadata key", h4r.Filters{Metadata: map[string]any{"bad key": "x"}}, 10, "filters.bad key"},
 		{"bad metadata value", h4r.Filters{Metadata: map[string]any{"k": []string{"x"}}}, 10, "filters.k"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := st.List(ctx, tt.filters, tt.limit)
+			_, err := st.Find(ctx, h4r.ItemQuery{Filters: tt.filters, Limit: tt.limit})
 			if h4r.ErrorCode(err) != h4r.EINVALID || fieldOf(err) != tt.field {
-				t.Errorf("List error %v (field %q), want invalid_argument naming %q", err, fieldOf(err), tt.field)
+				t.Errorf("Find error %v (field %q), want invalid_argument naming %q", err, fieldOf(err), tt.field)
 			}
 		})
 	}

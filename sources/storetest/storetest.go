@@ -30,11 +30,10 @@ type Store interface {
 	// Each visits every item in id order; derived indexes are rebuilt
 	// from it.
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
-	// Find lists items by filters and a link they hold, newest first.
+	// Find lists items by filters and a link they hold, newest first
+	// (created_at, then id, descending); without a link, a read by
+	// filter alone.
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
-	// List returns at most limit items passing filters, newest first
-	// (created_at, then id, descending): a read by filter alone.
-	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
 }
 
 // Option configures Run.

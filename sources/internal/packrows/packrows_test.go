@@ -1,0 +1,59 @@
+package packrows
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/h4r/h4r"
+)
+
+func TestRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		req  []byte
+		want string
+	}{
+		{"none", nil, "{}"},
+		{"empty", []byte{}, "{}"},
+		{"as received", []byte(`{"query":{"text":"x"}}`), `{"query":{"text":"x"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Request(h4r.StoredPack{Request: tt.req}); got != tt.want {
+				t.Errorf("Request = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIDs(t *testing.T) {
+	if got := IDs(nil); got == nil || len(got) != 0 {
+		t.Errorf("IDs(nil) = %#v, want an empty list", got)
+	}
+	if got := IDs([]string{"a"}); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("IDs([a]) = %v", got)
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	err := NotFound("p1")
+	if err.Code != h4r.ENOTFOUND || err.Field != "context_pack_id" {
+		t.Errorf("NotFound = %+v, want not_found naming context_pack_id", err)
+	}
+}
+
+func TestVisitStopsAtFirstError(t *testing.T) {
+	stop := errors.New("stop")
+	var seen []string
+	err := Visit([]h4r.Feedback{{PackID: "a"}, {PackID: "b"}, {PackID: "c"}}, func(f h4r.Feedback) error {
+		seen = append(seen, f.PackID)
+		if f.PackID == "b" {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || !slices.Equal(seen, []string{"a", "b"}) {
+		t.Errorf("Visit = %v after %v, want stop after [a b]", err, seen)
+	}
+}
