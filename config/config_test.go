@@ -645,6 +645,7 @@ func FuzzFromEnv(f *testing.F) {
 	f.Add(uint8(22), "NaN")
 	f.Add(uint8(26), "-9223372036854775808")
 	f.Add(uint8(29), "DEBUG")
+	f.Add(uint8(15), "caused_by,,fixes") // H4R_CAUSAL_LINK_TYPES
 	known := map[string]bool{"H4R_WEIGHT_*": true}
 	for _, v := range config.Vars() {
 		known[v.Name] = true
