@@ -154,9 +154,10 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 		)),
 		engine.WithAccessRecorder(a.Store),
 		engine.WithSettings(engine.Settings{
-			Weights: cfg.Weights,
-			Lambda:  cfg.RecencyDecayLambda,
-			MaxHops: cfg.MaxHops,
+			Weights:         cfg.Weights,
+			Lambda:          cfg.RecencyDecayLambda,
+			MaxHops:         cfg.MaxHops,
+			CausalLinkTypes: config.LinkTypes(cfg.CausalLinkTypes),
 			Budget: scs.Limits{
 				MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault,
 			},

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -333,4 +335,119 @@ func TestRebuildVectorsEmbedded(t *testing.T) {
 	if p := ask(t, a, h4r.QuerySemantic, "authentcation"); !slices.Contains(resultIDs(p), "auth") {
 		t.Fatalf("after reindex: %v", resultIDs(p))
 	}
+}
+
+// fixedVectorsServer is an OpenAI-compatible /v1/embeddings server that
+// answers fixed vectors chosen by the test, so that what the vector
+// generator and the fusion do with them can be predicted exactly; a text
+// it was not given gets a vector orthogonal to all of them.
+func fixedVectorsServer(t *testing.T, vectors map[string][]float32) (url string, asked func() []string) {
+	var mu sync.Mutex
+	var inputs []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/embeddings" {
+			http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+			return
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model != "fixed-model" {
+			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		inputs = append(inputs, req.Input...)
+		mu.Unlock()
+		type datum struct {
+			Object    string    `json:"object"`
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		var data []datum
+		for i, text := range req.Input {
+			v, ok := vectors[text]
+			if !ok {
+				v = []float32{0, 0, 0, 1}
+			}
+			data = append(data, datum{Object: "embedding", Index: i, Embedding: v})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1", func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(inputs)
+	}
+}
+
+// Hybrid and semantic queries with H4R_EMBEDDER=openai use the vectors the
+// server answers, through the whole pipeline: "vec-only" shares no word
+// with the query but has the query's vector, so keyword misses it, semantic
+// ranks it first (then "both", at cosine 0.71), and hybrid fuses it in
+// below the full-text hits, at the vector share of relevance
+// (H4R_FUSION_VECTOR_WEIGHT 0.1, full text 0.9).
+func TestHybridWithFixedVectorsFromAnOpenAIServer(t *testing.T) {
+	const s = 0.70710677
+	items := []h4r.Item{
+		{ID: "ft-only", Kind: "note", Text: "quartz quartz"},
+		{ID: "both", Kind: "note", Text: "quartz survey notes from the northern ridge"},
+		{ID: "vec-only", Kind: "note", Text: "geology field report"},
+	}
+	url, asked := fixedVectorsServer(t, map[string][]float32{
+		"quartz":        {0, 1, 0, 0},
+		"quartz quartz": {1, 0, 0, 0},
+		"quartz survey notes from the northern ridge": {s, s, 0, 0},
+		"geology field report":                        {0, 1, 0, 0},
+	})
+	cfg := testConfig(t)
+	cfg.Embedder, cfg.EmbedURL, cfg.EmbedModel = "openai", url, "fixed-model"
+	cfg.EmbedCacheSize = 0
+	a := openApp(t, cfg)
+	ingest(t, a, items)
+
+	relevance := func(p *h4r.Pack) map[string]float64 {
+		out := map[string]float64{}
+		for _, it := range p.Explainability.Items {
+			out[it.ID] = it.Signals[h4r.Relevance]
+		}
+		return out
+	}
+	t.Run("keyword misses the item only its vector finds", func(t *testing.T) {
+		if got := resultIDs(ask(t, a, h4r.QueryKeyword, "quartz")); slices.Contains(got, "vec-only") || len(got) != 2 {
+			t.Errorf("results %v, want ft-only and both", got)
+		}
+	})
+	t.Run("semantic ranks by the served vectors", func(t *testing.T) {
+		p := ask(t, a, h4r.QuerySemantic, "quartz")
+		if got := resultIDs(p); len(got) < 2 || got[0] != "vec-only" || got[1] != "both" {
+			t.Errorf("results %v, want vec-only then both", got)
+		}
+		if !slices.Contains(asked(), "quartz") {
+			t.Errorf("the server was asked %q, not the query", asked())
+		}
+	})
+	t.Run("hybrid fuses both generators", func(t *testing.T) {
+		p := ask(t, a, h4r.QueryHybrid, "quartz")
+		if hasWarning(p, "embedding") || p.Status != h4r.StatusOK {
+			t.Fatalf("status %s, warnings %q", p.Status, p.Explainability.Warnings)
+		}
+		got := resultIDs(p)
+		if len(got) != 3 || got[0] != "ft-only" {
+			t.Fatalf("results %v, want ft-only first, then the other two", got)
+		}
+		rel := relevance(p)
+		// Relative fusion: Σ w·minmax(score) / Σ w, with full text's weight
+		// 0.9 and vectors' 0.1; vec-only is the vector generator's best (1)
+		// and no full-text hit (0).
+		if want := 0.1; math.Abs(rel["vec-only"]-want) > 0.005 {
+			t.Errorf("vec-only relevance %.4f, want the vector share %.4f", rel["vec-only"], want)
+		}
+		if rel["ft-only"] <= rel["vec-only"] || rel["vec-only"] <= 0 {
+			t.Errorf("relevance %v: want ft-only > vec-only > 0", rel)
+		}
+	})
 }

@@ -22,6 +22,7 @@ type Config struct {
 	Weights            h4r.Weights // H4R_WEIGHT_RELEVANCE … H4R_WEIGHT_SENSITIVITY
 	RecencyDecayLambda float64     // H4R_RECENCY_DECAY_LAMBDA: recency = exp(−λ·age_days)
 	MaxHops            int         // H4R_MAX_HOPS: causal hops from the anchors
+	CausalLinkTypes    string      // H4R_CAUSAL_LINK_TYPES: links the causal hops follow (LinkTypes parses it)
 
 	// External backends; empty means the embedded default.
 	DatabaseURL string // DATABASE_URL (Postgres)

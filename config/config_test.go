@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,7 @@ func TestDefault(t *testing.T) {
 		TraceDurable:          "h4r-traces",
 		SummaryTimeout:        5 * time.Second,
 		PackRetention:         10000,
+		CausalLinkTypes:       "caused_by,causes,fixes,corrects,introduced_in,outcome_of,depends_on,derived_from,references,cites,cites_precedent,applies_pattern,resolves_conflict_from,learned_from",
 		BridgeTools:           "think,make-decision,decompose-problem,analyze-perspectives,build-causal-graph",
 		BridgeMinSimilarity:   0.6,
 		BridgeMaxMatches:      3,
@@ -135,7 +137,7 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"H4R_WEIGHT_RELEVANCE", "H4R_WEIGHT_RECENCY", "H4R_WEIGHT_FREQUENCY", "H4R_WEIGHT_IMPORTANCE",
 		"H4R_WEIGHT_CAUSALITY", "H4R_WEIGHT_NOVELTY", "H4R_WEIGHT_TRUST", "H4R_WEIGHT_SENSITIVITY",
 		"H4R_WEIGHTS_FILE", "H4R_RECENCY_DECAY_LAMBDA", "H4R_ACCESS_COUNTING", "H4R_STOP_WORDS",
-		"H4R_MAX_HOPS",
+		"H4R_MAX_HOPS", "H4R_CAUSAL_LINK_TYPES",
 		"DATABASE_URL", "QDRANT_URL", "NEO4J_URL",
 		"H4R_PG_MAX_READ_CONNS", "H4R_PG_MAX_WRITE_CONNS", "H4R_WRITE_TIMEOUT_MS",
 		"SCS_MAX_BYTES_DEFAULT", "SCS_MAX_TOKENS_DEFAULT", "SCS_MAX_ITEMS_DEFAULT",
@@ -202,6 +204,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_WEIGHTS_FILE", "/etc/h4r/weights.json", func(c *config.Config) { c.WeightsFile = "/etc/h4r/weights.json" }},
 		{"H4R_RECENCY_DECAY_LAMBDA", "0.05", func(c *config.Config) { c.RecencyDecayLambda = 0.05 }},
 		{"H4R_MAX_HOPS", "5", func(c *config.Config) { c.MaxHops = 5 }},
+		{"H4R_CAUSAL_LINK_TYPES", "caused_by, fixes", func(c *config.Config) { c.CausalLinkTypes = "caused_by, fixes" }},
 		{"H4R_ACCESS_COUNTING", "delivery", func(c *config.Config) { c.AccessCounting = "delivery" }},
 		{"H4R_STOP_WORDS", "none", func(c *config.Config) { c.StopWords = "none" }},
 		{"SCS_OPA_COMPILED_PREDICATES", "0", func(c *config.Config) { c.OPACompiledPredicates = 0 }},
@@ -367,6 +370,8 @@ func TestFromEnvInvalid(t *testing.T) {
 		{"max hops zero", map[string]string{"H4R_MAX_HOPS": "0"}, "H4R_MAX_HOPS", "from 1 to 10"},
 		{"max hops above the request limit", map[string]string{"H4R_MAX_HOPS": "11"}, "H4R_MAX_HOPS", `got "11"`},
 		{"max hops fractional", map[string]string{"H4R_MAX_HOPS": "2.5"}, "H4R_MAX_HOPS", `got "2.5"`},
+		{"causal link types with an empty one", map[string]string{"H4R_CAUSAL_LINK_TYPES": "caused_by,,fixes"}, "H4R_CAUSAL_LINK_TYPES", "empty type at position 2"},
+		{"causal link type with a space", map[string]string{"H4R_CAUSAL_LINK_TYPES": "caused by"}, "H4R_CAUSAL_LINK_TYPES", `got "caused by"`},
 		{"database URL of another database", map[string]string{"DATABASE_URL": "mysql://root@db/h4r"}, "DATABASE_URL", `got scheme "mysql"`},
 		{"qdrant URL without scheme", map[string]string{"QDRANT_URL": "qdrant:6333"}, "QDRANT_URL", "want a URL with scheme http, https"},
 		{"neo4j URL over http", map[string]string{"NEO4J_URL": "http://neo4j:7474"}, "NEO4J_URL", `got scheme "http"`},
@@ -640,6 +645,7 @@ func FuzzFromEnv(f *testing.F) {
 	f.Add(uint8(22), "NaN")
 	f.Add(uint8(26), "-9223372036854775808")
 	f.Add(uint8(29), "DEBUG")
+	f.Add(uint8(15), "caused_by,,fixes") // H4R_CAUSAL_LINK_TYPES
 	known := map[string]bool{"H4R_WEIGHT_*": true}
 	for _, v := range config.Vars() {
 		known[v.Name] = true
@@ -673,4 +679,29 @@ func ExampleFromEnv() {
 		os.Stdout.WriteString(e.Field + ": " + e.Message + "\n")
 	}
 	// Output: H4R_WEIGHT_TRUST: want a number >= 0, got "abc"
+}
+
+func TestLinkTypes(t *testing.T) {
+	tests := []struct {
+		name, value string
+		want        []string
+	}{
+		{"default", config.DefaultCausalLinkTypes, []string{"caused_by", "causes", "fixes", "corrects", "introduced_in", "outcome_of",
+			"depends_on", "derived_from", "references", "cites", "cites_precedent", "applies_pattern", "resolves_conflict_from", "learned_from"}},
+		{"all: every type", "all", nil},
+		{"all in capitals, spaced", " ALL ", nil},
+		{"spaces trimmed, duplicates dropped", " fixes , caused_by,fixes", []string{"fixes", "caused_by"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := config.LinkTypes(tt.value); !slices.Equal(got, tt.want) {
+				t.Errorf("LinkTypes(%q) = %q, want %q", tt.value, got, tt.want)
+			}
+		})
+	}
+	for _, ty := range config.LinkTypes(config.DefaultCausalLinkTypes) {
+		if ty == "follows" || ty == "contains" || ty == "similar_to" {
+			t.Errorf("the default causal link types include %q, a link of order, containment or likeness", ty)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/tokens"
@@ -60,6 +61,8 @@ func table() []variable {
 			func(c *Config) *string { return &c.StopWords }, checkStopWords),
 		whole("H4R_MAX_HOPS", "3", "Most causal hops followed from the anchors when a request does not say.",
 			func(c *Config) *int { return &c.MaxHops }, 1, h4r.MaxHopsLimit),
+		text("H4R_CAUSAL_LINK_TYPES", DefaultCausalLinkTypes, "Link types the causal hops from the anchors follow (the causality signal) when a request does not name link_types: comma-separated, or all for every type. The default leaves out links of order or containment (follows, contains, part_of), of likeness (similar_to, relates_to) and of place (about_file, modifies_file): the turn after a hit or the chunk next to it is not its cause (bench/RESULTS.md, conversation memory).",
+			func(c *Config) *string { return &c.CausalLinkTypes }, checkLinkTypes),
 
 		serviceURL("DATABASE_URL", "Postgres store, e.g. postgres://h4r:secret@localhost:5432/h4r. Empty: the embedded SQLite store.",
 			func(c *Config) *string { return &c.DatabaseURL }, "postgres", "postgresql"),
@@ -423,6 +426,49 @@ func checkAddr(s string) string {
 		}
 	}
 	return fmt.Sprintf("want host:port such as 127.0.0.1:8080 or :8080, got %q", s)
+}
+
+// DefaultCausalLinkTypes are the link types of DESIGN.md and the seeds
+// that say why an item exists or what it rests on: cause (caused_by,
+// causes, fixes, corrects, introduced_in, outcome_of), dependence
+// (depends_on, derived_from, references: a chunk's Go import or Markdown
+// link) and precedent (cites, cites_precedent, applies_pattern,
+// resolves_conflict_from, learned_from).
+const DefaultCausalLinkTypes = "caused_by,causes,fixes,corrects,introduced_in,outcome_of,depends_on,derived_from,references,cites,cites_precedent,applies_pattern,resolves_conflict_from,learned_from"
+
+// AllLinkTypes is the H4R_CAUSAL_LINK_TYPES value that follows every link.
+const AllLinkTypes = "all"
+
+// LinkTypes returns the link types an H4R_CAUSAL_LINK_TYPES value names;
+// nil for all (every type is followed).
+func LinkTypes(s string) []string {
+	if strings.EqualFold(strings.TrimSpace(s), AllLinkTypes) {
+		return nil
+	}
+	var types []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" && !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types
+}
+
+// checkLinkTypes accepts all or a comma-separated list of link type names.
+func checkLinkTypes(s string) string {
+	if strings.EqualFold(strings.TrimSpace(s), AllLinkTypes) {
+		return ""
+	}
+	for i, t := range strings.Split(s, ",") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			return fmt.Sprintf("want all or comma-separated link types such as caused_by,fixes, got an empty type at position %d in %q", i+1, s)
+		}
+		if strings.ContainsFunc(t, unicode.IsSpace) || len(t) > 200 {
+			return fmt.Sprintf("want link types without spaces, got %q", t)
+		}
+	}
+	return ""
 }
 
 func checkStopWords(s string) string {

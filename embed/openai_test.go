@@ -302,3 +302,31 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 	})
 }
+
+// A server whose model changes under the client (a different model loaded
+// behind the same name, a proxy switching backends) answers vectors of
+// another dimension: they could not be compared with the stored ones, so
+// the client refuses them, naming both dimensions, and keeps its dimension.
+func TestOpenAIDimensionChangeRefused(t *testing.T) {
+	srv, url := newEmbeddingsServer(t)
+	c := newClient(t, url)
+	if _, err := c.Embed(t.Context(), []string{"flaky selector"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Dim() != 16 {
+		t.Fatalf("Dim = %d after the first answer, want the fake's 16", c.Dim())
+	}
+	srv.mu.Lock()
+	srv.script = []reply{{status: 200, body: `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.6,0.8]}]}`}}
+	srv.mu.Unlock()
+	_, err := c.Embed(t.Context(), []string{"login button"})
+	if err == nil || !strings.Contains(err.Error(), "vectors have 2 dimensions, earlier answers had 16") {
+		t.Fatalf("err = %v, want the dimension change named", err)
+	}
+	if c.Dim() != 16 {
+		t.Errorf("Dim = %d after a refused answer, want 16", c.Dim())
+	}
+	if _, err := c.Embed(t.Context(), []string{"login button"}); err != nil {
+		t.Errorf("a proper answer after the refused one: %v", err)
+	}
+}

@@ -18,16 +18,16 @@ import (
 // fourth by text and is not an anchor itself.
 func farCandidateCorpus() []h4r.Item {
 	items := []h4r.Item{
-		{ID: "hub", Kind: "note", Text: "quartz quartz quartz crystal lattice", Links: []h4r.Link{{Type: "related", Target: "p1"}}},
+		{ID: "hub", Kind: "note", Text: "quartz quartz quartz crystal lattice", Links: []h4r.Link{{Type: "caused_by", Target: "p1"}}},
 		{ID: "strong-1", Kind: "note", Text: "quartz quartz crystal"},
 		{ID: "strong-2", Kind: "note", Text: "quartz quartz lattice"},
-		{ID: "p1", Kind: "note", Text: "an intermediate step", Links: []h4r.Link{{Type: "related", Target: "p2"}}},
-		{ID: "p2", Kind: "note", Text: "another intermediate step", Links: []h4r.Link{{Type: "related", Target: "far"}}},
+		{ID: "p1", Kind: "note", Text: "an intermediate step", Links: []h4r.Link{{Type: "caused_by", Target: "p2"}}},
+		{ID: "p2", Kind: "note", Text: "another intermediate step", Links: []h4r.Link{{Type: "caused_by", Target: "far"}}},
 		{ID: "far", Kind: "note", Text: "a long note that mentions quartz once among many other words about unrelated geology and weather"},
 	}
 	for i := range 150 {
 		id := fmt.Sprintf("near-%03d", i)
-		items[0].Links = append(items[0].Links, h4r.Link{Type: "related", Target: id})
+		items[0].Links = append(items[0].Links, h4r.Link{Type: "caused_by", Target: id})
 		items = append(items, h4r.Item{ID: id, Kind: "note", Text: fmt.Sprintf("neighbour number %d of the hub", i)})
 	}
 	return items

@@ -52,6 +52,12 @@ type Settings struct {
 	// popularity loop, where items that matched earlier queries win later
 	// ones.
 	CountDeliveries bool
+	// CausalLinkTypes are the link types hops follow when a request names
+	// none (H4R_CAUSAL_LINK_TYPES); empty: every type. Turn order (follows)
+	// and containment are left out by default: the turn after a text hit
+	// is near it, not its cause, and at causality's weight it would outrank
+	// the turns that answer.
+	CausalLinkTypes []string
 }
 
 // Engine answers context requests. It is safe for concurrent use.
@@ -349,6 +355,9 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 	}
 	if req.MaxHops > 0 {
 		q.MaxHops = req.MaxHops
+	}
+	if len(q.LinkTypes) == 0 {
+		q.LinkTypes = e.settings.CausalLinkTypes
 	}
 	// A causal query with anchors is driven by hops alone.
 	if req.Query.Type == h4r.QueryCausal && len(req.Anchors) > 0 {

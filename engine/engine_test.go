@@ -309,11 +309,13 @@ func TestCausalHops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Pick an anchor with links, and a query sharing no word with one of
-	// its neighbours: that neighbour must still become a candidate.
+	// Pick an anchor with links of a type hops follow by default
+	// (H4R_CAUSAL_LINK_TYPES), and a query sharing no word with one of its
+	// neighbours: that neighbour must still become a candidate.
+	causal := config.LinkTypes(config.DefaultCausalLinkTypes)
 	var anchor h4r.Item
 	for _, it := range items {
-		if len(it.Links) > 0 && !it.Metadata.HasCredentials && it.Metadata.SensitivityValue() <= 0.7 && len(it.Metadata.RestrictedToGroups) == 0 {
+		if len(it.Links) > 0 && slices.Contains(causal, it.Links[0].Type) && !it.Metadata.HasCredentials && it.Metadata.SensitivityValue() <= 0.7 && len(it.Metadata.RestrictedToGroups) == 0 {
 			anchor = it
 			break
 		}
@@ -363,6 +365,8 @@ func TestCausalHops(t *testing.T) {
 // links to and so tell of its links. From a permitted anchor, hops go on
 // as before, and reach the denied item as a candidate that policy drops.
 // Before the fix (issue 12) the denied anchor's neighbours were delivered.
+// The demo links the runbook to the leak by follows, which hops leave out
+// by default (H4R_CAUSAL_LINK_TYPES): the requests name it.
 func TestHopsStartOnlyFromPermittedAnchors(t *testing.T) {
 	a := openDemo(t)
 	tests := []struct {
@@ -376,7 +380,7 @@ func TestHopsStartOnlyFromPermittedAnchors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := auditPack(t, a.Engine, healer(), h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: tt.anchors, MaxHops: 1})
+			p := auditPack(t, a.Engine, healer(), h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryCausal}, Anchors: tt.anchors, MaxHops: 1, LinkTypes: []string{"follows"}})
 			var reached []string
 			for _, it := range p.Explainability.Items {
 				reached = append(reached, it.ID)
@@ -605,7 +609,8 @@ func TestFallbackAnswerIsKeptWithAWarning(t *testing.T) {
 
 // TestLinkTypesRestrictHops: link_types on a causal request make the walk
 // follow only links of those types (rb-login-triage-guide cites two
-// precedents and follows one fix).
+// precedents and follows one fix); without them it follows the configured
+// causal types (H4R_CAUSAL_LINK_TYPES), which leave follows out.
 func TestLinkTypesRestrictHops(t *testing.T) {
 	a := openDemo(t)
 	tests := []struct {
@@ -613,7 +618,8 @@ func TestLinkTypesRestrictHops(t *testing.T) {
 		linkTypes []string
 		reached   []string
 	}{
-		{"every type", nil, []string{"dec-locator-strategy", "fix-login-page-object-testids", "inc-checkout-selector-break-aug", "rb-login-triage-guide"}},
+		{"none named: the configured causal types, follows left out", nil, []string{"dec-locator-strategy", "inc-checkout-selector-break-aug", "rb-login-triage-guide"}},
+		{"cites_precedent and follows", []string{"cites_precedent", "follows"}, []string{"dec-locator-strategy", "fix-login-page-object-testids", "inc-checkout-selector-break-aug", "rb-login-triage-guide"}},
 		{"cites_precedent only", []string{"cites_precedent"}, []string{"dec-locator-strategy", "inc-checkout-selector-break-aug", "rb-login-triage-guide"}},
 		{"follows only", []string{"follows"}, []string{"fix-login-page-object-testids", "rb-login-triage-guide"}},
 	}

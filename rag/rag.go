@@ -143,7 +143,7 @@ func (r *QueryRequest) Validate() error {
 }
 
 // Plan turns a validated request into the engine's plan: the query text,
-// k as the limit (default h4r.DefaultLimit), the hybrid query type.
+// k as the limit (default h4r.DefaultLimit), the default query type (h4r.DefaultQueryType).
 func (r *QueryRequest) Plan() (*h4r.Plan, error) {
 	req := h4r.ContextRequest{Query: h4r.Query{Text: r.Query}}
 	if r.K != nil {

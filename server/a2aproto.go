@@ -121,7 +121,7 @@ func (h checkedA2AHandler) OnSendMessageStream(ctx context.Context, params *a2a.
 
 // a2aRequest reads the ContextRequest a message carries: the first data
 // part, decoded strictly (errors name "data.…"), or else the message's
-// text parts joined as a hybrid query. It returns the request planned, or
+// text parts joined as a query of the default type. It returns the request planned, or
 // an error wrapping a2a.ErrInvalidParams with what is wrong.
 func a2aRequest(msg *a2a.Message) (*h4r.Plan, error) {
 	invalid := func(format string, args ...any) error {

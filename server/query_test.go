@@ -118,7 +118,7 @@ func TestQueryAnswersDocument004sShape(t *testing.T) {
 	if raw.ContextPack.Tokens <= 0 {
 		t.Errorf("tokens = %d", raw.ContextPack.Tokens)
 	}
-	if raw.Debug.Plan["k"] != float64(3) || raw.Debug.Plan["query_type"] != "hybrid" || raw.Debug.Timings["totalMs"] == nil {
+	if raw.Debug.Plan["k"] != float64(3) || raw.Debug.Plan["query_type"] != string(h4r.DefaultQueryType) || raw.Debug.Timings["totalMs"] == nil {
 		t.Errorf("debug = %+v", raw.Debug)
 	}
 	if raw.Citations == nil {
