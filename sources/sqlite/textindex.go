@@ -173,8 +173,9 @@ type textPut struct {
 }
 
 // prepareTexts analyses the texts of items about to be written, before the
-// write transaction (analysis is the costly part of an index update). It
-// returns nil while the index is not loaded: the update would be skipped.
+// write transaction and on every core (analysis is the costly part of an
+// index update). It returns nil while the index is not loaded: the update
+// would be skipped.
 func (s *Store) prepareTexts(items []encodedItem) []bm25.Doc {
 	t := &s.text
 	t.mu.RLock()
@@ -183,11 +184,11 @@ func (s *Store) prepareTexts(items []encodedItem) []bm25.Doc {
 	if x == nil {
 		return nil
 	}
-	docs := make([]bm25.Doc, len(items))
+	texts := make([]string, len(items))
 	for i := range items {
-		docs[i] = x.Prepare(items[i].item.Text)
+		texts[i] = items[i].item.Text
 	}
-	return docs
+	return bm25.PrepareAll(texts)
 }
 
 // writtenSeqs returns the seq of each of ids, as the write transaction tx
