@@ -281,3 +281,31 @@ func (t *textIndex) search(ctx context.Context, terms map[string]int, k int, acc
 	}
 	return out, nil
 }
+
+// SearchTextIndex returns how many hits the in-memory BM25 index gives
+// text, at most k, without reading their rows: the index's walk alone,
+// which h4r bench latency reports as its floor. The text is analysed as
+// the full-text generator analyses it.
+func (s *Store) SearchTextIndex(ctx context.Context, text string, k int) (int, error) {
+	terms := bm25.Query(s.analyzer.Terms(text))
+	if len(terms) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		gen, err := readTextGeneration(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := s.ensureText(ctx, tx, gen); err != nil {
+			return err
+		}
+		ranked, err := s.text.search(ctx, terms, k, nil)
+		n = len(ranked)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("searching the full-text index for %q: %w", text, err)
+	}
+	return n, nil
+}
