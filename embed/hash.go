@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/h4r/h4r"
@@ -99,19 +102,36 @@ func (h *Hash) Model() string {
 func (h *Hash) Dim() int { return h.dim }
 
 // Embed returns the vectors of texts. A text without words gets the zero
-// vector, which is similar to nothing. ctx is checked between texts.
+// vector, which is similar to nothing. A batch is embedded on every core
+// (an ingest's batch of a thousand items waits for it); the vectors are
+// Vector's, whatever the split. ctx is checked between texts.
 func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
-	for i, t := range texts {
-		if i%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	workers := min(runtime.GOMAXPROCS(0), (len(texts)+embedChunk-1)/embedChunk)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				start := int(next.Add(embedChunk)) - embedChunk
+				if start >= len(texts) {
+					return
+				}
+				for i := start; i < min(start+embedChunk, len(texts)); i++ {
+					out[i] = h.Vector(texts[i])
+				}
 			}
-		}
-		out[i] = h.Vector(t)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil && len(texts) > 0 {
+		return nil, err
 	}
 	return out, nil
 }
+
+// embedChunk is how many texts an embedding worker takes at a time.
+const embedChunk = 64
 
 // Vector returns the unit vector of one text (zero when it has no words).
 func (h *Hash) Vector(text string) []float32 {

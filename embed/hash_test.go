@@ -2,8 +2,10 @@ package embed_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/h4r/h4r"
@@ -123,5 +125,38 @@ func TestHashEmbedHonoursCancel(t *testing.T) {
 	cancel()
 	if _, err := h.Embed(ctx, []string{"a"}); err == nil {
 		t.Fatal("Embed with a cancelled context succeeded")
+	}
+}
+
+// Embed splits a batch across cores: each vector must be exactly the one
+// Vector makes of its text alone, in input order, whatever the split
+// (batch sizes below, at and past one worker's chunk).
+func TestHashEmbedEqualsVector(t *testing.T) {
+	h := newHash(t)
+	words := []string{"login", "page", "checkout", "café", "résumé", "timeout", "the", "of", "selector", "日本語"}
+	for _, n := range []int{0, 1, 63, 64, 65, 1000} {
+		t.Run(fmt.Sprintf("texts=%d", n), func(t *testing.T) {
+			texts := make([]string, n)
+			for i := range texts {
+				var sb strings.Builder
+				for j := range i%13 + 1 {
+					sb.WriteString(words[(i*7+j*3)%len(words)])
+					sb.WriteByte(' ')
+				}
+				texts[i] = sb.String()
+			}
+			got, err := h.Embed(t.Context(), texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != n {
+				t.Fatalf("%d vectors for %d texts", len(got), n)
+			}
+			for i, text := range texts {
+				if !slices.Equal(got[i], h.Vector(text)) {
+					t.Fatalf("vector %d (%q) differs from Vector's", i, text)
+				}
+			}
+		})
 	}
 }

@@ -16,10 +16,10 @@ import (
 func tableCounts(t *testing.T, s *Store) string {
 	t.Helper()
 	var out string
-	err := s.readers.QueryRowContext(t.Context(), `SELECT format('items %d, tags %d, links %d, vectors %d, deleted %d, fts %d',
+	err := s.readers.QueryRowContext(t.Context(), `SELECT format('items %d, tags %d, links %d, vectors %d, deleted %d, text generation %d',
 		(SELECT count(*) FROM items), (SELECT count(*) FROM item_tags), (SELECT count(*) FROM links),
 		(SELECT count(*) FROM item_vectors), (SELECT count(*) FROM deleted_versions),
-		(SELECT count(*) FROM items_fts WHERE items_fts MATCH 'written'))`).Scan(&out)
+		(SELECT generation FROM text_generation))`).Scan(&out)
 	if err != nil {
 		t.Fatal(err)
 	}

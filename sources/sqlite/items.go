@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,44 +170,146 @@ const (
 			metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at,
 			version = items.version + 1, byte_size = excluded.byte_size, tokens = excluded.tokens,
 			token_encoding = excluded.token_encoding`
-	deleteTagsSQL  = `DELETE FROM item_tags WHERE item_id = ?`
-	insertTagSQL   = `INSERT INTO item_tags (item_id, tag) VALUES (?, ?)`
-	deleteLinksSQL = `DELETE FROM links WHERE source = ?`
-	insertLinkSQL  = `INSERT INTO links (source, position, target, type, strength, target_type, context) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	deleteTagsSQL  = `DELETE FROM item_tags WHERE item_id IN (SELECT value FROM json_each(?))`
+	insertTagsSQL  = `INSERT INTO item_tags (item_id, tag) VALUES `
+	deleteLinksSQL = `DELETE FROM links WHERE source IN (SELECT value FROM json_each(?))`
+	insertLinksSQL = `INSERT INTO links (source, position, target, type, strength, target_type, context) VALUES `
 )
 
+// writeItems writes items in tx: one upsert per item, in order (an id
+// repeated in the batch goes up a version each time), then the tags and
+// links of each id's last occurrence, which are what a write of each
+// occurrence in turn would leave. Only the ids that were in the file
+// before can hold old tags and links to clear; the rest are written in
+// statements of many rows (TestWriteItemsEqualsOneByOne).
 func writeItems(ctx context.Context, tx *sql.Tx, items []encodedItem, updatedAt, encoding string) (err error) {
-	var stmts [5]*sql.Stmt
-	for i, q := range []string{upsertItemSQL, deleteTagsSQL, insertTagSQL, deleteLinksSQL, insertLinkSQL} {
-		if stmts[i], err = tx.PrepareContext(ctx, q); err != nil {
-			return fmt.Errorf("preparing the upsert: %w", err)
-		}
-		defer func() { err = errors.Join(err, stmts[i].Close()) }()
+	ids := make([]string, len(items))
+	last := make(map[string]int, len(items)) // id → its last occurrence
+	for i := range items {
+		ids[i] = items[i].item.ID
+		last[ids[i]] = i
 	}
-	upsert, deleteTags, insertTag, deleteLinks, insertLink := stmts[0], stmts[1], stmts[2], stmts[3], stmts[4]
+	existed, err := existingIDs(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	upsert, err := tx.PrepareContext(ctx, upsertItemSQL)
+	if err != nil {
+		return fmt.Errorf("preparing the upsert: %w", err)
+	}
+	defer func() { err = errors.Join(err, upsert.Close()) }()
 	for _, e := range items {
 		it := &e.item
 		if _, err := upsert.ExecContext(ctx, it.ID, it.Kind, it.Text, e.content, e.metadata, e.createdAt, updatedAt, e.byteSize, e.tokens, encoding); err != nil {
 			return fmt.Errorf("writing item %q: %w", it.ID, err)
 		}
-		if _, err := deleteTags.ExecContext(ctx, it.ID); err != nil {
-			return fmt.Errorf("clearing the tags of item %q: %w", it.ID, err)
+	}
+	if len(existed) > 0 {
+		list, err := jsonList(existed)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, deleteTagsSQL, list); err != nil {
+			return fmt.Errorf("clearing the tags of %d replaced items: %w", len(existed), err)
+		}
+		if _, err := tx.ExecContext(ctx, deleteLinksSQL, list); err != nil {
+			return fmt.Errorf("clearing the links of %d replaced items: %w", len(existed), err)
+		}
+	}
+	var tags, links []any
+	for i := range items {
+		it := &items[i].item
+		if last[it.ID] != i {
+			continue
 		}
 		for _, tag := range it.Metadata.Tags { // de-duplicated by Normalize
-			if _, err := insertTag.ExecContext(ctx, it.ID, tag); err != nil {
-				return fmt.Errorf("writing tag %q of item %q: %w", tag, it.ID, err)
-			}
-		}
-		if _, err := deleteLinks.ExecContext(ctx, it.ID); err != nil {
-			return fmt.Errorf("clearing the links of item %q: %w", it.ID, err)
+			tags = append(tags, it.ID, tag)
 		}
 		for pos, l := range it.Links {
-			if _, err := insertLink.ExecContext(ctx, it.ID, pos, l.Target, l.Type, l.Strength, l.TargetType, l.Context); err != nil {
-				return fmt.Errorf("writing link %d of item %q: %w", pos, it.ID, err)
+			links = append(links, it.ID, pos, l.Target, l.Type, l.Strength, l.TargetType, l.Context)
+		}
+	}
+	if err := insertRows(ctx, tx, insertTagsSQL, "", 2, tags); err != nil {
+		return fmt.Errorf("writing the tags of %d items: %w", len(last), err)
+	}
+	if err := insertRows(ctx, tx, insertLinksSQL, "", 7, links); err != nil {
+		return fmt.Errorf("writing the links of %d items: %w", len(last), err)
+	}
+	return nil
+}
+
+// existingIDs returns which of ids have a row in tx.
+func existingIDs(ctx context.Context, tx *sql.Tx, ids []string) (_ []string, err error) {
+	list, err := jsonList(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM items WHERE id IN (SELECT value FROM json_each(?))`, list)
+	if err != nil {
+		return nil, fmt.Errorf("reading which items exist: %w", err)
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("reading which items exist: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// insertRowsChunk is how many rows one multi-row statement holds: 128
+// rows of links are 896 parameters, under SQLite's limit of 32,766.
+const insertRowsChunk = 128
+
+// insertRows runs the statement head + "(?, …), (?, …)" + tail over args,
+// cols values a row, insertRowsChunk rows a statement: one statement
+// instead of one a row, which is most of the cost of a small row.
+func insertRows(ctx context.Context, tx *sql.Tx, head, tail string, cols int, args []any) (err error) {
+	rows := len(args) / cols
+	var full *sql.Stmt // the statement of a whole chunk, prepared once
+	defer func() {
+		if full != nil {
+			err = errors.Join(err, full.Close())
+		}
+	}()
+	for start := 0; start < rows; start += insertRowsChunk {
+		n := min(insertRowsChunk, rows-start)
+		chunk := args[start*cols : (start+n)*cols]
+		if n < insertRowsChunk {
+			if _, err := tx.ExecContext(ctx, valuesSQL(head, tail, cols, n), chunk...); err != nil {
+				return err
 			}
+			continue
+		}
+		if full == nil {
+			if full, err = tx.PrepareContext(ctx, valuesSQL(head, tail, cols, n)); err != nil {
+				return err
+			}
+		}
+		if _, err := full.ExecContext(ctx, chunk...); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// valuesSQL is head, n rows of cols placeholders, and tail.
+func valuesSQL(head, tail string, cols, n int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	var sb strings.Builder
+	sb.Grow(len(head) + n*(len(row)+2) + len(tail))
+	sb.WriteString(head)
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(row)
+	}
+	sb.WriteString(tail)
+	return sb.String()
 }
 
 // writeTx runs fn in a transaction on the writer and commits it, or rolls

@@ -173,8 +173,9 @@ type textPut struct {
 }
 
 // prepareTexts analyses the texts of items about to be written, before the
-// write transaction (analysis is the costly part of an index update). It
-// returns nil while the index is not loaded: the update would be skipped.
+// write transaction and on every core (analysis is the costly part of an
+// index update). It returns nil while the index is not loaded: the update
+// would be skipped.
 func (s *Store) prepareTexts(items []encodedItem) []bm25.Doc {
 	t := &s.text
 	t.mu.RLock()
@@ -183,11 +184,11 @@ func (s *Store) prepareTexts(items []encodedItem) []bm25.Doc {
 	if x == nil {
 		return nil
 	}
-	docs := make([]bm25.Doc, len(items))
+	texts := make([]string, len(items))
 	for i := range items {
-		docs[i] = x.Prepare(items[i].item.Text)
+		texts[i] = items[i].item.Text
 	}
-	return docs
+	return bm25.PrepareAll(texts)
 }
 
 // writtenSeqs returns the seq of each of ids, as the write transaction tx
@@ -279,4 +280,32 @@ func (t *textIndex) search(ctx context.Context, terms map[string]int, k int, acc
 		out[i] = rankedText{seq: h.ID, id: t.ids[h.ID], score: h.Score}
 	}
 	return out, nil
+}
+
+// SearchTextIndex returns how many hits the in-memory BM25 index gives
+// text, at most k, without reading their rows: the index's walk alone,
+// which h4r bench latency reports as its floor. The text is analysed as
+// the full-text generator analyses it.
+func (s *Store) SearchTextIndex(ctx context.Context, text string, k int) (int, error) {
+	terms := bm25.Query(s.analyzer.Terms(text))
+	if len(terms) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		gen, err := readTextGeneration(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := s.ensureText(ctx, tx, gen); err != nil {
+			return err
+		}
+		ranked, err := s.text.search(ctx, terms, k, nil)
+		n = len(ranked)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("searching the full-text index for %q: %w", text, err)
+	}
+	return n, nil
 }

@@ -159,19 +159,26 @@ func deleteVectors(ctx context.Context, tx *sql.Tx, ids []string) error {
 
 // putVectors writes the vectors of items that exist; an id deleted
 // meanwhile (reindex runs beside ingest) is skipped rather than failing the
-// foreign key.
-func putVectors(ctx context.Context, tx *sql.Tx, model string, ids []string, vecs [][]float32) (err error) {
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO item_vectors (item_id, model, vector)
-		SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM items WHERE id = ?1)
-		ON CONFLICT (item_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`)
-	if err != nil {
-		return fmt.Errorf("preparing the vector write: %w", err)
-	}
-	defer func() { err = errors.Join(err, stmt.Close()) }()
+// foreign key. Rows go insertRowsChunk to a statement; an id given twice
+// gets its last vector, as writing them in turn would leave.
+func putVectors(ctx context.Context, tx *sql.Tx, model string, ids []string, vecs [][]float32) error {
+	last := make(map[string]int, len(ids))
 	for i, id := range ids {
-		if _, err := stmt.ExecContext(ctx, id, model, encodeVector(vecs[i])); err != nil {
-			return fmt.Errorf("writing the vector of item %q: %w", id, err)
+		last[id] = i
+	}
+	args := make([]any, 0, 3*len(last))
+	for i, id := range ids {
+		if last[id] == i {
+			args = append(args, id, model, encodeVector(vecs[i]))
 		}
+	}
+	// SQLite needs the WHERE to tell an upsert's ON from a join's.
+	err := insertRows(ctx, tx, `INSERT INTO item_vectors (item_id, model, vector)
+		SELECT column1, column2, column3 FROM (VALUES `, `)
+		WHERE EXISTS (SELECT 1 FROM items WHERE id = column1)
+		ON CONFLICT (item_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`, 3, args)
+	if err != nil {
+		return fmt.Errorf("writing %d vectors: %w", len(last), err)
 	}
 	return nil
 }

@@ -59,14 +59,6 @@ CREATE TABLE items (
     tokens           INTEGER NOT NULL
 , token_encoding TEXT NOT NULL DEFAULT '') STRICT;
 
--- table items_fts
-CREATE VIRTUAL TABLE items_fts USING fts5 (
-    text,
-    content = 'items',
-    content_rowid = 'seq',
-    tokenize = 'porter unicode61 remove_diacritics 2'
-);
-
 -- table links
 CREATE TABLE links (
     source   TEXT    NOT NULL REFERENCES items (id) ON DELETE CASCADE,
