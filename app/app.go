@@ -37,6 +37,8 @@ type Store interface {
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
 	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
+	// AddLink adds one link to an item atomically (memory.link).
+	AddLink(ctx context.Context, id string, l h4r.Link) (bool, error)
 	Close() error
 }
 

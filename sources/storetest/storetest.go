@@ -35,6 +35,9 @@ type Store interface {
 	// List returns at most limit items passing filters, newest first
 	// (created_at, then id, descending): a read by filter alone.
 	List(ctx context.Context, filters h4r.Filters, limit int) ([]*h4r.Item, error)
+	// AddLink adds one link to an item atomically (false: it held the
+	// same type and target already).
+	AddLink(ctx context.Context, id string, l h4r.Link) (bool, error)
 }
 
 // Option configures Run.
@@ -110,6 +113,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("filter_values_with_syntax", s.testFilterValues)
 	t.Run("entity_links", s.testEntityLinks)
 	t.Run("find", s.testFind)
+	t.Run("add_link", s.testAddLink)
 }
 
 // reopenable returns a function opening one place's data again, or skips t
