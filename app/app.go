@@ -11,6 +11,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
+	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/engine"
@@ -66,6 +67,9 @@ type App struct {
 	base        Store          // the store as opened, before mirroring
 	mirrors     []storeMirror  // copies kept in step with base, in write order
 	graphMirror *neo4j.Mirror  // nil without NEO4J_URL
+	// trajectories is the context bridge's signature index, kept in step
+	// with writes as a mirror; nil with the bridge off (bridge.go).
+	trajectories *bridge.Index
 	closers     []func() error // run by Close, last first
 }
 
@@ -129,6 +133,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err != nil {
 		return nil, err
 	}
+	indexTrajectories(a, cfg)
 	if len(a.mirrors) > 0 {
 		a.Store = &mirroredStore{Store: a.base, mirrors: a.mirrors, log: o.log}
 	}
