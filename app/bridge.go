@@ -54,8 +54,12 @@ func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 	}
 	var source bridge.Source = bridge.EngineSource{Packer: a.Engine}
 	if a.trajectories != nil {
-		source = bridge.IndexSource{Index: a.trajectories, Slicer: a.Slicer, Fallback: source,
+		idx := bridge.IndexSource{Index: a.trajectories, Slicer: a.Slicer, Fallback: source,
 			Budget: scs.Limits{MaxBytes: c.MaxBytesDefault, MaxTokens: c.MaxTokensDefault}}
+		if c.Embedder != "openai" {
+			idx.Floor = c.BridgeMinSimilarity // concept-only: nothing below can match
+		}
+		source = idx
 		a.refreshTrajectories(log)
 	}
 	return bridge.New(cfg, source, opts...)

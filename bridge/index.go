@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -201,12 +200,12 @@ type scored struct {
 	score float64
 }
 
-// rank returns every indexed trajectory by concept similarity to sig,
-// best first (ties by id), in two parts: related ones (sharing a concept
-// or the fingerprint, or both without concepts) sorted, and the rest,
-// which cannot score above (toolWeight+complexityWeight)/(1-domainWeight)
-// and are sorted only when asked for (rest is called).
-func (x *Index) rank(sig *Signature) (related []scored, rest func() []scored) {
+// rank scores every indexed trajectory at or above floor against sig, in
+// two parts, unsorted: related ones (sharing a concept or the
+// fingerprint, or both without concepts), and the rest, which cannot score
+// above (toolWeight+complexityWeight)/(1-domainWeight) and are scored only
+// when asked for (rest is called).
+func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	overlap := make([]int32, len(x.slots))
@@ -225,17 +224,72 @@ func (x *Index) rank(sig *Signature) (related []scored, rest func() []scored) {
 			others = append(others, e)
 			continue
 		}
-		related = append(related, scored{e, score(sig, e.sig, inter)})
-	}
-	sortScored(related)
-	return related, func() []scored {
-		out := make([]scored, len(others))
-		for i, e := range others {
-			out[i] = scored{e, score(sig, e.sig, 0)}
+		if sc := score(sig, e.sig, inter); sc >= floor {
+			related = append(related, scored{e, sc})
 		}
-		sortScored(out)
+	}
+	return related, func() []scored {
+		var out []scored
+		for _, e := range others {
+			if sc := score(sig, e.sig, 0); sc >= floor {
+				out = append(out, scored{e, sc})
+			}
+		}
 		return out
 	}
+}
+
+// better orders scored trajectories: higher score, then lower id.
+func better(a, b scored) bool {
+	return a.score > b.score || a.score == b.score && a.e.item.ID < b.e.item.ID
+}
+
+// takeBest removes the k best of *s and returns them best first. A cache
+// miss needs one or two chunks of the ranking, not all of it sorted: this
+// keeps the k best seen in an insertion-sorted slice, which most entries
+// pass after one comparison.
+func takeBest(s *[]scored, k int) []scored {
+	all := *s
+	if k >= len(all) {
+		slices.SortFunc(all, func(a, b scored) int {
+			if better(a, b) {
+				return -1
+			}
+			return 1
+		})
+		*s = nil
+		return all
+	}
+	top := make([]int, 0, k+1) // indices into all, best first
+	for i := range all {
+		if len(top) == k && !better(all[i], all[top[k-1]]) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(top, i, func(j, i int) int {
+			if better(all[j], all[i]) {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, at, i)
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	out := make([]scored, len(top))
+	taken := make(map[int]bool, len(top))
+	for n, i := range top {
+		out[n] = all[i]
+		taken[i] = true
+	}
+	rest := all[:0]
+	for i := range all {
+		if !taken[i] {
+			rest = append(rest, all[i])
+		}
+	}
+	*s = rest
+	return out
 }
 
 // score is ConceptSimilarity(sig, e) given the number of concepts they
@@ -262,15 +316,6 @@ func score(sig, e *Signature, inter int) float64 {
 	return weighted(jac, tools, sig, e)
 }
 
-func sortScored(s []scored) {
-	slices.SortFunc(s, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.e.item.ID, b.e.item.ID)
-	})
-}
-
 // PolicySlicer applies the policy and budgets (scs.Slicer).
 type PolicySlicer interface {
 	Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome
@@ -286,6 +331,11 @@ type IndexSource struct {
 	Slicer   PolicySlicer
 	Budget   scs.Limits // MaxBytes and MaxTokens of each slice; MaxItems is the call's limit
 	Fallback Source
+	// Floor leaves out trajectories whose concept similarity is below it.
+	// With concept-only matching set it to the bridge's MinSimilarity:
+	// they could not be matches, and are then never sliced. Leave it 0
+	// with an embedder, whose similarity may lift them.
+	Floor float64
 }
 
 // Candidates implements Source. In concept-only mode the answer is what a
@@ -297,7 +347,7 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 		}
 		return s.Fallback.Candidates(ctx, spec, sig, limit)
 	}
-	related, rest := s.Index.rank(sig)
+	related, rest := s.Index.rank(sig, s.Floor)
 	limits := s.Budget
 	limits.MaxItems = limit
 	out := make([]Candidate, 0, limit)
@@ -307,8 +357,7 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 			ranked = rest()
 		}
 		for len(ranked) > 0 && len(out) < limit {
-			chunk := ranked[:min(len(ranked), limit)]
-			ranked = ranked[len(chunk):]
+			chunk := takeBest(&ranked, limit)
 			items := make([]*h4r.Item, len(chunk))
 			for i, c := range chunk {
 				items[i] = c.e.item

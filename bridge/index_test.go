@@ -61,7 +61,8 @@ func scan(t *testing.T, items []*h4r.Item, slicer *scs.Slicer, spec h4r.Speciali
 // may see, with calls that share concepts with many trajectories, with
 // none, and repeating a stored problem word for word. The low minimum
 // similarity makes trajectories sharing no concept matches too, so the
-// index's second part (the unrelated rest) is compared as well.
+// index's second part (the unrelated rest) is compared as well; so is a
+// source with the floor concept-only matching sets (its MinSimilarity).
 func TestIndexEqualsScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var stored []h4r.Item
@@ -87,22 +88,30 @@ func TestIndexEqualsScan(t *testing.T) {
 		map[string]any{"content": "nothing like the others here"},
 		map[string]any{"content": stored[7].Content["description"]},
 		map[string]any{"content": stored[9].Content["description"], "domain": "ops"})
+	idx := bridge.NewIndex(nil)
+	if err := idx.Load(t.Context(), a.Store); err != nil {
+		t.Fatal(err)
+	}
 	for _, minSim := range []float64{0.6, 0.3} {
 		cfg := enabled()
 		cfg.MinSimilarity, cfg.MaxMatches = minSim, 8
-		for _, spec := range []h4r.Specialist{public, ops} {
-			b, err := bridge.New(cfg, source(t, a, "index"), bridge.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, params := range calls {
-				t.Run(fmt.Sprintf("min %v %s call %d", minSim, spec.ID, i), func(t *testing.T) {
-					got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
-					want := scan(t, all, a.Slicer, spec, cfg, params)
-					if got == nil || !slices.Equal(got.Matches, want) {
-						t.Fatalf("index: %+v\nscan:  %+v", got, want)
-					}
-				})
+		for _, floor := range []float64{0, minSim} {
+			for _, spec := range []h4r.Specialist{public, ops} {
+				src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: floor,
+					Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
+				b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, params := range calls {
+					t.Run(fmt.Sprintf("min %v floor %v %s call %d", minSim, floor, spec.ID, i), func(t *testing.T) {
+						got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
+						want := scan(t, all, a.Slicer, spec, cfg, params)
+						if got == nil || !slices.Equal(got.Matches, want) {
+							t.Fatalf("index: %+v\nscan:  %+v", got, want)
+						}
+					})
+				}
 			}
 		}
 	}
