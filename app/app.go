@@ -64,13 +64,13 @@ type App struct {
 	// by name ("qdrant", "neo4j").
 	Checks map[string]func(context.Context) error
 
-	base        Store          // the store as opened, before mirroring
-	mirrors     []storeMirror  // copies kept in step with base, in write order
-	graphMirror *neo4j.Mirror  // nil without NEO4J_URL
+	base        Store         // the store as opened, before mirroring
+	mirrors     []storeMirror // copies kept in step with base, in write order
+	graphMirror *neo4j.Mirror // nil without NEO4J_URL
 	// trajectories is the context bridge's signature index, kept in step
 	// with writes as a mirror; nil with the bridge off (bridge.go).
 	trajectories *bridge.Index
-	closers     []func() error // run by Close, last first
+	closers      []func() error // run by Close, last first
 }
 
 // Option configures Open.

@@ -17,10 +17,17 @@ import (
 	"github.com/h4r/h4r/mcptools"
 )
 
-// openBridgeRegistry is a registry holding context_bridge over the
-// bridge app.Bridge builds (enabled), with an open trajectory and one only
-// ops may see.
+// openBridgeRegistry is a registry holding context_bridge over openBridge.
 func openBridgeRegistry(t *testing.T) *mcptools.Registry {
+	t.Helper()
+	r := mcptools.NewRegistry("h4r", "test")
+	mcptools.AddBridge(r, openBridge(t))
+	return r
+}
+
+// openBridge is the bridge app.Bridge builds (enabled), with an open
+// trajectory and one only ops may see.
+func openBridge(t *testing.T) *bridge.Bridge {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
@@ -42,9 +49,12 @@ func openBridgeRegistry(t *testing.T) *mcptools.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mcptools.NewRegistry("h4r", "test")
-	mcptools.AddBridge(r, b)
-	return r
+	return b
+}
+
+func opsCaller() mcptools.Caller {
+	return mcptools.CallerOf(&auth.Principal{Specialist: h4r.Specialist{ID: "lead", Type: "specialist", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{"ops"}},
+		Routes: []auth.Route{auth.RouteRead}})
 }
 
 // TestBridgeTool: context_bridge over the SDK's client answers document
@@ -54,8 +64,7 @@ func openBridgeRegistry(t *testing.T) *mcptools.Registry {
 // turns arguments failing the schema into a tool error naming the argument.
 func TestBridgeTool(t *testing.T) {
 	r := openBridgeRegistry(t)
-	ops := mcptools.CallerOf(&auth.Principal{Specialist: h4r.Specialist{ID: "lead", Type: "specialist", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{"ops"}},
-		Routes: []auth.Route{auth.RouteRead}})
+	ops := opsCaller()
 	ingestOnly := mcptools.CallerOf(&auth.Principal{Specialist: h4r.Anonymous(), Routes: []auth.Route{auth.RouteIngest}})
 	call1 := map[string]any{"tool": "think", "params": map[string]any{"content": "How to optimize database queries", "domain": "engineering"},
 		"result": map[string]any{"thought_id": "th-1"}}
