@@ -296,7 +296,9 @@ func takeBest(s *[]scored, k int) []scored {
 // share (both hold distinct concepts), and 1 for the same fingerprint as
 // Bridge.match scores it.
 func score(sig, e *Signature, inter int) float64 {
-	if sig.Fingerprint == e.Fingerprint {
+	// The same fingerprint is the same text, so the same concepts: compare
+	// the 64 bytes only then.
+	if inter == len(sig.KeyConcepts) && inter == len(e.KeyConcepts) && sig.Fingerprint == e.Fingerprint {
 		return 1
 	}
 	jac := 1.0
