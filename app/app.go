@@ -11,6 +11,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
+	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/engine"
@@ -36,6 +37,8 @@ type Store interface {
 	RecordAccess(ids []string)
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
+	// AddLink adds one link to an item atomically (memory.link).
+	AddLink(ctx context.Context, id string, l h4r.Link) (bool, error)
 	Close() error
 }
 
@@ -60,10 +63,13 @@ type App struct {
 	// by name ("qdrant", "neo4j").
 	Checks map[string]func(context.Context) error
 
-	base        Store          // the store as opened, before mirroring
-	mirrors     []storeMirror  // copies kept in step with base, in write order
-	graphMirror *neo4j.Mirror  // nil without NEO4J_URL
-	closers     []func() error // run by Close, last first
+	base        Store         // the store as opened, before mirroring
+	mirrors     []storeMirror // copies kept in step with base, in write order
+	graphMirror *neo4j.Mirror // nil without NEO4J_URL
+	// trajectories is the context bridge's signature index, kept in step
+	// with writes as a mirror; nil with the bridge off (bridge.go).
+	trajectories *bridge.Index
+	closers      []func() error // run by Close, last first
 }
 
 // Option configures Open.
@@ -126,6 +132,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err != nil {
 		return nil, err
 	}
+	indexTrajectories(a, cfg)
 	if len(a.mirrors) > 0 {
 		a.Store = &mirroredStore{Store: a.base, mirrors: a.mirrors, log: o.log}
 	}

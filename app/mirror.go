@@ -44,6 +44,15 @@ func (m *mirroredStore) Replace(ctx context.Context, items []h4r.Item, deletes [
 	return ids, nil
 }
 
+func (m *mirroredStore) AddLink(ctx context.Context, id string, l h4r.Link) (bool, error) {
+	added, err := m.Store.AddLink(ctx, id, l)
+	if err != nil || !added {
+		return added, err
+	}
+	m.sync(ctx, []string{id})
+	return added, nil
+}
+
 func (m *mirroredStore) Delete(ctx context.Context, id string) error {
 	if err := m.Store.Delete(ctx, id); err != nil {
 		return err

@@ -11,12 +11,17 @@ import (
 // n per minute may burst n requests of a class, then one every 60/n
 // seconds. Each class has its own bucket, so that a key's ingests never use
 // up its context requests (or the reverse). Buckets exist only for keys in
-// the keys file and the three classes, so their number is bounded.
+// the keys file and the classes (and RouteMCP), so their number is bounded.
 type Limiter struct {
 	perMinute int // the default for keys without their own limit
 	mu        sync.Mutex
 	buckets   map[bucketKey]*rate.Limiter
 }
+
+// RouteMCP is the rate-limit bucket of MCP requests (/mcp): not a class a
+// key is granted (any valid key may open a session, and each tool checks
+// its own class), only a bucket of its own.
+const RouteMCP Route = "mcp"
 
 type bucketKey struct {
 	key   string

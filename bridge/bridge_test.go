@@ -15,6 +15,7 @@ import (
 	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/scs"
 )
 
 var (
@@ -114,30 +115,49 @@ func TestScenarios(t *testing.T) {
 			}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a := openApp(t, tt.stored...)
-			cfg := enabled()
-			if tt.cfg != nil {
-				tt.cfg(&cfg)
-			}
-			var logs bytes.Buffer
-			b, err := bridge.New(cfg, bridge.EngineSource{Packer: a.Engine}, bridge.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tt.breakStore {
-				if err := a.Store.Close(); err != nil {
+		for _, via := range []string{"engine", "index"} {
+			t.Run(tt.name+" via "+via, func(t *testing.T) {
+				a := openApp(t, tt.stored...)
+				cfg := enabled()
+				if tt.cfg != nil {
+					tt.cfg(&cfg)
+				}
+				var logs bytes.Buffer
+				if tt.breakStore {
+					if err := a.Store.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// With the store down the index cannot load, and a miss reads
+				// through the engine, which fails: EHR-1 either way.
+				b, err := bridge.New(cfg, source(t, a, via), bridge.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			result := map[string]any{"thought_id": "thought-1"}
-			r := b.Enrich(t.Context(), public, "think", tt.params, result)
-			if r.Result.(map[string]any)["thought_id"] != "thought-1" {
-				t.Errorf("the result changed: %v", r.Result)
-			}
-			tt.check(t, r, b.Metrics().Snapshot(), logs.String())
-		})
+				result := map[string]any{"thought_id": "thought-1"}
+				r := b.Enrich(t.Context(), public, "think", tt.params, result)
+				if r.Result.(map[string]any)["thought_id"] != "thought-1" {
+					t.Errorf("the result changed: %v", r.Result)
+				}
+				tt.check(t, r, b.Metrics().Snapshot(), logs.String())
+			})
+		}
 	}
+}
+
+// source is the Source of a cache miss: "engine" reads a pack, "index"
+// looks the call up in a signature index loaded from a's store (falling
+// back to the engine if it could not load) and passes the policy slicer.
+func source(t testing.TB, a *app.App, via string) bridge.Source {
+	t.Helper()
+	engine := bridge.EngineSource{Packer: a.Engine}
+	if via == "engine" {
+		return engine
+	}
+	idx := bridge.NewIndex(nil)
+	_ = idx.Load(t.Context(), a.Store)                                                                            // a failed load leaves the fallback in charge
+	return bridge.IndexSource{Index: idx, Slicer: a.Slicer, Fallback: engine, Floor: bridge.DefaultMinSimilarity, // as app.Bridge sets it without an embedder
+		Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
 }
 
 // blockingSource never answers before its context ends.
@@ -214,10 +234,16 @@ func TestEmbeddingFailureFallsBackToConcepts(t *testing.T) {
 // a repeated call is a cache hit; a tool off the allow-list and a call
 // without text are not enriched.
 func TestPolicyAndCache(t *testing.T) {
+	for _, via := range []string{"engine", "index"} {
+		t.Run(via, func(t *testing.T) { testPolicyAndCache(t, via) })
+	}
+}
+
+func testPolicyAndCache(t *testing.T, via string) {
 	secret := traj("t-ops", "How to optimize database queries", "engineering", 0.9)
 	secret.Metadata.RestrictedToGroups = []string{"ops"}
 	a := openApp(t, secret)
-	b, err := bridge.New(enabled(), bridge.EngineSource{Packer: a.Engine}, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	b, err := bridge.New(enabled(), source(t, a, via), bridge.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,14 @@ const (
 // When either has no domain the domain term is unknown, not a mismatch:
 // it is left out and the other weights are rescaled to sum to 1.
 func ConceptSimilarity(a, b *Signature) float64 {
-	score := jaccard(a.KeyConcepts, b.KeyConcepts)*conceptWeight +
-		overlapRatio(a.ToolSequence, b.ToolSequence)*toolWeight +
-		(1-math.Abs(a.Complexity-b.Complexity))*complexityWeight
+	return weighted(jaccard(a.KeyConcepts, b.KeyConcepts), overlapRatio(a.ToolSequence, b.ToolSequence), a, b)
+}
+
+// weighted combines the concept Jaccard and the tool overlap of a and b
+// with their domains and complexities (the index computes the first two
+// from its postings, without ConceptSimilarity's sets).
+func weighted(concepts, tools float64, a, b *Signature) float64 {
+	score := concepts*conceptWeight + tools*toolWeight + (1-math.Abs(a.Complexity-b.Complexity))*complexityWeight
 	if a.Domain == "" || b.Domain == "" {
 		return score / (1 - domainWeight)
 	}

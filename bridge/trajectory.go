@@ -137,19 +137,7 @@ func (s EngineSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *
 	}
 	out := make([]Candidate, 0, len(p.Results))
 	for _, r := range p.Results {
-		c := Candidate{TrajectoryID: r.ID, Description: str(r.Content, "description"), SessionID: str(r.Content, "session_id"),
-			Domain: str(r.Content, "domain"), SuccessScore: num(r.Content, "success_score"), QualityScore: num(r.Content, "quality_score")}
-		if c.Description == "" {
-			c.Description = r.Text // a trajectory written as a plain item
-		}
-		if ts, ok := r.Content["tool_sequence"].([]any); ok {
-			for _, t := range ts {
-				if s, ok := t.(string); ok {
-					c.ToolSequence = append(c.ToolSequence, s)
-				}
-			}
-		}
-		out = append(out, c)
+		out = append(out, candidateOf(r.ID, r.Text, r.Content))
 	}
 	return out, nil
 }

@@ -121,6 +121,7 @@ type Config struct {
 	BridgeCacheSize     int           // H4R_BRIDGE_CACHE_SIZE
 	BridgeTimeout       time.Duration // H4R_BRIDGE_TIMEOUT_MS
 	BridgeEmbedTimeout  time.Duration // H4R_BRIDGE_EMBED_TIMEOUT_MS
+	BridgeIndexRefresh  time.Duration // H4R_BRIDGE_INDEX_REFRESH_MS
 	// Source ingestion (POST /ingest, h4r ingest-source).
 	IngestRoots              string // H4R_INGEST_ROOTS: comma-separated folders the server may ingest from
 	IngestMaxFileBytes       int64  // H4R_INGEST_MAX_FILE_BYTES

@@ -111,6 +111,7 @@ func TestDefault(t *testing.T) {
 		BridgeCacheSize:       100,
 		BridgeTimeout:         2 * time.Second,
 		BridgeEmbedTimeout:    500 * time.Millisecond,
+		BridgeIndexRefresh:    time.Minute,
 
 		IngestMaxFileBytes:       1 << 20,
 		IngestCredentialPatterns: ".env,.env.*,*.pem,*.key,*.p12,*.pfx,id_rsa,id_dsa,id_ecdsa,id_ed25519,.netrc,.npmrc,.pgpass,credentials.json,*.keystore",
@@ -157,7 +158,7 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_ENDPOINT",
 		"H4R_PACK_RETENTION",
 		"H4R_BRIDGE_ENABLED", "H4R_BRIDGE_TOOLS", "H4R_BRIDGE_MIN_SIMILARITY", "H4R_BRIDGE_MAX_MATCHES",
-		"H4R_BRIDGE_CACHE_SIZE", "H4R_BRIDGE_TIMEOUT_MS", "H4R_BRIDGE_EMBED_TIMEOUT_MS",
+		"H4R_BRIDGE_CACHE_SIZE", "H4R_BRIDGE_TIMEOUT_MS", "H4R_BRIDGE_EMBED_TIMEOUT_MS", "H4R_BRIDGE_INDEX_REFRESH_MS",
 		"H4R_INGEST_ROOTS", "H4R_INGEST_MAX_FILE_BYTES", "H4R_INGEST_CREDENTIAL_PATTERNS", "H4R_INGEST_CREDENTIALS",
 		"H4R_INGEST_ALLOW_PRIVATE_URLS", "H4R_CHUNK_MAX_TOKENS", "H4R_CHUNK_OVERLAP_TOKENS",
 	}
@@ -249,6 +250,7 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_BRIDGE_CACHE_SIZE", "1000", func(c *config.Config) { c.BridgeCacheSize = 1000 }},
 		{"H4R_BRIDGE_TIMEOUT_MS", "250", func(c *config.Config) { c.BridgeTimeout = 250 * time.Millisecond }},
 		{"H4R_BRIDGE_EMBED_TIMEOUT_MS", "100", func(c *config.Config) { c.BridgeEmbedTimeout = 100 * time.Millisecond }},
+		{"H4R_BRIDGE_INDEX_REFRESH_MS", "5000", func(c *config.Config) { c.BridgeIndexRefresh = 5 * time.Second }},
 		{"H4R_SHUTDOWN_GRACE_MS", "2500", func(c *config.Config) { c.ShutdownGrace = 2500 * time.Millisecond }},
 		{"H4R_EMBEDDER", "openai", func(c *config.Config) { c.Embedder = "openai" }},
 		{"H4R_EMBED_URL", "http://localhost:11434/v1", func(c *config.Config) { c.EmbedURL = "http://localhost:11434/v1" }},

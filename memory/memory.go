@@ -45,6 +45,9 @@ type Store interface {
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
 	FullText() h4r.Generator
 	RecordAccess(ids []string)
+	// AddLink adds one link to an item atomically: concurrent links of one
+	// memory must not lose one, as a read and an upsert would.
+	AddLink(ctx context.Context, id string, l h4r.Link) (bool, error)
 }
 
 // Slicer is the policy slicer (scs.Slicer).
@@ -311,19 +314,12 @@ func (s *Service) Link(ctx context.Context, spec h4r.Specialist, req LinkRequest
 	if err != nil {
 		return LinkResult{}, err
 	}
-	for _, l := range it.Links {
-		if l.Type == req.Relation && l.Target == target {
-			return LinkResult{OK: true, Target: target}, nil // already linked
-		}
-	}
-	it.Links = append(it.Links, h4r.Link{Type: req.Relation, Target: target})
-	if err := it.Validate(""); err != nil {
-		if e, ok := errors.AsType[*h4r.Error](err); ok && strings.HasPrefix(e.Field, "links") {
+	// One atomic add in the store (a link held already is no error): a
+	// read of the memory and an upsert of it would lose a concurrent link.
+	if _, err := s.store.AddLink(ctx, it.ID, h4r.Link{Type: req.Relation, Target: target}); err != nil {
+		if e, ok := errors.AsType[*h4r.Error](err); ok && (e.Field == "links" || strings.HasPrefix(e.Field, "link.")) {
 			return LinkResult{}, h4r.Errorf(h4r.EINVALID, field, "%s", e.Message)
 		}
-		return LinkResult{}, err
-	}
-	if _, err := s.store.Upsert(ctx, []h4r.Item{*it}); err != nil {
 		return LinkResult{}, fmt.Errorf("linking memory %q: %w", req.MemoryID, err)
 	}
 	return LinkResult{OK: true, Target: target}, nil

@@ -28,6 +28,7 @@ type routeAccess struct {
 	public  bool
 	class   auth.Route // "" for any valid key
 	limited bool       // counts against the key's rate limit of its class
+	bucket  auth.Route // the limit's bucket when not class's (mcpRoute)
 }
 
 // authenticate checks the bearer key, the route class and the key's rate
@@ -57,10 +58,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return h4r.Errorf(h4r.EFORBIDDEN, "", "this key may not call %s routes (its routes: %s)", access.class, joinRoutes(p.Routes))
 		}
 		if access.limited && s.limiter != nil {
-			if ok, wait := s.limiter.Allow(p, access.class, s.now()); !ok {
+			bucket := access.class
+			if access.bucket != "" {
+				bucket = access.bucket
+			}
+			if ok, wait := s.limiter.Allow(p, bucket, s.now()); !ok {
 				secs := int(math.Ceil(wait.Seconds()))
 				c.Response().Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-				return h4r.Errorf(h4r.EEXHAUSTED, "", "rate limit of this key for %s routes reached; retry in %d s", access.class, max(secs, 1))
+				return h4r.Errorf(h4r.EEXHAUSTED, "", "rate limit of this key for %s routes reached; retry in %d s", bucket, max(secs, 1))
 			}
 		}
 		return next(c)

@@ -32,12 +32,13 @@ func WithMCP(m MCPServer) Option {
 type mcpPrincipal struct{}
 
 // mcpRoutes are the streamable HTTP transport's methods. Any valid key
-// may open a session; the tools check read and ingest themselves.
+// may open a session; the tools check read and ingest themselves. Each
+// request counts against the key's rate limit (mcpRoute).
 func (s *Server) mcpRoutes() []route {
 	return []route{
-		{"POST", "/mcp", s.serveMCP, anyKey},
-		{"GET", "/mcp", s.serveMCP, anyKey},
-		{"DELETE", "/mcp", s.serveMCP, anyKey},
+		{"POST", "/mcp", s.serveMCP, mcpRoute},
+		{"GET", "/mcp", s.serveMCP, mcpRoute},
+		{"DELETE", "/mcp", s.serveMCP, mcpRoute},
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/h4r/h4r"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -106,5 +108,45 @@ func TestMCPOverHTTP(t *testing.T) {
 	text, isErr = toolText(t, public, "memory_write", map[string]any{"scope": scope, "type": "fix", "payload": map[string]any{}})
 	if !isErr || !strings.Contains(text, "permission_denied") {
 		t.Errorf("a read-only key wrote over MCP: %s", text)
+	}
+}
+
+// TestMCPRateLimit: every request to /mcp counts against the key's rate
+// limit like any route (slow-key: 2 a minute), in a bucket of its own, so
+// that a key flooding /mcp is refused with 429 and Retry-After while its
+// REST requests and other keys go on. Before, /mcp was not limited.
+func TestMCPRateLimit(t *testing.T) {
+	base := newAuthStack(t).serve(t)
+	initialize := []byte(`{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}`)
+	mcpHeaders := func(key string) []string {
+		return append(bearer(key), "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	}
+	steps := []struct {
+		name   string
+		path   string
+		body   []byte
+		header []string
+		status int
+	}{
+		{"first MCP request", "/mcp", initialize, mcpHeaders(slowKey), http.StatusOK},
+		{"second MCP request", "/mcp", initialize, mcpHeaders(slowKey), http.StatusOK},
+		{"third is refused", "/mcp", initialize, mcpHeaders(slowKey), http.StatusTooManyRequests},
+		{"the key's REST reads have their own bucket", "/v1/context-pack", []byte(`{"query": {"text": "login"}}`), bearer(slowKey), http.StatusOK},
+		{"another key is not limited", "/mcp", initialize, mcpHeaders(healerKey), http.StatusOK},
+	}
+	for _, s := range steps {
+		r := do(t, http.MethodPost, base+s.path, s.body, s.header...)
+		if r.status != s.status {
+			t.Fatalf("%s: status %d, want %d: %s", s.name, r.status, s.status, r.body)
+		}
+		if r.status != http.StatusTooManyRequests {
+			continue
+		}
+		if e := errorOf(t, s.path, r); e.Code != h4r.EEXHAUSTED || !strings.Contains(e.Message, "mcp") {
+			t.Errorf("%s: %+v, want resource_exhausted naming mcp", s.name, e)
+		}
+		if got := r.header.Get("Retry-After"); got != "30" {
+			t.Errorf("%s: Retry-After %q, want 30", s.name, got)
+		}
 	}
 }

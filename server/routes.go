@@ -21,6 +21,11 @@ var (
 	readRoute   = routeAccess{class: auth.RouteRead, limited: true}
 	ingestRoute = routeAccess{class: auth.RouteIngest, limited: true}
 	adminRoute  = routeAccess{class: auth.RouteAdmin, limited: true}
+	// mcpRoute: any valid key may open an MCP session (each tool checks
+	// its class), and every request to /mcp counts against the key's rate
+	// limit, in a bucket of its own (auth.RouteMCP) so that MCP traffic and
+	// REST traffic do not use up each other's.
+	mcpRoute = routeAccess{limited: true, bucket: auth.RouteMCP}
 )
 
 // coreRoutes are the context pack, the envelopes, items, health, the

@@ -11,6 +11,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/mcptools"
 	"github.com/h4r/h4r/trace"
@@ -57,7 +58,12 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 	}
 	log.Info("serving MCP on stdio", "specialist", caller.Specialist.ID, "securityLevel", caller.Specialist.SecurityLevel.String())
-	return mcpRegistry(cfg, a).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, caller)
+	b, err := a.Bridge(log)
+	if err != nil {
+		log.Error("the context bridge is off: it could not be built", "error", err)
+		b = nil
+	}
+	return mcpRegistry(cfg, a, b).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, caller)
 }
 
 // mcpCaller is whom h4r mcp answers for: H4R_MCP_API_KEY's principal in
@@ -81,8 +87,10 @@ func mcpCaller(cfg config.Config) (mcptools.Caller, error) {
 	return mcptools.CallerOf(p), nil
 }
 
-// mcpRegistry is the MCP tools of a, for h4r mcp and for /mcp.
-func mcpRegistry(cfg config.Config, a *app.App) *mcptools.Registry {
+// mcpRegistry is the MCP tools of a, for h4r mcp and for /mcp;
+// context_bridge when b is not nil (it answers without context_bridge
+// while H4R_BRIDGE_ENABLED is false).
+func mcpRegistry(cfg config.Config, a *app.App, b *bridge.Bridge) *mcptools.Registry {
 	r := mcptools.NewRegistry("h4r", versionLine())
 	mcptools.Standard(r, mcptools.Deps{
 		Packer: a.Engine, Memory: a.Memory, Items: a.Store.Count, Timeout: cfg.RequestTimeout,
@@ -93,6 +101,9 @@ func mcpRegistry(cfg config.Config, a *app.App) *mcptools.Registry {
 	}
 	// Searching traces needs no NATS: a search-only trace service.
 	mcptools.AddTraces(r, trace.NewService(a.Store, trace.WithSearch(a.Engine, a.Slicer)), a.Decisions)
+	if b != nil {
+		mcptools.AddBridge(r, b)
+	}
 	return r
 }
 

@@ -156,6 +156,11 @@ func loadDemo(ctx context.Context, a *app.App, log *slog.Logger) error {
 // and, with keys, authentication. Without keys on a non-loopback address
 // (--insecure) it serves any Host, as it is reached by other names.
 func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log *slog.Logger, m *metrics.Metrics, fanout decision.Fanout, extra ...server.Option) *server.Server {
+	b, err := a.Bridge(log)
+	if err != nil {
+		log.Error("the context bridge is off: it could not be built", "error", err)
+		b = nil
+	}
 	sopts := []server.Option{
 		server.WithMaxBodyBytes(cfg.MaxBodyBytes),
 		server.WithMaxConnections(cfg.MaxConnections),
@@ -166,7 +171,7 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithPolicy(a.Policy),
 		server.WithDecisions(a.Decisions),
 		server.WithMemory(a.Memory),
-		server.WithMCP(mcpRegistry(cfg, a)),
+		server.WithMCP(mcpRegistry(cfg, a, b)),
 	}
 	// fanout nil: pushes stay within this process (no NATS_URL).
 	hub, err := decision.NewHub(a.Decisions, fanout, decision.WithHubLogger(log),
@@ -180,9 +185,7 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	if svc := a.RAG(); svc != nil {
 		sopts = append(sopts, server.WithRAG(svc))
 	}
-	if b, err := a.Bridge(log); err != nil {
-		log.Error("the context bridge is off: it could not be built", "error", err)
-	} else {
+	if b != nil {
 		sopts = append(sopts, server.WithBridge(b))
 	}
 	for name, check := range a.Checks {

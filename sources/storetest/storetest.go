@@ -34,6 +34,9 @@ type Store interface {
 	// (created_at, then id, descending); without a link, a read by
 	// filter alone.
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
+	// AddLink adds one link to an item atomically (false: it held the
+	// same type and target already).
+	AddLink(ctx context.Context, id string, l h4r.Link) (bool, error)
 }
 
 // Option configures Run.
@@ -109,6 +112,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("filter_values_with_syntax", s.testFilterValues)
 	t.Run("entity_links", s.testEntityLinks)
 	t.Run("find", s.testFind)
+	t.Run("add_link", s.testAddLink)
 }
 
 // reopenable returns a function opening one place's data again, or skips t
