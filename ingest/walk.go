@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +12,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -87,15 +89,19 @@ func within(root, p string) bool {
 // listDir lists the files under root, skipping .git and what .gitignore
 // files (and .git/info/exclude) ignore. A symlink to a file inside root is
 // followed; one leaving root is refused; a symlinked directory is skipped.
+//
+// The ignore files are read during the walk itself, as each folder is
+// entered, rather than by a first walk of their own
+// (gitignore.ReadPatterns): a pattern can only match below the folder of
+// its file, and a pre-order walk has read every ancestor's file before it
+// reaches a path, so the answer is the same (TestListDirMatchesReadPatterns)
+// and a re-ingest walks the tree once.
 func listDir(ctx context.Context, root string) ([]file, []issue, error) {
-	ps, err := gitignore.ReadPatterns(osfs.New(root), nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading .gitignore files under %s: %w", root, err)
-	}
-	ignore := gitignore.NewMatcher(ps)
+	var patterns []gitignore.Pattern
+	ignore := gitignore.NewMatcher(nil)
 	var files []file
 	var issues []issue
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -108,13 +114,27 @@ func listDir(ctx context.Context, root string) ([]file, []issue, error) {
 			}
 			return nil
 		}
-		if rel == "." {
-			return nil
+		var parts []string
+		if rel != "." {
+			parts = strings.Split(slash, "/")
 		}
-		parts := strings.Split(slash, "/")
 		if d.IsDir() {
-			if d.Name() == ".git" || ignore.Match(parts, true) {
+			if rel != "." && (d.Name() == ".git" || ignore.Match(parts, true)) {
 				return fs.SkipDir
+			}
+			// As gitignore.ReadPatterns: the folder's .git/info/exclude, then its .gitignore.
+			added := false
+			for _, name := range [...]string{".git/info/exclude", ".gitignore"} {
+				ps, err := readIgnoreFile(filepath.Join(p, filepath.FromSlash(name)), parts)
+				if err != nil {
+					issues = append(issues, issue{path: path.Join(slash, name), msg: fmt.Sprintf("cannot be read: %v", err)})
+				}
+				if len(ps) > 0 {
+					patterns, added = append(patterns, ps...), true
+				}
+			}
+			if added {
+				ignore = gitignore.NewMatcher(patterns)
 			}
 			return nil
 		}
@@ -153,6 +173,27 @@ func listDir(ctx context.Context, root string) ([]file, []issue, error) {
 		return nil, nil, fmt.Errorf("listing %s: %w", root, err)
 	}
 	return files, issues, nil
+}
+
+// readIgnoreFile reads the patterns of one ignore file whose folder is
+// domain (nil for the root), as go-git's reader does: one pattern a line,
+// blank lines and # comments left out. A file that does not exist has none.
+func readIgnoreFile(name string, domain []string) ([]gitignore.Pattern, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if s := sc.Text(); !strings.HasPrefix(s, "#") && strings.TrimSpace(s) != "" {
+			ps = append(ps, gitignore.ParsePattern(s, domain))
+		}
+	}
+	return ps, nil
 }
 
 // readLimited reads a file expected to be size bytes, never more (a file
