@@ -25,9 +25,9 @@ type ReindexRequest struct {
 	Graph bool `json:"graph,omitempty"` // also rebuild the Neo4j graph
 }
 
-// StartReindex starts a reindex job.
-func (j *Jobs) StartReindex(ctx context.Context, graph bool) (jobs.Job, error) {
-	return j.Runner.Start(ctx, JobReindex, ReindexRequest{Graph: graph}, nil)
+// StartReindex starts a reindex job owned by owner (a key id, or "").
+func (j *Jobs) StartReindex(ctx context.Context, owner string, graph bool) (jobs.Job, error) {
+	return j.Runner.Start(ctx, JobReindex, owner, ReindexRequest{Graph: graph}, nil)
 }
 
 // Get returns a job's record.
@@ -134,7 +134,7 @@ func (j *Jobs) Close() error {
 
 // StartIngest validates a request and starts its job. The sources'
 // credentials go to the job in memory only.
-func (j *Jobs) StartIngest(ctx context.Context, req ingest.Request) (jobs.Job, error) {
+func (j *Jobs) StartIngest(ctx context.Context, owner string, req ingest.Request) (jobs.Job, error) {
 	if err := req.Validate(); err != nil {
 		return jobs.Job{}, err
 	}
@@ -145,7 +145,7 @@ func (j *Jobs) StartIngest(ctx context.Context, req ingest.Request) (jobs.Job, e
 		auths[i] = stored.Sources[i].Auth
 		stored.Sources[i].Auth = nil
 	}
-	return j.Runner.Start(ctx, JobIngest, stored, auths)
+	return j.Runner.Start(ctx, JobIngest, owner, stored, auths)
 }
 
 // runIngest ingests each source in turn. A source that cannot be read as a
