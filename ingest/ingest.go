@@ -116,7 +116,8 @@ func WithCredentialPatterns(p ...string) Option {
 // WithCredentialMode sets what happens to credential files: CredentialsFlag or CredentialsSkip.
 func WithCredentialMode(m string) Option { return func(in *Ingester) { in.credMode = m } }
 
-// WithPrivateURLs allows url sources on private and loopback addresses.
+// WithPrivateURLs allows url sources and git clone URLs on private and
+// loopback addresses.
 func WithPrivateURLs(allow bool) Option { return func(in *Ingester) { in.allowPrivate = allow } }
 
 // WithContextualPrefix sets whether a chunk's text carries the contextual
@@ -216,7 +217,7 @@ func (in *Ingester) list(ctx context.Context, src Source) (listing, string, erro
 		return l, TypeURL, err
 	case TypeGit:
 		if src.Path == "" && strings.Contains(src.URI, "://") {
-			l, err := cloneGit(ctx, src.URI, src.Ref)
+			l, err := cloneGit(ctx, src.URI, src.Ref, in.allowPrivate)
 			return l, TypeGit, err
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -233,8 +236,14 @@ func listGit(ctx context.Context, root, ref string) (listing, error) {
 }
 
 // cloneGit clones a repository URL into memory (one commit deep) and lists
-// the commit of ref (HEAD when empty).
-func cloneGit(ctx context.Context, uri, ref string) (listing, error) {
+// the commit of ref (HEAD when empty). Only http and https URLs are cloned
+// (file:// would read past the ingest roots; ssh and git:// are not
+// offered), and unless allowPrivate, a URL whose host is or resolves to a
+// private, loopback or link-local address is refused (checkCloneURL).
+func cloneGit(ctx context.Context, uri, ref string, allowPrivate bool) (listing, error) {
+	if err := checkCloneURL(ctx, uri, allowPrivate, net.DefaultResolver); err != nil {
+		return listing{}, err
+	}
 	opts := &git.CloneOptions{URL: uri, Depth: 1, Tags: git.NoTags}
 	if ref != "" && ref != "HEAD" {
 		opts.ReferenceName = plumbing.NewBranchReferenceName(ref)
@@ -288,6 +297,36 @@ func listCommit(ctx context.Context, repo *git.Repository, ref string, l listing
 		return listing{}, fmt.Errorf("listing the files of %s: %w", hash, err)
 	}
 	return l, nil
+}
+
+// checkCloneURL refuses a clone URL that is not http or https, or, unless
+// allowPrivate, whose host is or resolves to an address refusePrivate
+// refuses. go-git dials with a client of its own, chosen from a
+// process-wide registry, so the check is made on the resolved names before
+// the clone rather than at connection time as for url sources: a DNS answer
+// that changes between the two, or a redirect from a public server to a
+// private one, is not caught (README, "Sources").
+func checkCloneURL(ctx context.Context, uri string, allowPrivate bool, r *net.Resolver) error {
+	u, err := url.Parse(uri)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return h4r.Errorf(h4r.EINVALID, "uri", "%q is not an http or https clone URL (file, ssh and git URLs are not cloned; give a local repository as path)", uri)
+	}
+	if allowPrivate {
+		return nil
+	}
+	host := u.Hostname()
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil {
+		return h4r.Errorf(h4r.EINVALID, "uri", "resolving the host of %s: %v", uri, err)
+	}
+	for _, a := range addrs {
+		if err := refusePrivate("tcp", net.JoinHostPort(a.Unmap().String(), "0"), nil); err != nil {
+			return h4r.Errorf(h4r.EFORBIDDEN, "uri", "cloning %s: %v", uri, err)
+		}
+	}
+	return nil
 }
 
 // repoName is the origin remote's last path element, else the folder's name.
