@@ -22,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/h4r/h4r"
@@ -249,6 +250,17 @@ func cloneGit(ctx context.Context, uri, ref string, allowPrivate bool) (listing,
 		opts.ReferenceName = plumbing.NewBranchReferenceName(ref)
 		opts.SingleBranch = true
 	}
+	if !allowPrivate {
+		// Every connection of the clone goes through the guard, which
+		// checks the address dialled: a DNS answer that changed since
+		// checkCloneURL, or a redirect to a private host, is refused too.
+		g, err := startGuardProxy(refusePrivate)
+		if err != nil {
+			return listing{}, err
+		}
+		defer g.Close()
+		opts.ProxyOptions = transport.ProxyOptions{URL: g.URL()}
+	}
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
 	if err != nil {
 		return listing{}, h4r.Errorf(h4r.EINVALID, "uri", "cloning %s: %v", uri, err)
@@ -301,11 +313,8 @@ func listCommit(ctx context.Context, repo *git.Repository, ref string, l listing
 
 // checkCloneURL refuses a clone URL that is not http or https, or, unless
 // allowPrivate, whose host is or resolves to an address refusePrivate
-// refuses. go-git dials with a client of its own, chosen from a
-// process-wide registry, so the check is made on the resolved names before
-// the clone rather than at connection time as for url sources: a DNS answer
-// that changes between the two, or a redirect from a public server to a
-// private one, is not caught (README, "Sources").
+// refuses: a clear error before any connection. The guard proxy then
+// checks every address actually dialled.
 func checkCloneURL(ctx context.Context, uri string, allowPrivate bool, r *net.Resolver) error {
 	u, err := url.Parse(uri)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
