@@ -167,3 +167,47 @@ func TestCredMatcherMatchesPathMatch(t *testing.T) {
 		}
 	}
 }
+
+// FuzzListDirMatchesReadPatterns: whatever two .gitignore files say (the
+// root's and a subfolder's), listDir lists what the ReadPatterns listing
+// does.
+func FuzzListDirMatchesReadPatterns(f *testing.F) {
+	f.Add("*.log\n!keep.log\n", "deep/\n")
+	f.Add("sub/\n", "!x.md\n")
+	f.Add("/a.md\n**/x.md\n", "*\n!deep\n")
+	f.Add("# c\n\n\\#x\n", "[ab].md\n")
+	tree := []string{"a.md", "b.log", "keep.log", "sub/x.md", "sub/y.log", "sub/deep/x.md", "sub/deep/z.txt", "other/x.md"}
+	f.Fuzz(func(t *testing.T, rootIgnore, subIgnore string) {
+		if len(rootIgnore)+len(subIgnore) > 4096 {
+			return
+		}
+		root := t.TempDir()
+		files := map[string]string{".gitignore": rootIgnore, "sub/.gitignore": subIgnore}
+		for _, p := range tree {
+			files[p] = "x\n"
+		}
+		for p, content := range files {
+			full := filepath.Join(root, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _, err := listDir(context.Background(), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range got {
+			names = append(names, f.path)
+		}
+		want := listDirReadPatterns(t, root)
+		slices.Sort(names)
+		slices.Sort(want)
+		if !slices.Equal(names, want) {
+			t.Fatalf("root %q, sub %q: listDir lists %v, ReadPatterns %v", rootIgnore, subIgnore, names, want)
+		}
+	})
+}
