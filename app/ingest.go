@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/h4r/h4r/chunk"
@@ -25,9 +26,9 @@ type ReindexRequest struct {
 	Graph bool `json:"graph,omitempty"` // also rebuild the Neo4j graph
 }
 
-// StartReindex starts a reindex job.
-func (j *Jobs) StartReindex(ctx context.Context, graph bool) (jobs.Job, error) {
-	return j.Runner.Start(ctx, JobReindex, ReindexRequest{Graph: graph}, nil)
+// StartReindex starts a reindex job owned by owner (a key id, or "").
+func (j *Jobs) StartReindex(ctx context.Context, owner string, graph bool) (jobs.Job, error) {
+	return j.Runner.Start(ctx, JobReindex, owner, ReindexRequest{Graph: graph}, nil)
 }
 
 // Get returns a job's record.
@@ -132,27 +133,44 @@ func (j *Jobs) Close() error {
 	return j.store.Close()
 }
 
-// StartIngest validates a request and starts its job. The sources'
-// credentials go to the job in memory only.
-func (j *Jobs) StartIngest(ctx context.Context, req ingest.Request) (jobs.Job, error) {
+// StartIngest validates a request and starts its job, owned by owner (a
+// key id, or ""). The sources' credentials go to the job in memory only:
+// the stored request names which sources had them (auth_withheld), so that
+// a job resumed after a restart, when they are gone, fails those sources
+// saying to submit the ingest again rather than fetching without them.
+func (j *Jobs) StartIngest(ctx context.Context, owner string, req ingest.Request) (jobs.Job, error) {
 	if err := req.Validate(); err != nil {
 		return jobs.Job{}, err
 	}
 	auths := make([]*ingest.Auth, len(req.Sources))
-	stored := req
+	stored := storedIngest{Request: req}
 	stored.Sources = append([]ingest.Source(nil), req.Sources...)
 	for i := range stored.Sources {
-		auths[i] = stored.Sources[i].Auth
+		if a := stored.Sources[i].Auth; a != nil && *a != (ingest.Auth{}) {
+			auths[i] = a
+			stored.AuthWithheld = append(stored.AuthWithheld, i)
+		}
 		stored.Sources[i].Auth = nil
 	}
-	return j.Runner.Start(ctx, JobIngest, stored, auths)
+	return j.Runner.Start(ctx, JobIngest, owner, stored, auths)
 }
+
+// storedIngest is an ingest job's stored request: POST /ingest's body
+// without credentials, and the indexes of the sources that had some.
+type storedIngest struct {
+	ingest.Request
+	AuthWithheld []int `json:"auth_withheld,omitempty"`
+}
+
+// ErrAuthLost is a resumed job's error for a source whose credentials were
+// given to the job that the restart interrupted: they are never stored.
+const ErrAuthLost = "this source's credentials (auth) are kept in memory only, never stored, and the restart that interrupted the job lost them: submit the ingest again with its auth"
 
 // runIngest ingests each source in turn. A source that cannot be read as a
 // whole is an error entry naming it, and the job goes on with the next; the
 // job fails only when no source could be read.
 func (j *Jobs) runIngest(ctx context.Context, raw json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
-	var req ingest.Request
+	var req storedIngest
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return jobs.Progress{}, fmt.Errorf("decoding the ingest request: %w", err)
 	}
@@ -162,6 +180,12 @@ func (j *Jobs) runIngest(ctx context.Context, raw json.RawMessage, report func(j
 	for i, src := range req.Sources {
 		if i < len(auths) {
 			src.Auth = auths[i]
+		}
+		if src.Auth == nil && slices.Contains(req.AuthWithheld, i) {
+			failed++
+			p.AddError(src.Type+":"+firstOf(src.Path, src.URI), ErrAuthLost)
+			report(p)
+			continue
 		}
 		if err := j.Ingester.Run(ctx, src, req.Opts, &p, report); err != nil {
 			if ctx.Err() != nil {

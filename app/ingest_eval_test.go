@@ -119,7 +119,7 @@ func TestContextualPrefixRetrieval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, err := jb.StartIngest(ctx, ingestion.Request{Sources: []ingestion.Source{{Type: ingestion.TypeFS, Path: corpus}}})
+		j, err := jb.StartIngest(ctx, "", ingestion.Request{Sources: []ingestion.Source{{Type: ingestion.TypeFS, Path: corpus}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -225,7 +225,7 @@ func table() []variable {
 			func(c *Config) *string { return &c.IngestCredentialPatterns }, nil),
 		oneOf("H4R_INGEST_CREDENTIALS", "flag", "What ingestion does with a file matching H4R_INGEST_CREDENTIAL_PATTERNS: flag (ingest it with metadata.hasCredentials, which policy withholds from every caller) or skip (leave it out, reported).",
 			func(c *Config) *string { return &c.IngestCredentials }, "flag", "skip"),
-		boolean("H4R_INGEST_ALLOW_PRIVATE_URLS", "false", "Let url sources fetch pages from private, loopback and link-local addresses (checked at connection time).",
+		boolean("H4R_INGEST_ALLOW_PRIVATE_URLS", "false", "Let url sources fetch pages, and git sources clone, from private, loopback and link-local addresses (checked at connection time).",
 			func(c *Config) *bool { return &c.IngestAllowPrivateURLs }),
 		whole("H4R_CHUNK_MAX_TOKENS", "400", "Token budget of one ingested chunk's raw text (H4R_TOKEN_ENCODING).",
 			func(c *Config) *int { return &c.ChunkMaxTokens }, 16, 8000),

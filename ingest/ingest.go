@@ -70,6 +70,7 @@ type Ingester struct {
 	roots        []string
 	maxFileBytes int64
 	credPatterns []string
+	creds        credMatcher
 	credMode     string
 	allowPrivate bool
 	contextual   bool
@@ -115,7 +116,8 @@ func WithCredentialPatterns(p ...string) Option {
 // WithCredentialMode sets what happens to credential files: CredentialsFlag or CredentialsSkip.
 func WithCredentialMode(m string) Option { return func(in *Ingester) { in.credMode = m } }
 
-// WithPrivateURLs allows url sources on private and loopback addresses.
+// WithPrivateURLs allows url sources and git clone URLs on private and
+// loopback addresses.
 func WithPrivateURLs(allow bool) Option { return func(in *Ingester) { in.allowPrivate = allow } }
 
 // WithContextualPrefix sets whether a chunk's text carries the contextual
@@ -134,6 +136,7 @@ func New(store Store, index Index, splitter *chunk.Splitter, opts ...Option) *In
 		o(in)
 	}
 	in.client = httpClient(in.allowPrivate)
+	in.creds = newCredMatcher(in.credPatterns)
 	return in
 }
 
@@ -166,16 +169,8 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 	if err != nil {
 		return err
 	}
-	w := writer{in: in, src: src, typ: typ, key: key, l: l, opts: opts, p: p, index: index, paths: map[string]bool{}}
-	w.goDirs = map[string][]string{}
-	for _, f := range l.files {
-		w.paths[f.path] = true
-		if strings.HasSuffix(f.path, ".go") && !strings.HasSuffix(f.path, "_test.go") {
-			w.goDirs[path.Dir(f.path)] = append(w.goDirs[path.Dir(f.path)], f.path)
-		}
-	}
-	w.module = goModule(l)
-	seen := map[string]bool{}
+	w := writer{in: in, src: src, typ: typ, key: key, l: l, opts: opts, p: p, index: index}
+	seen := make(map[string]bool, len(l.files))
 	for _, f := range l.files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -222,7 +217,7 @@ func (in *Ingester) list(ctx context.Context, src Source) (listing, string, erro
 		return l, TypeURL, err
 	case TypeGit:
 		if src.Path == "" && strings.Contains(src.URI, "://") {
-			l, err := cloneGit(ctx, src.URI, src.Ref)
+			l, err := cloneGit(ctx, src.URI, src.Ref, in.allowPrivate)
 			return l, TypeGit, err
 		}
 	}
@@ -279,10 +274,11 @@ type writer struct {
 	opts    Options
 	p       *jobs.Progress
 	index   map[string]jobs.FileState
-	paths   map[string]bool
-	dropped map[string]bool     // listed but no longer ingested (skipped now): their old items go
-	module  string              // go.mod's module path, to resolve imports
-	goDirs  map[string][]string // folder → its non-test Go files
+	dropped map[string]bool // listed but no longer ingested (skipped now): their old items go
+	// Built by layoutOnce when a file is first chunked.
+	paths  map[string]bool
+	module string              // go.mod's module path, to resolve imports
+	goDirs map[string][]string // folder → its non-test Go files
 }
 
 func (w *writer) drop(path, msg string, skip bool) {
@@ -447,9 +443,47 @@ func (w *writer) chunkName(p string) string {
 	return p
 }
 
-func (in *Ingester) isCredential(p string) bool {
+func (in *Ingester) isCredential(p string) bool { return in.creds.match(p) }
+
+// credMatcher answers whether a path matches a credential pattern, on its
+// base name or whole, as path.Match does (matchCredentialSlow). It runs
+// for every file of every re-ingest, so the usual patterns skip
+// path.Match: a literal name is a map lookup, "*" followed by a literal a
+// suffix test on the base name (a "*" never matches a "/", so it cannot
+// match a path with folders in it).
+type credMatcher struct {
+	literal  map[string]bool
+	suffixes []string
+	globs    []string
+}
+
+func newCredMatcher(patterns []string) credMatcher {
+	m := credMatcher{literal: map[string]bool{}}
+	const meta = `*?[\`
+	for _, pat := range patterns {
+		switch {
+		case !strings.ContainsAny(pat, meta):
+			m.literal[pat] = true
+		case strings.HasPrefix(pat, "*") && !strings.ContainsAny(pat[1:], meta+"/"):
+			m.suffixes = append(m.suffixes, pat[1:])
+		default:
+			m.globs = append(m.globs, pat)
+		}
+	}
+	return m
+}
+
+func (m credMatcher) match(p string) bool {
 	base := path.Base(p)
-	for _, pat := range in.credPatterns {
+	if m.literal[base] || m.literal[p] {
+		return true
+	}
+	for _, s := range m.suffixes {
+		if strings.HasSuffix(base, s) {
+			return true
+		}
+	}
+	for _, pat := range m.globs {
 		if ok, _ := path.Match(pat, base); ok {
 			return true
 		}

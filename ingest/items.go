@@ -103,6 +103,7 @@ func (w *writer) items(p, sha, text string, chunks []chunk.Chunk, cred bool) []h
 // Markdown links against the file's folder, Go imports of this module to
 // the non-test Go files of the imported package's folder.
 func (w *writer) resolve(from string, refs []string) []string {
+	w.layoutOnce()
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -133,6 +134,24 @@ func orDot(d string) string {
 		return "."
 	}
 	return d
+}
+
+// layoutOnce builds what resolve needs (the source's paths, its Go
+// folders, its module path) the first time a file is chunked: an
+// unchanged re-ingest never pays for it.
+func (w *writer) layoutOnce() {
+	if w.paths != nil {
+		return
+	}
+	w.paths = make(map[string]bool, len(w.l.files))
+	w.goDirs = map[string][]string{}
+	for _, f := range w.l.files {
+		w.paths[f.path] = true
+		if strings.HasSuffix(f.path, ".go") && !strings.HasSuffix(f.path, "_test.go") {
+			w.goDirs[path.Dir(f.path)] = append(w.goDirs[path.Dir(f.path)], f.path)
+		}
+	}
+	w.module = goModule(w.l)
 }
 
 // goModule reads the module path from the source's go.mod, if any.

@@ -50,8 +50,9 @@ type Options struct {
 	// Reembed rewrites unchanged files too, so that the store embeds them
 	// again (with the embedder configured now).
 	Reembed bool `json:"reembed,omitempty"`
-	// Schedule is reserved: periodic re-ingestion is not built yet, and a
-	// request that sets it is refused rather than silently run once.
+	// Schedule is document 004's optional field, which the document names
+	// without a format or a meaning: it is refused rather than silently run
+	// once (README, "Sources", for why it is not built).
 	Schedule string `json:"schedule,omitempty"`
 }
 
@@ -113,7 +114,7 @@ func (s Source) location() string {
 // Validate checks options.
 func (o Options) Validate(field string) error {
 	if o.Schedule != "" {
-		return h4r.Errorf(h4r.EINVALID, field+".schedule", "scheduled re-ingestion is not supported yet: run the ingest again (for example from cron) instead")
+		return h4r.Errorf(h4r.EINVALID, field+".schedule", "scheduled re-ingestion is not supported (document 004 defines no format for it): run the ingest again, for example from cron; an unchanged re-run writes nothing")
 	}
 	return nil
 }

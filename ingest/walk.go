@@ -1,22 +1,28 @@
 package ingest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/h4r/h4r"
@@ -87,15 +93,19 @@ func within(root, p string) bool {
 // listDir lists the files under root, skipping .git and what .gitignore
 // files (and .git/info/exclude) ignore. A symlink to a file inside root is
 // followed; one leaving root is refused; a symlinked directory is skipped.
+//
+// The ignore files are read during the walk itself, as each folder is
+// entered, rather than by a first walk of their own
+// (gitignore.ReadPatterns): a pattern can only match below the folder of
+// its file, and a pre-order walk has read every ancestor's file before it
+// reaches a path, so the answer is the same (TestListDirMatchesReadPatterns)
+// and a re-ingest walks the tree once.
 func listDir(ctx context.Context, root string) ([]file, []issue, error) {
-	ps, err := gitignore.ReadPatterns(osfs.New(root), nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading .gitignore files under %s: %w", root, err)
-	}
-	ignore := gitignore.NewMatcher(ps)
+	var patterns []gitignore.Pattern
+	ignore := gitignore.NewMatcher(nil)
 	var files []file
 	var issues []issue
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -108,13 +118,27 @@ func listDir(ctx context.Context, root string) ([]file, []issue, error) {
 			}
 			return nil
 		}
-		if rel == "." {
-			return nil
+		var parts []string
+		if rel != "." {
+			parts = strings.Split(slash, "/")
 		}
-		parts := strings.Split(slash, "/")
 		if d.IsDir() {
-			if d.Name() == ".git" || ignore.Match(parts, true) {
+			if rel != "." && (d.Name() == ".git" || ignore.Match(parts, true)) {
 				return fs.SkipDir
+			}
+			// As gitignore.ReadPatterns: the folder's .git/info/exclude, then its .gitignore.
+			added := false
+			for _, name := range [...]string{".git/info/exclude", ".gitignore"} {
+				ps, err := readIgnoreFile(filepath.Join(p, filepath.FromSlash(name)), parts)
+				if err != nil {
+					issues = append(issues, issue{path: path.Join(slash, name), msg: fmt.Sprintf("cannot be read: %v", err)})
+				}
+				if len(ps) > 0 {
+					patterns, added = append(patterns, ps...), true
+				}
+			}
+			if added {
+				ignore = gitignore.NewMatcher(patterns)
 			}
 			return nil
 		}
@@ -155,6 +179,27 @@ func listDir(ctx context.Context, root string) ([]file, []issue, error) {
 	return files, issues, nil
 }
 
+// readIgnoreFile reads the patterns of one ignore file whose folder is
+// domain (nil for the root), as go-git's reader does: one pattern a line,
+// blank lines and # comments left out. A file that does not exist has none.
+func readIgnoreFile(name string, domain []string) ([]gitignore.Pattern, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if s := sc.Text(); !strings.HasPrefix(s, "#") && strings.TrimSpace(s) != "" {
+			ps = append(ps, gitignore.ParsePattern(s, domain))
+		}
+	}
+	return ps, nil
+}
+
 // readLimited reads a file expected to be size bytes, never more (a file
 // that grew since it was listed is cut, and its sha says what was read).
 func readLimited(p string, size int64) ([]byte, error) {
@@ -192,12 +237,29 @@ func listGit(ctx context.Context, root, ref string) (listing, error) {
 }
 
 // cloneGit clones a repository URL into memory (one commit deep) and lists
-// the commit of ref (HEAD when empty).
-func cloneGit(ctx context.Context, uri, ref string) (listing, error) {
+// the commit of ref (HEAD when empty). Only http and https URLs are cloned
+// (file:// would read past the ingest roots; ssh and git:// are not
+// offered), and unless allowPrivate, a URL whose host is or resolves to a
+// private, loopback or link-local address is refused (checkCloneURL).
+func cloneGit(ctx context.Context, uri, ref string, allowPrivate bool) (listing, error) {
+	if err := checkCloneURL(ctx, uri, allowPrivate, net.DefaultResolver); err != nil {
+		return listing{}, err
+	}
 	opts := &git.CloneOptions{URL: uri, Depth: 1, Tags: git.NoTags}
 	if ref != "" && ref != "HEAD" {
 		opts.ReferenceName = plumbing.NewBranchReferenceName(ref)
 		opts.SingleBranch = true
+	}
+	if !allowPrivate {
+		// Every connection of the clone goes through the guard, which
+		// checks the address dialled: a DNS answer that changed since
+		// checkCloneURL, or a redirect to a private host, is refused too.
+		g, err := startGuardProxy(refusePrivate)
+		if err != nil {
+			return listing{}, err
+		}
+		defer g.Close()
+		opts.ProxyOptions = transport.ProxyOptions{URL: g.URL()}
 	}
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
 	if err != nil {
@@ -247,6 +309,33 @@ func listCommit(ctx context.Context, repo *git.Repository, ref string, l listing
 		return listing{}, fmt.Errorf("listing the files of %s: %w", hash, err)
 	}
 	return l, nil
+}
+
+// checkCloneURL refuses a clone URL that is not http or https, or, unless
+// allowPrivate, whose host is or resolves to an address refusePrivate
+// refuses: a clear error before any connection. The guard proxy then
+// checks every address actually dialled.
+func checkCloneURL(ctx context.Context, uri string, allowPrivate bool, r *net.Resolver) error {
+	u, err := url.Parse(uri)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return h4r.Errorf(h4r.EINVALID, "uri", "%q is not an http or https clone URL (file, ssh and git URLs are not cloned; give a local repository as path)", uri)
+	}
+	if allowPrivate {
+		return nil
+	}
+	host := u.Hostname()
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil {
+		return h4r.Errorf(h4r.EINVALID, "uri", "resolving the host of %s: %v", uri, err)
+	}
+	for _, a := range addrs {
+		if err := refusePrivate("tcp", net.JoinHostPort(a.Unmap().String(), "0"), nil); err != nil {
+			return h4r.Errorf(h4r.EFORBIDDEN, "uri", "cloning %s: %v", uri, err)
+		}
+	}
+	return nil
 }
 
 // repoName is the origin remote's last path element, else the folder's name.

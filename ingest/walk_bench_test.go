@@ -29,3 +29,32 @@ func BenchmarkListDir5000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCredentialMatch5000 tests the 5,000 paths of an unchanged
+// re-ingest against the default credential patterns: path.Match on each
+// pattern, as before, and the credMatcher that replaced it.
+func BenchmarkCredentialMatch5000(b *testing.B) {
+	paths := make([]string, 5000)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("pkg%03d/f%05d.go", i/50, i)
+	}
+	b.Run("path.Match", func(b *testing.B) {
+		for b.Loop() {
+			for _, p := range paths {
+				if matchCredentialSlow(DefaultCredentialPatterns, p) {
+					b.Fatal(p)
+				}
+			}
+		}
+	})
+	b.Run("credMatcher", func(b *testing.B) {
+		m := newCredMatcher(DefaultCredentialPatterns)
+		for b.Loop() {
+			for _, p := range paths {
+				if m.match(p) {
+					b.Fatal(p)
+				}
+			}
+		}
+	})
+}

@@ -24,8 +24,12 @@ const (
 
 // Job is one background job as stored and as GET /v1/jobs/{id} shows it.
 type Job struct {
-	ID         string          `json:"job_id"`
-	Kind       string          `json:"kind"`
+	ID   string `json:"job_id"`
+	Kind string `json:"kind"`
+	// Owner is the API key that started the job (its key id), "" when no
+	// key did (no keys configured, the CLI). GET /v1/jobs/{id} shows a job
+	// to its owner and to admin keys only.
+	Owner      string          `json:"owner,omitempty"`
 	State      string          `json:"state"`
 	Request    json.RawMessage `json:"request,omitempty"`
 	Progress   Progress        `json:"progress"`
@@ -147,11 +151,12 @@ type secretKey struct{}
 // after a restart: secrets are never stored).
 func Secret(ctx context.Context) any { return ctx.Value(secretKey{}) }
 
-// Start records a job of the kind and runs it in the background. It
-// returns the record as stored (state queued). secret, when not nil, is
+// Start records a job of the kind, owned by owner (a key id, or ""), and
+// runs it in the background. It returns the record as stored (state
+// queued). secret, when not nil, is
 // handed to the job through its context (Secret) and never stored: a
 // source's credentials.
-func (r *Runner) Start(ctx context.Context, kindName string, request, secret any) (Job, error) {
+func (r *Runner) Start(ctx context.Context, kindName, owner string, request, secret any) (Job, error) {
 	r.mu.Lock()
 	k, ok := r.kinds[kindName]
 	r.mu.Unlock()
@@ -163,7 +168,7 @@ func (r *Runner) Start(ctx context.Context, kindName string, request, secret any
 		return Job{}, fmt.Errorf("starting a %s job: encoding its request: %w", kindName, err)
 	}
 	now := r.now().UTC()
-	j := Job{ID: newID(), Kind: kindName, State: StateQueued, Request: body, CreatedAt: now, UpdatedAt: now, Progress: Progress{Errors: []FileIssue{}}}
+	j := Job{ID: newID(), Kind: kindName, Owner: owner, State: StateQueued, Request: body, CreatedAt: now, UpdatedAt: now, Progress: Progress{Errors: []FileIssue{}}}
 	if err := r.store.CreateJob(ctx, j); err != nil {
 		return Job{}, fmt.Errorf("recording a %s job: %w", kindName, err)
 	}
@@ -173,6 +178,12 @@ func (r *Runner) Start(ctx context.Context, kindName string, request, secret any
 
 // Get returns a job's record, or an *h4r.Error not_found.
 func (r *Runner) Get(ctx context.Context, id string) (Job, error) { return r.store.GetJob(ctx, id) }
+
+// VisibleTo reports whether a viewer (a key id) may see the job: its
+// owner or an admin. A server without keys treats every caller as admin.
+func (j Job) VisibleTo(viewer string, admin bool) bool {
+	return admin || j.Owner == viewer
+}
 
 // Wait blocks until every job started so far has ended (tests, the CLI).
 func (r *Runner) Wait() { r.wg.Wait() }

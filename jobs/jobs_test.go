@@ -92,7 +92,7 @@ func TestJobLifecycleAndRestart(t *testing.T) {
 				return jobs.Progress{}, ctx.Err()
 			}, true)
 
-			j, err := r.Start(ctx, "count", 7, nil)
+			j, err := r.Start(ctx, "count", "", 7, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,18 +100,18 @@ func TestJobLifecycleAndRestart(t *testing.T) {
 			if done.Progress.FilesSeen != 7 || len(done.Progress.Errors) != 1 || done.Progress.Errors[0].Path != "bad.pdf" || done.FinishedAt == nil {
 				t.Errorf("finished job = %+v", done)
 			}
-			f, err := r.Start(ctx, "fail", nil, nil)
+			f, err := r.Start(ctx, "fail", "", nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := waitFor(t, r, f.ID, jobs.StateFailed); got.Error != "the source is gone" {
 				t.Errorf("failed job error = %q", got.Error)
 			}
-			b, err := r.Start(ctx, "block", nil, nil)
+			b, err := r.Start(ctx, "block", "", nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, err := r.Start(ctx, "resumable", nil, "token-1")
+			rs, err := r.Start(ctx, "resumable", "key-1", nil, "token-1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestJobLifecycleAndRestart(t *testing.T) {
 				t.Errorf("resumed %d, failed %d; want 1 and 1", resumed, failed)
 			}
 			<-ran
-			if got := waitFor(t, r2, rs.ID, jobs.StateSucceeded); got.Attempts != 2 || got.Progress.Message != "resumed" {
+			if got := waitFor(t, r2, rs.ID, jobs.StateSucceeded); got.Attempts != 2 || got.Progress.Message != "resumed" || got.Owner != "key-1" {
 				t.Errorf("resumed job = %+v", got)
 			}
 			if got := waitFor(t, r2, b.ID, jobs.StateFailed); got.Error == "" {
@@ -154,6 +154,27 @@ func TestJobLifecycleAndRestart(t *testing.T) {
 			var herr *h4r.Error
 			if _, err := r2.Get(ctx, "job_nope"); !errors.As(err, &herr) || herr.Code != h4r.ENOTFOUND {
 				t.Errorf("unknown job: %v, want not_found", err)
+			}
+		})
+	}
+}
+
+// TestJobVisibleTo: a job is visible to its owner and to admins only; an
+// ownerless job (the CLI's) to admins only once keys are on.
+func TestJobVisibleTo(t *testing.T) {
+	for _, tc := range []struct {
+		name, owner, viewer string
+		admin, want         bool
+	}{
+		{"owner", "k1", "k1", false, true},
+		{"another key", "k1", "k2", false, false},
+		{"admin", "k1", "k2", true, true},
+		{"ownerless job, a key", "", "k2", false, false},
+		{"ownerless job, admin", "", "k2", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (jobs.Job{Owner: tc.owner}).VisibleTo(tc.viewer, tc.admin); got != tc.want {
+				t.Errorf("VisibleTo(%q, %v) of a job of %q = %v", tc.viewer, tc.admin, tc.owner, got)
 			}
 		})
 	}

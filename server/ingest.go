@@ -15,8 +15,8 @@ import (
 
 // Jobs starts and reports background jobs (app.Jobs).
 type Jobs interface {
-	StartIngest(ctx context.Context, req ingest.Request) (jobs.Job, error)
-	StartReindex(ctx context.Context, graph bool) (jobs.Job, error)
+	StartIngest(ctx context.Context, owner string, req ingest.Request) (jobs.Job, error)
+	StartReindex(ctx context.Context, owner string, graph bool) (jobs.Job, error)
 	Get(ctx context.Context, id string) (jobs.Job, error)
 }
 
@@ -59,7 +59,8 @@ func (s *Server) ingestSources(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := js.StartIngest(c.Request().Context(), req)
+	owner, _ := jobViewer(c)
+	j, err := js.StartIngest(c.Request().Context(), owner, req)
 	if err != nil {
 		return err
 	}
@@ -71,11 +72,27 @@ func (s *Server) getJob(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := js.Get(c.Request().Context(), c.Param("id"))
+	id := c.Param("id")
+	j, err := js.Get(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
+	// Another key's job answers as a job that does not exist: its id,
+	// sources and errors (file names) are that key's business.
+	if viewer, admin := jobViewer(c); !j.VisibleTo(viewer, admin) {
+		return h4r.Errorf(h4r.ENOTFOUND, "id", "no job with id %q", id)
+	}
 	return c.JSON(http.StatusOK, j)
+}
+
+// jobViewer is who calls a job route: the key's id and whether it is an
+// admin key. Without keys every caller is admin (the server is open).
+func jobViewer(c *echo.Context) (string, bool) {
+	p := principal(c)
+	if p == nil {
+		return "", true
+	}
+	return p.KeyID, p.Allows(auth.RouteAdmin)
 }
 
 // reindexRequest is POST /v1/reindex's optional body.
@@ -98,7 +115,8 @@ func (s *Server) startReindex(c *echo.Context) error {
 			return err
 		}
 	}
-	j, err := js.StartReindex(c.Request().Context(), req.Graph)
+	owner, _ := jobViewer(c)
+	j, err := js.StartReindex(c.Request().Context(), owner, req.Graph)
 	if err != nil {
 		return err
 	}

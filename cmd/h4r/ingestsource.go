@@ -87,7 +87,7 @@ func cmdIngestSource(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	defer jb.Close()
-	j, err := jb.StartIngest(ctx, ingestion.Request{Sources: []ingestion.Source{src}, Opts: ingestion.Options{Rechunk: *rechunk}})
+	j, err := jb.StartIngest(ctx, "", ingestion.Request{Sources: []ingestion.Source{src}, Opts: ingestion.Options{Rechunk: *rechunk}})
 	if err != nil {
 		return err
 	}

@@ -149,6 +149,92 @@ func keyEntry(key, id, level string, routes ...string) string {
 	return `{"sha256": "` + hex.EncodeToString(sum[:]) + `", "principal": {"id": "` + id + `", "securityLevel": "` + level + `"}, "routes": ` + string(rs) + `}`
 }
 
+// startIngestServe runs h4r serve (no demo data) with the variables on a loopback port until
+// the test ends.
+func startIngestServe(t *testing.T, vars map[string]string) apiClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0"}, io.Discard, env(vars), ready) }()
+	select {
+	case addr := <-ready:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+		})
+		return apiClient{t, "http://" + addr}
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve exited: %v", err)
+	case <-time.After(patience):
+		cancel()
+		t.Fatal("serve did not listen")
+	}
+	return apiClient{}
+}
+
+// TestJobsBelongToTheirKey: a job is shown to the key that started it and
+// to admin keys; any other key gets the 404 of a job that does not exist.
+func TestJobsBelongToTheirKey(t *testing.T) {
+	base := t.TempDir()
+	folder := filepath.Join(base, "notes")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(folder, "a.md"), []byte("# Notes\n\nA note of key A.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	keys := "[" + strings.Join([]string{
+		keyEntry("key-a", "indexer-a", "internal", "read", "ingest"),
+		keyEntry("key-b", "indexer-b", "internal", "read", "ingest"),
+		keyEntry("admin-key", "operator", "restricted", "read", "ingest", "admin"),
+	}, ",") + "]"
+	if err := os.WriteFile(keysFile, []byte(keys), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startIngestServe(t, map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn", "H4R_API_KEYS_FILE": keysFile,
+		"H4R_INGEST_ROOTS": base, "H4R_WRITE_TIMEOUT_MS": "120000"})
+
+	j := c.ingest("key-a", `{"sources": [{"type": "fs", "path": "`+folder+`"}], "opts": {}}`)
+	if j.State != "succeeded" {
+		t.Fatalf("ingest as key A: %+v", j)
+	}
+	_, unknown := c.do(http.MethodGet, "/v1/jobs/job_000000000000000000000000", "key-b", "")
+	status, b := c.do(http.MethodGet, "/v1/jobs/"+j.ID, "key-b", "")
+	if status != http.StatusNotFound || bytes.Contains(b, []byte("a.md")) {
+		t.Errorf("key B reads key A's job: %d %s", status, b)
+	}
+	// Same answer as an id that does not exist, but for the id itself.
+	if strings.ReplaceAll(string(b), j.ID, "ID") != strings.ReplaceAll(string(unknown), "job_000000000000000000000000", "ID") {
+		t.Errorf("another key's job answers\n%s\nan unknown one\n%s", b, unknown)
+	}
+	var rec struct {
+		Owner string `json:"owner"`
+	}
+	for _, key := range []string{"key-a", "admin-key"} {
+		status, b := c.do(http.MethodGet, "/v1/jobs/"+j.ID, key, "")
+		if status != http.StatusOK || json.Unmarshal(b, &rec) != nil || rec.Owner == "" {
+			t.Errorf("%s reading key A's job: %d %s", key, status, b)
+		}
+	}
+	// The admin's own jobs are not shown to ingest keys either.
+	status, b = c.do(http.MethodPost, "/v1/reindex", "admin-key", `{}`)
+	var started struct {
+		JobID string `json:"job_id"`
+	}
+	if status != http.StatusAccepted || json.Unmarshal(b, &started) != nil {
+		t.Fatalf("reindex: %d %s", status, b)
+	}
+	c.waitJob(started.JobID, "admin-key")
+	if status, b := c.do(http.MethodGet, "/v1/jobs/"+started.JobID, "key-a", ""); status != http.StatusNotFound {
+		t.Errorf("key A reads the admin's reindex job: %d %s", status, b)
+	}
+}
+
 // TestIngestRepositoryEndToEnd is issue 18's "done when", over HTTP with
 // API keys: ingest this repository's slicer, pack builder and README, ask
 // how budgets are enforced and get chunks cited with path, sha and line
@@ -167,30 +253,9 @@ func TestIngestRepositoryEndToEnd(t *testing.T) {
 	if err := os.WriteFile(keysFile, []byte(keys), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn", "H4R_API_KEYS_FILE": keysFile,
+	c := startIngestServe(t, map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "warn", "H4R_API_KEYS_FILE": keysFile,
 		"H4R_INGEST_ROOTS": base, "H4R_GENERATOR_TIMEOUT_MS": "60000", "H4R_REQUEST_TIMEOUT_MS": "60000",
-		"H4R_WRITE_TIMEOUT_MS": "120000"}
-	go func() { done <- cmdServe(ctx, []string{"--addr", "127.0.0.1:0"}, io.Discard, env(vars), ready) }()
-	var c apiClient
-	select {
-	case addr := <-ready:
-		c = apiClient{t, "http://" + addr}
-	case err := <-done:
-		cancel()
-		t.Fatalf("serve exited: %v", err)
-	case <-time.After(patience):
-		cancel()
-		t.Fatal("serve did not listen")
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	}()
+		"H4R_WRITE_TIMEOUT_MS": "120000"})
 
 	body := `{"sources": [{"type": "git", "path": "` + repo + `"}], "opts": {"rechunk": false, "reembed": false}}`
 	j := c.ingest("ingest-key", body)
