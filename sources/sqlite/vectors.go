@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -395,7 +394,7 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 		if err != nil {
 			return err
 		}
-		hits, err = hydrate(ctx, tx, top)
+		hits, err = s.hydrate(ctx, tx, top)
 		return err
 	})
 	if err != nil {
@@ -430,7 +429,7 @@ func passingIDs(ctx context.Context, tx *sql.Tx, ids []string, where string, arg
 
 // hydrate reads the items of the hits, keeping their order. An item deleted
 // by another process since the vectors were loaded is left out.
-func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
+func (s *Store) hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
 	if len(top) == 0 {
 		return nil, nil
 	}
@@ -438,17 +437,9 @@ func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
 	for i, t := range top {
 		ids[i] = t.ID
 	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return nil, fmt.Errorf("encoding hit ids: %w", err)
-	}
-	items, err := queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{string(list)}, nil)
+	byID, err := s.readItems(ctx, tx, ids)
 	if err != nil {
 		return nil, err
-	}
-	byID := make(map[string]*h4r.Item, len(items))
-	for _, it := range items {
-		byID[it.ID] = it
 	}
 	hits := make([]h4r.Hit, 0, len(top))
 	for _, t := range top {

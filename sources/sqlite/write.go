@@ -102,6 +102,8 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, deletes []str
 		change.puts = append(change.puts, p)
 	}
 	s.text.applied(textBefore, textAfter, change)
+	s.items.forget(deletes)
+	s.items.forget(ids)
 	v.applied(before, after, func(v *vectorIndex) {
 		for _, id := range deletes {
 			v.remove(id)
@@ -195,6 +197,7 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 		change.deletes = []uint32{doc}
 	}
 	s.text.applied(textBefore, textAfter, change)
+	s.items.forget([]string{id})
 	return nil
 }
 
