@@ -28,25 +28,30 @@ func WithItemCacheBytes(n int64) Option { return func(o *options) { o.itemCacheB
 // are not read and decoded again on every request: that was most of a
 // pack's CPU time (PERFORMANCE.md).
 //
-// An entry is never trusted on its own. Every read first fetches the hits'
-// stamps (itemStamp) in the reader's snapshot, one indexed query for all of
-// them, and uses an entry only when its stamp is the row's: the id's
-// version is never reused, not even after a delete and a re-create
-// (deleted_versions), and every write of an item's content, metadata or
-// links raises it; the other stamped columns are those a write changes
-// without a new version (access counts, recounted tokens). So a write by
-// this process or another, committed or not yet visible to the snapshot,
-// can never be answered from a stale entry, and nothing has to be kept in
-// step with writes (they only drop the entries they make useless).
+// The file stays the only truth. item_generation (migration 0008) counts
+// every change to an item row or its links, access counts included; the
+// cache reflects one generation, gen, and every entry is the item as of
+// gen. A read whose snapshot is at gen uses the entries as they are (no
+// query) and keeps what it reads. This process's writes move the cache
+// along under the store's write lock, in commit order (applied): they drop
+// the items they wrote or deleted and add the access counts they added.
+// Any other change (another process's write) leaves the cache behind the
+// file; the next read that finds it so, with no write of this process
+// under way, empties it and starts it again at its snapshot's generation.
+// A read that cannot use gen (its snapshot is older, or a write of this
+// process is between its commit and its update) checks each entry against
+// its row's stamp (itemStamp) instead, one indexed query for all the hits,
+// and keeps nothing.
 //
 // Entries are shared by every request that reads them and must never be
-// modified: the slicer redacts a copy (scs.Redact), and a changed access
-// count makes a new entry rather than changing the old one.
+// modified: the slicer redacts a copy (scs.Redact), and added access counts
+// make a new entry rather than changing the old one.
 //
 // Its zero value is a cache that keeps nothing.
 type itemCache struct {
 	mu     sync.RWMutex
 	budget int64 // bytes; 0: keep nothing
+	gen    int64 // the item_generation every entry reflects; -1: none yet
 	used   int64
 	items  map[string]cachedItem
 }
@@ -77,7 +82,7 @@ func (a itemStamp) sameContent(b itemStamp) bool {
 }
 
 func newItemCache(budget int64) itemCache {
-	return itemCache{budget: max(budget, 0), items: map[string]cachedItem{}}
+	return itemCache{budget: max(budget, 0), gen: -1, items: map[string]cachedItem{}}
 }
 
 // itemFootprint estimates the memory of a decoded item: its text, its
@@ -92,16 +97,39 @@ func itemFootprint(it *h4r.Item) int64 {
 	return n + 64*int64(len(it.Metadata.Extra)+len(it.Metadata.Tags))
 }
 
-// get returns the entry of id when its stamp is stamp; when only the
-// access counts differ, it returns a copy of the entry's item with the
-// row's counts (and keeps that copy in its place).
-func (c *itemCache) get(id string, stamp itemStamp) (*h4r.Item, bool) {
-	if c.budget == 0 {
-		return nil, false
-	}
+// lookup returns the entry of id, if any, and the generation the cache
+// reflects.
+func (c *itemCache) lookup(id string) (cachedItem, bool) {
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	e, ok := c.items[id]
-	c.mu.RUnlock()
+	return e, ok
+}
+
+// generation returns the generation the cache reflects.
+func (c *itemCache) generation() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
+// restart empties the cache and makes it reflect generation gen, unless it
+// reflects gen or a later one already.
+func (c *itemCache) restart(gen int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen >= gen {
+		return
+	}
+	c.gen, c.used = gen, 0
+	clear(c.items)
+}
+
+// checked returns the entry of id when its stamp is stamp (a read whose
+// snapshot is not at the cache's generation); when only the access counts
+// differ, it returns a copy of the entry's item with the row's counts.
+func (c *itemCache) checked(id string, stamp itemStamp) (*h4r.Item, bool) {
+	e, ok := c.lookup(id)
 	switch {
 	case !ok || !e.stamp.sameContent(stamp):
 		return nil, false
@@ -118,30 +146,36 @@ func (c *itemCache) get(id string, stamp itemStamp) (*h4r.Item, bool) {
 		}
 		it.Metadata.LastAccessedAt = t
 	}
-	c.put(&it, stamp)
 	return &it, true
 }
 
-// put keeps it, read in a row of stamp, replacing an entry of another
-// stamp; past the budget, it forgets arbitrary entries (Go's map order)
-// until a tenth of the budget is free.
-func (c *itemCache) put(it *h4r.Item, stamp itemStamp) {
-	if c.budget == 0 {
-		return
+// stampOf is the stamp of the row a decoded item came from.
+func stampOf(it *h4r.Item) itemStamp {
+	m := &it.Metadata
+	st := itemStamp{version: m.Version, accessCount: m.AccessCount, byteSize: m.ByteSize, tokens: m.Tokens}
+	if !m.LastAccessedAt.IsZero() {
+		st.lastAccessedAt = formatTime(m.LastAccessedAt)
 	}
+	return st
+}
+
+// put keeps it, read in a snapshot at generation gen, unless the cache
+// reflects another generation; past the budget, it forgets arbitrary
+// entries (Go's map order) until a tenth of the budget is free.
+func (c *itemCache) put(gen int64, it *h4r.Item) {
 	size := itemFootprint(it)
-	if size > c.budget/16 {
-		return // one huge item would push out many
+	if c.budget == 0 || size > c.budget/16 { // one huge item would push out many
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
 	if old, ok := c.items[it.ID]; ok {
-		if old.stamp.version > stamp.version {
-			return // a reader of an older snapshot came late
-		}
 		c.used -= old.size
 	}
-	c.items[it.ID] = cachedItem{item: it, stamp: stamp, size: size}
+	c.items[it.ID] = cachedItem{item: it, stamp: stampOf(it), size: size}
 	c.used += size
 	if c.used <= c.budget {
 		return
@@ -155,20 +189,50 @@ func (c *itemCache) put(it *h4r.Item, stamp itemStamp) {
 	}
 }
 
-// forget drops the entries of ids (written or deleted: they cannot be
-// current any more), so that memory does not hold deleted items.
-func (c *itemCache) forget(ids []string) {
-	if c.budget == 0 || len(ids) == 0 {
+// applied moves the cache along a committed write of this process that
+// moved item_generation from before to after: change drops or replaces the
+// entries it made stale. The caller holds the store's write lock, so
+// writes apply in commit order. When the cache was not at before, it is
+// left as it is (behind the file) and the next read restarts it.
+func (c *itemCache) applied(before, after int64, change func(c *itemCache)) {
+	if c.budget == 0 || before == after {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gen != before {
+		return
+	}
+	change(c)
+	c.gen = after
+}
+
+// drop forgets the entries of ids; the caller holds mu.
+func (c *itemCache) drop(ids []string) {
 	for _, id := range ids {
 		if e, ok := c.items[id]; ok {
 			delete(c.items, id)
 			c.used -= e.size
 		}
 	}
+}
+
+// addAccess replaces the entry of id, if any, with a copy that counts n
+// more accesses, the last at last, as flushAccess's UPDATE does; the
+// caller holds mu.
+func (c *itemCache) addAccess(id string, n int64, last time.Time) {
+	e, ok := c.items[id]
+	if !ok {
+		return
+	}
+	it := *e.item
+	it.Metadata.AccessCount += n
+	if last = last.UTC(); formatTime(last) > e.stamp.lastAccessedAt {
+		// As stored: the text's precision, read back as the row would be.
+		it.Metadata.LastAccessedAt, _ = parseTime(formatTime(last))
+	}
+	e.item, e.stamp = &it, stampOf(&it)
+	c.items[id] = e
 }
 
 // len and bytes report the cache's size (tests, benchmarks).
@@ -179,56 +243,97 @@ func (c *itemCache) len() int {
 }
 
 // readItems returns the items with the given ids as tx sees them, by id
-// (an id without an item is absent): from the cache when the row's stamp
-// says the entry is current, else read and decoded (queryItems) and kept.
+// (an id without an item is absent): from the cache when it reflects tx's
+// snapshot (else when a row's stamp says the entry is current), the rest
+// read and decoded by queryItems (and kept when the cache reflects tx's
+// snapshot).
 func (s *Store) readItems(ctx context.Context, tx *sql.Tx, ids []string) (map[string]*h4r.Item, error) {
 	out := make(map[string]*h4r.Item, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	list, err := jsonList(ids)
+	if s.items.budget == 0 {
+		return out, fetchItems(ctx, tx, ids, out)
+	}
+	gen, err := readItemGeneration(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	if s.items.budget == 0 {
-		items, err := queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{list}, nil)
-		if err != nil {
-			return nil, err
+	if c := s.items.generation(); c < gen && s.vectors.writeMu.tryLock() {
+		// No write of this process is under way (they update the cache
+		// under this lock): the file moved on without the cache.
+		s.items.restart(gen)
+		s.vectors.writeMu.Unlock()
+	}
+	if s.items.generation() != gen {
+		return out, s.readChecked(ctx, tx, ids, out)
+	}
+	var missing []string
+	for _, id := range ids {
+		if e, ok := s.items.lookup(id); ok {
+			out[id] = e.item
+		} else {
+			missing = append(missing, id)
 		}
-		for _, it := range items {
-			out[it.ID] = it
+	}
+	if err := fetchItems(ctx, tx, missing, out); err != nil {
+		return nil, err
+	}
+	for _, id := range missing {
+		if it := out[id]; it != nil {
+			s.items.put(gen, it)
 		}
-		return out, nil
+	}
+	return out, nil
+}
+
+// readChecked fills out with the items of ids, using the cache's entries
+// whose stamps are their rows' and reading the rest.
+func (s *Store) readChecked(ctx context.Context, tx *sql.Tx, ids []string, out map[string]*h4r.Item) error {
+	list, err := jsonList(ids)
+	if err != nil {
+		return err
 	}
 	stamps, err := readStamps(ctx, tx, list, len(ids))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var missing []string
 	for id, st := range stamps {
-		if it, ok := s.items.get(id, st); ok {
+		if it, ok := s.items.checked(id, st); ok {
 			out[id] = it
 		} else {
 			missing = append(missing, id)
 		}
 	}
-	if len(missing) == 0 {
-		return out, nil
+	return fetchItems(ctx, tx, missing, out)
+}
+
+// fetchItems reads and decodes the items of ids into out.
+func fetchItems(ctx context.Context, tx *sql.Tx, ids []string, out map[string]*h4r.Item) error {
+	if len(ids) == 0 {
+		return nil
 	}
-	if list, err = jsonList(missing); err != nil {
-		return nil, err
+	list, err := jsonList(ids)
+	if err != nil {
+		return err
 	}
 	items, err := queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{list}, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, it := range items {
 		out[it.ID] = it
-		if st, ok := stamps[it.ID]; ok {
-			s.items.put(it, st)
-		}
 	}
-	return out, nil
+	return nil
+}
+
+func readItemGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var g int64
+	if err := tx.QueryRowContext(ctx, `SELECT generation FROM item_generation WHERE id = 1`).Scan(&g); err != nil {
+		return 0, fmt.Errorf("reading the item generation: %w", err)
+	}
+	return g, nil
 }
 
 // readStamps reads the stamps of the items in the JSON list of ids.

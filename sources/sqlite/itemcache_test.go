@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"reflect"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/sources/internal/access"
 )
 
 // cacheItems are linked items that all match the query "shared", with
@@ -94,26 +96,43 @@ func TestItemCacheServesWhatTheFileHolds(t *testing.T) {
 	retagged := cacheItems()[5]
 	retagged.Metadata.Extra = map[string]any{"team": "data"}
 
+	accessed := func(id string, n int64, last time.Time) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			return s.flushAccess(ctx, map[string]access.Pending{id: {Count: n, Last: last}})
+		}
+	}
 	steps := []struct {
 		name  string
 		write func(ctx context.Context) error
+		local bool // written by this process: the cache follows it without starting over
 	}{
-		{"nothing written", func(context.Context) error { return nil }},
-		{"content changed by this process", upsert(s, changed)},
-		{"metadata changed by another process", upsert(other, retagged)},
-		{"access counted by another process", exec(`UPDATE items SET access_count = access_count + 3, last_accessed_at = ? WHERE id = 'c3'`, formatTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))},
-		{"access counted again", exec(`UPDATE items SET access_count = access_count + 1 WHERE id = 'c3'`)},
-		{"tokens recounted by another process", exec(`UPDATE items SET tokens = tokens + 1 WHERE id = 'c6'`)},
+		{"nothing written", func(context.Context) error { return nil }, true},
+		{"content changed by this process", upsert(s, changed), true},
+		{"access counted by this process", accessed("c5", 2, time.Date(2026, 2, 3, 4, 5, 6, 789, time.UTC)), true},
+		{"access counted by this process, earlier", accessed("c5", 1, time.Date(2025, 2, 3, 4, 5, 6, 0, time.UTC)), true},
+		{"metadata changed by another process", upsert(other, retagged), false},
+		{"access counted by another process", exec(`UPDATE items SET access_count = access_count + 3, last_accessed_at = ? WHERE id = 'c3'`, formatTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))), false},
+		{"access counted again", exec(`UPDATE items SET access_count = access_count + 1 WHERE id = 'c3'`), false},
+		{"tokens recounted by another process", exec(`UPDATE items SET tokens = tokens + 1 WHERE id = 'c6'`), false},
 		{"delete and re-create by another process", func(ctx context.Context) error {
 			if err := other.Delete(ctx, "c2"); err != nil {
 				return err
 			}
 			_, err := other.Upsert(ctx, []h4r.Item{secret})
 			return err
-		}},
-		{"links changed by another process", upsert(other, relinked)},
-		{"deleted by another process", func(ctx context.Context) error { return other.Delete(ctx, "c7") }},
-		{"deleted by this process", func(ctx context.Context) error { return s.Delete(ctx, "c0") }},
+		}, false},
+		{"links changed by another process", upsert(other, relinked), false},
+		{"deleted by another process", func(ctx context.Context) error { return other.Delete(ctx, "c7") }, false},
+		{"deleted by this process", func(ctx context.Context) error { return s.Delete(ctx, "c0") }, true},
+		{"deleted and re-created by this process", func(ctx context.Context) error {
+			if err := s.Delete(ctx, "c1"); err != nil {
+				return err
+			}
+			again := secret
+			again.ID = "c1"
+			_, err := s.Replace(ctx, []h4r.Item{again}, []string{"c6"})
+			return err
+		}, true},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -121,7 +140,22 @@ func TestItemCacheServesWhatTheFileHolds(t *testing.T) {
 			if err := st.write(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			got, want := searchAll(t, s, e), searchAll(t, other, e)
+			if st.local {
+				var gen int64
+				if err := raw.QueryRowContext(t.Context(), `SELECT generation FROM item_generation`).Scan(&gen); err != nil {
+					t.Fatal(err)
+				}
+				if c := s.items.generation(); c != gen || s.items.len() == 0 {
+					t.Errorf("after a write of this process the cache is at generation %d with %d items, the file at %d", c, s.items.len(), gen)
+				}
+			}
+			want := searchAll(t, other, e)
+			if !st.local {
+				// While a write of this process is under way the cache
+				// cannot start over: each entry is checked against its row.
+				checkEntryByEntry(t, s)
+			}
+			got := searchAll(t, s, e)
 			for name := range want {
 				if len(want[name]) == 0 {
 					t.Errorf("%s: no hits: the comparison proves nothing", name)
@@ -165,7 +199,7 @@ func TestItemCacheStaysWithinItsBudget(t *testing.T) {
 			c := newItemCache(tt.budget)
 			for i := range tt.items {
 				it := &h4r.Item{ID: fmt.Sprintf("i%d", i), Text: "some text of an item", Metadata: h4r.Metadata{ByteSize: 100, Version: 1}}
-				c.put(it, itemStamp{version: 1, byteSize: 100})
+				c.put(-1, it)
 			}
 			if c.used > tt.budget {
 				t.Errorf("used %d bytes, budget %d", c.used, tt.budget)
@@ -181,5 +215,37 @@ func TestItemCacheStaysWithinItsBudget(t *testing.T) {
 				t.Error("the cache kept nothing")
 			}
 		})
+	}
+}
+
+// checkEntryByEntry reads every item through the cache while the write lock
+// is held, as a write of this process would, and compares it with the file.
+func checkEntryByEntry(t *testing.T, s *Store) {
+	t.Helper()
+	ids := make([]string, 0, 8)
+	for _, it := range cacheItems() {
+		ids = append(ids, it.ID)
+	}
+	s.vectors.writeMu.Lock()
+	defer s.vectors.writeMu.Unlock()
+	err := s.readTx(t.Context(), func(tx *sql.Tx) error {
+		if gen, err := readItemGeneration(t.Context(), tx); err != nil || gen == s.items.generation() {
+			return fmt.Errorf("the cache is at the file's generation %d (%v): nothing to check", gen, err)
+		}
+		got, err := s.readItems(t.Context(), tx, ids)
+		if err != nil {
+			return err
+		}
+		want := map[string]*h4r.Item{}
+		if err := fetchItems(t.Context(), tx, ids, want); err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("items checked entry by entry differ from the file:\n got %v\nwant %v", got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
