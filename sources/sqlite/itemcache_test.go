@@ -88,6 +88,7 @@ func TestItemCacheServesWhatTheFileHolds(t *testing.T) {
 	}
 	changed := cacheItems()[1]
 	changed.Content = map[string]any{"n": "changed"}
+	changed.Text = "shared login flaky words rewritten so that its vector moves"
 	secret := cacheItems()[2]
 	secret.Content = map[string]any{"password": "hunter2"}
 	secret.Metadata.HasCredentials = true
@@ -107,7 +108,7 @@ func TestItemCacheServesWhatTheFileHolds(t *testing.T) {
 		local bool // written by this process: the cache follows it without starting over
 	}{
 		{"nothing written", func(context.Context) error { return nil }, true},
-		{"content changed by this process", upsert(s, changed), true},
+		{"text and content changed by this process", upsert(s, changed), true},
 		{"access counted by this process", accessed("c5", 2, time.Date(2026, 2, 3, 4, 5, 6, 789, time.UTC)), true},
 		{"access counted by this process, earlier", accessed("c5", 1, time.Date(2025, 2, 3, 4, 5, 6, 0, time.UTC)), true},
 		{"metadata changed by another process", upsert(other, retagged), false},
