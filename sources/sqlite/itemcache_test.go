@@ -250,3 +250,75 @@ func checkEntryByEntry(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 }
+
+// TestItemCacheUnderConcurrentWrites reads through the cache while this
+// process and another write, then requires the cache to answer what the
+// file holds (run it with -race: entries are shared between readers).
+func TestItemCacheUnderConcurrentWrites(t *testing.T) {
+	e, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path := newTestStore(t, WithVectors(e))
+	counter, err := testCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(t.Context(), path, WithTokenCounter(counter), WithLogger(discardLogger()), WithVectors(e), WithItemCacheBytes(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if _, err := s.Upsert(t.Context(), cacheItems()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	for range 3 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := s.FullText().Generate(ctx, h4r.CandidateQuery{Text: "shared flaky login"}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.SearchVectors(ctx, e.Model(), e.Vector("shared flaky login"), h4r.Filters{}, 100, -1); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		it := cacheItems()[i%8]
+		it.Text = fmt.Sprintf("shared rewrite %d of flaky login", i)
+		writer := s
+		if i%3 == 0 {
+			writer = other
+		}
+		if _, err := writer.Upsert(ctx, []h4r.Item{it}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.flushAccess(ctx, map[string]access.Pending{it.ID: {Count: 1, Last: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, want := searchAll(t, s, e), searchAll(t, other, e)
+	for name := range want {
+		if !reflect.DeepEqual(got[name], want[name]) {
+			t.Errorf("%s through the cache differs from the file:\n got %s\nwant %s", name, describe(got[name]), describe(want[name]))
+		}
+	}
+}
