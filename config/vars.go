@@ -77,6 +77,9 @@ func table() []variable {
 		millis("H4R_WRITE_TIMEOUT_MS", "5000", "Deadline of one store write (an ingest batch, a delete), in milliseconds: waiting for the writer behind other writes, and the write itself. A write past it is rolled back and answered 503 unavailable with Retry-After.",
 			func(c *Config) *time.Duration { return &c.WriteTimeout }, time.Millisecond, 10*time.Minute),
 
+		whole("H4R_ITEM_CACHE_MB", "256", "Memory, in MiB (estimated per item), of the embedded store's cache of decoded items, which full-text, vector and hop candidates are read through instead of decoding each hit from the file on every pack; every read still checks each hit's version and access counts in the file, so another process's writes are never served stale. 0 turns it off (sources/sqlite/PERFORMANCE.md).",
+			func(c *Config) *int { return &c.ItemCacheMB }, 0, 1<<20),
+
 		whole("SCS_MAX_BYTES_DEFAULT", "122880", "Byte budget of a context pack (items as delivered, after redaction); a request may ask for less.",
 			func(c *Config) *int { return &c.MaxBytesDefault }, 1, math.MaxInt),
 		whole("SCS_MAX_TOKENS_DEFAULT", "30000", "Token budget of a context pack, counted exactly with H4R_TOKEN_ENCODING; a request may ask for less.",

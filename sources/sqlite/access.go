@@ -18,9 +18,18 @@ import (
 func (s *Store) RecordAccess(ids []string) { s.access.Record(ids) }
 
 // flushAccess adds pending counts to the items in one transaction. An id
-// with no item updates no row.
+// with no item updates no row. It holds the store's write lock, so that
+// the item cache takes the counts in commit order (itemcache.go).
 func (s *Store) flushAccess(ctx context.Context, batch map[string]access.Pending) error {
-	return s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	if err := s.vectors.writeMu.lock(ctx); err != nil {
+		return fmt.Errorf("waiting for the writer: %w", err)
+	}
+	defer s.vectors.writeMu.Unlock()
+	var before, after int64
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		if before, err = readItemGeneration(ctx, tx); err != nil {
+			return err
+		}
 		stmt, err := tx.PrepareContext(ctx, `UPDATE items
 			SET access_count = access_count + ?,
 			    last_accessed_at = max(coalesce(last_accessed_at, ''), ?)
@@ -35,6 +44,16 @@ func (s *Store) flushAccess(ctx context.Context, batch map[string]access.Pending
 				return fmt.Errorf("adding %d accesses to item %q: %w", p.Count, id, err)
 			}
 		}
-		return nil
+		after, err = readItemGeneration(ctx, tx)
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	s.items.applied(before, after, func(c *itemCache) {
+		for id, p := range batch {
+			c.addAccess(id, p.Count, p.Last)
+		}
+	})
+	return nil
 }

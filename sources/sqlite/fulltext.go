@@ -68,7 +68,7 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 		if err != nil {
 			return err
 		}
-		hits, err = readTextHits(ctx, tx, ranked)
+		hits, err = g.s.readTextHits(ctx, tx, ranked)
 		return err
 	})
 	if err != nil {
@@ -174,7 +174,7 @@ func passingSeqs(ctx context.Context, tx *sql.Tx, where string, args []any) (_ m
 // readTextHits reads the items of the ranked hits, keeping their order. A
 // hit whose row tx does not see as it was indexed (written or deleted
 // since tx's snapshot began, after the index took the write) is left out.
-func readTextHits(ctx context.Context, tx *sql.Tx, ranked []rankedText) ([]h4r.Hit, error) {
+func (s *Store) readTextHits(ctx context.Context, tx *sql.Tx, ranked []rankedText) ([]h4r.Hit, error) {
 	if len(ranked) == 0 {
 		return nil, nil
 	}
@@ -182,17 +182,9 @@ func readTextHits(ctx context.Context, tx *sql.Tx, ranked []rankedText) ([]h4r.H
 	for i, r := range ranked {
 		ids[i] = r.id
 	}
-	list, err := jsonList(ids)
+	byID, err := s.readItems(ctx, tx, ids)
 	if err != nil {
 		return nil, err
-	}
-	items, err := queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{list}, nil)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]*h4r.Item, len(items))
-	for _, it := range items {
-		byID[it.ID] = it
 	}
 	hits := make([]h4r.Hit, 0, len(ranked))
 	for _, r := range ranked {

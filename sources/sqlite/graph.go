@@ -100,6 +100,25 @@ func (g graph) hydrate(ctx context.Context, tx *sql.Tx, gen int64, reached []rea
 	for i, r := range reached {
 		ids[i] = r.id
 	}
+	byID, err := g.read(ctx, tx, gen, ids)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]h4r.Hit, 0, len(reached))
+	for _, r := range reached {
+		if it := byID[r.id]; it != nil {
+			hits = append(hits, h4r.Hit{Item: it, Distance: r.distance})
+		}
+	}
+	return hits, nil
+}
+
+// read reads the items with the given ids: through the item cache, or,
+// without one, with their links from memory when it holds generation gen.
+func (g graph) read(ctx context.Context, tx *sql.Tx, gen int64, ids []string) (map[string]*h4r.Item, error) {
+	if g.s.items.budget > 0 {
+		return g.s.readItems(ctx, tx, ids)
+	}
 	list, err := jsonList(ids)
 	if err != nil {
 		return nil, err
@@ -117,11 +136,5 @@ func (g graph) hydrate(ctx context.Context, tx *sql.Tx, gen int64, reached []rea
 	for _, it := range items {
 		byID[it.ID] = it
 	}
-	hits := make([]h4r.Hit, 0, len(reached))
-	for _, r := range reached {
-		if it := byID[r.id]; it != nil {
-			hits = append(hits, h4r.Hit{Item: it, Distance: r.distance})
-		}
-	}
-	return hits, nil
+	return byID, nil
 }

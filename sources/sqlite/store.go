@@ -54,6 +54,7 @@ type Store struct {
 	vectors vectorIndex // item vectors for exact search (vectors.go)
 	adj     adjacency   // the link graph, for hops (adjacency.go)
 	text    textIndex   // the BM25 index of items.text, for full text (textindex.go)
+	items   itemCache   // decoded items, for the generators' hits (itemcache.go)
 	// analyzer turns query text into full-text terms (stop words, counts).
 	analyzer *analysis.Analyzer
 	// writeTimeout bounds each write (writeTx, upsertTx, deleteTx).
@@ -78,6 +79,8 @@ type options struct {
 	embedder   Embedder
 	analyzer   *analysis.Analyzer
 	writeAfter time.Duration
+	// itemCacheBytes bounds the decoded-item cache; nil: the default.
+	itemCacheBytes *int64
 }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
@@ -135,6 +138,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, "logger", "logger must not be nil")
 	case o.writeAfter <= 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
+	case o.itemCacheBytes != nil && *o.itemCacheBytes < 0:
+		return nil, h4r.Errorf(h4r.EINVALID, "itemCacheBytes", "item cache size must not be negative, got %d", *o.itemCacheBytes)
+	}
+	cacheBytes := int64(DefaultItemCacheBytes)
+	if o.itemCacheBytes != nil {
+		cacheBytes = *o.itemCacheBytes
 	}
 	if o.counter == nil {
 		c, err := tokens.New(tokens.CL100K)
@@ -178,6 +187,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
 	s.vectors.embedder = o.embedder
+	s.items = newItemCache(cacheBytes)
 	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	if n, err := s.recountTokens(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -59,7 +58,20 @@ type vectorIndex struct {
 	gen      int64
 	model    string
 	ix       vecindex.Index
+
+	// exact keeps float32 vectors read from the file for rescoring, as of
+	// gen: the best candidates of common queries repeat, and reading them
+	// was a third of a vector search (PERFORMANCE.md). Changed under
+	// exactMu while mu is held (shared by searches, exclusively by load,
+	// put and remove, which empty it or drop the id).
+	exactMu    sync.Mutex
+	exact      map[string][]float32
+	exactBytes int
 }
+
+// exactCacheBytes bounds the float32 vectors kept for rescoring: 64 MiB is
+// every vector of 30,000 items at 512 dimensions.
+const exactCacheBytes = 64 << 20
 
 func (v *vectorIndex) getEmbedder() Embedder {
 	v.mu.RLock()
@@ -74,9 +86,67 @@ func (v *vectorIndex) accepts(model string, vec []float32) bool {
 }
 
 // put and remove change the in-memory vectors; the caller holds mu.
-func (v *vectorIndex) put(id string, vec []float32) { v.ix.Put(id, vec) }
+func (v *vectorIndex) put(id string, vec []float32) { v.ix.Put(id, vec); v.forgetExact(id) }
 
-func (v *vectorIndex) remove(id string) { v.ix.Remove(id) }
+func (v *vectorIndex) remove(id string) { v.ix.Remove(id); v.forgetExact(id) }
+
+// forgetExact drops the kept float32 vector of id; the caller holds mu.
+func (v *vectorIndex) forgetExact(id string) {
+	v.exactMu.Lock()
+	defer v.exactMu.Unlock()
+	if vec, ok := v.exact[id]; ok {
+		delete(v.exact, id)
+		v.exactBytes -= 4 * len(vec)
+	}
+}
+
+// keptExact returns the kept float32 vectors of ids, if the index is still
+// at generation gen (the caller's snapshot).
+func (v *vectorIndex) keptExact(gen int64, ids []string) map[string][]float32 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make(map[string][]float32, len(ids))
+	if !v.loaded || v.gen != gen {
+		return out
+	}
+	v.exactMu.Lock()
+	defer v.exactMu.Unlock()
+	for _, id := range ids {
+		if vec, ok := v.exact[id]; ok {
+			out[id] = vec
+		}
+	}
+	return out
+}
+
+// keepExact keeps float32 vectors read in a snapshot at generation gen,
+// unless the index moved on; past the bound it drops arbitrary ones.
+func (v *vectorIndex) keepExact(gen int64, vecs map[string][]float32) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if !v.loaded || v.gen != gen {
+		return
+	}
+	v.exactMu.Lock()
+	defer v.exactMu.Unlock()
+	if v.exact == nil {
+		v.exact = map[string][]float32{}
+	}
+	for id, vec := range vecs {
+		if old, ok := v.exact[id]; ok {
+			v.exactBytes -= 4 * len(old)
+		}
+		v.exact[id] = vec
+		v.exactBytes += 4 * len(vec)
+	}
+	for id, vec := range v.exact {
+		if v.exactBytes <= exactCacheBytes {
+			break
+		}
+		delete(v.exact, id)
+		v.exactBytes -= 4 * len(vec)
+	}
+}
 
 // applied updates the in-memory index after a committed write that moved
 // the generation from before to after. When the index was not current at
@@ -193,6 +263,9 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 	defer func() { err = errors.Join(err, rows.Close()) }()
 	v.loaded, v.model = false, model
 	v.ix.Reset()
+	v.exactMu.Lock()
+	v.exact, v.exactBytes = nil, 0
+	v.exactMu.Unlock()
 	var vec []float32 // one row's vector, reused: only its codes are kept
 	for rows.Next() {
 		var id string
@@ -258,9 +331,11 @@ func exactVectors(ctx context.Context, tx *sql.Tx, model string, ids []string) (
 	return out, rows.Err()
 }
 
-// rescore reads the exact vectors of the candidates and returns the best
-// limit of them by exact score, at least minScore.
-func rescore(ctx context.Context, tx *sql.Tx, model string, q []float32, cands []scored, limit int, minScore float64) ([]scored, error) {
+// rescore reads the exact vectors of the candidates (kept ones from
+// memory, the rest from the file in tx's snapshot, at vector generation
+// gen) and returns the best limit of them by exact score, at least
+// minScore.
+func (s *Store) rescore(ctx context.Context, tx *sql.Tx, gen int64, model string, q []float32, cands []scored, limit int, minScore float64) ([]scored, error) {
 	if len(cands) == 0 {
 		return nil, nil
 	}
@@ -268,40 +343,53 @@ func rescore(ctx context.Context, tx *sql.Tx, model string, q []float32, cands [
 	for i, c := range cands {
 		ids[i] = c.ID
 	}
-	exact, err := exactVectors(ctx, tx, model, ids)
-	if err != nil {
-		return nil, err
+	exact := s.vectors.keptExact(gen, ids)
+	if len(exact) < len(ids) {
+		missing := make([]string, 0, len(ids)-len(exact))
+		for _, id := range ids {
+			if _, ok := exact[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		read, err := exactVectors(ctx, tx, model, missing)
+		if err != nil {
+			return nil, err
+		}
+		s.vectors.keepExact(gen, read)
+		for id, vec := range read {
+			exact[id] = vec
+		}
 	}
 	return vecindex.Rescore(q, cands, exact, limit, minScore), nil
 }
 
 // ensureLoaded (re)loads the vectors of model into memory unless they are
-// current as of tx's snapshot.
-func (s *Store) ensureLoaded(ctx context.Context, tx *sql.Tx, model string) error {
+// current as of tx's snapshot, and returns the snapshot's vector generation.
+func (s *Store) ensureLoaded(ctx context.Context, tx *sql.Tx, model string) (int64, error) {
 	gen, err := readGeneration(ctx, tx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	v := &s.vectors
 	v.mu.RLock()
 	current := v.loaded && v.gen == gen && v.model == model
 	v.mu.RUnlock()
 	if current { // the common case: searches do not queue behind each other
-		return nil
+		return gen, nil
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.loaded && v.gen == gen && v.model == model {
-		return nil // another search loaded it meanwhile
+		return gen, nil // another search loaded it meanwhile
 	}
-	return v.load(ctx, tx, model, gen)
+	return gen, v.load(ctx, tx, model, gen)
 }
 
 // WarmVectors loads the vectors of model into memory, so that the first
 // search does not pay for it (about 0.2 s per 10,000 vectors of 512
 // dimensions, BenchmarkVectorSearch load-ms). A server calls it at start.
 func (s *Store) WarmVectors(ctx context.Context, model string) error {
-	err := s.readTx(ctx, func(tx *sql.Tx) error { return s.ensureLoaded(ctx, tx, model) })
+	err := s.readTx(ctx, func(tx *sql.Tx) error { _, err := s.ensureLoaded(ctx, tx, model); return err })
 	if err != nil {
 		return fmt.Errorf("loading vectors: %w", err)
 	}
@@ -375,7 +463,8 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 	v := &s.vectors
 	var hits []h4r.Hit
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := s.ensureLoaded(ctx, tx, model); err != nil {
+		gen, err := s.ensureLoaded(ctx, tx, model)
+		if err != nil {
 			return err
 		}
 		v.mu.RLock()
@@ -398,11 +487,11 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 				return err
 			}
 		}
-		top, err := rescore(ctx, tx, model, vector, cands, limit, minScore)
+		top, err := s.rescore(ctx, tx, gen, model, vector, cands, limit, minScore)
 		if err != nil {
 			return err
 		}
-		hits, err = hydrate(ctx, tx, top)
+		hits, err = s.hydrate(ctx, tx, top)
 		return err
 	})
 	if err != nil {
@@ -437,7 +526,7 @@ func passingIDs(ctx context.Context, tx *sql.Tx, ids []string, where string, arg
 
 // hydrate reads the items of the hits, keeping their order. An item deleted
 // by another process since the vectors were loaded is left out.
-func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
+func (s *Store) hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
 	if len(top) == 0 {
 		return nil, nil
 	}
@@ -445,17 +534,9 @@ func hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
 	for i, t := range top {
 		ids[i] = t.ID
 	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return nil, fmt.Errorf("encoding hit ids: %w", err)
-	}
-	items, err := queryItems(ctx, tx, `SELECT `+itemColumns+` FROM items i WHERE i.id IN (SELECT value FROM json_each(?))`, []any{string(list)}, nil)
+	byID, err := s.readItems(ctx, tx, ids)
 	if err != nil {
 		return nil, err
-	}
-	byID := make(map[string]*h4r.Item, len(items))
-	for _, it := range items {
-		byID[it.ID] = it
 	}
 	hits := make([]h4r.Hit, 0, len(top))
 	for _, t := range top {

@@ -36,12 +36,15 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, deletes []str
 		return fmt.Errorf("waiting for the writer: %w", err)
 	}
 	defer v.writeMu.Unlock()
-	var before, after, graphBefore, graphAfter, textBefore, textAfter int64
+	var before, after, graphBefore, graphAfter, textBefore, textAfter, itemsBefore, itemsAfter int64
 	var seqs map[string]uint32
 	var deleted []uint32 // the rows of the deleted items, for the text index
 	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		deleted = nil // runTx may run this again
 		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if itemsBefore, err = readItemGeneration(ctx, tx); err != nil {
 			return err
 		}
 		if textBefore, err = readTextGeneration(ctx, tx); err != nil {
@@ -61,6 +64,9 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, deletes []str
 			return err
 		}
 		if textAfter, err = readTextGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if itemsAfter, err = readItemGeneration(ctx, tx); err != nil {
 			return err
 		}
 		if seqs, err = writtenSeqs(ctx, tx, ids); err != nil {
@@ -102,6 +108,10 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, deletes []str
 		change.puts = append(change.puts, p)
 	}
 	s.text.applied(textBefore, textAfter, change)
+	s.items.applied(itemsBefore, itemsAfter, func(c *itemCache) {
+		c.drop(deletes)
+		c.drop(ids)
+	})
 	v.applied(before, after, func(v *vectorIndex) {
 		for _, id := range deletes {
 			v.remove(id)
@@ -158,7 +168,7 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 		return fmt.Errorf("waiting for the writer: %w", err)
 	}
 	defer v.writeMu.Unlock()
-	var before, after, graphBefore, graphAfter, textBefore, textAfter int64
+	var before, after, graphBefore, graphAfter, textBefore, textAfter, itemsBefore, itemsAfter int64
 	var seq int64 = -1
 	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		if before, err = readGeneration(ctx, tx); err != nil {
@@ -170,10 +180,16 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 		if textBefore, err = readTextGeneration(ctx, tx); err != nil {
 			return err
 		}
+		if itemsBefore, err = readItemGeneration(ctx, tx); err != nil {
+			return err
+		}
 		if err := tx.QueryRowContext(ctx, `SELECT seq FROM items WHERE id = ?`, id).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("reading the row of item %q: %w", id, err)
 		}
 		if err := del(ctx, tx); err != nil {
+			return err
+		}
+		if itemsAfter, err = readItemGeneration(ctx, tx); err != nil {
 			return err
 		}
 		if textAfter, err = readTextGeneration(ctx, tx); err != nil {
@@ -195,6 +211,7 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 		change.deletes = []uint32{doc}
 	}
 	s.text.applied(textBefore, textAfter, change)
+	s.items.applied(itemsBefore, itemsAfter, func(c *itemCache) { c.drop([]string{id}) })
 	return nil
 }
 
@@ -213,6 +230,17 @@ func (l *writeLock) lock(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// tryLock takes the lock if it is free and reports whether it did.
+func (l *writeLock) tryLock() bool {
+	l.once.Do(func() { l.ch = make(chan struct{}, 1) })
+	select {
+	case l.ch <- struct{}{}:
+		return true
+	default:
+		return false
 	}
 }
 

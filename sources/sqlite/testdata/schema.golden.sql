@@ -28,6 +28,12 @@ CREATE TABLE graph_generation (
     generation INTEGER NOT NULL
 ) STRICT;
 
+-- table item_generation
+CREATE TABLE item_generation (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    generation INTEGER NOT NULL
+) STRICT;
+
 -- table item_tags
 CREATE TABLE item_tags (
     item_id TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
@@ -127,6 +133,21 @@ CREATE TRIGGER item_vectors_update AFTER UPDATE ON item_vectors BEGIN
     UPDATE vector_generation SET generation = generation + 1;
 END;
 
+-- trigger items_cache_delete
+CREATE TRIGGER items_cache_delete AFTER DELETE ON items BEGIN
+    UPDATE item_generation SET generation = generation + 1;
+END;
+
+-- trigger items_cache_insert
+CREATE TRIGGER items_cache_insert AFTER INSERT ON items BEGIN
+    UPDATE item_generation SET generation = generation + 1;
+END;
+
+-- trigger items_cache_update
+CREATE TRIGGER items_cache_update AFTER UPDATE ON items BEGIN
+    UPDATE item_generation SET generation = generation + 1;
+END;
+
 -- trigger items_graph_delete
 CREATE TRIGGER items_graph_delete AFTER DELETE ON items BEGIN
     UPDATE graph_generation SET generation = generation + 1;
@@ -156,6 +177,21 @@ END;
 CREATE TRIGGER items_text_update AFTER UPDATE OF text, id, seq ON items
 WHEN old.text IS NOT new.text OR old.id IS NOT new.id OR old.seq IS NOT new.seq BEGIN
     UPDATE text_generation SET generation = generation + 1;
+END;
+
+-- trigger links_cache_delete
+CREATE TRIGGER links_cache_delete AFTER DELETE ON links BEGIN
+    UPDATE item_generation SET generation = generation + 1;
+END;
+
+-- trigger links_cache_insert
+CREATE TRIGGER links_cache_insert AFTER INSERT ON links BEGIN
+    UPDATE item_generation SET generation = generation + 1;
+END;
+
+-- trigger links_cache_update
+CREATE TRIGGER links_cache_update AFTER UPDATE ON links BEGIN
+    UPDATE item_generation SET generation = generation + 1;
 END;
 
 -- trigger links_graph_delete
