@@ -28,7 +28,7 @@ func WithItemCacheBytes(n int64) Option { return func(o *options) { o.itemCacheB
 // are not read and decoded again on every request: that was most of a
 // pack's CPU time (PERFORMANCE.md).
 //
-// The file stays the only truth. item_generation (migration 0008) counts
+// The file stays the only truth. item_generation (migration 0009) counts
 // every change to an item row or its links, access counts included; the
 // cache reflects one generation, gen, and every entry is the item as of
 // gen. A read whose snapshot is at gen uses the entries as they are (no
