@@ -100,12 +100,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		}
 	}()
 	// With NATS, ambient precedents fan out across replicas over it: a
-	// trace ingested on one replica reaches subscribers on another.
-	var fanout decision.Fanout
-	if tr.NATS != nil {
-		fanout = decision.NewNATSFanout(tr.NATS, decision.DefaultFanoutSubject)
-	}
-	api := apiServer(cfg, a, keys, !loopback, log, m, fanout, append(traceOptions(cfg, tr), server.WithJobs(jb))...)
+	// trace ingested on one replica (HTTP or the NATS consumer) reaches
+	// subscribers on another.
+	api := apiServer(cfg, a, keys, !loopback, log, m, tr.Fanout, append(traceOptions(cfg, tr), server.WithJobs(jb))...)
 	if resumed, failed, err := jb.Runner.Resume(ctx); err != nil {
 		log.Error("resuming interrupted jobs", "error", err)
 	} else if resumed+failed > 0 {
