@@ -61,10 +61,11 @@ type App struct {
 	// by name ("qdrant", "neo4j").
 	Checks map[string]func(context.Context) error
 
-	base        Store          // the store as opened, before mirroring
-	mirrors     []storeMirror  // copies kept in step with base, in write order
-	graphMirror *neo4j.Mirror  // nil without NEO4J_URL
-	closers     []func() error // run by Close, last first
+	base        Store                              // the store as opened, before mirroring
+	mirrors     []storeMirror                      // copies kept in step with base, in write order
+	graphMirror *neo4j.Mirror                      // nil without NEO4J_URL
+	vectorCount func(context.Context) (int, error) // nil: no vector index
+	closers     []func() error                     // run by Close, last first
 }
 
 // Option configures Open.

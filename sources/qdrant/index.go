@@ -197,6 +197,16 @@ func (ix *Index) bootstrap(ctx context.Context) error {
 // Close closes the connection.
 func (ix *Index) Close() error { return ix.client.Close() }
 
+// PointCount returns the points of the collection: the vectors Qdrant
+// holds (GET /v1/stats' qdrant_vectors).
+func (ix *Index) PointCount(ctx context.Context) (int, error) {
+	info, err := ix.client.GetCollectionInfo(ctx, ix.collection)
+	if err != nil {
+		return 0, fmt.Errorf("reading Qdrant collection %q: %w", ix.collection, err)
+	}
+	return int(info.GetPointsCount()), nil
+}
+
 // Ping checks that Qdrant answers and the collection still exists
 // (/health/ready).
 func (ix *Index) Ping(ctx context.Context) error {

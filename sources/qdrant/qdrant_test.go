@@ -105,6 +105,9 @@ func TestSearchFiltersMatchTheStore(t *testing.T) {
 	if n := f.PointCount("h4r_items"); n != 4 {
 		t.Fatalf("%d points, want 4", n)
 	}
+	if n, err := ix.PointCount(ctx); err != nil || n != 4 {
+		t.Fatalf("Index.PointCount = %d, %v; want 4 (GET /v1/stats reports it)", n, err)
+	}
 	store.RecordAccess([]string{"b"})
 	for _, tc := range []struct {
 		name    string
