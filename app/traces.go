@@ -23,7 +23,7 @@ type Traces struct {
 	// hub (decision.NewHub's fanout); nil without NATS_URL, where the hub
 	// keeps them in the process. The consumer publishes there as the
 	// HTTP ingest does.
-	Fanout decision.Fanout
+	Fanout   decision.Fanout
 	shutdown func(context.Context) error
 }
 
