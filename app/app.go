@@ -27,6 +27,9 @@ type Store interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
 	// Replace upserts items and deletes ids in one transaction.
 	Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error)
+	// ReplaceIf is Replace done only when check holds in its transaction
+	// (h4r.ErrVersionConflict otherwise): read-modify-write of one item.
+	ReplaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Count(ctx context.Context) (int, error)
