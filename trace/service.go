@@ -50,7 +50,6 @@ type Service struct {
 	publisher      Publisher // nil: outcomes are not published
 	landedSubject  string
 	runner         Runner // nil: no search
-	limiter        webhookLimiter
 	slicer         Slicer // nil: no reads
 }
 
