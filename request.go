@@ -198,12 +198,16 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 
 // Filters narrow the candidates. They come from query.filters, where the
 // reserved keys "kind" (string or list), "tags" (list, all required),
-// "createdAfter" and "createdBefore" (RFC 3339) have their own meaning and
-// every other key is an equality test on a metadata value (string, number or
-// boolean).
+// "anyTags" (list, at least one present), "createdAfter" and
+// "createdBefore" (RFC 3339) have their own meaning and every other key is
+// an equality test on a metadata value (string, number or boolean).
 type Filters struct {
-	Kinds         []string
-	Tags          []string
+	Kinds []string
+	Tags  []string
+	// AnyTags passes an item that has at least one of them (with Tags, an
+	// item must pass both). It lets one request ask for several areas,
+	// where Tags would require them all.
+	AnyTags       []string
 	CreatedAfter  time.Time
 	CreatedBefore time.Time
 	Metadata      map[string]any
@@ -211,7 +215,7 @@ type Filters struct {
 
 // Empty reports whether f filters nothing.
 func (f Filters) Empty() bool {
-	return len(f.Kinds) == 0 && len(f.Tags) == 0 && f.CreatedAfter.IsZero() && f.CreatedBefore.IsZero() && len(f.Metadata) == 0
+	return len(f.Kinds) == 0 && len(f.Tags) == 0 && len(f.AnyTags) == 0 && f.CreatedAfter.IsZero() && f.CreatedBefore.IsZero() && len(f.Metadata) == 0
 }
 
 // ValidMetadataKey reports whether key may name a metadata value in a
@@ -255,6 +259,12 @@ func ParseFilters(field string, raw map[string]any) (Filters, error) {
 				return f, err
 			}
 			f.Tags = tags
+		case "anyTags":
+			tags, err := stringList(at, v)
+			if err != nil {
+				return f, err
+			}
+			f.AnyTags = tags
 		case "createdAfter", "createdBefore":
 			s, ok := v.(string)
 			if !ok {
@@ -307,7 +317,7 @@ func filterString(field, s string) error {
 	return nil
 }
 
-// stringList reads a list filter (kind, tags): one string or a list of at
+// stringList reads a list filter (kind, tags, anyTags): one string or a list of at
 // most MaxFilterValues.
 func stringList(field string, v any) ([]string, error) {
 	switch x := v.(type) {

@@ -1,6 +1,7 @@
 package h4r_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/h4r/h4r"
@@ -45,4 +46,47 @@ func TestPlanLeavesTheRequestAlone(t *testing.T) {
 			t.Errorf("error %v, want one naming payload.query.type", err)
 		}
 	})
+}
+
+// TestParseFiltersTagLists: "tags" requires every tag, "anyTags" at least
+// one; both take one string or a list, and a bad element is named.
+func TestParseFiltersTagLists(t *testing.T) {
+	tests := []struct {
+		name      string
+		raw       map[string]any
+		wantTags  []string
+		wantAny   []string
+		wantField string // non-empty: the error's field
+	}{
+		{"tags list", map[string]any{"tags": []any{"a", "b"}}, []string{"a", "b"}, nil, ""},
+		{"anyTags list", map[string]any{"anyTags": []any{"a", "b"}}, nil, []string{"a", "b"}, ""},
+		{"anyTags one string", map[string]any{"anyTags": "a"}, nil, []string{"a"}, ""},
+		{"both", map[string]any{"tags": "x", "anyTags": []any{"a", "b"}}, []string{"x"}, []string{"a", "b"}, ""},
+		{"anyTags element not a string", map[string]any{"anyTags": []any{"a", 1.0}}, nil, nil, "filters.anyTags[1]"},
+		{"anyTags NUL", map[string]any{"anyTags": []any{"a\x00"}}, nil, nil, "filters.anyTags[0]"},
+		{"anyTags number", map[string]any{"anyTags": 3.0}, nil, nil, "filters.anyTags"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := h4r.ParseFilters("filters", tt.raw)
+			if tt.wantField != "" {
+				if e, ok := err.(*h4r.Error); !ok || e.Field != tt.wantField || e.Code != h4r.EINVALID {
+					t.Fatalf("error %v, want invalid_argument naming %s", err, tt.wantField)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(f.Tags, tt.wantTags) || !slices.Equal(f.AnyTags, tt.wantAny) {
+				t.Errorf("tags %v anyTags %v, want %v %v", f.Tags, f.AnyTags, tt.wantTags, tt.wantAny)
+			}
+			if _, isMeta := f.Metadata["anyTags"]; isMeta {
+				t.Error("anyTags was read as a metadata equality filter")
+			}
+			if f.Empty() {
+				t.Error("Empty() is true for a tag filter")
+			}
+		})
+	}
 }

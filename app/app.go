@@ -28,6 +28,9 @@ type Store interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
 	// Replace upserts items and deletes ids in one transaction.
 	Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error)
+	// ReplaceIf is Replace done only when check holds in its transaction
+	// (h4r.ErrVersionConflict otherwise): read-modify-write of one item.
+	ReplaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Count(ctx context.Context) (int, error)
@@ -63,9 +66,10 @@ type App struct {
 	// by name ("qdrant", "neo4j").
 	Checks map[string]func(context.Context) error
 
-	base        Store         // the store as opened, before mirroring
-	mirrors     []storeMirror // copies kept in step with base, in write order
-	graphMirror *neo4j.Mirror // nil without NEO4J_URL
+	base        Store                              // the store as opened, before mirroring
+	mirrors     []storeMirror                      // copies kept in step with base, in write order
+	graphMirror *neo4j.Mirror                      // nil without NEO4J_URL
+	vectorCount func(context.Context) (int, error) // nil: no vector index
 	// trajectories is the context bridge's signature index, kept in step
 	// with writes as a mirror; nil with the bridge off (bridge.go).
 	trajectories *bridge.Index

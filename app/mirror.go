@@ -53,6 +53,15 @@ func (m *mirroredStore) AddLink(ctx context.Context, id string, l h4r.Link) (boo
 	return added, nil
 }
 
+func (m *mirroredStore) ReplaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) ([]string, error) {
+	ids, err := m.Store.ReplaceIf(ctx, check, items, deletes)
+	if err != nil {
+		return ids, err
+	}
+	m.sync(ctx, append(append([]string(nil), ids...), deletes...))
+	return ids, nil
+}
+
 func (m *mirroredStore) Delete(ctx context.Context, id string) error {
 	if err := m.Store.Delete(ctx, id); err != nil {
 		return err

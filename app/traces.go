@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/telemetry"
 	"github.com/h4r/h4r/trace"
 )
@@ -18,6 +19,11 @@ type Traces struct {
 	Service  *trace.Service
 	Consumer *trace.Consumer // nil without NATS_URL
 	NATS     *nats.Conn      // nil without NATS_URL
+	// Fanout carries the ids of ingested items to every replica's ambient
+	// hub (decision.NewHub's fanout); nil without NATS_URL, where the hub
+	// keeps them in the process. The consumer publishes there as the
+	// HTTP ingest does.
+	Fanout   decision.Fanout
 	shutdown func(context.Context) error
 }
 
@@ -46,9 +52,11 @@ func OpenTraces(ctx context.Context, a *App, m *trace.Metrics, log *slog.Logger)
 	}
 	t.Service = trace.NewService(a.Store, opts...)
 	if t.NATS != nil {
+		t.Fanout = decision.NewNATSFanout(t.NATS, decision.DefaultFanoutSubject)
 		t.Consumer, err = trace.NewConsumer(t.NATS, t.Service, trace.ConsumerConfig{
 			Stream: cfg.TraceStream, Subject: cfg.TraceSubject, Durable: cfg.TraceDurable,
-		}, trace.WithConsumerLogger(log), trace.WithConsumerMetrics(m), trace.WithConsumerTracerProvider(tp))
+		}, trace.WithConsumerLogger(log), trace.WithConsumerMetrics(m), trace.WithConsumerTracerProvider(tp),
+			trace.WithIngestedPublisher(t.Fanout))
 		if err != nil {
 			return nil, errors.Join(err, t.Close(ctx))
 		}

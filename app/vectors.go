@@ -72,6 +72,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		})
 		a.mirrors = append(a.mirrors, storeMirror{name: "qdrant", sync: mirror.Sync})
 		a.Checks["qdrant"] = ix.Ping
+		a.vectorCount = ix.PointCount
 		index = ix
 	case isVectorStore:
 		if r, ok := vs.(interface{ VectorsReady(context.Context) error }); ok {
@@ -84,6 +85,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 				"items", n, "model", docs.Model())
 		}
 		warmVectors(a, vs, docs.Model(), o.log)
+		a.vectorCount = storeVectorCount(a.base, vs, docs.Model())
 		index = vs
 	default:
 		o.log.WarnContext(ctx, "vector candidates are unavailable: this store keeps no vectors; set QDRANT_URL for semantic and hybrid vector search (semantic queries are answered by full-text search)")
@@ -95,6 +97,31 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		return nil, fusion, fmt.Errorf("building the vector generator: %w", err)
 	}
 	return []h4r.Generator{fulltext, gen}, fusion, nil
+}
+
+// storeVectorCount counts the vectors of model a store keeps: its items
+// less those without one.
+func storeVectorCount(store Store, vs vectorStore, model string) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		total, err := store.Count(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("counting items: %w", err)
+		}
+		missing, err := vs.MissingVectors(ctx, model)
+		if err != nil {
+			return 0, err
+		}
+		return max(total-missing, 0), nil
+	}
+}
+
+// VectorCount returns how many item vectors the vector index holds (the
+// store's own, or Qdrant's points); 0 when there is no vector index.
+func (a *App) VectorCount(ctx context.Context) (int, error) {
+	if a.vectorCount == nil {
+		return 0, nil
+	}
+	return a.vectorCount(ctx)
 }
 
 // enableVectors makes store embed what it writes with docs and returns it

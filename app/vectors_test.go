@@ -451,3 +451,36 @@ func TestHybridWithFixedVectorsFromAnOpenAIServer(t *testing.T) {
 		}
 	})
 }
+// TestVectorCount: GET /v1/stats' qdrant_vectors comes from App.VectorCount,
+// the vectors of whichever index serves vector search (it was always 0:
+// nothing counted them).
+func TestVectorCount(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		qdrant bool
+	}{
+		{"store's own vectors", false},
+		{"Qdrant points", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			if tc.qdrant {
+				_, cfg.QdrantURL = qdranttest.Start(t)
+			}
+			a := openApp(t, cfg)
+			if n, err := a.VectorCount(t.Context()); err != nil || n != 0 {
+				t.Fatalf("empty: VectorCount = %d, %v; want 0", n, err)
+			}
+			ingest(t, a, memories())
+			if n, err := a.VectorCount(t.Context()); err != nil || n != len(memories()) {
+				t.Fatalf("VectorCount = %d, %v; want %d", n, err, len(memories()))
+			}
+			if err := a.Store.Delete(t.Context(), "auth"); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := a.VectorCount(t.Context()); err != nil || n != len(memories())-1 {
+				t.Fatalf("after a delete: VectorCount = %d, %v; want %d", n, err, len(memories())-1)
+			}
+		})
+	}
+}

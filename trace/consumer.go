@@ -36,6 +36,12 @@ type Ingester interface {
 	Ingest(ctx context.Context, t *CommitTrace) (*CommitTrace, error)
 }
 
+// IngestedPublisher tells the ambient hubs of every replica which items
+// were written (decision.Fanout: decision.Hub.Ingested publishes there).
+type IngestedPublisher interface {
+	Publish(ctx context.Context, ids []string) error
+}
+
 // ConsumerConfig names what the consumer reads.
 type ConsumerConfig struct {
 	Stream  string        // created with Subject when missing
@@ -58,6 +64,9 @@ type Consumer struct {
 	log     *slog.Logger
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
+	// ingested hears of each stored trace, as POST /v1/traces tells the
+	// ambient hub; nil: nobody.
+	ingested IngestedPublisher
 
 	mu         sync.Mutex
 	cc         jetstream.ConsumeContext
@@ -77,6 +86,13 @@ func WithConsumerMetrics(m *Metrics) ConsumerOption { return func(c *Consumer) {
 // parent is the trace context of the message's headers (W3C traceparent).
 func WithConsumerTracerProvider(tp trace.TracerProvider) ConsumerOption {
 	return func(c *Consumer) { c.tracer = tp.Tracer("github.com/h4r/h4r/trace") }
+}
+
+// WithIngestedPublisher tells p of every trace stored from NATS (its item
+// id), after the ack, so that ambient subscribers hear of traces that came
+// over NATS as of those POSTed to /v1/traces.
+func WithIngestedPublisher(p IngestedPublisher) ConsumerOption {
+	return func(c *Consumer) { c.ingested = p }
 }
 
 // NewConsumer returns a consumer of cfg over nc; Start begins consuming.
@@ -189,10 +205,11 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		span.SetAttributes(attribute.Int64("messaging.nats.delivered", int64(delivered)), attribute.Int64("messaging.nats.stream_sequence", int64(md.Sequence.Stream)))
 	}
 	reason := "invalid_json" // not a trace document: syntax, unknown field, wrong type
+	var stored *CommitTrace
 	t, err := Decode(msg.Data())
 	if err == nil {
 		reason = "invalid_trace" // a trace that fails validation
-		_, err = c.ingest.Ingest(ctx, t)
+		stored, err = c.ingest.Ingest(ctx, t)
 	}
 	if h4r.ErrorCode(err) == h4r.EINVALID {
 		var field string
@@ -226,6 +243,11 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	defer cancel()
 	if err := msg.DoubleAck(actx); err != nil {
 		c.log.WarnContext(ctx, "acknowledging a stored trace failed; its redelivery will update the same trace", "error", err)
+	}
+	if c.ingested != nil && stored != nil {
+		if err := c.ingested.Publish(ctx, []string{ItemID(stored.Repo, stored.SHA)}); err != nil {
+			c.log.WarnContext(ctx, "telling ambient subscribers of a trace from NATS failed; they miss it", "error", err)
+		}
 	}
 }
 

@@ -181,6 +181,14 @@ func (s *downStore) Upsert(ctx context.Context, items []h4r.Item) ([]string, err
 	return s.Store.Upsert(ctx, items)
 }
 
+func (s *downStore) ReplaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) ([]string, error) {
+	s.attempts.Add(1)
+	if s.down.Load() {
+		return nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "the store is down")
+	}
+	return s.Store.ReplaceIf(ctx, check, items, deletes)
+}
+
 func TestConsumerNaksWhileTheStoreIsDown(t *testing.T) {
 	n := newNATS(t)
 	h := newHarness(t)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,5 +175,92 @@ func TestIngestKeepsAGivenSummary(t *testing.T) {
 	tr.Summary = "given by the publisher"
 	if got := h.ingest(t, tr).Summary; got != "given by the publisher" || calls.Load() != 0 {
 		t.Fatalf("summary %q after %d model calls, want the given one and no call", got, calls.Load())
+	}
+}
+
+// interleavingStore runs between once, the first time the trace id is
+// read: another writer's whole update lands between a read-modify-write's
+// read and its write, the race a webhook and a re-ingest of one trace run.
+type interleavingStore struct {
+	trace.Store
+	id      string
+	once    sync.Once
+	between func()
+}
+
+func (s *interleavingStore) Get(ctx context.Context, id string) (*h4r.Item, error) {
+	it, err := s.Store.Get(ctx, id)
+	if id == s.id {
+		s.once.Do(s.between)
+	}
+	return it, err
+}
+
+// TestOutcomeAndReingestRaceKeepsBoth: a webhook outcome and a re-ingest
+// of the same trace, each landing between the other's read and write. Both
+// must survive: the outcome (landed, merged_via) and the re-ingest's new
+// content. Without the conditional write, the second writer wrote what it
+// had read before the first, losing the first's change.
+func TestOutcomeAndReingestRaceKeepsBoth(t *testing.T) {
+	at := now
+	via := "#7"
+	landed := trace.Outcome{Status: trace.StatusLanded, LandedAt: &at, MergedVia: &via}
+	newer := func(t *testing.T) *trace.CommitTrace {
+		tr := fixture(t)
+		tr.Summary = "the re-ingested version"
+		return tr
+	}
+	for _, tc := range []struct {
+		name string
+		// first runs and is interrupted after its read by second.
+		first, second func(t *testing.T, svc *trace.Service)
+	}{
+		{"outcome interrupted by a re-ingest",
+			func(t *testing.T, svc *trace.Service) {
+				tr := fixture(t)
+				if changed, err := svc.ApplyOutcome(context.Background(), tr.Repo, tr.SHA, landed); err != nil || !changed {
+					t.Errorf("ApplyOutcome = %v, %v", changed, err)
+				}
+			},
+			func(t *testing.T, svc *trace.Service) {
+				if _, err := svc.Ingest(context.Background(), newer(t)); err != nil {
+					t.Error(err)
+				}
+			}},
+		{"re-ingest interrupted by an outcome",
+			func(t *testing.T, svc *trace.Service) {
+				if _, err := svc.Ingest(context.Background(), newer(t)); err != nil {
+					t.Error(err)
+				}
+			},
+			func(t *testing.T, svc *trace.Service) {
+				tr := fixture(t)
+				if changed, err := svc.ApplyOutcome(context.Background(), tr.Repo, tr.SHA, landed); err != nil || !changed {
+					t.Errorf("ApplyOutcome = %v, %v", changed, err)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tr := h.ingest(t, fixture(t))
+			id := trace.ItemID(tr.Repo, tr.SHA)
+			plain := trace.NewService(h.app.Store, trace.WithClock(clock), trace.WithLogger(quiet))
+			racy := &interleavingStore{Store: h.app.Store, id: id, between: func() { tc.second(t, plain) }}
+			tc.first(t, trace.NewService(racy, trace.WithClock(clock), trace.WithLogger(quiet)))
+			back, err := trace.FromItem(h.item(t, id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Status != trace.StatusLanded || back.MergedVia == nil || *back.MergedVia != via {
+				t.Errorf("status %s merged_via %v: the outcome was lost", back.Status, back.MergedVia)
+			}
+			if back.Summary != "the re-ingested version" {
+				t.Errorf("summary %q: the re-ingest was lost", back.Summary)
+			}
+			dec := h.item(t, trace.DecisionItemID(id, 0))
+			if dec.Metadata.Extra["status"] != "landed" {
+				t.Errorf("decision status %v, want landed", dec.Metadata.Extra["status"])
+			}
+		})
 	}
 }

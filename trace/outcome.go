@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/h4r/h4r"
 )
 
 // Outcome is what GitHub said of a commit.
@@ -38,36 +40,43 @@ func (s *Service) ApplyOutcome(ctx context.Context, repo, sha string, o Outcome)
 	ctx, span := s.tracer.Start(ctx, "trace.outcome")
 	defer func() { endSpan(span, err) }()
 	id := ItemID(repo, sha)
-	t, err := s.stored(ctx, id)
-	if err != nil || t == nil {
+	var applied *CommitTrace
+	// Atomic against a re-ingest of the same trace: the outcome is written
+	// only onto the version it was merged with (Service.atomically).
+	err = s.atomically(ctx, id, func(t *CommitTrace) ([]h4r.Item, []string, error) {
+		applied = nil
+		if t == nil {
+			return nil, nil, nil
+		}
+		switch o.Status {
+		case StatusLanded:
+			if t.Status != StatusPending {
+				return nil, nil, nil
+			}
+			t.Status, t.LandedAt, t.MergedVia = StatusLanded, o.LandedAt, o.MergedVia
+		case StatusReverted:
+			if t.Status == StatusReverted && equalPtr(t.RevertedBy, o.RevertedBy) {
+				return nil, nil, nil
+			}
+			t.Status, t.RevertedBy = StatusReverted, o.RevertedBy
+			if t.LandedAt == nil {
+				t.LandedAt = o.LandedAt
+			}
+		default:
+			return nil, nil, fmt.Errorf("outcome of %s: unknown status %q", id, o.Status)
+		}
+		t.UpdatedAt = s.now().UTC()
+		items, err := Items(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		applied = t
+		return items, nil, nil
+	})
+	if err != nil || applied == nil {
 		return false, err
 	}
-	switch o.Status {
-	case StatusLanded:
-		if t.Status != StatusPending {
-			return false, nil
-		}
-		t.Status, t.LandedAt, t.MergedVia = StatusLanded, o.LandedAt, o.MergedVia
-	case StatusReverted:
-		if t.Status == StatusReverted && equalPtr(t.RevertedBy, o.RevertedBy) {
-			return false, nil
-		}
-		t.Status, t.RevertedBy = StatusReverted, o.RevertedBy
-		if t.LandedAt == nil {
-			t.LandedAt = o.LandedAt
-		}
-	default:
-		return false, fmt.Errorf("outcome of %s: unknown status %q", id, o.Status)
-	}
-	t.UpdatedAt = s.now().UTC()
-	items, err := Items(t)
-	if err != nil {
-		return false, err
-	}
-	if err := s.upsert(ctx, items); err != nil {
-		return false, err
-	}
-	s.publishLanded(ctx, t)
+	s.publishLanded(ctx, applied)
 	return true, nil
 }
 

@@ -123,37 +123,13 @@ func (r *SearchRequest) validate() error {
 // their decisions, so that limit traces still fit.
 const candidatesPerResult = 5
 
-// plans turn a search into the engine's requests: kind, metadata and tag
+// plan turns a search into one engine request: kind, metadata and tag
 // filters the generators apply, so that no other item is ever a candidate.
-// Areas are any-of, and the generators' tag filter requires all of its
-// tags, so several areas make one request per area. Filtering areas after
-// ranking instead lost matches: the text generators return a fixed number
-// of hits (engine.DefaultCandidateLimit), whatever the request's limit, and
-// at 10k traces those were all in other areas (issue 15).
-func (r *SearchRequest) plans() ([]*h4r.Plan, error) {
-	if len(r.Filters.Areas) == 0 {
-		p, err := r.plan("")
-		if err != nil {
-			return nil, err
-		}
-		return []*h4r.Plan{p}, nil
-	}
-	plans := make([]*h4r.Plan, 0, len(r.Filters.Areas))
-	for i, area := range r.Filters.Areas {
-		if slices.Contains(r.Filters.Areas[:i], area) {
-			continue
-		}
-		p, err := r.plan(area)
-		if err != nil {
-			return nil, err
-		}
-		plans = append(plans, p)
-	}
-	return plans, nil
-}
-
-// plan is the engine's request for one area ("" for any).
-func (r *SearchRequest) plan(area string) (*h4r.Plan, error) {
+// Areas are any-of, the stores' anyTags filter. (Filtering areas after
+// ranking lost matches: the text generators return a fixed number of hits,
+// engine.DefaultCandidateLimit, whatever the request's limit, and at 10k
+// traces those were all in other areas; issue 15.)
+func (r *SearchRequest) plan() (*h4r.Plan, error) {
 	kinds := []any{KindTrace}
 	if r.IncludeDecisions {
 		kinds = append(kinds, KindDecision)
@@ -167,8 +143,12 @@ func (r *SearchRequest) plan(area string) (*h4r.Plan, error) {
 	if r.Filters.Since != nil {
 		filters["createdAfter"] = r.Filters.Since.UTC().Format(time.RFC3339Nano)
 	}
-	if area != "" {
-		filters["tags"] = []any{area}
+	if len(r.Filters.Areas) > 0 {
+		areas := make([]any, len(r.Filters.Areas))
+		for i, a := range r.Filters.Areas {
+			areas[i] = a
+		}
+		filters["anyTags"] = areas
 	}
 	limit := r.Limit
 	if r.IncludeDecisions {
@@ -184,7 +164,7 @@ func (r *SearchRequest) plan(area string) (*h4r.Plan, error) {
 		// The request was validated above; an error here is a filter value
 		// the engine refuses (a NUL, a too long value): name it as ours.
 		if e, ok := err.(*h4r.Error); ok {
-			e.Field = strings.Replace(strings.TrimPrefix(e.Field, "query."), "tags", "areas", 1)
+			e.Field = strings.Replace(strings.TrimPrefix(e.Field, "query."), "anyTags", "areas", 1)
 			return nil, e
 		}
 		return nil, err
@@ -204,31 +184,15 @@ func (s *Service) Search(ctx context.Context, spec h4r.Specialist, req SearchReq
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	plans, err := req.plans()
+	plan, err := req.plan()
 	if err != nil {
 		return nil, err
 	}
-	// One run per area: an item in several of them is kept once, at its
-	// best score (each run's scores are normalised within its own
-	// candidates, so the order across areas is approximate).
-	var found []h4r.Result
-	at := map[string]int{}
-	for _, plan := range plans {
-		pack, err := s.run(ctx, spec, plan)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range pack.Results {
-			if i, ok := at[r.ID]; ok {
-				if r.Score > found[i].Score {
-					found[i] = r
-				}
-				continue
-			}
-			at[r.ID] = len(found)
-			found = append(found, r)
-		}
+	pack, err := s.run(ctx, spec, plan)
+	if err != nil {
+		return nil, err
 	}
+	found := pack.Results
 	byTrace := map[string]*SearchResult{}
 	var order []string
 	decisions := map[string][]MatchedDecision{}

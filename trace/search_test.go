@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/trace"
 )
 
@@ -75,5 +77,78 @@ func TestSearchAnyAreaPastCandidateWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countingRunner counts the engine requests a search makes and keeps
+// their plans.
+type countingRunner struct {
+	inner trace.Runner
+	mu    sync.Mutex
+	plans []*h4r.Plan
+}
+
+func (c *countingRunner) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4r.Pack, error) {
+	c.mu.Lock()
+	c.plans = append(c.plans, plan)
+	c.mu.Unlock()
+	return c.inner.Run(ctx, spec, plan)
+}
+
+// TestSearchSeveralAreasIsOneEngineRequest: areas reach the generators as
+// one any-of tag filter, so several areas cost one engine run (they once
+// cost one run per area, merged with approximate scores).
+func TestSearchSeveralAreasIsOneEngineRequest(t *testing.T) {
+	h := newHarness(t)
+	runner := &countingRunner{inner: h.app.Engine}
+	svc := trace.NewService(h.app.Store, trace.WithClock(clock), trace.WithLogger(quiet), trace.WithSearch(runner, h.app.Slicer))
+	areas := []string{"pkg/auth", "pkg/store", "cmd/server"}
+	for i := range 6 {
+		tr := fixture(t)
+		tr.SHA = fmt.Sprintf("%040x", i+1)
+		tr.Areas = []string{areas[i%3]}
+		tr.Summary = fmt.Sprintf("retry with backoff in %s, change %d", areas[i%3], i)
+		h.ingest(t, tr)
+	}
+	for _, tc := range []struct {
+		name  string
+		areas []string
+		want  int
+	}{
+		{"no area", nil, 6},
+		{"one area", []string{"pkg/auth"}, 2},
+		{"three areas", []string{"pkg/auth", "pkg/store", "nope"}, 4},
+		{"repeated area", []string{"cmd/server", "cmd/server"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runner.mu.Lock()
+			runner.plans = nil
+			runner.mu.Unlock()
+			res, err := svc.Search(context.Background(), publicReader, trace.SearchRequest{Query: "retry with backoff", Filters: trace.SearchFilters{Areas: tc.areas}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Results) != tc.want {
+				t.Errorf("%d results, want %d", len(res.Results), tc.want)
+			}
+			if len(runner.plans) != 1 {
+				t.Fatalf("%d engine requests, want 1", len(runner.plans))
+			}
+			f := runner.plans[0].Filters
+			if len(f.Tags) != 0 || !slices.Equal(f.AnyTags, tc.areas) {
+				t.Errorf("plan tags %v anyTags %v, want anyTags %v", f.Tags, f.AnyTags, tc.areas)
+			}
+		})
+	}
+}
+
+// TestSearchBadAreaNamesTheField: an area the stores' filter refuses is
+// named as the request's field, not the engine's anyTags.
+func TestSearchBadAreaNamesTheField(t *testing.T) {
+	h := newHarness(t)
+	_, err := h.svc.Search(context.Background(), publicReader, trace.SearchRequest{Query: "retry", Filters: trace.SearchFilters{Areas: []string{"pkg/auth", "pkg/\x00"}}})
+	e, ok := err.(*h4r.Error)
+	if !ok || e.Code != h4r.EINVALID || e.Field != "filters.areas[1]" {
+		t.Fatalf("error %v, want invalid_argument naming filters.areas[1]", err)
 	}
 }

@@ -2,8 +2,10 @@ package trace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +20,9 @@ import (
 // Store keeps items (sources/sqlite.Store, sources/postgres.Store).
 type Store interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
+	// ReplaceIf writes items and deletes ids only if check holds in the
+	// write's transaction (h4r.ErrVersionConflict otherwise).
+	ReplaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
@@ -45,7 +50,6 @@ type Service struct {
 	publisher      Publisher // nil: outcomes are not published
 	landedSubject  string
 	runner         Runner // nil: no search
-	limiter        webhookLimiter
 	slicer         Slicer // nil: no reads
 }
 
@@ -113,66 +117,111 @@ func (s *Service) Ingest(ctx context.Context, t *CommitTrace) (_ *CommitTrace, e
 	}
 	id := ItemID(t.Repo, t.SHA)
 	span.SetAttributes(attribute.String("h4r.trace.id", id), attribute.Int("h4r.trace.decisions", len(t.Decisions)))
-	prev, err := s.stored(ctx, id)
+	summarized := t.Summary != ""
+	given := *t
+	var stored *CommitTrace
+	// A read-modify-write of the trace (created_at and a recorded outcome
+	// are kept), made atomic by writing only if the trace is still at the
+	// version read: a webhook outcome applied meanwhile makes the write
+	// fail, and the merge runs again on what it wrote.
+	err = s.atomically(ctx, id, func(prev *CommitTrace) ([]h4r.Item, []string, error) {
+		t := given
+		t.Decisions = slices.Clone(given.Decisions)
+		now := s.now().UTC()
+		t.CreatedAt, t.UpdatedAt = now, now
+		var stale []string
+		if prev != nil {
+			t.CreatedAt = prev.CreatedAt
+			if t.ID == "" {
+				t.ID = prev.ID
+			}
+			if prev.Status != StatusPending && t.Status == StatusPending {
+				t.Status, t.LandedAt, t.MergedVia, t.RevertedBy = prev.Status, prev.LandedAt, prev.MergedVia, prev.RevertedBy
+			}
+			// Decisions the new version no longer has go in the same
+			// transaction.
+			for i := len(t.Decisions); i < len(prev.Decisions); i++ {
+				stale = append(stale, DecisionItemID(id, i))
+			}
+		}
+		if !summarized && t.Summary == "" {
+			t.Summary = s.summarize(ctx, &t)
+			given.Summary = t.Summary // summarized once, whatever the retries
+		}
+		items, err := Items(&t)
+		if err != nil {
+			return nil, nil, err
+		}
+		stored = &t
+		return items, stale, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	now := s.now().UTC()
-	t.CreatedAt, t.UpdatedAt = now, now
-	staleFrom := len(t.Decisions)
-	var previousDecisions int
-	if prev != nil {
-		t.CreatedAt = prev.CreatedAt
-		previousDecisions = len(prev.Decisions)
-		if t.ID == "" {
-			t.ID = prev.ID
-		}
-		if prev.Status != StatusPending && t.Status == StatusPending {
-			t.Status, t.LandedAt, t.MergedVia, t.RevertedBy = prev.Status, prev.LandedAt, prev.MergedVia, prev.RevertedBy
-		}
-	}
-	if t.Summary == "" {
-		t.Summary = s.summarize(ctx, t)
-	}
-	items, err := Items(t)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.upsert(ctx, items); err != nil {
-		return nil, err
-	}
-	// Decisions the new version no longer has: after the upsert, so that a
-	// failure leaves extra decision items (removed on the next ingest)
-	// rather than a trace without them.
-	for i := staleFrom; i < previousDecisions; i++ {
-		if err := s.store.Delete(ctx, DecisionItemID(id, i)); err != nil && h4r.ErrorCode(err) != h4r.ENOTFOUND {
-			return nil, fmt.Errorf("deleting decision %d that trace %s no longer has: %w", i, id, err)
-		}
-	}
-	s.metrics.traceIngested(t)
-	return t, nil
+	s.metrics.traceIngested(stored)
+	return stored, nil
 }
 
-// stored returns the stored trace of an item id, or nil when there is none.
-func (s *Service) stored(ctx context.Context, id string) (*CommitTrace, error) {
+// maxWriteAttempts bounds the retries of a trace's read-modify-write when
+// other writers keep changing it.
+const maxWriteAttempts = 8
+
+// atomically reads the trace of item id (nil when there is none), lets
+// change build the items to write and the ids to delete from it, and
+// writes them only if the trace is still at the version read; when another
+// writer came between, it reads and builds again. change may return no
+// items to write nothing.
+func (s *Service) atomically(ctx context.Context, id string, change func(prev *CommitTrace) ([]h4r.Item, []string, error)) error {
+	for attempt := 1; ; attempt++ {
+		prev, version, err := s.storedVersion(ctx, id)
+		if err != nil {
+			return err
+		}
+		items, deletes, err := change(prev)
+		if err != nil || len(items) == 0 {
+			return err
+		}
+		err = s.replaceIf(ctx, h4r.VersionCheck{ID: id, Version: version}, items, deletes)
+		if !errors.Is(err, h4r.ErrVersionConflict) {
+			return err
+		}
+		if attempt == maxWriteAttempts {
+			return h4r.Errorf(h4r.EUNAVAILABLE, "", "trace %s kept changing while it was written (%d attempts); retry", id, attempt)
+		}
+	}
+}
+
+// storedVersion returns the stored trace of an item id and the item's
+// version, or nil and 0 when there is none.
+func (s *Service) storedVersion(ctx context.Context, id string) (*CommitTrace, int, error) {
 	it, err := s.store.Get(ctx, id)
 	if h4r.ErrorCode(err) == h4r.ENOTFOUND {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading trace %s: %w", id, err)
+		return nil, 0, fmt.Errorf("reading trace %s: %w", id, err)
 	}
 	if it.Kind != KindTrace {
-		return nil, h4r.Errorf(h4r.EINVALID, "sha", "item %s exists and is of kind %q, not a commit trace", id, it.Kind)
+		return nil, 0, h4r.Errorf(h4r.EINVALID, "sha", "item %s exists and is of kind %q, not a commit trace", id, it.Kind)
 	}
-	return FromItem(it)
+	t, err := FromItem(it)
+	return t, it.Metadata.Version, err
 }
 
-func (s *Service) upsert(ctx context.Context, items []h4r.Item) (err error) {
+// replaceIf writes a trace's items (and deletes its stale decisions) if
+// check holds.
+func (s *Service) replaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) (err error) {
 	ctx, span := s.tracer.Start(ctx, "store.upsert", trace.WithAttributes(attribute.Int("h4r.items", len(items))))
-	defer func() { endSpan(span, err) }()
-	if _, err := s.store.Upsert(ctx, items); err != nil {
-		return fmt.Errorf("storing trace %s: %w", items[0].ID, err)
+	defer func() {
+		if errors.Is(err, h4r.ErrVersionConflict) {
+			span.SetAttributes(attribute.Bool("h4r.version_conflict", true))
+			span.End()
+			return
+		}
+		endSpan(span, err)
+	}()
+	if _, err := s.store.ReplaceIf(ctx, check, items, deletes); err != nil {
+		return fmt.Errorf("storing trace %s: %w", check.ID, err)
 	}
 	return nil
 }

@@ -10,10 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/h4r/h4r"
 )
@@ -22,10 +19,7 @@ import (
 const (
 	// WebhookPerRepoPerMinute is the document's rate limit of the webhook.
 	WebhookPerRepoPerMinute = 100
-	// maxLimitedRepos bounds the rate limiter's memory; past it the
-	// buckets start over (a flood of distinct repositories cannot grow it).
-	maxLimitedRepos = 10000
-	maxDeliveryID   = 128
+	maxDeliveryID           = 128
 )
 
 // WebhookResult is the document's answer to POST /webhook/github.
@@ -96,26 +90,6 @@ type ghPullRequest struct {
 // revertPattern finds the commit a revert names, as git revert writes it.
 var revertPattern = regexp.MustCompile(`This reverts commit ([0-9a-fA-F]{7,64})`)
 
-// webhookLimiter is the per-repository rate limit of one replica.
-type webhookLimiter struct {
-	mu    sync.Mutex
-	repos map[string]*rate.Limiter
-}
-
-func (l *webhookLimiter) allow(repo string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.repos == nil || len(l.repos) >= maxLimitedRepos {
-		l.repos = map[string]*rate.Limiter{}
-	}
-	lim, ok := l.repos[repo]
-	if !ok {
-		lim = rate.NewLimiter(rate.Every(time.Minute/WebhookPerRepoPerMinute), WebhookPerRepoPerMinute)
-		l.repos[repo] = lim
-	}
-	return lim.AllowN(now, 1)
-}
-
 // HandleGitHub applies one verified GitHub delivery: a merged pull request
 // lands its traces, a push to the default branch lands its commits and
 // marks the commits its reverts name as reverted. Other events, and
@@ -161,7 +135,11 @@ func (s *Service) HandleGitHub(ctx context.Context, event, delivery string, body
 		s.metrics.delivery(event, "ignored")
 		return &WebhookResult{}, nil
 	}
-	if !s.limiter.allow(repo, s.now()) {
+	allowed, err := s.allowDelivery(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	if !allowed {
 		s.metrics.delivery(event, "refused")
 		return nil, h4r.Errorf(h4r.EEXHAUSTED, "repository.full_name", "rate limit of %d webhook deliveries a minute for %s reached", WebhookPerRepoPerMinute, repo)
 	}

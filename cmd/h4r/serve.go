@@ -100,12 +100,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		}
 	}()
 	// With NATS, ambient precedents fan out across replicas over it: a
-	// trace ingested on one replica reaches subscribers on another.
-	var fanout decision.Fanout
-	if tr.NATS != nil {
-		fanout = decision.NewNATSFanout(tr.NATS, decision.DefaultFanoutSubject)
-	}
-	api := apiServer(cfg, a, keys, !loopback, log, m, fanout, append(traceOptions(cfg, tr), server.WithJobs(jb))...)
+	// trace ingested on one replica (HTTP or the NATS consumer) reaches
+	// subscribers on another.
+	api := apiServer(cfg, a, keys, !loopback, log, m, tr.Fanout, append(traceOptions(cfg, a, tr), server.WithJobs(jb))...)
 	if resumed, failed, err := jb.Runner.Resume(ctx); err != nil {
 		log.Error("resuming interrupted jobs", "error", err)
 	} else if resumed+failed > 0 {
@@ -205,9 +202,10 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 
 // traceOptions serve the commit-trace routes, with a nats readiness
 // check when the consumer runs.
-func traceOptions(cfg config.Config, tr *app.Traces) []server.Option {
+func traceOptions(cfg config.Config, a *app.App, tr *app.Traces) []server.Option {
 	opts := []server.Option{server.WithTraces(tr.Service, server.TraceOptions{
 		WebhookSecret: []byte(cfg.GitHubWebhookSecret),
+		Vectors:       a.VectorCount,
 	})}
 	if tr.Consumer != nil {
 		opts = append(opts, server.WithReadinessCheck("nats", tr.Consumer.Health))

@@ -87,6 +87,22 @@ func TestServeDemoWithoutNATS(t *testing.T) {
 	if status, body := httpDo(t, http.MethodPost, base+"/v1/traces", trace); status != http.StatusOK {
 		t.Fatalf("POST /v1/traces: %d %s", status, body)
 	}
+	// GET /v1/stats counts the vectors of the store's index: the demo
+	// corpus and the trace's items all have one (it said 0 before serve
+	// gave the route a counter).
+	status, body = httpDo(t, http.MethodGet, base+"/v1/stats", nil)
+	var stats struct {
+		Traces  struct{ Total int }
+		Storage struct {
+			Vectors int `json:"qdrant_vectors"`
+		}
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &stats) != nil {
+		t.Fatalf("stats: %d %s", status, body)
+	}
+	if stats.Traces.Total != 1 || stats.Storage.Vectors <= stats.Traces.Total {
+		t.Fatalf("stats: %d traces, %d vectors; want 1 trace and a vector for every item (%s)", stats.Traces.Total, stats.Storage.Vectors, body)
+	}
 }
 
 // TestServeTraceLifecycleOverNATS is the issue's "done when" as a new

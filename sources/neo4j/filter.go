@@ -10,7 +10,8 @@ import (
 
 // filter is h4r.Filters checked in Go against items read from the store,
 // with the semantics of the stores' SQL (sources/storetest's filter cases):
-// kinds are alternatives, tags are all required, the creation range is
+// kinds are alternatives, tags are all required, anyTags need one present,
+// the creation range is
 // half-open, and a metadata value matches only a value of the same JSON
 // type. The graph holds ids and kinds only, so filters apply here, after
 // the walk, as the store's query applies them to what the walk reached.
@@ -56,6 +57,9 @@ func (c *filter) match(it *h4r.Item) (bool, error) {
 		if !slices.Contains(it.Metadata.Tags, t) {
 			return false, nil
 		}
+	}
+	if len(f.AnyTags) > 0 && !slices.ContainsFunc(f.AnyTags, func(t string) bool { return slices.Contains(it.Metadata.Tags, t) }) {
+		return false, nil
 	}
 	created := it.Metadata.CreatedAt
 	if !f.CreatedAfter.IsZero() && created.Before(f.CreatedAfter) {

@@ -31,6 +31,10 @@ func whereFilters(f h4r.Filters, p *params) (string, error) {
 		// Every tag is required: containment, served by the GIN index.
 		sb.WriteString(" AND i.tags @> " + p.add(f.Tags) + "::text[]")
 	}
+	if len(f.AnyTags) > 0 {
+		// At least one of them: overlap, served by the same GIN index.
+		sb.WriteString(" AND i.tags && " + p.add(f.AnyTags) + "::text[]")
+	}
 	// The range is half-open, [CreatedAfter, CreatedBefore), so that
 	// consecutive ranges neither overlap nor leave gaps.
 	if !f.CreatedAfter.IsZero() {

@@ -50,6 +50,16 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 // An id in deletes that names no item is no error; one that is also among
 // items is (the caller would not know which wins).
 func (s *Store) Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error) {
+	return s.replace(ctx, items, deletes, nil)
+}
+
+// ReplaceIf is Replace, done only when check holds in its transaction;
+// otherwise nothing is written and the error wraps h4r.ErrVersionConflict.
+func (s *Store) ReplaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) ([]string, error) {
+	return s.replace(ctx, items, deletes, &check)
+}
+
+func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string, check *h4r.VersionCheck) ([]string, error) {
 	if err := checkDeletes(items, deletes); err != nil {
 		return nil, err
 	}
@@ -70,7 +80,7 @@ func (s *Store) Replace(ctx context.Context, items []h4r.Item, deletes []string)
 	deletes = slices.Sorted(slices.Values(deletes))
 	deletes = slices.Compact(deletes)
 	deletes = slices.DeleteFunc(deletes, func(id string) bool { return strings.IndexByte(id, 0) >= 0 }) // no such item
-	if len(items) == 0 && len(deletes) == 0 {
+	if len(items) == 0 && len(deletes) == 0 && check == nil {
 		return ids, nil
 	}
 	now := s.now().UTC()
@@ -102,6 +112,11 @@ func (s *Store) Replace(ctx context.Context, items []h4r.Item, deletes []string)
 	}
 	embedder, vecs := s.embedTexts(ctx, texts)
 	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if check != nil {
+			if err := checkVersion(ctx, tx, *check); err != nil {
+				return err
+			}
+		}
 		if err := deleteItems(ctx, tx, deletes); err != nil {
 			return err
 		}
@@ -619,4 +634,25 @@ func (s *Store) Each(ctx context.Context, fn func(*h4r.Item) error) error {
 		}
 		after = page[len(page)-1].ID
 	}
+}
+
+// checkVersion fails with h4r.ErrVersionConflict unless the item is at
+// the version check expects, and holds the item until the transaction
+// ends: the row lock keeps other writers off an item that exists, and the
+// advisory lock on its id serialises conditional writers of one that does
+// not yet (FOR UPDATE locks no row then). Writes run at read committed, so
+// the read after the locks sees the last committed version.
+func checkVersion(ctx context.Context, tx pgx.Tx, check h4r.VersionCheck) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7151))`, check.ID); err != nil {
+		return fmt.Errorf("locking item %q: %w", check.ID, err)
+	}
+	var v int
+	err := tx.QueryRow(ctx, `SELECT version FROM items WHERE id = $1 FOR UPDATE`, check.ID).Scan(&v)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("reading the version of %q: %w", check.ID, err)
+	}
+	if v != check.Version {
+		return fmt.Errorf("item %q is at version %d, the write expected %d: %w", check.ID, v, check.Version, h4r.ErrVersionConflict)
+	}
+	return nil
 }

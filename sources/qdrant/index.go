@@ -197,6 +197,16 @@ func (ix *Index) bootstrap(ctx context.Context) error {
 // Close closes the connection.
 func (ix *Index) Close() error { return ix.client.Close() }
 
+// PointCount returns the points of the collection: the vectors Qdrant
+// holds (GET /v1/stats' qdrant_vectors).
+func (ix *Index) PointCount(ctx context.Context) (int, error) {
+	info, err := ix.client.GetCollectionInfo(ctx, ix.collection)
+	if err != nil {
+		return 0, fmt.Errorf("reading Qdrant collection %q: %w", ix.collection, err)
+	}
+	return int(info.GetPointsCount()), nil
+}
+
 // Ping checks that Qdrant answers and the collection still exists
 // (/health/ready).
 func (ix *Index) Ping(ctx context.Context) error {
@@ -327,7 +337,7 @@ func maintainedKey(key string) bool {
 
 // Filter returns the Qdrant filter of a search among model's vectors that
 // is equivalent to f, store-maintained keys aside: kinds as any-of, each
-// tag required, the createdAt range half-open (widened by a microsecond,
+// tag required, one of anyTags required, the createdAt range half-open (widened by a microsecond,
 // since it is compared as float seconds; the exact test runs on the store's
 // copy), and each metadata key equal in value and JSON type.
 func Filter(model string, f h4r.Filters) *qc.Filter {
@@ -339,6 +349,11 @@ func Filter(model string, f h4r.Filters) *qc.Filter {
 	slices.Sort(tags)
 	for _, t := range slices.Compact(tags) {
 		must = append(must, qc.NewMatchKeyword(keyTags, t))
+	}
+	if len(f.AnyTags) > 0 {
+		// A keywords match on a list payload passes when any element is
+		// one of them.
+		must = append(must, qc.NewMatchKeywords(keyTags, f.AnyTags...))
 	}
 	if !f.CreatedAfter.IsZero() || !f.CreatedBefore.IsZero() {
 		r := &qc.Range{}
@@ -458,7 +473,7 @@ func (ix *Index) hydrate(ctx context.Context, points []*qc.ScoredPoint) ([]*h4r.
 }
 
 // Matches reports whether it passes f, with the SQLite store's semantics:
-// kind in Kinds, every tag present, CreatedAfter <= createdAt <
+// kind in Kinds, every tag present, one of AnyTags present, CreatedAfter <= createdAt <
 // CreatedBefore, and each metadata key present with an equal value of the
 // same JSON type.
 func Matches(f h4r.Filters, it *h4r.Item) (bool, error) {
@@ -469,6 +484,9 @@ func Matches(f h4r.Filters, it *h4r.Item) (bool, error) {
 		if !slices.Contains(it.Metadata.Tags, t) {
 			return false, nil
 		}
+	}
+	if len(f.AnyTags) > 0 && !slices.ContainsFunc(f.AnyTags, func(t string) bool { return slices.Contains(it.Metadata.Tags, t) }) {
+		return false, nil
 	}
 	c := it.Metadata.CreatedAt
 	if !f.CreatedAfter.IsZero() && c.Before(f.CreatedAfter) || !f.CreatedBefore.IsZero() && !c.Before(f.CreatedBefore) {

@@ -105,6 +105,9 @@ func TestSearchFiltersMatchTheStore(t *testing.T) {
 	if n := f.PointCount("h4r_items"); n != 4 {
 		t.Fatalf("%d points, want 4", n)
 	}
+	if n, err := ix.PointCount(ctx); err != nil || n != 4 {
+		t.Fatalf("Index.PointCount = %d, %v; want 4 (GET /v1/stats reports it)", n, err)
+	}
 	store.RecordAccess([]string{"b"})
 	for _, tc := range []struct {
 		name    string
@@ -116,6 +119,10 @@ func TestSearchFiltersMatchTheStore(t *testing.T) {
 		{"any of kinds", h4r.Filters{Kinds: []string{"fix", "incident"}}, []string{"c", "d"}},
 		{"one tag", h4r.Filters{Tags: []string{"flaky"}}, []string{"a", "c"}},
 		{"all tags required", h4r.Filters{Tags: []string{"flaky", "ui"}}, []string{"a"}},
+		{"any of two tags", h4r.Filters{AnyTags: []string{"flaky", "ui"}}, []string{"a", "b", "c"}},
+		{"any tag, one unknown", h4r.Filters{AnyTags: []string{"nope", "flaky"}}, []string{"a", "c"}},
+		{"any tag, all unknown", h4r.Filters{AnyTags: []string{"nope"}}, nil},
+		{"all tags and any tag", h4r.Filters{Tags: []string{"ui"}, AnyTags: []string{"flaky", "nope"}}, []string{"a"}},
 		{"created after is inclusive", h4r.Filters{CreatedAfter: at("2026-11-10T00:00:00Z")}, []string{"b", "c", "d"}},
 		{"created before is exclusive", h4r.Filters{CreatedBefore: at("2026-11-10T00:00:00Z")}, []string{"a"}},
 		{"range", h4r.Filters{CreatedAfter: at("2026-11-05T00:00:00Z"), CreatedBefore: at("2026-11-20T00:00:00Z")}, []string{"b", "d"}},

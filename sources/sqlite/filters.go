@@ -36,6 +36,15 @@ func whereFilters(f h4r.Filters) (string, []any, error) {
 		sb.WriteString(` AND (SELECT count(*) FROM item_tags t WHERE t.item_id = i.id AND t.tag IN (SELECT value FROM json_each(?))) = ?`)
 		args = append(args, list, len(tags))
 	}
+	if len(f.AnyTags) > 0 {
+		list, err := jsonList(f.AnyTags)
+		if err != nil {
+			return "", nil, err
+		}
+		// At least one of them: the (tag, item_id) index answers it.
+		sb.WriteString(` AND EXISTS (SELECT 1 FROM item_tags t WHERE t.item_id = i.id AND t.tag IN (SELECT value FROM json_each(?)))`)
+		args = append(args, list)
+	}
 	// The range is half-open, [CreatedAfter, CreatedBefore), so that
 	// consecutive ranges neither overlap nor leave gaps.
 	if !f.CreatedAfter.IsZero() {

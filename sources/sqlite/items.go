@@ -45,6 +45,16 @@ func (s *Store) Upsert(ctx context.Context, items []h4r.Item) ([]string, error) 
 // An id in deletes that names no item is no error; one that is also among
 // items is (the caller would not know which wins).
 func (s *Store) Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error) {
+	return s.replace(ctx, items, deletes, nil)
+}
+
+// ReplaceIf is Replace, done only when check holds in its transaction;
+// otherwise nothing is written and the error wraps h4r.ErrVersionConflict.
+func (s *Store) ReplaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) ([]string, error) {
+	return s.replace(ctx, items, deletes, &check)
+}
+
+func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string, check *h4r.VersionCheck) ([]string, error) {
 	written := make(map[string]bool, len(items))
 	for _, it := range items {
 		written[it.ID] = true
@@ -69,6 +79,11 @@ func (s *Store) Replace(ctx context.Context, items []h4r.Item, deletes []string)
 		return nil, err
 	}
 	err = s.upsertTx(ctx, encoded, deletes, func(ctx context.Context, tx *sql.Tx) error {
+		if check != nil {
+			if err := checkVersion(ctx, tx, *check); err != nil {
+				return err
+			}
+		}
 		return writeItems(ctx, tx, encoded, formatTime(now), s.counter.Encoding())
 	})
 	if err != nil {
@@ -559,4 +574,19 @@ func (s *Store) Each(ctx context.Context, fn func(*h4r.Item) error) error {
 		}
 		after = page[len(page)-1].ID
 	}
+}
+
+// checkVersion fails with h4r.ErrVersionConflict unless the item is at
+// the version check expects. The store has one writer at a time, so
+// nothing can change the item between this read and the write after it.
+func checkVersion(ctx context.Context, tx *sql.Tx, check h4r.VersionCheck) error {
+	var v int
+	err := tx.QueryRowContext(ctx, `SELECT version FROM items WHERE id = ?`, check.ID).Scan(&v)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("reading the version of %q: %w", check.ID, err)
+	}
+	if v != check.Version {
+		return fmt.Errorf("item %q is at version %d, the write expected %d: %w", check.ID, v, check.Version, h4r.ErrVersionConflict)
+	}
+	return nil
 }

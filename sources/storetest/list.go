@@ -45,6 +45,7 @@ func (s *suite) testList(t *testing.T) {
 		{"one kind", h4r.Filters{Kinds: []string{"memory"}}, 10, []string{"m-other", "m-tie", "m-new", "m-old"}},
 		{"kind and metadata", h4r.Filters{Kinds: []string{"memory"}, Metadata: map[string]any{"session_id": "s1"}}, 10, []string{"m-tie", "m-new", "m-old"}},
 		{"all tags required", h4r.Filters{Tags: []string{"fix", "login"}}, 10, []string{"m-tie"}},
+		{"any tag, newest first", h4r.Filters{AnyTags: []string{"login", "fix"}}, 10, []string{"m-tie", "m-new"}},
 		{"created range", h4r.Filters{CreatedAfter: base.Add(time.Minute), CreatedBefore: base.Add(20 * time.Minute)}, 10, []string{"m-tie", "m-new"}},
 		{"nothing matches", h4r.Filters{Metadata: map[string]any{"session_id": "s3"}}, 10, nil},
 	}

@@ -21,6 +21,10 @@ type Store interface {
 	// Replace upserts items and deletes the ids in deletes in one
 	// transaction (ingestion replacing a changed file's chunks).
 	Replace(ctx context.Context, items []h4r.Item, deletes []string) ([]string, error)
+	// ReplaceIf is Replace done only when check holds in its transaction;
+	// otherwise nothing is written and the error wraps
+	// h4r.ErrVersionConflict.
+	ReplaceIf(ctx context.Context, check h4r.VersionCheck, items []h4r.Item, deletes []string) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Count(ctx context.Context) (int, error)
@@ -92,6 +96,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("batch_atomicity", s.testBatchAtomicity)
 	t.Run("batch_atomicity_database_failure", s.testDatabaseFailureMidBatch)
 	t.Run("replace_with_deletes", s.testReplaceWithDeletes)
+	t.Run("replace_if_version", s.testReplaceIf)
 	t.Run("replace_with_deletes_database_failure", s.testReplaceWithDeletesDatabaseFailure)
 	t.Run("token_encoding_change", s.testEncodingChange)
 	t.Run("duplicate_ids_in_batch", s.testDuplicateIDs)
