@@ -33,6 +33,10 @@ type Config struct {
 	PGMaxWriteConns int           // H4R_PG_MAX_WRITE_CONNS: the Postgres pool writes use
 	WriteTimeout    time.Duration // H4R_WRITE_TIMEOUT_MS: deadline of one store write
 
+	// VectorANNThreshold is H4R_VECTOR_ANN_THRESHOLD: vectors from which
+	// the in-process vector index is approximate (0: never).
+	VectorANNThreshold int
+
 	MaxBytesDefault  int // SCS_MAX_BYTES_DEFAULT
 	MaxTokensDefault int // SCS_MAX_TOKENS_DEFAULT
 	MaxItemsDefault  int // SCS_MAX_ITEMS_DEFAULT

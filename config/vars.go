@@ -73,6 +73,8 @@ func table() []variable {
 			func(c *Config) *int { return &c.PGMaxWriteConns }, 1, 1000),
 		millis("H4R_WRITE_TIMEOUT_MS", "5000", "Deadline of one store write (an ingest batch, a delete), in milliseconds: waiting for the writer behind other writes, and the write itself. A write past it is rolled back and answered 503 unavailable with Retry-After.",
 			func(c *Config) *time.Duration { return &c.WriteTimeout }, time.Millisecond, 10*time.Minute),
+		whole("H4R_VECTOR_ANN_THRESHOLD", "50000", "Number of item vectors from which the in-process vector index (embedded store, and Postgres without QDRANT_URL) searches approximately: an inverted file of about √n lists, scanning the nearest, then rescoring exactly (recall@100 at least 0.95 against the exact scan; sources/internal/ann/PERFORMANCE.md). Below it every search scans every vector. 0: always exact.",
+			func(c *Config) *int { return &c.VectorANNThreshold }, 0, math.MaxInt),
 
 		whole("SCS_MAX_BYTES_DEFAULT", "122880", "Byte budget of a context pack (items as delivered, after redaction); a request may ask for less.",
 			func(c *Config) *int { return &c.MaxBytesDefault }, 1, math.MaxInt),
