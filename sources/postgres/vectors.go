@@ -414,8 +414,13 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 	var cands []vecindex.Scored
 	if where == "" {
 		cands, _ = rank.Top(want)
-	} else if cands, err = s.vectorsFiltered(ctx, rank.Top, want, where, p.args); err != nil {
-		return nil, fmt.Errorf("vector search: %w", err)
+	} else {
+		cands, err = ann.TopPassing(ctx, rank.Top, want, func(ctx context.Context, ids []string) (map[string]bool, error) {
+			return s.passingIDs(ctx, ids, where, p.args)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("vector search: %w", err)
+		}
 	}
 	hits, err := s.rescoreAndRead(ctx, model, vector, cands, limit, minScore)
 	if err != nil {
@@ -424,50 +429,23 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 	return hits, nil
 }
 
-// vectorsFiltered returns the k best hits of rank among items that pass
-// where, checking growing rankings (×4 each round; rank(n): the best n and
-// whether among every vector, ann.Ranker), each id once.
-func (s *Store) vectorsFiltered(ctx context.Context, rank func(n int) ([]vecindex.Scored, bool), k int, where string, args []any) ([]vecindex.Scored, error) {
-	var kept []vecindex.Scored
-	passed := map[string]bool{}
-	for n := k * 4; ; n *= 4 {
-		ranked, exact := rank(n)
-		check := make([]string, 0, len(ranked))
-		for _, r := range ranked {
-			if _, ok := passed[r.ID]; !ok {
-				check = append(check, r.ID)
-			}
-		}
-		pass := map[string]bool{}
-		err := s.read(ctx, func(ctx context.Context) error {
-			clear(pass)
-			rows, err := s.pool.Query(ctx, `SELECT i.id FROM items i WHERE i.id = ANY($`+fmt.Sprint(len(args)+1)+`)`+where, append(slices.Clone(args), check)...)
-			if err != nil {
-				return err
-			}
-			var id string
-			_, err = pgx.ForEachRow(rows, []any{&id}, func() error { pass[id] = true; return nil })
-			return err
-		})
+// passingIDs returns which of ids belong to items that pass where.
+func (s *Store) passingIDs(ctx context.Context, check []string, where string, args []any) (map[string]bool, error) {
+	pass := map[string]bool{}
+	err := s.read(ctx, func(ctx context.Context) error {
+		clear(pass)
+		rows, err := s.pool.Query(ctx, `SELECT i.id FROM items i WHERE i.id = ANY($`+fmt.Sprint(len(args)+1)+`)`+where, append(slices.Clone(args), check)...)
 		if err != nil {
-			return nil, fmt.Errorf("applying filters: %w", err)
+			return err
 		}
-		for _, id := range check {
-			passed[id] = pass[id]
-		}
-		kept = kept[:0]
-		for _, r := range ranked {
-			if passed[r.ID] {
-				kept = append(kept, r)
-				if len(kept) == k {
-					return kept, nil
-				}
-			}
-		}
-		if len(ranked) < n && exact { // every vector above the floor was checked
-			return kept, nil
-		}
+		var id string
+		_, err = pgx.ForEachRow(rows, []any{&id}, func() error { pass[id] = true; return nil })
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("applying filters: %w", err)
 	}
+	return pass, nil
 }
 
 // rescoreAndRead reads the float32 vectors and the items of the candidates

@@ -308,45 +308,6 @@ func (s *Store) WarmVectors(ctx context.Context, model string) error {
 // id would (BenchmarkVectorSearch/…/vector_filtered).
 const filterGrowth = 4
 
-// nearestFiltered returns the k best hits of rank among the items that
-// pass the filter conditions where (SQL on items i, as whereFilters builds
-// it). The filters are checked on growing rankings (rank(n): the best n,
-// and whether among every vector, ann.Ranker), each id once; below the
-// index's threshold re-ranking costs a pass over the scores, above it a
-// scan of proportionally more lists.
-func nearestFiltered(ctx context.Context, tx *sql.Tx, rank func(n int) ([]scored, bool), k int, where string, args []any) ([]scored, error) {
-	var kept []scored
-	passed := map[string]bool{}
-	for n := k * filterGrowth; ; n *= filterGrowth {
-		ranked, exact := rank(n)
-		check := make([]string, 0, len(ranked))
-		for _, r := range ranked {
-			if _, ok := passed[r.ID]; !ok {
-				check = append(check, r.ID)
-			}
-		}
-		pass, err := passingIDs(ctx, tx, check, where, args)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range check {
-			passed[id] = pass[id]
-		}
-		kept = kept[:0]
-		for _, r := range ranked {
-			if passed[r.ID] {
-				kept = append(kept, r)
-				if len(kept) == k {
-					return kept, nil
-				}
-			}
-		}
-		if len(ranked) < n && exact { // every vector above the floor was checked
-			return kept, nil
-		}
-	}
-}
-
 // SearchVectors returns the items whose vectors of model are most similar
 // (cosine) to vector, best first, with the cosine as Score, restricted to
 // the items that pass filters (the same filters as full-text search). It
@@ -391,8 +352,15 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 		var cands []scored
 		if where == "" {
 			cands, _ = rank.Top(want)
-		} else if cands, err = nearestFiltered(ctx, tx, rank.Top, want, where, args); err != nil {
-			return err
+		} else {
+			// The filters are checked on growing rankings; above the
+			// threshold each scans proportionally more lists.
+			cands, err = ann.TopPassing(ctx, rank.Top, want, func(ctx context.Context, ids []string) (map[string]bool, error) {
+				return passingIDs(ctx, tx, ids, where, args)
+			})
+			if err != nil {
+				return err
+			}
 		}
 		top, err := rescore(ctx, tx, model, vector, cands, limit, minScore)
 		if err != nil {
