@@ -35,6 +35,7 @@ const (
 type Index struct {
 	threshold int
 	probes    int
+	fixed     bool // probes set by WithProbes: not calibrated
 	seed      uint64
 
 	dim      int
@@ -70,7 +71,8 @@ type Option func(*Index)
 func WithThreshold(n int) Option { return func(x *Index) { x.threshold = n } }
 
 // WithProbes sets how many lists a search for 200 candidates scans.
-func WithProbes(p int) Option { return func(x *Index) { x.probes = max(1, p) } }
+// Without it the index calibrates them at each clustering (calibrate).
+func WithProbes(p int) Option { return func(x *Index) { x.probes, x.fixed = max(1, p), true } }
 
 // WithSeed sets the seed of the k-means sampling (tests).
 func WithSeed(s uint64) Option { return func(x *Index) { x.seed = s } }
@@ -96,7 +98,10 @@ func (x *Index) Reset() {
 
 // SetProbes sets how many lists a search for 200 candidates scans
 // (WithProbes), for tuning on a built index.
-func (x *Index) SetProbes(p int) { x.probes = max(1, p) }
+func (x *Index) SetProbes(p int) { x.probes, x.fixed = max(1, p), true }
+
+// Probes is how many lists a search for 200 candidates scans.
+func (x *Index) Probes() int { return x.probes }
 
 // Dim is the dimension of the stored vectors (0 while none was stored).
 func (x *Index) Dim() int { return x.dim }
@@ -275,6 +280,81 @@ func (x *Index) Recluster() {
 		nl.codes = append(nl.codes, l.codes[w.i*d:(w.i+1)*d]...)
 		nl.scales = append(nl.scales, l.scales[w.i])
 	}
+	if !x.fixed {
+		x.calibrate(rng)
+	}
+}
+
+// Calibration: how many stored vectors serve as queries, and the share of
+// their exact top 100 the probed lists must hold.
+const (
+	calibrationQueries = 32
+	calibrationTarget  = 0.99
+	calibrationTop     = 100
+)
+
+// calibrate sets the probes to the fewest whose lists hold, on average,
+// calibrationTarget of the exact (int8) top 100 of stored vectors used as
+// queries. The target is above the 0.95 asked of searches because real
+// queries are not stored vectors: on SciFact a target of 0.97 gave 0.94
+// for its claims. How many lists a search must scan depends on how the vectors
+// cluster: few for embeddings of topics, most of them for the built-in
+// embedder's hashed words (PERFORMANCE.md), so a fixed count would either
+// waste scans or lose recall.
+func (x *Index) calibrate(rng *rand.Rand) {
+	d, nl := x.dim, len(x.lists)
+	qs := x.sample(rng, min(x.n, calibrationQueries))
+	m := len(qs) / d
+	if m == 0 {
+		return
+	}
+	// found[p] counts top members whose list is the query's p-th nearest.
+	found := make([]int, nl+1)
+	total := 0
+	for qi := range m {
+		q := qs[qi*d : (qi+1)*d]
+		ids, scores, _, _ := x.Search(q, math.MaxInt) // every list
+		top := vecindex.Top(ids, scores, calibrationTop, math.Inf(-1))
+		order := x.listOrder(q)
+		rankOf := make([]int, nl)
+		for r, li := range order {
+			rankOf[li] = r
+		}
+		for _, t := range top {
+			found[rankOf[x.pos[t.ID].list]]++
+		}
+		total += len(top)
+	}
+	have := 0
+	for p := range nl {
+		have += found[p]
+		if float64(have) >= calibrationTarget*float64(total) {
+			x.probes = p + 1
+			return
+		}
+	}
+	x.probes = nl
+}
+
+// listOrder is the lists by their centroid's similarity to q, nearest first.
+func (x *Index) listOrder(q []float32) []int {
+	d := x.dim
+	sim := make([]float32, len(x.lists))
+	order := make([]int, len(x.lists))
+	for c := range x.lists {
+		sim[c] = vecindex.Dot(q, x.centroids[c*d:(c+1)*d])
+		order[c] = c
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		switch {
+		case sim[a] > sim[b]:
+			return -1
+		case sim[a] < sim[b]:
+			return 1
+		}
+		return a - b
+	})
+	return order
 }
 
 // sample returns m stored vectors, decoded, drawn without replacement.
@@ -445,6 +525,9 @@ func parallel(n int, f func(lo, hi int)) {
 
 // probesFor is how many lists a search for n candidates scans.
 func (x *Index) probesFor(n int) int {
+	if n >= x.n {
+		return len(x.lists)
+	}
 	return x.probes * max(1, (n+candidatesPerProbes-1)/candidatesPerProbes)
 }
 
@@ -466,50 +549,33 @@ func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slac
 		return nil, nil, slack, true
 	}
 	if x.centroids == nil || x.probesFor(n) >= len(x.lists) {
-		if len(x.lists) == 1 {
-			ids, scores = x.scanList(q, 0, nil, make([]float32, 0, x.n))
-			return x.lists[0].ids, scores, slack, true
+		if len(x.lists) == 1 { // the index's own ids: no copy on the exact path
+			return x.lists[0].ids, x.scoreList(q, 0, make([]float32, 0, x.n)), slack, true
 		}
 		ids, scores = make([]string, 0, x.n), make([]float32, 0, x.n)
 		for li := range x.lists {
-			ids, scores = x.scanList(q, li, ids, scores)
+			ids, scores = append(ids, x.lists[li].ids...), x.scoreList(q, li, scores)
 		}
 		return ids, scores, slack, true
 	}
-	near := make([]vecindex.Scored, len(x.lists))
-	for c := range x.lists {
-		near[c] = vecindex.Scored{Score: float64(vecindex.Dot(q, x.centroids[c*d:(c+1)*d])), ID: ""}
-	}
-	order := make([]int, len(near))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if near[a].Score != near[b].Score {
-			if near[a].Score > near[b].Score {
-				return -1
-			}
-			return 1
-		}
-		return a - b
-	})
-	probes := order[:x.probesFor(n)]
+	probes := x.listOrder(q)[:x.probesFor(n)]
 	size := 0
 	for _, li := range probes {
 		size += len(x.lists[li].ids)
 	}
 	ids, scores = make([]string, 0, size), make([]float32, 0, size)
 	for _, li := range probes {
-		ids, scores = x.scanList(q, li, ids, scores)
+		ids, scores = append(ids, x.lists[li].ids...), x.scoreList(q, li, scores)
 	}
 	return ids, scores, slack, false
 }
 
-func (x *Index) scanList(q []float32, li int, ids []string, scores []float32) ([]string, []float32) {
+// scoreList appends the approximate scores of list li's vectors to scores.
+func (x *Index) scoreList(q []float32, li int, scores []float32) []float32 {
 	l := &x.lists[li]
 	d := x.dim
 	for i := range l.ids {
 		scores = append(scores, vecindex.DotCodes(q, l.codes[i*d:(i+1)*d])*l.scales[i])
 	}
-	return append(ids, l.ids...), scores
+	return scores
 }
