@@ -16,7 +16,9 @@ const (
 	// clusters them and searches approximately.
 	DefaultThreshold = 50_000
 	// DefaultProbes is how many lists a search for 200 candidates scans
-	// (the stores rescore 2×100); more candidates scan proportionally more.
+	// (the stores rescore 2×100) until the first clustering calibrates
+	// them (calibrate), or when WithProbes does not say; more candidates
+	// scan proportionally more.
 	DefaultProbes = 48
 	// candidatesPerProbes is the candidate count DefaultProbes is tuned for.
 	candidatesPerProbes = 200
