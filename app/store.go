@@ -24,7 +24,7 @@ func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, 
 		store, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithStopWords(stop),
 			postgres.WithTokenCounter(counter), postgres.WithLogger(o.log), postgres.WithClock(o.now),
 			postgres.WithMaxReadConns(cfg.PGMaxReadConns), postgres.WithMaxWriteConns(cfg.PGMaxWriteConns),
-			postgres.WithWriteTimeout(cfg.WriteTimeout))
+			postgres.WithWriteTimeout(cfg.WriteTimeout), postgres.WithVectorANNThreshold(cfg.VectorANNThreshold))
 		if err != nil {
 			return nil, fmt.Errorf("opening the Postgres store (DATABASE_URL): %w", err)
 		}
@@ -32,7 +32,8 @@ func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, 
 	}
 	path := cfg.SQLitePath()
 	store, err := sqlite.Open(ctx, path, sqlite.WithStopWords(stop), sqlite.WithTokenCounter(counter), sqlite.WithLogger(o.log), sqlite.WithClock(o.now),
-		sqlite.WithWriteTimeout(cfg.WriteTimeout), sqlite.WithItemCacheBytes(int64(cfg.ItemCacheMB)<<20))
+		sqlite.WithWriteTimeout(cfg.WriteTimeout), sqlite.WithItemCacheBytes(int64(cfg.ItemCacheMB)<<20),
+		sqlite.WithVectorANNThreshold(cfg.VectorANNThreshold))
 	if err != nil {
 		return nil, fmt.Errorf("opening the embedded store %s: %w", path, err)
 	}

@@ -35,6 +35,10 @@ type Config struct {
 	WriteTimeout    time.Duration // H4R_WRITE_TIMEOUT_MS: deadline of one store write
 	ItemCacheMB     int           // H4R_ITEM_CACHE_MB: memory of the embedded store's decoded-item cache
 
+	// VectorANNThreshold is H4R_VECTOR_ANN_THRESHOLD: vectors from which
+	// the in-process vector index is approximate (0: never).
+	VectorANNThreshold int
+
 	MaxBytesDefault  int // SCS_MAX_BYTES_DEFAULT
 	MaxTokensDefault int // SCS_MAX_TOKENS_DEFAULT
 	MaxItemsDefault  int // SCS_MAX_ITEMS_DEFAULT

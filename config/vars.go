@@ -76,6 +76,8 @@ func table() []variable {
 			func(c *Config) *int { return &c.PGMaxWriteConns }, 1, 1000),
 		millis("H4R_WRITE_TIMEOUT_MS", "5000", "Deadline of one store write (an ingest batch, a delete), in milliseconds: waiting for the writer behind other writes, and the write itself. A write past it is rolled back and answered 503 unavailable with Retry-After.",
 			func(c *Config) *time.Duration { return &c.WriteTimeout }, time.Millisecond, 10*time.Minute),
+		whole("H4R_VECTOR_ANN_THRESHOLD", "0", "Number of item vectors from which the in-process vector index (embedded store, and Postgres without QDRANT_URL) searches approximately: an inverted file of about √n lists, scanning the nearest, then rescoring exactly (recall@100 at least 0.95 against the exact scan; sources/internal/ann/PERFORMANCE.md). Below it every search scans every vector. 0, the default: always exact, because re-clustering when the count doubles stalls writes and searches for seconds at 100k items and the built-in embedder's vectors barely cluster (0.89× the exact scan at 1M).",
+			func(c *Config) *int { return &c.VectorANNThreshold }, 0, math.MaxInt),
 
 		whole("H4R_ITEM_CACHE_MB", "256", "Memory, in MiB (estimated per item), of the embedded store's cache of decoded items, which full-text, vector and hop candidates are read through instead of decoding each hit from the file on every pack; every read still checks each hit's version and access counts in the file, so another process's writes are never served stale. 0 turns it off (sources/sqlite/PERFORMANCE.md).",
 			func(c *Config) *int { return &c.ItemCacheMB }, 0, 1<<20),

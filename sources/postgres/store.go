@@ -19,6 +19,7 @@ import (
 	"github.com/h4r/h4r/tokens"
 
 	"github.com/h4r/h4r/sources/internal/access"
+	"github.com/h4r/h4r/sources/internal/ann"
 )
 
 // Defaults.
@@ -63,6 +64,7 @@ type Store struct {
 	// vectorPoll for other replicas' writes.
 	vectors    vectorState
 	vectorPoll time.Duration
+	annAbove   int // the vector index's ANN threshold (WithVectorANNThreshold)
 	closeOnce  sync.Once
 	closeErr   error
 }
@@ -82,7 +84,13 @@ type options struct {
 	retry      retryPolicy
 	analyzer   *analysis.Analyzer
 	vectorPoll time.Duration
+	annAbove   int
 }
+
+// WithVectorANNThreshold sets the number of vectors from which vector
+// search scans only the lists of an inverted file nearest the query
+// instead of every vector (default ann.DefaultThreshold; 0: always exact).
+func WithVectorANNThreshold(n int) Option { return func(o *options) { o.annAbove = n } }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
 // Without it Open loads cl100k_base.
@@ -142,7 +150,7 @@ func WithReadRetries(attempts int, backoff time.Duration) Option {
 func buildOptions(opts []Option) (options, error) {
 	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), termCut: defaultTermCut,
 		maxRead: defaultMaxReadConns, maxWrite: defaultMaxWriteConns, writeAfter: defaultWriteTimeout,
-		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}, vectorPoll: defaultVectorPoll}
+		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}, vectorPoll: defaultVectorPoll, annAbove: ann.DefaultThreshold}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -163,6 +171,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
 	case o.vectorPoll <= 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorPollInterval", "vector poll interval must be positive, got %v", o.vectorPoll)
+	case o.annAbove < 0:
+		return o, h4r.Errorf(h4r.EINVALID, "vectorANNThreshold", "vector ANN threshold must not be negative, got %d", o.annAbove)
 	case o.retry.attempts < 0 || o.retry.backoff < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "readRetries", "read retries and backoff must be >= 0")
 	}
@@ -203,7 +213,8 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		return nil, err
 	}
 	s := &Store{pool: reads, writes: writes, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut,
-		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll}
+		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove}
+	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
 	if err := s.Ping(ctx); err != nil {
 		reads.Close()
 		writes.Close()

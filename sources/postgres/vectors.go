@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/ann"
 	"github.com/h4r/h4r/sources/internal/vecindex"
 )
 
@@ -54,8 +55,8 @@ type vectorState struct {
 	mu       sync.RWMutex
 	embedder Embedder
 	model    string
-	ix       vecindex.Index
-	mark     int64 // the last vseq applied
+	ix       *ann.Index // Open sets it
+	mark     int64      // the last vseq applied
 	ready    chan struct{}
 	loaded   bool
 
@@ -237,7 +238,7 @@ func (s *Store) loadVectors(ctx context.Context) error {
 	v.mu.RLock()
 	model := v.model
 	v.mu.RUnlock()
-	var ix vecindex.Index
+	ix := ann.New(ann.WithThreshold(s.annAbove))
 	var mark int64
 	err := s.read(ctx, func(ctx context.Context) error {
 		ix.Reset()
@@ -373,7 +374,9 @@ func (s *Store) waitVectors(ctx context.Context) error {
 // SearchVectors returns the items whose vectors of model are most similar
 // (cosine) to vector, best first, with the cosine as Score, among those
 // that pass filters: a scan of the compact vectors in memory, then the
-// best vecindex.Candidates(limit) rescored with their float32 vectors.
+// best vecindex.Candidates(limit) rescored with their float32 vectors
+// (above WithVectorANNThreshold, only the lists nearest the query are
+// scanned).
 // Hits under minScore are left out; limit 0 means 100. It waits for the
 // first load (WarmVectors) within ctx.
 func (s *Store) SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error) {
@@ -401,21 +404,21 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 		v.mu.RUnlock()
 		return nil, nil // this replica holds the vectors of another model
 	}
-	if d := v.ix.Dim(); d != 0 && d != len(vector) {
-		v.mu.RUnlock()
+	ix, d := v.ix, v.ix.Dim()
+	v.mu.RUnlock()
+	if d != 0 && d != len(vector) {
 		return nil, h4r.Errorf(h4r.EINVALID, "vector", "query vector has %d dimensions, the stored vectors of %s have %d", len(vector), model, d)
 	}
-	scores, slack := v.ix.Scores(vector)
-	want, floor := vecindex.Candidates(limit), minScore-slack
-	ids := v.ix.IDs()
+	rank := ann.NewRanker(v.mu.RLocker(), ix, vector, minScore)
+	want := vecindex.Candidates(limit)
 	var cands []vecindex.Scored
 	if where == "" {
-		cands = vecindex.Top(ids, scores, want, floor)
-		v.mu.RUnlock()
+		cands, _ = rank.Top(want)
 	} else {
-		ids = slices.Clone(ids) // writes may reorder them once mu is released
-		v.mu.RUnlock()
-		if cands, err = s.vectorsFiltered(ctx, ids, scores, want, floor, where, p.args); err != nil {
+		cands, err = ann.TopPassing(ctx, rank.Top, want, func(ctx context.Context, ids []string) (map[string]bool, error) {
+			return s.passingIDs(ctx, ids, where, p.args)
+		})
+		if err != nil {
 			return nil, fmt.Errorf("vector search: %w", err)
 		}
 	}
@@ -426,47 +429,23 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 	return hits, nil
 }
 
-// vectorsFiltered returns the k best of scores at least floor among items
-// that pass where, checking growing prefixes of the ranking (×4 each round).
-func (s *Store) vectorsFiltered(ctx context.Context, ids []string, scores []float32, k int, floor float64, where string, args []any) ([]vecindex.Scored, error) {
-	var kept []vecindex.Scored
-	done := 0
-	for n := k * 4; ; n *= 4 {
-		ranked := vecindex.Top(ids, scores, n, floor)
-		if done >= len(ranked) {
-			return kept, nil
-		}
-		check := make([]string, 0, len(ranked)-done)
-		for _, r := range ranked[done:] {
-			check = append(check, r.ID)
-		}
-		pass := map[string]bool{}
-		err := s.read(ctx, func(ctx context.Context) error {
-			clear(pass)
-			rows, err := s.pool.Query(ctx, `SELECT i.id FROM items i WHERE i.id = ANY($`+fmt.Sprint(len(args)+1)+`)`+where, append(slices.Clone(args), check)...)
-			if err != nil {
-				return err
-			}
-			var id string
-			_, err = pgx.ForEachRow(rows, []any{&id}, func() error { pass[id] = true; return nil })
-			return err
-		})
+// passingIDs returns which of ids belong to items that pass where.
+func (s *Store) passingIDs(ctx context.Context, check []string, where string, args []any) (map[string]bool, error) {
+	pass := map[string]bool{}
+	err := s.read(ctx, func(ctx context.Context) error {
+		clear(pass)
+		rows, err := s.pool.Query(ctx, `SELECT i.id FROM items i WHERE i.id = ANY($`+fmt.Sprint(len(args)+1)+`)`+where, append(slices.Clone(args), check)...)
 		if err != nil {
-			return nil, fmt.Errorf("applying filters: %w", err)
+			return err
 		}
-		for _, r := range ranked[done:] {
-			if pass[r.ID] {
-				kept = append(kept, r)
-				if len(kept) == k {
-					return kept, nil
-				}
-			}
-		}
-		done = len(ranked)
-		if len(ranked) < n {
-			return kept, nil
-		}
+		var id string
+		_, err = pgx.ForEachRow(rows, []any{&id}, func() error { pass[id] = true; return nil })
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("applying filters: %w", err)
 	}
+	return pass, nil
 }
 
 // rescoreAndRead reads the float32 vectors and the items of the candidates

@@ -21,6 +21,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/h4r/h4r/sources/internal/access"
+	"github.com/h4r/h4r/sources/internal/ann"
 )
 
 // Connection settings.
@@ -81,6 +82,7 @@ type options struct {
 	writeAfter time.Duration
 	// itemCacheBytes bounds the decoded-item cache; nil: the default.
 	itemCacheBytes *int64
+	annAbove       int
 }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
@@ -116,10 +118,15 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // lock is waited for at most this long too.
 func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeAfter = d } }
 
+// WithVectorANNThreshold sets the number of vectors from which vector
+// search scans only the lists of an inverted file nearest the query
+// instead of every vector (default ann.DefaultThreshold; 0: always exact).
+func WithVectorANNThreshold(n int) Option { return func(o *options) { o.annAbove = n } }
+
 // Open opens the store file at path, creating it and its parent directory
 // when missing, and applies the schema migrations it has not seen yet.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), writeAfter: defaultWriteTimeout}
+	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), writeAfter: defaultWriteTimeout, annAbove: ann.DefaultThreshold}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -138,6 +145,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, "logger", "logger must not be nil")
 	case o.writeAfter <= 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
+	case o.annAbove < 0:
+		return nil, h4r.Errorf(h4r.EINVALID, "vectorANNThreshold", "vector ANN threshold must not be negative, got %d", o.annAbove)
 	case o.itemCacheBytes != nil && *o.itemCacheBytes < 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "itemCacheBytes", "item cache size must not be negative, got %d", *o.itemCacheBytes)
 	}
@@ -188,6 +197,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
 	s.vectors.embedder = o.embedder
 	s.items = newItemCache(cacheBytes)
+	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
 	s.access = access.Start(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	if n, err := s.recountTokens(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/ann"
 	"github.com/h4r/h4r/sources/internal/vecindex"
 )
 
@@ -42,13 +42,14 @@ func (s *Store) EnableVectors(e Embedder) {
 }
 
 // vectorIndex keeps the vectors of one model in memory, compact (int8
-// codes, sources/internal/vecindex), for the exact search's scan: reading
+// codes in an ann.Index: an exact scan below its threshold, an inverted
+// file above), for the search's scan: reading
 // 100k blobs from the file on every query would cost far more than
 // comparing them (BenchmarkVectorSearch). The scan's best candidates are
 // rescored with their float32 vectors read from the file, which stays the
 // truth: the index is (re)loaded whenever vector_generation differs from
 // the generation it was loaded at, and this process's own writes update it
-// in place. Its zero value is an empty, unloaded index without embedder.
+// in place. Open sets ix.
 type vectorIndex struct {
 	writeMu writeLock // held across a vector write and its in-memory update, so they apply in commit order
 
@@ -57,7 +58,7 @@ type vectorIndex struct {
 	loaded   bool
 	gen      int64
 	model    string
-	ix       vecindex.Index
+	ix       *ann.Index
 
 	// exact keeps float32 vectors read from the file for rescoring, as of
 	// gen: the best candidates of common queries repeat, and reading them
@@ -402,46 +403,12 @@ func (s *Store) WarmVectors(ctx context.Context, model string) error {
 // id would (BenchmarkVectorSearch/…/vector_filtered).
 const filterGrowth = 4
 
-// nearestFiltered returns the k best of scores (of the items ids, in one
-// order) at least floor among the items that pass the filter conditions
-// where (SQL on items i, as whereFilters builds it). The filters are
-// checked on growing prefixes of the ranking; re-ranking each round costs a
-// pass over the scores, not over the vectors.
-func nearestFiltered(ctx context.Context, tx *sql.Tx, ids []string, scores []float32, k int, floor float64, where string, args []any) ([]scored, error) {
-	var kept []scored
-	done := 0
-	for n := k * filterGrowth; ; n *= filterGrowth {
-		ranked := vecindex.Top(ids, scores, n, floor)
-		if done >= len(ranked) {
-			return kept, nil
-		}
-		check := make([]string, 0, len(ranked)-done)
-		for _, r := range ranked[done:] {
-			check = append(check, r.ID)
-		}
-		pass, err := passingIDs(ctx, tx, check, where, args)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range ranked[done:] {
-			if pass[r.ID] {
-				kept = append(kept, r)
-				if len(kept) == k {
-					return kept, nil
-				}
-			}
-		}
-		done = len(ranked)
-		if len(ranked) < n { // every vector above the floor was checked
-			return kept, nil
-		}
-	}
-}
-
 // SearchVectors returns the items whose vectors of model are most similar
 // (cosine) to vector, best first, with the cosine as Score, restricted to
 // the items that pass filters (the same filters as full-text search). It
-// scans every vector in memory (int8, approximate scores), then rescores
+// scans the vectors in memory (int8, approximate scores; above the
+// threshold of WithVectorANNThreshold only the lists nearest the query),
+// then rescores
 // the best vecindex.Candidates(limit) with their float32 vectors from the
 // file. Hits under minScore are left out; limit 0 means 100. The vectors
 // are held in memory after the first search.
@@ -468,22 +435,26 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 			return err
 		}
 		v.mu.RLock()
-		if d := v.ix.Dim(); d != 0 && d != len(vector) {
-			v.mu.RUnlock()
+		d := v.ix.Dim()
+		v.mu.RUnlock()
+		if d != 0 && d != len(vector) {
 			return h4r.Errorf(h4r.EINVALID, "vector", "query vector has %d dimensions, the stored vectors of %s have %d", len(vector), model, d)
 		}
-		scores, slack := v.ix.Scores(vector)
-		// An approximate score is within slack of the exact one: a vector
-		// under minScore-slack cannot reach minScore.
-		want, floor := vecindex.Candidates(limit), minScore-slack
+		// Scores are approximate (int8), within a slack of the exact ones
+		// the ranker allows for; above the threshold only the lists nearest
+		// the query are scanned.
+		rank := ann.NewRanker(v.mu.RLocker(), v.ix, vector, minScore)
+		want := vecindex.Candidates(limit)
 		var cands []scored
 		if where == "" {
-			cands = vecindex.Top(v.ix.IDs(), scores, want, floor)
-			v.mu.RUnlock()
+			cands, _ = rank.Top(want)
 		} else {
-			ids := slices.Clone(v.ix.IDs()) // writes may reorder them once mu is released
-			v.mu.RUnlock()
-			if cands, err = nearestFiltered(ctx, tx, ids, scores, want, floor, where, args); err != nil {
+			// The filters are checked on growing rankings; above the
+			// threshold each scans proportionally more lists.
+			cands, err = ann.TopPassing(ctx, rank.Top, want, func(ctx context.Context, ids []string) (map[string]bool, error) {
+				return passingIDs(ctx, tx, ids, where, args)
+			})
+			if err != nil {
 				return err
 			}
 		}

@@ -132,7 +132,7 @@ func (x *Index) Scores(q []float32) (scores []float32, slack float64) {
 	out := make([]float32, len(x.ids))
 	d := x.dim
 	for i := range x.ids {
-		out[i] = dotCodes(q, x.codes[i*d:(i+1)*d]) * x.scales[i]
+		out[i] = DotCodes(q, x.codes[i*d:(i+1)*d]) * x.scales[i]
 	}
 	var l1 float64
 	for _, v := range q {
@@ -141,8 +141,8 @@ func (x *Index) Scores(q []float32) (scores []float32, slack float64) {
 	return out, l1 * float64(x.maxScale) / 2
 }
 
-// dotCodes is the dot product of q with int8 codes of one length.
-func dotCodes(q []float32, c []int8) float32 {
+// DotCodes is the dot product of q with int8 codes of one length.
+func DotCodes(q []float32, c []int8) float32 {
 	c = c[:len(q)]
 	var s0, s1, s2, s3 float32
 	i := 0

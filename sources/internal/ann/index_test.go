@@ -1,0 +1,254 @@
+package ann_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/h4r/h4r/sources/internal/ann"
+	"github.com/h4r/h4r/sources/internal/vecindex"
+)
+
+func unit(v []float32) []float32 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	n := float32(1 / math.Sqrt(s))
+	for i := range v {
+		v[i] *= n
+	}
+	return v
+}
+
+// corpus makes unit vectors of dim around centres random centres: vector i
+// is a centre plus Gaussian noise of the centre's norm (cosine about 0.5
+// within a cluster, 0 across, like text embeddings of topics), drawn from
+// its own seed so that a million can be streamed rather than held. The
+// coder/hnsw evaluation in PERFORMANCE.md draws from the same distribution.
+type corpus struct {
+	seed    uint64
+	dim     int
+	centres [][]float32
+}
+
+func newCorpus(seed uint64, dim, centres int) *corpus {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	c := &corpus{seed: seed, dim: dim, centres: make([][]float32, centres)}
+	for i := range c.centres {
+		c.centres[i] = make([]float32, dim)
+		for j := range c.centres[i] {
+			c.centres[i][j] = float32(rng.NormFloat64())
+		}
+		unit(c.centres[i])
+	}
+	return c
+}
+
+func (c *corpus) vector(i int) []float32 {
+	rng := rand.New(rand.NewPCG(c.seed^0x9e3779b97f4a7c15, uint64(i)))
+	centre := c.centres[rng.IntN(len(c.centres))]
+	sigma := 1.0 / math.Sqrt(float64(c.dim))
+	v := make([]float32, c.dim)
+	for j := range v {
+		v[j] = centre[j] + float32(sigma*rng.NormFloat64())
+	}
+	return unit(v)
+}
+
+// clustered returns vectors 0…n-1 of a corpus.
+func clustered(seed uint64, n, dim, centres int) [][]float32 {
+	c := newCorpus(seed, dim, centres)
+	out := make([][]float32, n)
+	for i := range out {
+		out[i] = c.vector(i)
+	}
+	return out
+}
+
+// searchTop is what a store does: the best 2×limit candidates of Search,
+// rescored with the exact vectors.
+func searchTop(x *ann.Index, q []float32, exact map[string][]float32, limit int) []vecindex.Scored {
+	want := vecindex.Candidates(limit)
+	ids, scores, slack, _ := x.Search(q, want)
+	cands := vecindex.Top(ids, scores, want, -1-slack)
+	return vecindex.Rescore(q, cands, exact, limit, -1)
+}
+
+// exactTop is the exhaustive float32 ranking.
+func exactTop(q []float32, exact map[string][]float32, limit int) []vecindex.Scored {
+	all := make([]vecindex.Scored, 0, len(exact))
+	for id, v := range exact {
+		all = append(all, vecindex.Scored{Score: float64(vecindex.Dot(q, v)), ID: id})
+	}
+	vecindex.Sort(all)
+	return all[:min(limit, len(all))]
+}
+
+func overlap(got, want []vecindex.Scored) float64 {
+	in := map[string]bool{}
+	for _, w := range want {
+		in[w.ID] = true
+	}
+	same := 0
+	for _, g := range got {
+		if in[g.ID] {
+			same++
+		}
+	}
+	return float64(same) / float64(len(want))
+}
+
+func idOf(i int) string { return fmt.Sprintf("item-%07d", i) }
+
+// Below the threshold Search is the exact scan: the same candidates, in
+// the same order, with the same scores as vecindex.Index (the scan it
+// replaces), after puts, replacements and deletes.
+func TestSearchBelowThresholdIsTheExactScan(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		threshold int
+		n         int
+	}{
+		{"default_threshold", ann.DefaultThreshold, 3000},
+		{"never_approximate", 0, 3000},
+		{"just_below", 3001, 3000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vecs := clustered(3, tc.n+20, 64, 30)
+			x := ann.New(ann.WithThreshold(tc.threshold))
+			var ref vecindex.Index
+			for i := range tc.n {
+				x.Put(idOf(i), vecs[i])
+				ref.Put(idOf(i), vecs[i])
+			}
+			for i := 0; i < tc.n; i += 7 { // deletes
+				x.Remove(idOf(i))
+				ref.Remove(idOf(i))
+			}
+			for i := 1; i < tc.n; i += 11 { // replacements
+				x.Put(idOf(i), vecs[tc.n+i%20])
+				ref.Put(idOf(i), vecs[tc.n+i%20])
+			}
+			if x.Approximate() || x.Len() != ref.Len() {
+				t.Fatalf("approximate %v, %d vectors, want exact with %d", x.Approximate(), x.Len(), ref.Len())
+			}
+			for qi, q := range vecs[tc.n:] {
+				ids, scores, slack, exact := x.Search(q, 200)
+				if !exact {
+					t.Fatal("search below the threshold not exact")
+				}
+				rs, rslack := ref.Scores(q)
+				if slack != rslack {
+					t.Errorf("query %d: slack %v, exact scan %v", qi, slack, rslack)
+				}
+				got, want := vecindex.Top(ids, scores, 200, -1), vecindex.Top(ref.IDs(), rs, 200, -1)
+				if !slices.Equal(got, want) {
+					t.Fatalf("query %d: top 200 differs from the exact scan's", qi)
+				}
+			}
+		})
+	}
+}
+
+// Above the threshold, the rescored top 100 shares at least 0.95 of the
+// exact float32 top 100 on clustered vectors (the 100k set is
+// BenchmarkSearch).
+func TestRecallAboveThreshold(t *testing.T) {
+	const n, dim = 20_000, 256
+	vecs := clustered(5, n+50, dim, n/100)
+	x := ann.New(ann.WithThreshold(5_000))
+	exact := map[string][]float32{}
+	for i := range n {
+		x.Put(idOf(i), vecs[i])
+		exact[idOf(i)] = vecs[i]
+	}
+	if !x.Approximate() {
+		t.Fatal("not approximate above the threshold")
+	}
+	var recall float64
+	scanned := 0
+	for _, q := range vecs[n:] {
+		recall += overlap(searchTop(x, q, exact, 100), exactTop(q, exact, 100))
+		ids, _, _, _ := x.Search(q, 200)
+		scanned += len(ids)
+	}
+	recall /= 50
+	t.Logf("%d vectors in %d lists: recall@100 %.4f, scanning %.1f%% of the vectors", n, x.Lists(), recall, 100*float64(scanned)/50/n)
+	if recall < 0.95 {
+		t.Errorf("recall@100 %.4f, want ≥ 0.95", recall)
+	}
+}
+
+// An update moves a vector (the old neighbourhood no longer finds it, the
+// new one does) and a delete removes it, while clustered; clustering,
+// reclustering on growth and merging on shrinkage keep every vector.
+func TestUpdatesAndDeletesAreReflected(t *testing.T) {
+	const dim = 64
+	vecs := clustered(9, 4000, dim, 40)
+	x := ann.New(ann.WithThreshold(1000), ann.WithProbes(4))
+	exact := map[string][]float32{}
+	for i := range 1000 {
+		x.Put(idOf(i), vecs[i])
+		exact[idOf(i)] = vecs[i]
+	}
+	if !x.Approximate() {
+		t.Fatal("not clustered at the threshold")
+	}
+	lists := x.Lists()
+	find := func(q []float32, id string) bool {
+		for _, h := range searchTop(x, q, exact, 10) {
+			if h.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	const target = "moving"
+	a, b := vecs[3000], vecs[3001]
+	x.Put(target, a)
+	exact[target] = a
+	if !find(a, target) {
+		t.Fatal("a new vector is not found by its own query")
+	}
+	x.Put(target, b)
+	exact[target] = b
+	if !find(b, target) {
+		t.Error("an updated vector is not found by its new query")
+	}
+	ids, _, _, _ := x.Search(a, 20)
+	if slices.Contains(ids, target) && vecindex.Dot(a, b) < 0.5 {
+		t.Error("an updated vector is still scanned where its old value was")
+	}
+	x.Remove(target)
+	delete(exact, target)
+	if ids, _, _, _ := x.Search(b, 2000); slices.Contains(ids, target) {
+		t.Error("a deleted vector is still found")
+	}
+	for i := 1000; i < 2500; i++ { // grows past 2× the clustered size: reclusters
+		x.Put(idOf(i), vecs[i])
+	}
+	if x.Lists() == lists || x.Len() != 2500 {
+		t.Errorf("after growth: %d lists (was %d), %d vectors (want 2500)", x.Lists(), lists, x.Len())
+	}
+	for i := range 2500 {
+		if i%6 != 0 {
+			x.Remove(idOf(i))
+		}
+	}
+	if x.Approximate() || x.Len() != 417 {
+		t.Fatalf("below half the threshold: approximate %v, %d vectors (want exact, 417)", x.Approximate(), x.Len())
+	}
+	ids, _, _, _ = x.Search(vecs[0], 100)
+	got := slices.Sorted(slices.Values(ids))
+	var want []string
+	for i := 0; i < 2500; i += 6 {
+		want = append(want, idOf(i))
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("after merging, the scan holds %d ids, want the %d kept", len(got), len(want))
+	}
+}
