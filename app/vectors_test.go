@@ -451,6 +451,7 @@ func TestHybridWithFixedVectorsFromAnOpenAIServer(t *testing.T) {
 		}
 	})
 }
+
 // TestVectorCount: GET /v1/stats' qdrant_vectors comes from App.VectorCount,
 // the vectors of whichever index serves vector search (it was always 0:
 // nothing counted them).
