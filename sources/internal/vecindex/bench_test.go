@@ -13,6 +13,7 @@ import (
 //
 //	go test ./sources/internal/vecindex -run '^$' -bench Scan -count 6 | tee scan.txt
 //	benchstat -col /store scan.txt
+//	benchstat -col /scan scan.txt # sparse queries: the scan skipping zeros vs the dense loop
 func BenchmarkScan(b *testing.B) {
 	const dim = 512
 	for _, n := range []int{10_000, 100_000} {
@@ -42,6 +43,31 @@ func BenchmarkScan(b *testing.B) {
 				i++
 			}
 			b.ReportMetric(float64(4*len(flat))/(1<<20), "index-MB")
+		})
+		sparseQueries := make([][]float32, 16)
+		for i := range sparseQueries {
+			sparseQueries[i] = sparseUnit(rng, dim, 50) // as the hashing embedder's 3-word queries
+		}
+		b.Run(fmt.Sprintf("n=%dk/store=int8/q=sparse/scan=dense", n/1000), func(b *testing.B) {
+			i := 0
+			d := x.dim
+			for b.Loop() {
+				q := sparseQueries[i%len(sparseQueries)]
+				scores := make([]float32, n)
+				for j := range n {
+					scores[j] = DotCodes(q, x.codes[j*d:(j+1)*d]) * x.scales[j]
+				}
+				Top(ids, scores, Candidates(100), -1)
+				i++
+			}
+		})
+		b.Run(fmt.Sprintf("n=%dk/store=int8/q=sparse/scan=sparse", n/1000), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				scores, _ := x.Scores(sparseQueries[i%len(sparseQueries)])
+				Top(ids, scores, Candidates(100), -1)
+				i++
+			}
 		})
 		b.Run(fmt.Sprintf("n=%dk/store=int8", n/1000), func(b *testing.B) {
 			i := 0
