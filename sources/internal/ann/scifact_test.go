@@ -16,7 +16,7 @@ import (
 func scifactDir(t testing.TB) string {
 	root := os.Getenv("H4R_DATASETS")
 	if root == "" {
-		root = filepath.Join("..", "..", "..", "..", "..", "shared", "datasets")
+		root = filepath.Join("..", "..", "..", "..", "shared", "datasets") // sources/internal/ann → beside the project
 	}
 	dir := filepath.Join(root, "scifact")
 	if _, err := os.Stat(filepath.Join(dir, "corpus.jsonl")); err != nil {
