@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/h4r/h4r/internal/cputime"
+
 	"github.com/h4r/h4r/config"
 )
 
@@ -59,10 +61,10 @@ func BenchmarkHTTPIngest(b *testing.B) {
 	n := 0
 	var clientCPU int64 // the CPU the batches' encoding took
 	client := &http.Client{}
-	startCPU := processCPU()
+	startCPU := int64(cputime.Process())
 	for b.Loop() {
 		b.StopTimer()
-		encodeStart := processCPU()
+		encodeStart := int64(cputime.Process())
 		batch := make([]item, batchSize)
 		for j := range batch {
 			id := fmt.Sprintf("ing-%07d", n+j)
@@ -75,7 +77,7 @@ func BenchmarkHTTPIngest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		clientCPU += processCPU() - encodeStart
+		clientCPU += int64(cputime.Process()) - encodeStart
 		b.StartTimer()
 		resp, err := client.Post(base+"/v1/items", "application/json", strings.NewReader(string(body)))
 		if err != nil {
@@ -88,7 +90,7 @@ func BenchmarkHTTPIngest(b *testing.B) {
 		n += batchSize
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
-	if cpu := processCPU() - startCPU - clientCPU; cpu > 0 {
+	if cpu := int64(cputime.Process()) - startCPU - clientCPU; cpu > 0 {
 		b.ReportMetric(float64(cpu)/1e3/float64(n), "cpu-µs/item")
 	}
 }

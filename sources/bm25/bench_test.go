@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/cputime"
 	"github.com/h4r/h4r/sources/bm25"
 	"github.com/h4r/h4r/sources/sqlite"
 )
@@ -175,7 +176,7 @@ func BenchmarkSearch(b *testing.B) {
 				b.Run("algo="+algo.String(), func(b *testing.B) {
 					opts := bm25.SearchOptions{Algorithm: algo, Tie: c.tie}
 					hits, i := 0, 0
-					defer measureCPU(b)()
+					defer cputime.MeasureThread(b)()
 					for b.Loop() {
 						q := bm25.Query(queryAnalysis.Terms(c.queries[i%len(c.queries)]))
 						h, err := c.x.Search(b.Context(), q, 100, opts)
@@ -197,7 +198,7 @@ func BenchmarkSearch(b *testing.B) {
 					b.Fatal(err)
 				}
 				hits, i := 0, 0
-				defer measureCPU(b)()
+				defer cputime.MeasureThread(b)()
 				for b.Loop() {
 					match := sqlite.MatchExpression(c.queries[i%len(c.queries)])
 					rows, err := f.db.QueryContext(b.Context(), `SELECT rowid, rank FROM items_fts WHERE items_fts MATCH ? ORDER BY rank, rowid LIMIT 100`, match)
@@ -231,7 +232,7 @@ func BenchmarkSearch(b *testing.B) {
 						b.Fatal(err)
 					}
 					hits, i := 0, 0
-					defer measureCPU(b)()
+					defer cputime.MeasureThread(b)()
 					for b.Loop() {
 						h, err := g.Generate(b.Context(), h4r.CandidateQuery{Text: c.queries[i%len(c.queries)]})
 						if err != nil {
@@ -265,7 +266,7 @@ func scifactTexts(b *testing.B) ([]string, []string) {
 func BenchmarkBuild(b *testing.B) {
 	docs, _ := zipfTexts(2, 100_000)
 	b.Run("mode=sequential", func(b *testing.B) {
-		defer measureProcessCPU(b)()
+		defer cputime.MeasureProcess(b)()
 		for b.Loop() {
 			x := bm25.New()
 			for i, text := range docs {
@@ -285,7 +286,7 @@ func BenchmarkBuild(b *testing.B) {
 			}
 			return x
 		}
-		done := measureProcessCPU(b)
+		done := cputime.MeasureProcess(b)
 		for b.Loop() {
 			build()
 		}
@@ -315,7 +316,7 @@ func BenchmarkRebuildFromSQLite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	done := measureProcessCPU(b)
+	done := cputime.MeasureProcess(b)
 	for b.Loop() {
 		rows, err := f.db.QueryContext(b.Context(), `SELECT seq, text FROM items ORDER BY seq`)
 		if err != nil {

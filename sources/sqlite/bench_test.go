@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/cputime"
 	"github.com/h4r/h4r/sources/sqlite"
 )
 
@@ -199,7 +200,7 @@ func BenchmarkFullText(b *testing.B) {
 				}{{"index", s.FullText()}} {
 					b.Run("case="+bc.name+"/gen="+g.name, func(b *testing.B) {
 						hits, i := 0, 0
-						done := measureCPU(b)
+						done := cputime.MeasureThread(b)
 						for b.Loop() {
 							h, err := g.gen.Generate(b.Context(), bc.query(i))
 							if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/cputime"
 )
 
 // LinkedItems returns n items g-0000000… with short texts, each holding k
@@ -89,7 +90,7 @@ func BenchHops(b *testing.B, impls map[string]h4r.Generator, queries []h4r.Candi
 		g := impls[name]
 		b.Run(name, func(b *testing.B) {
 			var lat []time.Duration
-			cpu := cpuTime()
+			cpu := cputime.Process()
 			for b.Loop() {
 				for _, q := range queries {
 					start := time.Now()
@@ -99,7 +100,7 @@ func BenchHops(b *testing.B, impls map[string]h4r.Generator, queries []h4r.Candi
 					lat = append(lat, time.Since(start))
 				}
 			}
-			cpu = cpuTime() - cpu
+			cpu = cputime.Process() - cpu
 			slices.Sort(lat)
 			pct := func(p float64) float64 {
 				return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000

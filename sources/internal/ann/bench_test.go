@@ -6,8 +6,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/h4r/h4r/internal/cputime"
 
 	"github.com/h4r/h4r/sources/internal/ann"
 	"github.com/h4r/h4r/sources/internal/vecindex"
@@ -59,16 +60,6 @@ func exactTops(c *corpus, n int, queries [][]float32, k int) [][]vecindex.Scored
 		out[qi] = vecindex.Top(ids, scores[qi], k, -2)
 	}
 	return out
-}
-
-// cpuSeconds is the CPU time the process has used (user and system), so
-// that build costs do not depend on the machine's load.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // BenchmarkSearch measures, on one clustered corpus of 512 dimensions, the
@@ -125,12 +116,12 @@ func BenchmarkSearch(b *testing.B) {
 			})
 		}
 
-		before, cpu := heapBytes(), cpuSeconds()
+		before, cpu := heapBytes(), cputime.Process().Seconds()
 		var ex vecindex.Index
 		for i := range n {
 			ex.Put(idOf(i), c.vector(i))
 		}
-		build, mem := cpuSeconds()-cpu, float64(heapBytes()-before)/(1<<20)
+		build, mem := cputime.Process().Seconds()-cpu, float64(heapBytes()-before)/(1<<20)
 		run("store=exact", build, mem, func(q []float32) []vecindex.Scored {
 			s, slack := ex.Scores(q)
 			return vecindex.Top(ex.IDs(), s, want, -1-slack)
@@ -138,12 +129,12 @@ func BenchmarkSearch(b *testing.B) {
 		ex.Reset()
 		ex = vecindex.Index{}
 
-		before, cpu = heapBytes(), cpuSeconds()
+		before, cpu = heapBytes(), cputime.Process().Seconds()
 		x := ann.New()
 		for i := range n {
 			x.Put(idOf(i), c.vector(i))
 		}
-		build, mem = cpuSeconds()-cpu, float64(heapBytes()-before)/(1<<20)
+		build, mem = cputime.Process().Seconds()-cpu, float64(heapBytes()-before)/(1<<20)
 		calibrated := x.Probes()
 		for _, probes := range []int{calibrated, 16, 32, 48, 64, 96} {
 			name := fmt.Sprintf("store=ivf/probes=%d", probes)

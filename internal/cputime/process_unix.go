@@ -1,15 +1,15 @@
 //go:build unix
 
-package storetest
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time (user and system) this process has used; on a
-// shared machine it says what a query costs better than the time it took.
-func cpuTime() time.Duration {
+// Process is the CPU time (user and system) this process has used, every
+// thread included; 0 when unknown.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
