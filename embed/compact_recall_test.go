@@ -3,14 +3,13 @@ package embed_test
 import (
 	"cmp"
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bench"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/internal/datasets"
 )
 
 // float32Index is the reference the compact store is measured against: an
@@ -42,23 +41,6 @@ func (f *float32Index) SearchVectors(_ context.Context, _ string, q []float32, _
 	return hits[:min(limit, len(hits))], nil
 }
 
-// scifactDir returns the scifact dataset's folder; the test skips without
-// it unless CI is set, where it must be present.
-func scifactDir(t testing.TB) string {
-	root := os.Getenv("H4R_DATASETS")
-	if root == "" {
-		root = filepath.Join("..", "..", "shared", "datasets")
-	}
-	dir := filepath.Join(root, "scifact")
-	if _, err := os.Stat(filepath.Join(dir, "corpus.jsonl")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("dataset scifact not found under %s: %v", root, err)
-		}
-		t.Skipf("dataset scifact not found (%v): it lives in ../shared/datasets beside the project, or set H4R_DATASETS", err)
-	}
-	return dir
-}
-
 // The store keeps vectors as int8 codes in memory and rescores its best
 // candidates with the float32 vectors: the vector generator's Recall@100
 // on scifact's test queries (built-in embedder, default floor) must stay
@@ -68,7 +50,7 @@ func TestCompactVectorRecallSciFact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("embeds 5,183 abstracts")
 	}
-	ds, err := bench.LoadBEIR(scifactDir(t), "test")
+	ds, err := bench.LoadBEIR(datasets.Dir(t, "scifact"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

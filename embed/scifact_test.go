@@ -3,29 +3,15 @@ package embed_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bench"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/internal/datasets"
 	"github.com/h4r/h4r/rank"
 )
-
-// datasetDir returns ../shared/datasets/name (from the module root), or
-// $H4R_DATASETS/name; the benchmark skips when it is absent.
-func datasetDir(b *testing.B, name string) string {
-	root := os.Getenv("H4R_DATASETS")
-	if root == "" {
-		root = filepath.Join("..", "..", "shared", "datasets")
-	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(filepath.Join(dir, "corpus.jsonl")); err != nil {
-		b.Skipf("dataset %s not found (%v): it lives in ../shared/datasets beside the project, or set H4R_DATASETS", name, err)
-	}
-	return dir
-}
 
 // runHits are one query's hits from each generator, computed once and
 // fused many ways.
@@ -50,7 +36,7 @@ func BenchmarkSciFact(b *testing.B) {
 	if split == "" {
 		split = "test"
 	}
-	ds, err := bench.LoadBEIR(datasetDir(b, "scifact"), split)
+	ds, err := bench.LoadBEIR(datasets.Dir(b, "scifact"), split)
 	if err != nil {
 		b.Fatal(err)
 	}

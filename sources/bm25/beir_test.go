@@ -10,26 +10,12 @@ import (
 
 	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/bench"
+	"github.com/h4r/h4r/internal/datasets"
 	"github.com/h4r/h4r/sources/bm25"
 )
 
 // The labelled collections of shared/datasets (see its README).
 var collections = []string{"scifact", "cisi", "cranfield"}
-
-// datasetDir returns $H4R_DATASETS/name, or ../shared/datasets/name beside
-// the repository, and skips the test when the dataset is not there.
-func datasetDir(tb testing.TB, name string) string {
-	tb.Helper()
-	root := os.Getenv("H4R_DATASETS")
-	if root == "" {
-		root = filepath.Join("..", "..", "..", "shared", "datasets")
-	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(filepath.Join(dir, "corpus.jsonl")); err != nil {
-		tb.Skipf("dataset %s not found (%v): it lives in ../shared/datasets beside the repository, or set H4R_DATASETS", name, err)
-	}
-	return dir
-}
 
 // collection is a BEIR collection loaded into an index: document i is the
 // dataset's i-th item (title and text, as bench indexes them).
@@ -42,7 +28,7 @@ type collection struct {
 
 func loadCollection(tb testing.TB, name string) *collection {
 	tb.Helper()
-	dir := datasetDir(tb, name)
+	dir := datasets.Dir(tb, name)
 	ds, err := bench.LoadBEIR(dir, "test")
 	if err != nil {
 		tb.Fatal(err)

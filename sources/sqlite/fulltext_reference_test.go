@@ -18,6 +18,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/bench"
+	"github.com/h4r/h4r/internal/datasets"
 	"github.com/h4r/h4r/sources/bm25"
 	"github.com/h4r/h4r/sources/sqlite"
 )
@@ -107,21 +108,6 @@ func (e *exhaustive) top(q map[string]int, k int, accept func(id string) bool) [
 	return all[:min(k, len(all))]
 }
 
-// datasetDir returns $H4R_DATASETS/name, or ../shared/datasets/name beside
-// the repository, and skips the test when the dataset is not there.
-func datasetDir(t *testing.T, name string) string {
-	t.Helper()
-	root := os.Getenv("H4R_DATASETS")
-	if root == "" {
-		root = filepath.Join("..", "..", "..", "shared", "datasets")
-	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(filepath.Join(dir, "corpus.jsonl")); err != nil {
-		t.Skipf("dataset %s not found (%v): it lives in ../shared/datasets beside the repository, or set H4R_DATASETS", name, err)
-	}
-	return dir
-}
-
 // allQueries returns every query text of a BEIR folder, judged or not.
 func allQueries(t *testing.T, dir string) []string {
 	t.Helper()
@@ -179,7 +165,7 @@ func checkTop(t *testing.T, what string, got []h4r.Hit, want []refHit) int {
 func TestFullTextEqualsExhaustiveBM25(t *testing.T) {
 	for _, name := range []string{"scifact", "cisi", "cranfield"} {
 		t.Run(name, func(t *testing.T) {
-			dir := datasetDir(t, name)
+			dir := datasets.Dir(t, name)
 			ds, err := bench.LoadBEIR(dir, "test")
 			if err != nil {
 				t.Fatal(err)

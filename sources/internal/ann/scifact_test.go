@@ -1,32 +1,14 @@
 package ann_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/h4r/h4r/bench"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/internal/datasets"
 	"github.com/h4r/h4r/sources/internal/ann"
 	"github.com/h4r/h4r/sources/internal/vecindex"
 )
-
-// scifactDir returns the scifact dataset's folder; the test skips without
-// it unless CI is set, where it must be present.
-func scifactDir(t testing.TB) string {
-	root := os.Getenv("H4R_DATASETS")
-	if root == "" {
-		root = filepath.Join("..", "..", "..", "..", "shared", "datasets") // sources/internal/ann → beside the project
-	}
-	dir := filepath.Join(root, "scifact")
-	if _, err := os.Stat(filepath.Join(dir, "corpus.jsonl")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("dataset scifact not found under %s: %v", root, err)
-		}
-		t.Skipf("dataset scifact not found (%v): it lives in ../shared/datasets beside the project, or set H4R_DATASETS", err)
-	}
-	return dir
-}
 
 // On scifact's vectors (the built-in embedder, as the stores compute them:
 // embed TestCompactVectorRecallSciFact), with the index forced to cluster
@@ -37,7 +19,7 @@ func TestRecallSciFact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("embeds 5,183 abstracts")
 	}
-	ds, err := bench.LoadBEIR(scifactDir(t), "test")
+	ds, err := bench.LoadBEIR(datasets.Dir(t, "scifact"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
