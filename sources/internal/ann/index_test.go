@@ -153,6 +153,38 @@ func TestSearchBelowThresholdIsTheExactScan(t *testing.T) {
 	}
 }
 
+// Queries of the hashing embedder are sparse (about a tenth of their
+// components nonzero), and Search scans them over those components only:
+// every score must equal, bit for bit, the dense loop over the codes the
+// vectors quantise to.
+func TestSearchSparseQueryEqualsDenseLoop(t *testing.T) {
+	const n, dim = 2000, 512
+	vecs := clustered(11, n, dim, 20)
+	x := ann.New(ann.WithThreshold(0))
+	dense := map[string]func(q []float32) float32{}
+	for i, v := range vecs {
+		x.Put(idOf(i), v)
+		codes, scale := vecindex.Quantize(v)
+		dense[idOf(i)] = func(q []float32) float32 { return vecindex.DotCodes(q, codes) * scale }
+	}
+	rng := rand.New(rand.NewPCG(12, 13))
+	for qi := range 20 {
+		q := make([]float32, dim)
+		for range dim / 10 {
+			q[rng.IntN(dim)] = float32(rng.NormFloat64())
+		}
+		ids, scores, _, exact := x.Search(q, 200)
+		if !exact || len(ids) != n {
+			t.Fatalf("query %d: exact %v over %d vectors, want the exact scan of %d", qi, exact, len(ids), n)
+		}
+		for i, id := range ids {
+			if want := dense[id](q); math.Float32bits(scores[i]) != math.Float32bits(want) {
+				t.Fatalf("query %d, %s: score %v, dense loop %v", qi, id, scores[i], want)
+			}
+		}
+	}
+}
+
 // Above the threshold, the rescored top 100 shares at least 0.95 of the
 // exact float32 top 100 on clustered vectors (the 100k set is
 // BenchmarkSearch).

@@ -131,20 +131,39 @@ func (x *Index) Remove(id string) {
 func (x *Index) Scores(q []float32) (scores []float32, slack float64) {
 	out := make([]float32, len(x.ids))
 	d := x.dim
-	if sq, ok := sparse(q); ok {
-		for i := range x.ids {
-			out[i] = sq.dotCodes(x.codes[i*d:(i+1)*d]) * x.scales[i]
-		}
-	} else {
-		for i := range x.ids {
-			out[i] = DotCodes(q, x.codes[i*d:(i+1)*d]) * x.scales[i]
-		}
+	pq := Prepare(q)
+	for i := range x.ids {
+		out[i] = pq.DotCodes(x.codes[i*d:(i+1)*d]) * x.scales[i]
 	}
 	var l1 float64
 	for _, v := range q {
 		l1 += math.Abs(float64(v))
 	}
 	return out, l1 * float64(x.maxScale) / 2
+}
+
+// Query is a query vector prepared once for scanning many codes: its
+// sparse form when it has one (see sparse), else the vector itself.
+type Query struct {
+	dense  []float32
+	sparse *sparseQuery
+}
+
+// Prepare readies q for DotCodes over many vectors of its dimension.
+func Prepare(q []float32) Query {
+	if sq, ok := sparse(q); ok {
+		return Query{dense: q, sparse: sq}
+	}
+	return Query{dense: q}
+}
+
+// DotCodes equals DotCodes(q, c) bit for bit, over q's nonzero components
+// only when q is sparse.
+func (q Query) DotCodes(c []int8) float32 {
+	if q.sparse != nil {
+		return q.sparse.dotCodes(c[:len(q.dense)])
+	}
+	return DotCodes(q.dense, c)
 }
 
 // DotCodes is the dot product of q with int8 codes of one length.

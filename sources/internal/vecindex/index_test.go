@@ -167,6 +167,9 @@ func TestSparseScanEqualsDense(t *testing.T) {
 					if d := sq.dotCodes(c); math.Float32bits(d) != math.Float32bits(want) {
 						t.Fatalf("vector %d: sparse dot %v, dense %v", i, d, want)
 					}
+					if d := Prepare(q).DotCodes(c); math.Float32bits(d) != math.Float32bits(want) {
+						t.Fatalf("vector %d: prepared dot %v, dense %v", i, d, want)
+					}
 					if got[i] != want*x.scales[i] {
 						t.Fatalf("vector %d: Scores %v, dense %v", i, got[i], want*x.scales[i])
 					}
@@ -174,7 +177,12 @@ func TestSparseScanEqualsDense(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := sparse(randomUnit(rand.New(rand.NewPCG(1, 1)), 64)); ok {
+	q := randomUnit(rand.New(rand.NewPCG(1, 1)), 64)
+	if _, ok := sparse(q); ok {
 		t.Error("a dense query was taken as sparse")
+	}
+	c, _ := Quantize(randomUnit(rand.New(rand.NewPCG(2, 2)), 64))
+	if got, want := Prepare(q).DotCodes(c), DotCodes(q, c); math.Float32bits(got) != math.Float32bits(want) {
+		t.Errorf("dense query: prepared dot %v, DotCodes %v", got, want)
 	}
 }
