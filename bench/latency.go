@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/internal/procmem"
 )
 
 // LatencySchema names the version of the latency report's JSON shape.
@@ -72,8 +75,31 @@ type LatencyReport struct {
 	Seed      uint64              `json:"seed"`
 	Load      map[int]float64     `json:"loadSeconds"` // seconds to add the items up to each size
 	Floor     map[int]Percentiles `json:"floor"`       // the full-text index's search alone, concurrency 1
+	Memory    map[int]Memory      `json:"memory"`      // after the requests at each size
 	Runs      []LatencyRun        `json:"runs"`
 	Command   string              `json:"command"`
+}
+
+// Memory is the benchmark process's memory after the requests at one size:
+// the process holds the whole service (store, indexes, caches), so its
+// resident set is what a server of that size needs.
+type Memory struct {
+	ResidentMB     float64 `json:"residentMB"`     // resident set now
+	PeakResidentMB float64 `json:"peakResidentMB"` // the most resident so far, loading included
+	LiveHeapMB     float64 `json:"liveHeapMB"`     // Go heap reachable after a collection
+}
+
+// measureMemory collects garbage, then reads the process's memory.
+func measureMemory() (Memory, error) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r, err := procmem.Self()
+	if err != nil {
+		return Memory{}, fmt.Errorf("latency: %w", err)
+	}
+	const mb = 1 << 20
+	return Memory{ResidentMB: float64(r.Current) / mb, PeakResidentMB: float64(r.Peak) / mb, LiveHeapMB: float64(ms.HeapAlloc) / mb}, nil
 }
 
 // memoryCorpus generates agent-memory items: short notes over a Zipf
@@ -155,7 +181,7 @@ func Latency(ctx context.Context, cfg config.Config, o LatencyOptions, logOpts .
 		return nil, err
 	}
 	defer a.Close()
-	rep := &LatencyReport{Schema: LatencySchema, QueryType: string(o.QueryType), Seed: o.Seed, Load: map[int]float64{}, Floor: map[int]Percentiles{}}
+	rep := &LatencyReport{Schema: LatencySchema, QueryType: string(o.QueryType), Seed: o.Seed, Load: map[int]float64{}, Floor: map[int]Percentiles{}, Memory: map[int]Memory{}}
 	loaded := 0
 	for _, size := range o.Sizes {
 		start := time.Now()
@@ -185,6 +211,9 @@ func Latency(ctx context.Context, cfg config.Config, o LatencyOptions, logOpts .
 				run.TotalOverFloorP50 = run.Stages[StageTotal].P50 / floor.P50
 			}
 			rep.Runs = append(rep.Runs, run)
+		}
+		if rep.Memory[size], err = measureMemory(); err != nil {
+			return nil, err
 		}
 		if o.AfterSize != nil {
 			if err := o.AfterSize(rep); err != nil {
@@ -337,6 +366,16 @@ func LatencyMarkdown(w io.Writer, r *LatencyReport) {
 	fmt.Fprintln(w, "no rows read; another store's full-text generator), one at a time and without a deadline; a degraded")
 	fmt.Fprintln(w, "pack stopped at its generator's deadline (H4R_GENERATOR_TIMEOUT_MS), so its stages are cut")
 	fmt.Fprintln(w, "short and total/floor can fall under 1. Throughput counts degraded packs.")
+	if len(r.Memory) == 0 {
+		return
+	}
+	fmt.Fprint(w, "\nMemory of the process (the whole service in it) after the requests at each size, in MB:\n\n")
+	fmt.Fprintln(w, "| items | resident | peak resident (loading included) | live Go heap |\n|---:|---:|---:|---:|")
+	sizes := slices.Sorted(maps.Keys(r.Memory))
+	for _, size := range sizes {
+		m := r.Memory[size]
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f |\n", size, m.ResidentMB, m.PeakResidentMB, m.LiveHeapMB)
+	}
 }
 
 // stageNames lists the stages found, generators first, in a fixed order.

@@ -68,9 +68,14 @@ func TestLatencySmall(t *testing.T) {
 	if rep.Floor[30].P50 <= 0 || rep.Floor[60].P50 <= 0 {
 		t.Errorf("floor %+v", rep.Floor)
 	}
+	for _, size := range []int{30, 60} {
+		if m := rep.Memory[size]; m.ResidentMB <= 0 || m.PeakResidentMB < m.ResidentMB || m.LiveHeapMB <= 0 {
+			t.Errorf("memory at %d items: %+v", size, m)
+		}
+	}
 	var md bytes.Buffer
 	LatencyMarkdown(&md, rep)
-	if !strings.Contains(md.String(), "| 60 | 3 |") {
+	if !strings.Contains(md.String(), "| 60 | 3 |") || !strings.Contains(md.String(), "peak resident") {
 		t.Errorf("Markdown lacks the 60-item, 3-in-flight row:\n%s", md.String())
 	}
 	var svg bytes.Buffer

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/h4r/h4r/internal/procmem"
 )
 
 type config struct {
@@ -458,19 +460,8 @@ func (lt *loadTest) watchRSS(ctx context.Context) func() int64 {
 
 func (lt *loadTest) rss(ctx context.Context) (int64, error) {
 	if lt.c.pid > 0 {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/status", lt.c.pid))
-		if err != nil {
-			return 0, err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-				return kb << 10, err
-			}
-		}
-		return 0, errors.New("no VmHWM in /proc status")
+		r, err := procmem.Of(lt.c.pid)
+		return r.Peak, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lt.base+"/metrics", nil)
 	if err != nil {

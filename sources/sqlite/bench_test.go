@@ -15,6 +15,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/internal/cputime"
+	"github.com/h4r/h4r/internal/procmem"
 	"github.com/h4r/h4r/sources/sqlite"
 )
 
@@ -213,29 +214,15 @@ func BenchmarkFullText(b *testing.B) {
 						b.ReportMetric(float64(hits)/float64(i), "hits/op")
 						if g.name == "index" {
 							b.ReportMetric(s.indexPerItem, "B/item")
-							b.ReportMetric(float64(rssBytes())/(1<<20), "RSS-MB")
+							if rss, err := procmem.Self(); err == nil {
+								b.ReportMetric(float64(rss.Current)/(1<<20), "RSS-MB")
+							}
 						}
 					})
 				}
 			}
 		})
 	}
-}
-
-// rssBytes returns the process's resident set (VmRSS), 0 when unknown.
-func rssBytes() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func filtersKindStatus() h4r.Filters {
