@@ -462,6 +462,7 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	out := fs.String("out", "bench-out", "folder of the reports")
 	verbose := fs.Bool("v", false, "log the service's warnings")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run, loading included, to this file (go tool pprof reads it)")
+	memProfile := fs.String("memprofile", "", "write a heap profile to this file after the requests at each size, overwriting it (go tool pprof -sample_index=inuse_space reads it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -498,6 +499,11 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 		rep.Command = command
 		if err := bench.WriteJSON(filepath.Join(*out, "latency.json"), rep); err != nil {
 			return err
+		}
+		if *memProfile != "" {
+			if err := writeFile(*memProfile, func(w io.Writer) error { return pprof.Lookup("heap").WriteTo(w, 0) }); err != nil {
+				return fmt.Errorf("writing the heap profile: %w", err)
+			}
 		}
 		md.Reset()
 		bench.LatencyMarkdown(&md, rep)

@@ -573,12 +573,27 @@ func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slac
 	return ids, scores, slack, false
 }
 
+// parallelScanMin is the list length from which scoreList splits its scan
+// among the CPUs: at 1M vectors one core takes about 45 ms for a sparse
+// query, so a lone request waits half as long on two; below it the
+// goroutines cost more than they save.
+const parallelScanMin = 1 << 16
+
 // scoreList appends the approximate scores of list li's vectors to scores.
 func (x *Index) scoreList(q vecindex.Query, li int, scores []float32) []float32 {
 	l := &x.lists[li]
 	d := x.dim
-	for i := range l.ids {
-		scores = append(scores, q.DotCodes(l.codes[i*d:(i+1)*d])*l.scales[i])
+	at := len(scores)
+	scores = slices.Grow(scores, len(l.ids))[:at+len(l.ids)]
+	score := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			scores[at+i] = q.DotCodes(l.codes[i*d:(i+1)*d]) * l.scales[i]
+		}
+	}
+	if len(l.ids) < parallelScanMin {
+		score(0, len(l.ids))
+	} else {
+		parallel(len(l.ids), score)
 	}
 	return scores
 }

@@ -153,6 +153,40 @@ func TestSearchBelowThresholdIsTheExactScan(t *testing.T) {
 	}
 }
 
+// A list long enough to be scanned on every CPU gives the scores of the
+// one-core scan, in the same order, for dense and sparse queries.
+func TestParallelScanEqualsSequential(t *testing.T) {
+	const dim = 32
+	n := ann.ParallelScanMin + 1001 // uneven chunks
+	rng := rand.New(rand.NewPCG(21, 22))
+	x := ann.New(ann.WithThreshold(0))
+	var ref vecindex.Index
+	for i := range n {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32(rng.NormFloat64())
+		}
+		x.Put(idOf(i), v)
+		ref.Put(idOf(i), v)
+	}
+	for qi, nonzero := range []int{dim, dim / 8} {
+		q := make([]float32, dim)
+		for j := range nonzero {
+			q[(j*7)%dim] = float32(rng.NormFloat64())
+		}
+		ids, scores, _, _ := x.Search(q, 200)
+		want, _ := ref.Scores(q)
+		if !slices.Equal(ids, ref.IDs()) {
+			t.Fatalf("query %d: ids differ from the one-core scan's", qi)
+		}
+		for i := range want {
+			if math.Float32bits(scores[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("query %d, vector %d: score %v, one-core scan %v", qi, i, scores[i], want[i])
+			}
+		}
+	}
+}
+
 // Queries of the hashing embedder are sparse (about a tenth of their
 // components nonzero), and Search scans them over those components only:
 // every score must equal, bit for bit, the dense loop over the codes the
