@@ -364,8 +364,16 @@ func (s *Store) rescore(ctx context.Context, tx *sql.Tx, gen int64, model string
 	return vecindex.Rescore(q, cands, exact, limit, minScore), nil
 }
 
-// ensureLoaded (re)loads the vectors of model into memory unless they are
-// current as of tx's snapshot, and returns the snapshot's vector generation.
+// ensureLoaded (re)loads the vectors of model into memory unless they
+// reflect tx's snapshot or a later state, and returns the snapshot's
+// vector generation. The generation only grows and this process applies
+// its own writes in commit order, so an index ahead of the snapshot (a
+// write of this process committed after the search's read began) is a
+// later state of the file, as the text index and the graph take it: the
+// scan may then see that write's vectors, while rescoring and the items
+// come from the snapshot, which drops what the snapshot does not hold.
+// Reloading instead took the index back to the older snapshot, so that
+// under steady ingest searches reloaded every vector again and again.
 func (s *Store) ensureLoaded(ctx context.Context, tx *sql.Tx, model string) (int64, error) {
 	gen, err := readGeneration(ctx, tx)
 	if err != nil {
@@ -373,17 +381,23 @@ func (s *Store) ensureLoaded(ctx context.Context, tx *sql.Tx, model string) (int
 	}
 	v := &s.vectors
 	v.mu.RLock()
-	current := v.loaded && v.gen == gen && v.model == model
+	current := v.current(model, gen)
 	v.mu.RUnlock()
 	if current { // the common case: searches do not queue behind each other
 		return gen, nil
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.loaded && v.gen == gen && v.model == model {
+	if v.current(model, gen) {
 		return gen, nil // another search loaded it meanwhile
 	}
 	return gen, v.load(ctx, tx, model, gen)
+}
+
+// current reports whether the index holds model's vectors as of generation
+// gen or later; the caller holds mu.
+func (v *vectorIndex) current(model string, gen int64) bool {
+	return v.loaded && v.model == model && v.gen >= gen
 }
 
 // WarmVectors loads the vectors of model into memory, so that the first

@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"database/sql"
+	"testing"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/embed"
+)
+
+// A search whose read began before one of this process's writes committed
+// finds the in-memory vectors ahead of its snapshot. It must use them, not
+// take the index back to its older snapshot: that reload cost every vector
+// again and then again for the next search (under steady ingest, hybrid
+// packs queued behind reloads), and the write's item must stay findable.
+func TestVectorIndexAheadOfSnapshotIsNotReloaded(t *testing.T) {
+	e, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := newTestStore(t, WithVectors(e))
+	ctx := t.Context()
+	if _, err := s.Upsert(ctx, cacheItems()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WarmVectors(ctx, e.Model()); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	before, err := readGeneration(ctx, tx) // the read's snapshot starts here
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := h4r.Item{ID: "late", Kind: "note", Text: "a quartz sundial written while a search was reading"}
+	if _, err := s.Upsert(ctx, []h4r.Item{late}); err != nil {
+		t.Fatal(err)
+	}
+	s.vectors.mu.RLock()
+	ahead := s.vectors.gen
+	s.vectors.mu.RUnlock()
+	if ahead <= before {
+		t.Fatalf("the write left the in-memory generation at %d, snapshot %d", ahead, before)
+	}
+
+	gen, err := s.ensureLoaded(ctx, tx, e.Model())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.vectors.mu.RLock()
+	after, n := s.vectors.gen, s.vectors.ix.Len()
+	s.vectors.mu.RUnlock()
+	if gen != before || after != ahead || n != len(cacheItems())+1 {
+		t.Fatalf("snapshot generation %d (want %d); in memory: generation %d, %d vectors (want %d and %d: not taken back to the snapshot)",
+			gen, before, after, n, ahead, len(cacheItems())+1)
+	}
+	hits, err := s.SearchVectors(ctx, e.Model(), e.Vector("quartz sundial"), h4r.Filters{}, 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].Item.ID != "late" {
+		t.Fatalf("a fresh search's best hit is %v, want the late item", hits)
+	}
+}
