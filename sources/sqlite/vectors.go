@@ -381,10 +381,27 @@ func (s *Store) ensureLoaded(ctx context.Context, tx *sql.Tx, model string) (int
 	}
 	v := &s.vectors
 	v.mu.RLock()
-	current := v.current(model, gen)
+	current, loaded := v.current(model, gen), v.loaded && v.model == model
 	v.mu.RUnlock()
 	if current { // the common case: searches do not queue behind each other
 		return gen, nil
+	}
+	if loaded {
+		// A write of this process may sit between its commit and its
+		// update of the index: wait for it (it holds writeMu across
+		// both), as the text index and the graph do, rather than reload
+		// every vector for it: under steady ingest that reload, under
+		// the exclusive lock, stalled every hybrid search.
+		if err := v.writeMu.lock(ctx); err != nil {
+			return 0, fmt.Errorf("waiting for a write to reach the vectors in memory: %w", err)
+		}
+		v.writeMu.Unlock()
+		v.mu.RLock()
+		current = v.current(model, gen)
+		v.mu.RUnlock()
+		if current {
+			return gen, nil
+		}
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
