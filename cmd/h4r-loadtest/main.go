@@ -29,6 +29,7 @@ type config struct {
 	key         string
 	items       int
 	batch       int
+	senders     int
 	single      int
 	clients     int
 	requests    int
@@ -48,6 +49,7 @@ func main() {
 	flag.StringVar(&c.key, "key", "", "API key, when the server has keys (it should then give this key a rateLimitPerMinute above the load)")
 	flag.IntVar(&c.items, "items", 0, "synthetic items to ingest first (0: use the store as it is)")
 	flag.IntVar(&c.batch, "batch", 1000, "items per ingest request")
+	flag.IntVar(&c.senders, "senders", 1, "ingest requests in flight while loading the --items (a server decodes one batch while it writes another)")
 	flag.IntVar(&c.single, "single", 200, "requests of the single-client phase")
 	flag.IntVar(&c.clients, "clients", 100, "concurrent clients of the second phase")
 	flag.IntVar(&c.requests, "requests", 2000, "requests of the concurrent phase, all clients together")
@@ -78,6 +80,12 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if c.ingestShare < 0 || c.ingestShare >= 1 {
 		return fmt.Errorf("--ingest-share %v: want a share in [0, 1)", c.ingestShare)
+	}
+	if c.senders == 0 {
+		c.senders = 1
+	}
+	if c.senders < 1 || c.senders > 64 {
+		return fmt.Errorf("--senders %d: want 1 to 64 requests in flight", c.senders)
 	}
 	if c.ingestBatch < 1 || c.ingestBatch > 1000 {
 		return fmt.Errorf("--ingest-batch %d: want 1 to 1000 items", c.ingestBatch)
@@ -399,36 +407,72 @@ func (lt *loadTest) liveBatch() []byte {
 func (lt *loadTest) ingest(ctx context.Context, out io.Writer) error {
 	r := rand.New(rand.NewPCG(lt.c.seed, 7))
 	created := time.Now().Add(-90 * 24 * time.Hour)
-	for start := 0; start < lt.c.items; start += lt.c.batch {
-		n := min(lt.c.batch, lt.c.items-start)
-		items := make([]map[string]any, n)
-		for i := range n {
-			items[i] = synthItem(r, fmt.Sprintf("load-%07d", start+i), created, start+i)
+	// The batches are made in order (the same items whatever --senders),
+	// then sent by --senders workers.
+	ctx, cancel := context.WithCancel(ctx) // the first failure stops the rest
+	defer cancel()
+	bodies := make(chan []byte, lt.c.senders)
+	errs := make(chan error, lt.c.senders+1)
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for range lt.c.senders {
+		wg.Go(func() {
+			for body := range bodies {
+				if err := lt.postItems(ctx, body); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+				if n := sent.Add(1); n%10 == 0 {
+					fmt.Fprintf(out, "  %d batches\n", n)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		defer close(bodies)
+		for start := 0; start < lt.c.items; start += lt.c.batch {
+			n := min(lt.c.batch, lt.c.items-start)
+			items := make([]map[string]any, n)
+			for i := range n {
+				items[i] = synthItem(r, fmt.Sprintf("load-%07d", start+i), created, start+i)
+			}
+			body, err := json.Marshal(map[string]any{"items": items})
+			if err != nil {
+				errs <- err
+				cancel()
+				return
+			}
+			select {
+			case bodies <- body:
+			case <-ctx.Done():
+				return
+			}
 		}
-		body, err := json.Marshal(map[string]any{"items": items})
-		if err != nil {
-			return err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/items", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if lt.c.key != "" {
-			req.Header.Set("Authorization", "Bearer "+lt.c.key)
-		}
-		res, err := lt.client.Do(req)
-		if err != nil {
-			return fmt.Errorf("ingesting items %d..%d: %w", start, start+n, err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("ingesting items %d..%d: status %d: %s", start, start+n, res.StatusCode, b)
-		}
-		if (start/lt.c.batch)%10 == 9 {
-			fmt.Fprintf(out, "  %d items\n", start+n)
-		}
+	})
+	wg.Wait()
+	close(errs)
+	return <-errs // the first error, or nil
+}
+
+// postItems sends one ingest request and expects 200.
+func (lt *loadTest) postItems(ctx context.Context, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/items", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if lt.c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+lt.c.key)
+	}
+	res, err := lt.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("ingesting a batch: %w", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("ingesting a batch: status %d: %s", res.StatusCode, b)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func TestIngestShare(t *testing.T) {
 	t.Cleanup(ts.Close)
 
 	c := config{
-		addr: strings.TrimPrefix(ts.URL, "http://"), items: 40, batch: 20, single: 5, clients: 4, requests: 40,
+		addr: strings.TrimPrefix(ts.URL, "http://"), items: 40, batch: 7, senders: 3, single: 5, clients: 4, requests: 40,
 		maxDuration: time.Minute, limit: 5, qtype: "keyword", seed: 3, ingestShare: 0.5, ingestBatch: 3,
 	}
 	var out bytes.Buffer
@@ -67,6 +67,7 @@ func TestFlagsRejected(t *testing.T) {
 		{"ingest share of one", config{addr: "127.0.0.1:8080", ingestShare: 1, ingestBatch: 10}, "--ingest-share"},
 		{"negative ingest share", config{addr: "127.0.0.1:8080", ingestShare: -0.1, ingestBatch: 10}, "--ingest-share"},
 		{"empty ingest batch", config{addr: "127.0.0.1:8080", ingestShare: 0.2}, "--ingest-batch"},
+		{"too many senders", config{addr: "127.0.0.1:8080", ingestBatch: 10, senders: 65}, "--senders"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
