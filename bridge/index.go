@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -25,12 +26,26 @@ import (
 type Index struct {
 	extractor ConceptExtractor
 
-	mu       sync.RWMutex
-	loaded   bool
-	slots    []*indexEntry      // nil: removed
+	mu     sync.RWMutex
+	loaded bool
+	slots  []*indexEntry // nil: removed
+	// briefs[slot] is what scoring needs of slots[slot], kept beside the
+	// slots so that a lookup scores thousands without reading entries.
+	briefs   []brief
 	byID     map[string]int32   // live slot of each id
 	postings map[string][]int32 // concept → slots (dead slots are skipped)
-	dead     int
+	// conceptless and byFingerprint hold the slots a call can be related
+	// to without sharing a concept: trajectories without concepts (a call
+	// without concepts has Jaccard 1 with them) and the same text.
+	conceptless   []int32
+	byFingerprint map[string][]int32
+	// domains and tools number the domains and tool names indexed (from
+	// 1; the empty domain is 0), so that scoring compares integers.
+	domains, tools map[string]int32
+	dead           int
+	// overlaps are zeroed per-slot counters lent to lookups, so that a
+	// miss does not allocate one the size of the index.
+	overlaps sync.Pool
 	// loading counts Loads in flight; while one is, Put and Remove are
 	// also recorded in replay and applied again to the loaded index, so
 	// that a write indexed during a Load is not lost by its swap.
@@ -39,10 +54,56 @@ type Index struct {
 }
 
 // indexEntry is one trajectory: the stored item (what the policy decides
-// on) and its signature.
+// on), the candidate it is when delivered unredacted, and its signature.
+// All three are read-only once indexed.
 type indexEntry struct {
-	item *h4r.Item
-	sig  *Signature
+	item  *h4r.Item
+	cand  Candidate
+	sig   *Signature
+	facts facts
+}
+
+// facts are what score needs of a signature besides the shared concepts,
+// in the index's numbering of domains and tools.
+type facts struct {
+	concepts    int // distinct key concepts
+	domain      int32
+	tools       []int32
+	complexity  float64
+	fingerprint string
+}
+
+// brief is an entry's facts without pointers, for the index's dense
+// array. Tools are a bit set when the entry's tool numbers are distinct
+// and at most 64 (then the shared ones are counted in one instruction),
+// else score reads the entry's facts.
+type brief struct {
+	concepts    int32
+	domain      int32
+	tools       int32
+	toolsAsBits bool
+	toolBits    uint64
+	complexity  float64
+}
+
+// briefOf is f as a brief.
+func briefOf(f facts) brief {
+	b := brief{concepts: int32(f.concepts), domain: f.domain, tools: int32(len(f.tools)), complexity: f.complexity, toolsAsBits: true}
+	for _, t := range f.tools {
+		if t < 1 || t > 64 || b.toolBits&(1<<(t-1)) != 0 {
+			b.toolsAsBits, b.toolBits = false, 0
+			break
+		}
+		b.toolBits |= 1 << (t - 1)
+	}
+	return b
+}
+
+// callFacts are a call's facts and the bit set of its tools numbered at
+// most 64.
+type callFacts struct {
+	facts
+	toolBits uint64
 }
 
 // MaxIndexed is how many trajectories Load reads, newest first: the
@@ -57,7 +118,8 @@ func NewIndex(x ConceptExtractor) *Index {
 	if x == nil {
 		x = TechExtractor{}
 	}
-	return &Index{extractor: x, byID: map[string]int32{}, postings: map[string][]int32{}}
+	return &Index{extractor: x, byID: map[string]int32{}, postings: map[string][]int32{}, byFingerprint: map[string][]int32{},
+		domains: map[string]int32{}, tools: map[string]int32{}}
 }
 
 // Finder reads stored items by filter (the stores' Find).
@@ -96,7 +158,8 @@ func (x *Index) Load(ctx context.Context, store Finder) error {
 	for _, op := range x.replay {
 		op(fresh)
 	}
-	x.slots, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.byID, fresh.postings, fresh.dead, true
+	x.slots, x.briefs, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.briefs, fresh.byID, fresh.postings, fresh.dead, true
+	x.conceptless, x.byFingerprint, x.domains, x.tools = fresh.conceptless, fresh.byFingerprint, fresh.domains, fresh.tools
 	return nil
 }
 
@@ -156,13 +219,62 @@ func (x *Index) Loaded() bool {
 func (x *Index) put(it *h4r.Item) {
 	x.remove(it.ID)
 	c := candidateOf(it.ID, it.Text, it.Content)
-	e := &indexEntry{item: it, sig: signatureOf(c.Description, c.Domain, c.ToolSequence, x.extractor)}
+	e := &indexEntry{item: it, cand: c, sig: signatureOf(c.Description, c.Domain, c.ToolSequence, x.extractor)}
+	e.facts = facts{concepts: len(e.sig.KeyConcepts), complexity: e.sig.Complexity, fingerprint: e.sig.Fingerprint,
+		domain: intern(x.domains, e.sig.Domain), tools: make([]int32, len(e.sig.ToolSequence))}
+	for i, t := range e.sig.ToolSequence {
+		e.facts.tools[i] = intern(x.tools, t)
+	}
+	x.add(e)
+}
+
+// intern returns s's number in ids, adding it if new; "" is 0.
+func intern(ids map[string]int32, s string) int32 {
+	if s == "" {
+		return 0
+	}
+	id, ok := ids[s]
+	if !ok {
+		id = int32(len(ids) + 1)
+		ids[s] = id
+	}
+	return id
+}
+
+// callFacts are sig's facts in x's numbering; a domain or tool x has not
+// seen is -1, which equals none indexed. The caller holds the read lock.
+func (x *Index) callFacts(sig *Signature) callFacts {
+	known := func(ids map[string]int32, s string) int32 {
+		if id, ok := ids[s]; ok || s == "" {
+			return id
+		}
+		return -1
+	}
+	f := facts{concepts: len(sig.KeyConcepts), complexity: sig.Complexity, fingerprint: sig.Fingerprint,
+		domain: known(x.domains, sig.Domain), tools: make([]int32, len(sig.ToolSequence))}
+	var bits uint64
+	for i, t := range sig.ToolSequence {
+		f.tools[i] = known(x.tools, t)
+		if f.tools[i] >= 1 && f.tools[i] <= 64 {
+			bits |= 1 << (f.tools[i] - 1)
+		}
+	}
+	return callFacts{f, bits}
+}
+
+// add gives e the next slot and posts it.
+func (x *Index) add(e *indexEntry) {
 	slot := int32(len(x.slots))
 	x.slots = append(x.slots, e)
-	x.byID[it.ID] = slot
+	x.briefs = append(x.briefs, briefOf(e.facts))
+	x.byID[e.item.ID] = slot
 	for _, k := range e.sig.KeyConcepts {
 		x.postings[k] = append(x.postings[k], slot)
 	}
+	if len(e.sig.KeyConcepts) == 0 {
+		x.conceptless = append(x.conceptless, slot)
+	}
+	x.byFingerprint[e.sig.Fingerprint] = append(x.byFingerprint[e.sig.Fingerprint], slot)
 }
 
 func (x *Index) remove(id string) {
@@ -186,14 +298,10 @@ func (x *Index) compact() {
 			live = append(live, e)
 		}
 	}
-	x.slots, x.byID, x.postings, x.dead = nil, make(map[string]int32, len(live)), map[string][]int32{}, 0
+	x.slots, x.briefs, x.byID, x.postings, x.dead = nil, nil, make(map[string]int32, len(live)), map[string][]int32{}, 0
+	x.conceptless, x.byFingerprint = nil, make(map[string][]int32, len(live))
 	for _, e := range live {
-		slot := int32(len(x.slots))
-		x.slots = append(x.slots, e)
-		x.byID[e.item.ID] = slot
-		for _, k := range e.sig.KeyConcepts {
-			x.postings[k] = append(x.postings[k], slot)
-		}
+		x.add(e)
 	}
 }
 
@@ -203,39 +311,125 @@ type scored struct {
 	score float64
 }
 
-// rank scores every indexed trajectory at or above floor against sig, in
+// unrelatedMax is the highest score a trajectory can reach against a call
+// it shares no concept with (and neither is without concepts, nor the
+// same text): Jaccard 0, every tool shared, equal complexity, and the
+// domain term either matched or left out. It is computed by weighted
+// itself, whose rounding is monotone, so no such score exceeds it.
+var unrelatedMax = max(
+	weighted(0, 1, &Signature{Domain: "d"}, &Signature{Domain: "d"}),
+	weighted(0, 1, &Signature{}, &Signature{}))
+
+// rank scores the indexed trajectories at or above floor against sig, in
 // two parts, unsorted: related ones (sharing a concept or the
-// fingerprint, or both without concepts), and the rest, which cannot score
-// above (toolWeight+complexityWeight)/(1-domainWeight) and are scored only
-// when asked for (rest is called).
+// fingerprint, or both without concepts), and the rest, which are scored
+// only when asked for (rest is called). Above unrelatedMax the rest cannot
+// reach floor, and only the related ones are visited, from the postings
+// of the call's concepts: a miss then costs the size of those postings,
+// not of the index.
 func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	if floor > unrelatedMax {
+		return x.rankRelated(sig, floor), func() []scored { return nil }
+	}
+	return x.rankAll(sig, floor)
+}
+
+// rankRelated scores only the trajectories related to sig, found from the
+// postings. It is rankAll's first part (TestPrunedRankEqualsFullRank).
+// The caller holds the read lock.
+func (x *Index) rankRelated(sig *Signature, floor float64) []scored {
+	call := x.callFacts(sig)
+	overlap := x.lendOverlaps()
+	defer x.overlaps.Put(overlap)
+	counts := *overlap
+	var touched []int32
+	for _, k := range sig.KeyConcepts {
+		for _, slot := range x.postings[k] {
+			if counts[slot] == 0 {
+				touched = append(touched, slot)
+			}
+			counts[slot]++
+		}
+	}
+	var related []scored
+	for _, slot := range touched {
+		inter := int(counts[slot])
+		counts[slot] = 0 // the counters go back zeroed
+		if e := x.slots[slot]; e != nil {
+			if sc := x.score(&call, slot, inter); sc >= floor {
+				related = append(related, scored{e, sc})
+			}
+		}
+	}
+	// Related without a shared concept: the same text, and, for a call
+	// without concepts, the trajectories without any. Each slot once.
+	var also []int32
+	if len(sig.KeyConcepts) == 0 {
+		also = append(also, x.conceptless...)
+	}
+	also = append(also, x.byFingerprint[sig.Fingerprint]...)
+	slices.Sort(also)
+	for i, slot := range also {
+		if i > 0 && also[i-1] == slot {
+			continue
+		}
+		e := x.slots[slot]
+		if e == nil || slices.Contains(touched, slot) {
+			continue
+		}
+		if sc := x.score(&call, slot, 0); sc >= floor {
+			related = append(related, scored{e, sc})
+		}
+	}
+	return related
+}
+
+// lendOverlaps returns zeroed counters, one per slot; give them back to
+// x.overlaps zeroed. The caller holds the read lock (slots do not grow).
+func (x *Index) lendOverlaps() *[]int32 {
+	if p, ok := x.overlaps.Get().(*[]int32); ok && len(*p) >= len(x.slots) {
+		return p
+	}
+	counts := make([]int32, len(x.slots))
+	return &counts
+}
+
+// rankAll scores every indexed trajectory at or above floor against sig:
+// the related ones now, the rest when asked for. The caller holds the
+// read lock.
+func (x *Index) rankAll(sig *Signature, floor float64) (related []scored, rest func() []scored) {
+	call := x.callFacts(sig)
 	overlap := make([]int32, len(x.slots))
 	for _, k := range sig.KeyConcepts {
 		for _, slot := range x.postings[k] {
 			overlap[slot]++
 		}
 	}
-	var others []*indexEntry
+	type other struct {
+		e *indexEntry
+		b brief
+	}
+	var others []other
 	for slot, e := range x.slots {
 		if e == nil {
 			continue
 		}
 		inter := int(overlap[slot])
 		if inter == 0 && e.sig.Fingerprint != sig.Fingerprint && (len(sig.KeyConcepts) > 0 || len(e.sig.KeyConcepts) > 0) {
-			others = append(others, e)
+			others = append(others, other{e, x.briefs[slot]}) // scored after the lock is released
 			continue
 		}
-		if sc := score(sig, e.sig, inter); sc >= floor {
+		if sc := x.score(&call, int32(slot), inter); sc >= floor {
 			related = append(related, scored{e, sc})
 		}
 	}
 	return related, func() []scored {
 		var out []scored
-		for _, e := range others {
-			if sc := score(sig, e.sig, 0); sc >= floor {
-				out = append(out, scored{e, sc})
+		for _, o := range others {
+			if sc := scoreBrief(&call, &o.b, o.e, 0); sc >= floor {
+				out = append(out, scored{o.e, sc})
 			}
 		}
 		return out
@@ -295,30 +489,41 @@ func takeBest(s *[]scored, k int) []scored {
 	return out
 }
 
-// score is ConceptSimilarity(sig, e) given the number of concepts they
-// share (both hold distinct concepts), and 1 for the same fingerprint as
-// Bridge.match scores it.
-func score(sig, e *Signature, inter int) float64 {
+// score is ConceptSimilarity of the call and the live entry in slot given
+// the number of concepts they share (both hold distinct concepts), and 1
+// for the same fingerprint as Bridge.match scores it: the same arithmetic
+// on the numbers the index keeps (TestIndexEqualsScan,
+// TestPrunedRankEqualsFullRank). The caller holds the read lock.
+func (x *Index) score(call *callFacts, slot int32, inter int) float64 {
+	return scoreBrief(call, &x.briefs[slot], x.slots[slot], inter)
+}
+
+// scoreBrief is score given the entry and its brief.
+func scoreBrief(call *callFacts, b *brief, e *indexEntry, inter int) float64 {
 	// The same fingerprint is the same text, so the same concepts: compare
 	// the 64 bytes only then.
-	if inter == len(sig.KeyConcepts) && inter == len(e.KeyConcepts) && sig.Fingerprint == e.Fingerprint {
+	if inter == call.concepts && inter == int(b.concepts) && call.fingerprint == e.facts.fingerprint {
 		return 1
 	}
 	jac := 1.0
-	if union := len(sig.KeyConcepts) + len(e.KeyConcepts) - inter; union > 0 {
+	if union := call.concepts + int(b.concepts) - inter; union > 0 {
 		jac = float64(inter) / float64(union)
 	}
 	var tools float64
-	if len(sig.ToolSequence) > 0 && len(e.ToolSequence) > 0 {
+	if len(call.tools) > 0 && b.tools > 0 {
 		n := 0
-		for _, t := range e.ToolSequence {
-			if slices.Contains(sig.ToolSequence, t) {
-				n++
+		if b.toolsAsBits {
+			n = bits.OnesCount64(b.toolBits & call.toolBits)
+		} else {
+			for _, t := range e.facts.tools {
+				if slices.Contains(call.tools, t) {
+					n++
+				}
 			}
 		}
-		tools = float64(n) / float64(max(len(sig.ToolSequence), len(e.ToolSequence)))
+		tools = float64(n) / float64(max(len(call.tools), int(b.tools)))
 	}
-	return weighted(jac, tools, sig, e)
+	return weightedBy(jac, tools, call.complexity, b.complexity, call.domain == 0 || b.domain == 0, call.domain == b.domain)
 }
 
 // PolicySlicer applies the policy and budgets (scs.Slicer).
@@ -372,9 +577,9 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 				return nil, err
 			}
 			kept := 0
-			for _, v := range o.Verdicts {
+			for i, v := range o.Verdicts {
 				if v.Reason == h4r.ReasonKept && v.Delivered != nil && len(out) < limit {
-					out = append(out, candidateOf(v.Delivered.ID, v.Delivered.Text, v.Delivered.Content))
+					out = append(out, s.Index.delivered(chunk[i].e, v))
 					kept++
 				}
 			}
@@ -386,6 +591,19 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 		}
 	}
 	return out, nil
+}
+
+// delivered is the candidate the slicer delivered of e. Unredacted, the
+// delivery is the stored item itself (its content map), so it is e's
+// candidate, which comes with e's signature; redacted, it is read from
+// what was delivered and its signature is made anew by Bridge.match.
+func (x *Index) delivered(e *indexEntry, v scs.Verdict) Candidate {
+	if v.Redacted || v.Delivered.ID != e.item.ID {
+		return candidateOf(v.Delivered.ID, v.Delivered.Text, v.Delivered.Content)
+	}
+	c := e.cand
+	c.sig, c.sigBy = e.sig, x.extractor
+	return c
 }
 
 // candidateOf reads a trajectory's fields from its (delivered) content.
