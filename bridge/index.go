@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -43,9 +44,9 @@ type Index struct {
 	// 1; the empty domain is 0), so that scoring compares integers.
 	domains, tools map[string]int32
 	dead           int
-	// overlaps are zeroed per-slot counters lent to lookups, so that a
-	// miss does not allocate one the size of the index.
-	overlaps sync.Pool
+	// scratch lends lookups their working memory (*scratch), so that a
+	// miss does not allocate the size of the index.
+	scratch sync.Pool
 	// loading counts Loads in flight; while one is, Put and Remove are
 	// also recorded in replay and applied again to the loaded index, so
 	// that a write indexed during a Load is not lost by its swap.
@@ -84,6 +85,7 @@ type brief struct {
 	toolsAsBits bool
 	toolBits    uint64
 	complexity  float64
+	idKey       uint64 // idKeyOf the entry's id
 }
 
 // briefOf is f as a brief.
@@ -266,7 +268,9 @@ func (x *Index) callFacts(sig *Signature) callFacts {
 func (x *Index) add(e *indexEntry) {
 	slot := int32(len(x.slots))
 	x.slots = append(x.slots, e)
-	x.briefs = append(x.briefs, briefOf(e.facts))
+	b := briefOf(e.facts)
+	b.idKey = idKeyOf(e.item.ID)
+	x.briefs = append(x.briefs, b)
 	x.byID[e.item.ID] = slot
 	for _, k := range e.sig.KeyConcepts {
 		x.postings[k] = append(x.postings[k], slot)
@@ -309,6 +313,7 @@ func (x *Index) compact() {
 type scored struct {
 	e     *indexEntry
 	score float64
+	idKey uint64 // idKeyOf(e.item.ID)
 }
 
 // unrelatedMax is the highest score a trajectory can reach against a call
@@ -327,24 +332,51 @@ var unrelatedMax = max(
 // reach floor, and only the related ones are visited, from the postings
 // of the call's concepts: a miss then costs the size of those postings,
 // not of the index.
-func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored) {
+// Call release once done with related.
+func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored, release func()) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if floor > unrelatedMax {
-		return x.rankRelated(sig, floor), func() []scored { return nil }
+		work := x.lendScratch()
+		related = x.rankRelated(sig, floor, work)
+		return related, func() []scored { return nil }, func() {
+			clear(related[:cap(related)]) // no entry kept alive by the pool
+			work.related = related[:0]
+			x.scratch.Put(work)
+		}
 	}
-	return x.rankAll(sig, floor)
+	related, rest = x.rankAll(sig, floor)
+	return related, rest, func() {}
+}
+
+// scratch is a lookup's working memory: zeroed per-slot counters, the
+// slots they count, and the ranking.
+type scratch struct {
+	counts  []int32
+	touched []int32
+	related []scored
+}
+
+// lendScratch returns scratch whose counters cover every slot and are
+// zero. The caller holds the read lock (slots do not grow).
+func (x *Index) lendScratch() *scratch {
+	sc, ok := x.scratch.Get().(*scratch)
+	if !ok {
+		sc = &scratch{}
+	}
+	if len(sc.counts) < len(x.slots) {
+		sc.counts = make([]int32, len(x.slots))
+	}
+	return sc
 }
 
 // rankRelated scores only the trajectories related to sig, found from the
 // postings. It is rankAll's first part (TestPrunedRankEqualsFullRank).
 // The caller holds the read lock.
-func (x *Index) rankRelated(sig *Signature, floor float64) []scored {
+func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scored {
 	call := x.callFacts(sig)
-	overlap := x.lendOverlaps()
-	defer x.overlaps.Put(overlap)
-	counts := *overlap
-	var touched []int32
+	counts, touched := work.counts, work.touched[:0]
+	defer func() { work.touched = touched[:0] }()
 	for _, k := range sig.KeyConcepts {
 		for _, slot := range x.postings[k] {
 			if counts[slot] == 0 {
@@ -353,13 +385,13 @@ func (x *Index) rankRelated(sig *Signature, floor float64) []scored {
 			counts[slot]++
 		}
 	}
-	var related []scored
+	related := work.related[:0]
 	for _, slot := range touched {
 		inter := int(counts[slot])
 		counts[slot] = 0 // the counters go back zeroed
 		if e := x.slots[slot]; e != nil {
 			if sc := x.score(&call, slot, inter); sc >= floor {
-				related = append(related, scored{e, sc})
+				related = append(related, scored{e, sc, x.briefs[slot].idKey})
 			}
 		}
 	}
@@ -380,20 +412,10 @@ func (x *Index) rankRelated(sig *Signature, floor float64) []scored {
 			continue
 		}
 		if sc := x.score(&call, slot, 0); sc >= floor {
-			related = append(related, scored{e, sc})
+			related = append(related, scored{e, sc, x.briefs[slot].idKey})
 		}
 	}
 	return related
-}
-
-// lendOverlaps returns zeroed counters, one per slot; give them back to
-// x.overlaps zeroed. The caller holds the read lock (slots do not grow).
-func (x *Index) lendOverlaps() *[]int32 {
-	if p, ok := x.overlaps.Get().(*[]int32); ok && len(*p) >= len(x.slots) {
-		return p
-	}
-	counts := make([]int32, len(x.slots))
-	return &counts
 }
 
 // rankAll scores every indexed trajectory at or above floor against sig:
@@ -422,14 +444,14 @@ func (x *Index) rankAll(sig *Signature, floor float64) (related []scored, rest f
 			continue
 		}
 		if sc := x.score(&call, int32(slot), inter); sc >= floor {
-			related = append(related, scored{e, sc})
+			related = append(related, scored{e, sc, x.briefs[slot].idKey})
 		}
 	}
 	return related, func() []scored {
 		var out []scored
 		for _, o := range others {
 			if sc := scoreBrief(&call, &o.b, o.e, 0); sc >= floor {
-				out = append(out, scored{o.e, sc})
+				out = append(out, scored{o.e, sc, o.b.idKey})
 			}
 		}
 		return out
@@ -438,55 +460,104 @@ func (x *Index) rankAll(sig *Signature, floor float64) (related []scored, rest f
 
 // better orders scored trajectories: higher score, then lower id.
 func better(a, b scored) bool {
-	return a.score > b.score || a.score == b.score && a.e.item.ID < b.e.item.ID
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.idKey != b.idKey {
+		return a.idKey < b.idKey
+	}
+	return a.e.item.ID < b.e.item.ID
+}
+
+// idKeyOf is id's first 8 bytes as a big-endian number, zero-padded: ids
+// whose keys differ are in the order of their keys, so that ordering ties
+// rarely reads the ids themselves.
+func idKeyOf(id string) uint64 {
+	var b [8]byte
+	copy(b[:], id)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // takeBest removes the k best of *s and returns them best first. A cache
-// miss needs one or two chunks of the ranking, not all of it sorted: this
-// keeps the k best seen in an insertion-sorted slice, which most entries
-// pass after one comparison.
+// miss needs one or two chunks of the ranking, not all of it sorted: the
+// k-th best score is found with a heap of k scores, the entries above it
+// taken, and of those tied with it the lowest ids (TestTakeBestIsSorted).
 func takeBest(s *[]scored, k int) []scored {
 	all := *s
 	if k >= len(all) {
-		slices.SortFunc(all, func(a, b scored) int {
-			if better(a, b) {
-				return -1
-			}
-			return 1
-		})
+		slices.SortFunc(all, byBetter)
 		*s = nil
 		return all
 	}
-	top := make([]int, 0, k+1) // indices into all, best first
-	for i := range all {
-		if len(top) == k && !better(all[i], all[top[k-1]]) {
-			continue
-		}
-		at, _ := slices.BinarySearchFunc(top, i, func(j, i int) int {
-			if better(all[j], all[i]) {
-				return -1
-			}
-			return 1
-		})
-		top = slices.Insert(top, at, i)
-		if len(top) > k {
-			top = top[:k]
+	if k <= 0 {
+		return nil
+	}
+	kth := kthScore(all, k)
+	out := make([]scored, 0, k)
+	var tied []scored
+	for _, c := range all {
+		switch {
+		case c.score > kth:
+			out = append(out, c)
+		case c.score == kth:
+			tied = append(tied, c)
 		}
 	}
-	out := make([]scored, len(top))
-	taken := make(map[int]bool, len(top))
-	for n, i := range top {
-		out[n] = all[i]
-		taken[i] = true
-	}
+	slices.SortFunc(tied, byBetter)
+	tied = tied[:k-len(out)]
+	last := tied[len(tied)-1]
+	out = append(out, tied...)
+	slices.SortFunc(out, byBetter)
 	rest := all[:0]
-	for i := range all {
-		if !taken[i] {
-			rest = append(rest, all[i])
+	for _, c := range all {
+		if c.score < kth || c.score == kth && better(last, c) {
+			rest = append(rest, c)
 		}
 	}
 	*s = rest
 	return out
+}
+
+// kthScore is the k-th highest score of all (0 < k <= len(all)), kept in
+// a min-heap of the k highest seen.
+func kthScore(all []scored, k int) float64 {
+	h := make([]float64, 0, k)
+	for _, c := range all {
+		switch {
+		case len(h) < k:
+			h = append(h, c.score)
+			for i := len(h) - 1; i > 0 && h[(i-1)/2] > h[i]; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case c.score > h[0]:
+			h[0] = c.score
+			for i := 0; ; {
+				least, l, r := i, 2*i+1, 2*i+2
+				if l < k && h[l] < h[least] {
+					least = l
+				}
+				if r < k && h[r] < h[least] {
+					least = r
+				}
+				if least == i {
+					break
+				}
+				h[i], h[least] = h[least], h[i]
+				i = least
+			}
+		}
+	}
+	return h[0]
+}
+
+func byBetter(a, b scored) int {
+	if better(a, b) {
+		return -1
+	}
+	if better(b, a) {
+		return 1
+	}
+	return 0
 }
 
 // score is ConceptSimilarity of the call and the live entry in slot given
@@ -557,7 +628,8 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 		}
 		return s.Fallback.Candidates(ctx, spec, sig, limit)
 	}
-	related, rest := s.Index.rank(sig, s.Floor)
+	related, rest, release := s.Index.rank(sig, s.Floor)
+	defer release()
 	limits := s.Budget
 	limits.MaxItems = limit
 	out := make([]Candidate, 0, limit)
