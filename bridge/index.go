@@ -43,7 +43,10 @@ type Index struct {
 	// domains and tools number the domains and tool names indexed (from
 	// 1; the empty domain is 0), so that scoring compares integers.
 	domains, tools map[string]int32
-	dead           int
+	// repeats is set when some entry lists a concept twice (an extractor
+	// other than TechExtractor): a lookup then counts every posting.
+	repeats bool
+	dead    int
 	// scratch lends lookups their working memory (*scratch), so that a
 	// miss does not allocate the size of the index.
 	scratch sync.Pool
@@ -86,6 +89,7 @@ type brief struct {
 	toolBits    uint64
 	complexity  float64
 	idKey       uint64 // idKeyOf the entry's id
+	fpKey       uint64 // idKeyOf the fingerprint: unequal keys, other texts
 }
 
 // briefOf is f as a brief.
@@ -106,6 +110,7 @@ func briefOf(f facts) brief {
 type callFacts struct {
 	facts
 	toolBits uint64
+	fpKey    uint64
 }
 
 // MaxIndexed is how many trajectories Load reads, newest first: the
@@ -161,7 +166,7 @@ func (x *Index) Load(ctx context.Context, store Finder) error {
 		op(fresh)
 	}
 	x.slots, x.briefs, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.briefs, fresh.byID, fresh.postings, fresh.dead, true
-	x.conceptless, x.byFingerprint, x.domains, x.tools = fresh.conceptless, fresh.byFingerprint, fresh.domains, fresh.tools
+	x.conceptless, x.byFingerprint, x.domains, x.tools, x.repeats = fresh.conceptless, fresh.byFingerprint, fresh.domains, fresh.tools, fresh.repeats
 	return nil
 }
 
@@ -261,7 +266,7 @@ func (x *Index) callFacts(sig *Signature) callFacts {
 			bits |= 1 << (f.tools[i] - 1)
 		}
 	}
-	return callFacts{f, bits}
+	return callFacts{f, bits, idKeyOf(f.fingerprint)}
 }
 
 // add gives e the next slot and posts it.
@@ -269,7 +274,7 @@ func (x *Index) add(e *indexEntry) {
 	slot := int32(len(x.slots))
 	x.slots = append(x.slots, e)
 	b := briefOf(e.facts)
-	b.idKey = idKeyOf(e.item.ID)
+	b.idKey, b.fpKey = idKeyOf(e.item.ID), idKeyOf(e.facts.fingerprint)
 	x.briefs = append(x.briefs, b)
 	x.byID[e.item.ID] = slot
 	for _, k := range e.sig.KeyConcepts {
@@ -278,7 +283,18 @@ func (x *Index) add(e *indexEntry) {
 	if len(e.sig.KeyConcepts) == 0 {
 		x.conceptless = append(x.conceptless, slot)
 	}
+	x.repeats = x.repeats || !distinct(e.sig.KeyConcepts)
 	x.byFingerprint[e.sig.Fingerprint] = append(x.byFingerprint[e.sig.Fingerprint], slot)
+}
+
+// distinct reports whether no string is in ss twice.
+func distinct(ss []string) bool {
+	for i, s := range ss {
+		if slices.Contains(ss[:i], s) {
+			return false
+		}
+	}
+	return true
 }
 
 func (x *Index) remove(id string) {
@@ -303,7 +319,7 @@ func (x *Index) compact() {
 		}
 	}
 	x.slots, x.briefs, x.byID, x.postings, x.dead = nil, nil, make(map[string]int32, len(live)), map[string][]int32{}, 0
-	x.conceptless, x.byFingerprint = nil, make(map[string][]int32, len(live))
+	x.conceptless, x.byFingerprint, x.repeats = nil, make(map[string][]int32, len(live)), false
 	for _, e := range live {
 		x.add(e)
 	}
@@ -372,12 +388,26 @@ func (x *Index) lendScratch() *scratch {
 
 // rankRelated scores only the trajectories related to sig, found from the
 // postings. It is rankAll's first part (TestPrunedRankEqualsFullRank).
-// The caller holds the read lock.
+// The longest posting of the call's concepts (a word most trajectories
+// share) is read last: a trajectory only in it shares one concept, and is
+// scored only when that could reach floor (mayReach). The caller holds the
+// read lock.
 func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scored {
 	call := x.callFacts(sig)
 	counts, touched := work.counts, work.touched[:0]
 	defer func() { work.touched = touched[:0] }()
-	for _, k := range sig.KeyConcepts {
+	lead := -1 // in sig.KeyConcepts
+	if !x.repeats && distinct(sig.KeyConcepts) {
+		for i, k := range sig.KeyConcepts {
+			if lead < 0 || len(x.postings[k]) > len(x.postings[sig.KeyConcepts[lead]]) {
+				lead = i
+			}
+		}
+	}
+	for i, k := range sig.KeyConcepts {
+		if i == lead {
+			continue
+		}
 		for _, slot := range x.postings[k] {
 			if counts[slot] == 0 {
 				touched = append(touched, slot)
@@ -385,7 +415,39 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 			counts[slot]++
 		}
 	}
+	if lead >= 0 {
+		for _, slot := range x.postings[sig.KeyConcepts[lead]] {
+			switch {
+			case counts[slot] > 0:
+				counts[slot]++
+			case mayReach(floor, 1, call.concepts, int(x.briefs[slot].concepts)):
+				touched = append(touched, slot)
+				counts[slot] = 1
+			}
+		}
+	}
 	related := work.related[:0]
+	// Related without a shared concept: the same text, and, for a call
+	// without concepts, the trajectories without any. Each slot once, and
+	// none counted above. One ruled out above (sharing only the lead
+	// concept) is scored as sharing none: lower still, unless it is the
+	// same text, which scores 1 whatever it shares.
+	var also []int32
+	if len(sig.KeyConcepts) == 0 {
+		also = append(also, x.conceptless...)
+	}
+	also = append(also, x.byFingerprint[sig.Fingerprint]...)
+	slices.Sort(also)
+	for i, slot := range also {
+		if i > 0 && also[i-1] == slot || counts[slot] > 0 {
+			continue
+		}
+		if e := x.slots[slot]; e != nil {
+			if sc := x.score(&call, slot, 0); sc >= floor {
+				related = append(related, scored{e, sc, x.briefs[slot].idKey})
+			}
+		}
+	}
 	for _, slot := range touched {
 		inter := int(counts[slot])
 		counts[slot] = 0 // the counters go back zeroed
@@ -395,27 +457,21 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 			}
 		}
 	}
-	// Related without a shared concept: the same text, and, for a call
-	// without concepts, the trajectories without any. Each slot once.
-	var also []int32
-	if len(sig.KeyConcepts) == 0 {
-		also = append(also, x.conceptless...)
-	}
-	also = append(also, x.byFingerprint[sig.Fingerprint]...)
-	slices.Sort(also)
-	for i, slot := range also {
-		if i > 0 && also[i-1] == slot {
-			continue
-		}
-		e := x.slots[slot]
-		if e == nil || slices.Contains(touched, slot) {
-			continue
-		}
-		if sc := x.score(&call, slot, 0); sc >= floor {
-			related = append(related, scored{e, sc, x.briefs[slot].idKey})
-		}
-	}
 	return related
+}
+
+// mayReach reports whether a trajectory with n concepts, inter of them
+// shared with a call of callN concepts, may score floor: its Jaccard with
+// every other term of score at its best (all tools shared, the same
+// complexity, the domain matched or left out). score's arithmetic on
+// smaller terms gives no more (IEEE rounding is monotone), so false is
+// never wrong, except for the same text (score 1), which the caller keeps.
+func mayReach(floor float64, inter, callN, n int) bool {
+	jac := 1.0
+	if union := callN + n - inter; union > 0 {
+		jac = float64(inter) / float64(union)
+	}
+	return weightedBy(jac, 1, 0, 0, false, true) >= floor || weightedBy(jac, 1, 0, 0, true, false) >= floor
 }
 
 // rankAll scores every indexed trajectory at or above floor against sig:
@@ -571,9 +627,10 @@ func (x *Index) score(call *callFacts, slot int32, inter int) float64 {
 
 // scoreBrief is score given the entry and its brief.
 func scoreBrief(call *callFacts, b *brief, e *indexEntry, inter int) float64 {
-	// The same fingerprint is the same text, so the same concepts: compare
-	// the 64 bytes only then.
-	if inter == call.concepts && inter == int(b.concepts) && call.fingerprint == e.facts.fingerprint {
+	// The same text (fingerprint) is 1 whatever the concepts (an extractor
+	// may read the case the fingerprint ignores); the 64 bytes are compared
+	// only when their first 8 are the same.
+	if b.fpKey == call.fpKey && call.fingerprint == e.facts.fingerprint {
 		return 1
 	}
 	jac := 1.0

@@ -20,7 +20,11 @@ var vocabulary = strings.Fields("database query cache latency deploy rollout log
 // concept (stop words only), sometimes a repeat of an earlier one.
 func randomText(r *rand.Rand, earlier []string) string {
 	if len(earlier) > 0 && r.IntN(8) == 0 {
-		return earlier[r.IntN(len(earlier))] // the same fingerprint
+		text := earlier[r.IntN(len(earlier))] // the same fingerprint
+		if r.IntN(2) == 0 {
+			text = strings.ToUpper(text[:1]) + text[1:] // the same fingerprint, other words as written
+		}
+		return text
 	}
 	if r.IntN(10) == 0 {
 		return "the of and"
@@ -80,10 +84,32 @@ func fullRank(x *Index, call *Signature, floor float64) []scored {
 // the floor, in the same order with the same scores: random trajectories
 // with many ties, texts without concepts, repeated texts, domains missing
 // or unknown, tools past 64 and repeated, and removed entries (some of
-// the index compacted).
+// the index compacted). With TechExtractor, and with an extractor that
+// keeps the case of words, so that the same text (fingerprint, which is
+// lower-cased) may have other concepts.
 func TestPrunedRankEqualsFullRank(t *testing.T) {
+	for _, ex := range []ConceptExtractor{TechExtractor{}, caseKeeping{}} {
+		t.Run(fmt.Sprintf("%T", ex), func(t *testing.T) { prunedEqualsFull(t, ex) })
+	}
+}
+
+// caseKeeping is an extractor whose concepts are the distinct words as
+// written.
+type caseKeeping struct{}
+
+func (caseKeeping) Extract(text string) []string {
+	var out []string
+	for _, w := range strings.Fields(text) {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func prunedEqualsFull(t *testing.T, ex ConceptExtractor) {
 	r := rand.New(rand.NewPCG(11, 12))
-	x := NewIndex(nil)
+	x := NewIndex(ex)
 	var texts []string
 	domains := []string{"", "engineering", "ops"}
 	for i := range 3000 {
