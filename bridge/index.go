@@ -33,6 +33,7 @@ type Index struct {
 	// briefs[slot] is what scoring needs of slots[slot], kept beside the
 	// slots so that a lookup scores thousands without reading entries.
 	briefs   []brief
+	concepts []int32            // briefs[slot].concepts again, 4 bytes a slot, for the lead posting's pass
 	byID     map[string]int32   // live slot of each id
 	postings map[string][]int32 // concept → slots (dead slots are skipped)
 	// conceptless and byFingerprint hold the slots a call can be related
@@ -165,6 +166,7 @@ func (x *Index) Load(ctx context.Context, store Finder) error {
 	for _, op := range x.replay {
 		op(fresh)
 	}
+	x.concepts = fresh.concepts
 	x.slots, x.briefs, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.briefs, fresh.byID, fresh.postings, fresh.dead, true
 	x.conceptless, x.byFingerprint, x.domains, x.tools, x.repeats = fresh.conceptless, fresh.byFingerprint, fresh.domains, fresh.tools, fresh.repeats
 	return nil
@@ -276,6 +278,7 @@ func (x *Index) add(e *indexEntry) {
 	b := briefOf(e.facts)
 	b.idKey, b.fpKey = idKeyOf(e.item.ID), idKeyOf(e.facts.fingerprint)
 	x.briefs = append(x.briefs, b)
+	x.concepts = append(x.concepts, b.concepts)
 	x.byID[e.item.ID] = slot
 	for _, k := range e.sig.KeyConcepts {
 		x.postings[k] = append(x.postings[k], slot)
@@ -318,6 +321,7 @@ func (x *Index) compact() {
 			live = append(live, e)
 		}
 	}
+	x.concepts = nil
 	x.slots, x.briefs, x.byID, x.postings, x.dead = nil, nil, make(map[string]int32, len(live)), map[string][]int32{}, 0
 	x.conceptless, x.byFingerprint, x.repeats = nil, make(map[string][]int32, len(live)), false
 	for _, e := range live {
@@ -416,14 +420,30 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 		}
 	}
 	if lead >= 0 {
+		var reaches [32]int8 // mayReach by the trajectory's concepts: 1 yes, -1 no, 0 not yet asked
 		for _, slot := range x.postings[sig.KeyConcepts[lead]] {
-			switch {
-			case counts[slot] > 0:
+			if counts[slot] > 0 {
 				counts[slot]++
-			case mayReach(floor, 1, call.concepts, int(x.briefs[slot].concepts)):
-				touched = append(touched, slot)
-				counts[slot] = 1
+				continue
 			}
+			n := int(x.concepts[slot])
+			if n >= len(reaches) {
+				if !mayReach(floor, 1, call.concepts, n) {
+					continue
+				}
+			} else {
+				if reaches[n] == 0 {
+					reaches[n] = -1
+					if mayReach(floor, 1, call.concepts, n) {
+						reaches[n] = 1
+					}
+				}
+				if reaches[n] < 0 {
+					continue
+				}
+			}
+			touched = append(touched, slot)
+			counts[slot] = 1
 		}
 	}
 	related := work.related[:0]
