@@ -15,10 +15,12 @@ import (
 
 // Index is document 001's signature index, kept in memory: the signature
 // of every stored trajectory, with postings from each key concept to the
-// trajectories that have it. A cache miss is then a similarity lookup over
-// the index (concept overlap counted from the postings, the rest of the
-// score from the stored signature), not a pack: see IndexSource, which
-// still passes what it finds through the policy slicer and budgets.
+// trajectories that have it, and the numbers scoring needs of each in a
+// dense array (briefs). A cache miss is then a similarity lookup over the
+// index (concept overlap counted from the postings, the rest of the score
+// from the briefs; above unrelatedMax only trajectories sharing a concept
+// are visited), not a pack: see IndexSource, which still passes what it
+// finds through the policy slicer and budgets.
 //
 // It is filled by Load (all trajectories, at start and on each refresh)
 // and kept in step by Sync (the ids a write touched). It is safe for

@@ -204,3 +204,80 @@ func TestTakeBestIsSorted(t *testing.T) {
 		}
 	}
 }
+
+// jaccardWithMaps and overlapWithMaps are the set measures as they were
+// written before jaccard and overlapRatio scanned small slices.
+func jaccardWithMaps(a, b []string) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	set := make(map[string]bool, len(a))
+	for _, x := range a {
+		set[x] = true
+	}
+	inter, union := 0, len(set)
+	seen := map[string]bool{}
+	for _, x := range b {
+		if seen[x] {
+			continue
+		}
+		seen[x] = true
+		if set[x] {
+			inter++
+		} else {
+			union++
+		}
+	}
+	if union == 0 {
+		return 0
+	}
+	return float64(inter) / float64(union)
+}
+
+func overlapWithMaps(a, b []string) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	set := make(map[string]bool, len(a))
+	for _, x := range a {
+		set[x] = true
+	}
+	n := 0
+	for _, x := range b {
+		if set[x] {
+			n++
+		}
+	}
+	return float64(n) / float64(max(len(a), len(b)))
+}
+
+// TestSetMeasuresEqualMaps: jaccard and overlapRatio give exactly what
+// the map-based measures give, on random slices with repeats, empty ones,
+// and ones past smallSets.
+func TestSetMeasuresEqualMaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	words := func() []string {
+		n := r.IntN(4) * r.IntN(20) // often short, sometimes past smallSets
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = fmt.Sprintf("w%d", r.IntN(40))
+		}
+		return ws
+	}
+	long := 0
+	for n := range 20_000 {
+		a, b := words(), words()
+		if len(a)+len(b) > smallSets || len(a) > smallSets {
+			long++
+		}
+		if got, want := jaccard(a, b), jaccardWithMaps(a, b); got != want {
+			t.Fatalf("case %d: jaccard(%v, %v) = %v, with maps %v", n, a, b, got, want)
+		}
+		if got, want := overlapRatio(a, b), overlapWithMaps(a, b); got != want {
+			t.Fatalf("case %d: overlapRatio(%v, %v) = %v, with maps %v", n, a, b, got, want)
+		}
+	}
+	if long < 1000 {
+		t.Fatalf("only %d cases past smallSets", long)
+	}
+}
