@@ -91,8 +91,8 @@ type brief struct {
 	toolsAsBits bool
 	toolBits    uint64
 	complexity  float64
-	idKey       uint64 // idKeyOf the entry's id
-	fpKey       uint64 // idKeyOf the fingerprint: unequal keys, other texts
+	idKey       uint64 // prefixKey(id)
+	fpKey       uint64 // prefixKey(fingerprint): unequal keys, other texts
 }
 
 // briefOf is f as a brief.
@@ -270,7 +270,7 @@ func (x *Index) callFacts(sig *Signature) callFacts {
 			bits |= 1 << (f.tools[i] - 1)
 		}
 	}
-	return callFacts{f, bits, idKeyOf(f.fingerprint)}
+	return callFacts{f, bits, prefixKey(f.fingerprint)}
 }
 
 // add gives e the next slot and posts it.
@@ -278,7 +278,7 @@ func (x *Index) add(e *indexEntry) {
 	slot := int32(len(x.slots))
 	x.slots = append(x.slots, e)
 	b := briefOf(e.facts)
-	b.idKey, b.fpKey = idKeyOf(e.item.ID), idKeyOf(e.facts.fingerprint)
+	b.idKey, b.fpKey = prefixKey(e.item.ID), prefixKey(e.facts.fingerprint)
 	x.briefs = append(x.briefs, b)
 	x.concepts = append(x.concepts, b.concepts)
 	x.byID[e.item.ID] = slot
@@ -335,7 +335,7 @@ func (x *Index) compact() {
 type scored struct {
 	e     *indexEntry
 	score float64
-	idKey uint64 // idKeyOf(e.item.ID)
+	idKey uint64 // prefixKey(e.item.ID)
 }
 
 // unrelatedMax is the highest score a trajectory can reach against a call
@@ -353,8 +353,7 @@ var unrelatedMax = max(
 // only when asked for (rest is called). Above unrelatedMax the rest cannot
 // reach floor, and only the related ones are visited, from the postings
 // of the call's concepts: a miss then costs the size of those postings,
-// not of the index.
-// Call release once done with related.
+// not of the index. Call release once done with related.
 func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored, release func()) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -547,12 +546,13 @@ func better(a, b scored) bool {
 	return a.e.item.ID < b.e.item.ID
 }
 
-// idKeyOf is id's first 8 bytes as a big-endian number, zero-padded: ids
-// whose keys differ are in the order of their keys, so that ordering ties
-// rarely reads the ids themselves.
-func idKeyOf(id string) uint64 {
+// prefixKey is s's first 8 bytes as a big-endian number, zero-padded:
+// strings whose keys differ are in the order of their keys (and differ),
+// so that ordering ties by id, or comparing fingerprints, rarely reads the
+// strings themselves.
+func prefixKey(s string) uint64 {
 	var b [8]byte
-	copy(b[:], id)
+	copy(b[:], s)
 	return binary.BigEndian.Uint64(b[:])
 }
 

@@ -186,7 +186,7 @@ func TestTakeBestIsSorted(t *testing.T) {
 				id = fmt.Sprintf("t%d", i)
 			}
 			it := &h4r.Item{ID: id}
-			all = append(all, scored{e: &indexEntry{item: it}, score: float64(r.IntN(5)) / 4, idKey: idKeyOf(id)})
+			all = append(all, scored{e: &indexEntry{item: it}, score: float64(r.IntN(5)) / 4, idKey: prefixKey(id)})
 		}
 		want := slices.Clone(all)
 		slices.SortFunc(want, func(a, b scored) int {
