@@ -7,10 +7,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bridge"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/scs"
 )
 
@@ -246,4 +248,67 @@ func hiddenRandom(id string) bool {
 	var n int
 	_, err := fmt.Sscanf(id, "r-%d", &n)
 	return err == nil && n%3 == 0
+}
+
+// recomputing extracts as TechExtractor does, but is not comparable, so a
+// bridge using it never takes the index's signatures and makes every
+// candidate's anew.
+type recomputing struct{ extract func(string) []string }
+
+func (r recomputing) Extract(text string) []string { return r.extract(text) }
+
+// TestIndexSignaturesAreNotChanged: in hybrid mode a miss embeds its
+// candidates; those given with the index's signature are embedded on a
+// copy (concurrent misses sharing candidates race on the index under
+// -race otherwise), and the matches are the ones a bridge making every
+// signature anew finds.
+func TestIndexSignaturesAreNotChanged(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var stored []h4r.Item
+	for i := range 200 {
+		stored = append(stored, bridge.Trajectory{ID: fmt.Sprintf("t%03d", i), SessionID: "s", Description: problem(r, 2+r.IntN(3)),
+			Domain: "engineering", ToolSequence: []string{"think"}, SuccessScore: 0.5, QualityScore: 0.5}.Item())
+	}
+	a := openApp(t, stored...)
+	idx := bridge.NewIndex(nil)
+	if err := idx.Load(t.Context(), a.Store); err != nil {
+		t.Fatal(err)
+	}
+	hash, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
+	cfg := enabled()
+	cfg.MinSimilarity = 0.3
+	reusing, err := bridge.New(cfg, src, bridge.WithEmbedder(hash), bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anew, err := bridge.New(cfg, src, bridge.WithEmbedder(hash), bridge.WithExtractor(recomputing{bridge.TechExtractor{}.Extract}),
+		bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := make([]map[string]any, 16)
+	for i := range calls {
+		calls[i] = map[string]any{"content": problem(r, 3), "domain": "engineering"}
+	}
+	got := make([]*bridge.Block, len(calls))
+	var wg sync.WaitGroup
+	for i, params := range calls {
+		wg.Go(func() { got[i] = reusing.Enrich(t.Context(), public, "think", params, nil).ContextBridge })
+	}
+	wg.Wait()
+	matched := 0
+	for i, params := range calls {
+		want := anew.Enrich(t.Context(), public, "think", params, nil).ContextBridge
+		if got[i] == nil || want == nil || got[i].SimilarityMode != "hybrid" || !slices.Equal(got[i].Matches, want.Matches) {
+			t.Fatalf("call %d: reusing the index's signatures %+v, making them anew %+v", i, got[i], want)
+		}
+		matched += len(want.Matches)
+	}
+	if matched == 0 {
+		t.Fatal("no call matched: the test compares nothing")
+	}
 }
