@@ -35,7 +35,7 @@ type Index struct {
 	// briefs[slot] is what scoring needs of slots[slot], kept beside the
 	// slots so that a lookup scores thousands without reading entries.
 	briefs   []brief
-	shapes   []shape            // part of briefs[slot] again, 8 bytes a slot: what mayReach needs
+	concepts []int32            // briefs[slot].concepts again, 4 bytes a slot, for the lead posting's pass
 	byID     map[string]int32   // live slot of each id
 	postings map[string][]int32 // concept → slots (dead slots are skipped)
 	// conceptless and byFingerprint hold the slots a call can be related
@@ -168,7 +168,7 @@ func (x *Index) Load(ctx context.Context, store Finder) error {
 	for _, op := range x.replay {
 		op(fresh)
 	}
-	x.shapes = fresh.shapes
+	x.concepts = fresh.concepts
 	x.slots, x.briefs, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.briefs, fresh.byID, fresh.postings, fresh.dead, true
 	x.conceptless, x.byFingerprint, x.domains, x.tools, x.repeats = fresh.conceptless, fresh.byFingerprint, fresh.domains, fresh.tools, fresh.repeats
 	return nil
@@ -280,7 +280,7 @@ func (x *Index) add(e *indexEntry) {
 	b := briefOf(e.facts)
 	b.idKey, b.fpKey = prefixKey(e.item.ID), prefixKey(e.facts.fingerprint)
 	x.briefs = append(x.briefs, b)
-	x.shapes = append(x.shapes, shape{b.concepts, b.domain})
+	x.concepts = append(x.concepts, b.concepts)
 	x.byID[e.item.ID] = slot
 	for _, k := range e.sig.KeyConcepts {
 		x.postings[k] = append(x.postings[k], slot)
@@ -323,7 +323,7 @@ func (x *Index) compact() {
 			live = append(live, e)
 		}
 	}
-	x.shapes = nil
+	x.concepts = nil
 	x.slots, x.briefs, x.byID, x.postings, x.dead = nil, nil, make(map[string]int32, len(live)), map[string][]int32{}, 0
 	x.conceptless, x.byFingerprint, x.repeats = nil, make(map[string][]int32, len(live)), false
 	for _, e := range live {
@@ -421,13 +421,13 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 			counts[slot]++
 		}
 	}
-	reach := reachMemo{floor: floor, callN: call.concepts, callDomain: call.domain}
+	reach := reachMemo{floor: floor, callN: call.concepts}
 	if lead >= 0 {
 		for _, slot := range x.postings[sig.KeyConcepts[lead]] {
 			switch {
 			case counts[slot] > 0:
 				counts[slot]++
-			case reach.may(1, x.shapes[slot]):
+			case reach.may(1, int(x.concepts[slot])):
 				touched = append(touched, slot)
 				counts[slot] = 1
 			}
@@ -465,7 +465,7 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 			continue // scored above
 		}
 		counts[slot] = 0 // the counters go back zeroed
-		if !reach.may(inter, x.shapes[slot]) {
+		if !reach.may(inter, int(x.concepts[slot])) {
 			continue
 		}
 		if e := x.slots[slot]; e != nil {
@@ -477,62 +477,41 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 	return related
 }
 
-// shape is a trajectory's number of concepts and its domain's.
-type shape struct{ concepts, domain int32 }
-
 // reachMemo answers mayReach for one call and floor, remembering the
 // answers for small counts (a lookup asks for thousands of trajectories
 // with a few distinct counts).
 type reachMemo struct {
-	floor      float64
-	callN      int
-	callDomain int32
-	memo       [3][16][32]int8 // [domains][inter][n]: 1 yes, -1 no, 0 not yet asked
+	floor float64
+	callN int
+	memo  [16][32]int8 // [inter][n]: 1 yes, -1 no, 0 not yet asked
 }
 
-// may is mayReach for a trajectory of shape s sharing inter concepts.
-func (m *reachMemo) may(inter int, s shape) bool {
-	domains := domainsDiffer
-	switch {
-	case m.callDomain == 0 || s.domain == 0:
-		domains = domainMissing
-	case m.callDomain == s.domain:
-		domains = domainsSame
+func (m *reachMemo) may(inter, n int) bool {
+	if inter >= len(m.memo) || n >= len(m.memo[0]) {
+		return mayReach(m.floor, inter, m.callN, n)
 	}
-	n := int(s.concepts)
-	if inter >= len(m.memo[0]) || n >= len(m.memo[0][0]) {
-		return mayReach(m.floor, inter, m.callN, n, domains)
-	}
-	at := &m.memo[domains][inter][n]
-	if *at == 0 {
-		*at = -1
-		if mayReach(m.floor, inter, m.callN, n, domains) {
-			*at = 1
+	if m.memo[inter][n] == 0 {
+		m.memo[inter][n] = -1
+		if mayReach(m.floor, inter, m.callN, n) {
+			m.memo[inter][n] = 1
 		}
 	}
-	return *at > 0
+	return m.memo[inter][n] > 0
 }
 
-// How the domains of a call and a trajectory compare (score's domain term).
-const (
-	domainsDiffer = iota
-	domainMissing // either has none: the term is left out
-	domainsSame
-)
-
 // mayReach reports whether a trajectory with n concepts, inter of them
-// shared with a call of callN concepts, its domain compared as domains
-// says, may score floor: its Jaccard and domain term with every other
-// term of score at its best (all tools shared, the same complexity).
-// score's arithmetic on smaller terms gives no more (IEEE rounding is
-// monotone, and jac is computed as score computes it), so false is never
-// wrong, except for the same text (score 1), which the caller keeps.
-func mayReach(floor float64, inter, callN, n, domains int) bool {
+// shared with a call of callN concepts, may score floor: its Jaccard with
+// every other term of score at its best (all tools shared, the same
+// complexity, the domain matched or left out). score's arithmetic on
+// smaller terms gives no more (IEEE rounding is monotone, and jac is
+// computed as score computes it), so false is never wrong, except for the
+// same text (score 1), which the caller keeps.
+func mayReach(floor float64, inter, callN, n int) bool {
 	jac := 1.0
 	if union := callN + n - inter; union > 0 {
 		jac = float64(inter) / float64(union)
 	}
-	return weightedBy(jac, 1, 0, 0, domains == domainMissing, domains == domainsSame) >= floor
+	return weightedBy(jac, 1, 0, 0, false, true) >= floor || weightedBy(jac, 1, 0, 0, true, false) >= floor
 }
 
 // rankAll scores every indexed trajectory at or above floor against sig:
