@@ -395,9 +395,8 @@ func (x *Index) lendScratch() *scratch {
 // postings. It is rankAll's first part (TestPrunedRankEqualsFullRank).
 // The longest posting of the call's concepts (a word most trajectories
 // share) is read last: a trajectory only in it shares one concept, and is
-// counted only when that could reach floor (mayReach); every trajectory
-// but the same text is scored only when what it shares could. The caller
-// holds the read lock.
+// scored only when that could reach floor (mayReach). The caller holds the
+// read lock.
 func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scored {
 	call := x.callFacts(sig)
 	counts, touched := work.counts, work.touched[:0]
@@ -421,24 +420,39 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 			counts[slot]++
 		}
 	}
-	reach := reachMemo{floor: floor, callN: call.concepts}
 	if lead >= 0 {
+		var reaches [32]int8 // mayReach by the trajectory's concepts: 1 yes, -1 no, 0 not yet asked
 		for _, slot := range x.postings[sig.KeyConcepts[lead]] {
-			switch {
-			case counts[slot] > 0:
+			if counts[slot] > 0 {
 				counts[slot]++
-			case reach.may(1, int(x.concepts[slot])):
-				touched = append(touched, slot)
-				counts[slot] = 1
+				continue
 			}
+			n := int(x.concepts[slot])
+			if n >= len(reaches) {
+				if !mayReach(floor, 1, call.concepts, n) {
+					continue
+				}
+			} else {
+				if reaches[n] == 0 {
+					reaches[n] = -1
+					if mayReach(floor, 1, call.concepts, n) {
+						reaches[n] = 1
+					}
+				}
+				if reaches[n] < 0 {
+					continue
+				}
+			}
+			touched = append(touched, slot)
+			counts[slot] = 1
 		}
 	}
 	related := work.related[:0]
-	// Related however many concepts they share: the same text (which
-	// scores 1 whatever it shares: one ruled out above is scored here as
-	// sharing none), and, for a call without concepts, the trajectories
-	// without any. Each slot once; its counter is zeroed, so the loop
-	// below passes it over.
+	// Related without a shared concept: the same text, and, for a call
+	// without concepts, the trajectories without any. Each slot once, and
+	// none counted above. One ruled out above (sharing only the lead
+	// concept) is scored as sharing none: lower still, unless it is the
+	// same text, which scores 1 whatever it shares.
 	var also []int32
 	if len(sig.KeyConcepts) == 0 {
 		also = append(also, x.conceptless...)
@@ -446,28 +460,18 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 	also = append(also, x.byFingerprint[sig.Fingerprint]...)
 	slices.Sort(also)
 	for i, slot := range also {
-		if i > 0 && also[i-1] == slot {
+		if i > 0 && also[i-1] == slot || counts[slot] > 0 {
 			continue
 		}
-		inter := int(counts[slot])
-		counts[slot] = 0
 		if e := x.slots[slot]; e != nil {
-			if sc := x.score(&call, slot, inter); sc >= floor {
+			if sc := x.score(&call, slot, 0); sc >= floor {
 				related = append(related, scored{e, sc, x.briefs[slot].idKey})
 			}
 		}
 	}
-	// The rest: another text, so scored only when its shared concepts
-	// could reach floor.
 	for _, slot := range touched {
 		inter := int(counts[slot])
-		if inter == 0 {
-			continue // scored above
-		}
 		counts[slot] = 0 // the counters go back zeroed
-		if !reach.may(inter, int(x.concepts[slot])) {
-			continue
-		}
 		if e := x.slots[slot]; e != nil {
 			if sc := x.score(&call, slot, inter); sc >= floor {
 				related = append(related, scored{e, sc, x.briefs[slot].idKey})
@@ -477,35 +481,12 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 	return related
 }
 
-// reachMemo answers mayReach for one call and floor, remembering the
-// answers for small counts (a lookup asks for thousands of trajectories
-// with a few distinct counts).
-type reachMemo struct {
-	floor float64
-	callN int
-	memo  [16][32]int8 // [inter][n]: 1 yes, -1 no, 0 not yet asked
-}
-
-func (m *reachMemo) may(inter, n int) bool {
-	if inter >= len(m.memo) || n >= len(m.memo[0]) {
-		return mayReach(m.floor, inter, m.callN, n)
-	}
-	if m.memo[inter][n] == 0 {
-		m.memo[inter][n] = -1
-		if mayReach(m.floor, inter, m.callN, n) {
-			m.memo[inter][n] = 1
-		}
-	}
-	return m.memo[inter][n] > 0
-}
-
 // mayReach reports whether a trajectory with n concepts, inter of them
 // shared with a call of callN concepts, may score floor: its Jaccard with
 // every other term of score at its best (all tools shared, the same
 // complexity, the domain matched or left out). score's arithmetic on
-// smaller terms gives no more (IEEE rounding is monotone, and jac is
-// computed as score computes it), so false is never wrong, except for the
-// same text (score 1), which the caller keeps.
+// smaller terms gives no more (IEEE rounding is monotone), so false is
+// never wrong, except for the same text (score 1), which the caller keeps.
 func mayReach(floor float64, inter, callN, n int) bool {
 	jac := 1.0
 	if union := callN + n - inter; union > 0 {
