@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -63,6 +64,11 @@ type Candidate struct {
 	ToolSequence []string
 	SuccessScore float64
 	QualityScore float64
+	// sig, when set, is the signature of exactly these fields made by
+	// sigBy (the index's, read-only): Bridge.match uses it instead of
+	// extracting concepts again when its own extractor is the same.
+	sig   *Signature
+	sigBy ConceptExtractor
 }
 
 // Source reads candidate trajectories for a signature as spec may see
@@ -268,6 +274,11 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 	}
 	sigs := make([]*Signature, len(cands))
 	for i, c := range cands {
+		if c.sig != nil && sameExtractor(c.sigBy, b.extractor) {
+			s := *c.sig // a copy: embed sets its Embedding
+			sigs[i] = &s
+			continue
+		}
 		sigs[i] = signatureOf(c.Description, c.Domain, c.ToolSequence, b.extractor)
 	}
 	mode, embErr := "concept_only", error(nil)
@@ -357,6 +368,13 @@ func recommendation(matches []Match) string {
 		return "Similar past reasoning had low success rates - consider alternative approaches."
 	}
 	return "Related past sessions found."
+}
+
+// sameExtractor reports whether a and b are the same extractor, so give
+// the same concepts: equal values of one comparable type.
+func sameExtractor(a, b ConceptExtractor) bool {
+	ta := reflect.TypeOf(a)
+	return ta != nil && ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 func round3(x float64) float64 { return float64(int(x*1000+0.5)) / 1000 }

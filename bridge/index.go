@@ -2,8 +2,10 @@ package bridge
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -13,10 +15,12 @@ import (
 
 // Index is document 001's signature index, kept in memory: the signature
 // of every stored trajectory, with postings from each key concept to the
-// trajectories that have it. A cache miss is then a similarity lookup over
-// the index (concept overlap counted from the postings, the rest of the
-// score from the stored signature), not a pack: see IndexSource, which
-// still passes what it finds through the policy slicer and budgets.
+// trajectories that have it, and the numbers scoring needs of each in a
+// dense array (briefs). A cache miss is then a similarity lookup over the
+// index (concept overlap counted from the postings, the rest of the score
+// from the briefs; above unrelatedMax only trajectories sharing a concept
+// are visited), not a pack: see IndexSource, which still passes what it
+// finds through the policy slicer and budgets.
 //
 // It is filled by Load (all trajectories, at start and on each refresh)
 // and kept in step by Sync (the ids a write touched). It is safe for
@@ -25,12 +29,30 @@ import (
 type Index struct {
 	extractor ConceptExtractor
 
-	mu       sync.RWMutex
-	loaded   bool
-	slots    []*indexEntry      // nil: removed
+	mu     sync.RWMutex
+	loaded bool
+	slots  []*indexEntry // nil: removed
+	// briefs[slot] is what scoring needs of slots[slot], kept beside the
+	// slots so that a lookup scores thousands without reading entries.
+	briefs   []brief
+	concepts []int32            // briefs[slot].concepts again, 4 bytes a slot, for the lead posting's pass
 	byID     map[string]int32   // live slot of each id
 	postings map[string][]int32 // concept → slots (dead slots are skipped)
-	dead     int
+	// conceptless and byFingerprint hold the slots a call can be related
+	// to without sharing a concept: trajectories without concepts (a call
+	// without concepts has Jaccard 1 with them) and the same text.
+	conceptless   []int32
+	byFingerprint map[string][]int32
+	// domains and tools number the domains and tool names indexed (from
+	// 1; the empty domain is 0), so that scoring compares integers.
+	domains, tools map[string]int32
+	// repeats is set when some entry lists a concept twice (an extractor
+	// other than TechExtractor): a lookup then counts every posting.
+	repeats bool
+	dead    int
+	// scratch lends lookups their working memory (*scratch), so that a
+	// miss does not allocate the size of the index.
+	scratch sync.Pool
 	// loading counts Loads in flight; while one is, Put and Remove are
 	// also recorded in replay and applied again to the loaded index, so
 	// that a write indexed during a Load is not lost by its swap.
@@ -39,10 +61,59 @@ type Index struct {
 }
 
 // indexEntry is one trajectory: the stored item (what the policy decides
-// on) and its signature.
+// on), the candidate it is when delivered unredacted, and its signature.
+// All three are read-only once indexed.
 type indexEntry struct {
-	item *h4r.Item
-	sig  *Signature
+	item  *h4r.Item
+	cand  Candidate
+	sig   *Signature
+	facts facts
+}
+
+// facts are what score needs of a signature besides the shared concepts,
+// in the index's numbering of domains and tools.
+type facts struct {
+	concepts    int // distinct key concepts
+	domain      int32
+	tools       []int32
+	complexity  float64
+	fingerprint string
+}
+
+// brief is an entry's facts without pointers, for the index's dense
+// array. Tools are a bit set when the entry's tool numbers are distinct
+// and at most 64 (then the shared ones are counted in one instruction),
+// else score reads the entry's facts.
+type brief struct {
+	concepts    int32
+	domain      int32
+	tools       int32
+	toolsAsBits bool
+	toolBits    uint64
+	complexity  float64
+	idKey       uint64 // prefixKey(id)
+	fpKey       uint64 // prefixKey(fingerprint): unequal keys, other texts
+}
+
+// briefOf is f as a brief.
+func briefOf(f facts) brief {
+	b := brief{concepts: int32(f.concepts), domain: f.domain, tools: int32(len(f.tools)), complexity: f.complexity, toolsAsBits: true}
+	for _, t := range f.tools {
+		if t < 1 || t > 64 || b.toolBits&(1<<(t-1)) != 0 {
+			b.toolsAsBits, b.toolBits = false, 0
+			break
+		}
+		b.toolBits |= 1 << (t - 1)
+	}
+	return b
+}
+
+// callFacts are a call's facts and the bit set of its tools numbered at
+// most 64.
+type callFacts struct {
+	facts
+	toolBits uint64
+	fpKey    uint64
 }
 
 // MaxIndexed is how many trajectories Load reads, newest first: the
@@ -57,7 +128,8 @@ func NewIndex(x ConceptExtractor) *Index {
 	if x == nil {
 		x = TechExtractor{}
 	}
-	return &Index{extractor: x, byID: map[string]int32{}, postings: map[string][]int32{}}
+	return &Index{extractor: x, byID: map[string]int32{}, postings: map[string][]int32{}, byFingerprint: map[string][]int32{},
+		domains: map[string]int32{}, tools: map[string]int32{}}
 }
 
 // Finder reads stored items by filter (the stores' Find).
@@ -96,7 +168,9 @@ func (x *Index) Load(ctx context.Context, store Finder) error {
 	for _, op := range x.replay {
 		op(fresh)
 	}
-	x.slots, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.byID, fresh.postings, fresh.dead, true
+	x.concepts = fresh.concepts
+	x.slots, x.briefs, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.briefs, fresh.byID, fresh.postings, fresh.dead, true
+	x.conceptless, x.byFingerprint, x.domains, x.tools, x.repeats = fresh.conceptless, fresh.byFingerprint, fresh.domains, fresh.tools, fresh.repeats
 	return nil
 }
 
@@ -156,13 +230,76 @@ func (x *Index) Loaded() bool {
 func (x *Index) put(it *h4r.Item) {
 	x.remove(it.ID)
 	c := candidateOf(it.ID, it.Text, it.Content)
-	e := &indexEntry{item: it, sig: signatureOf(c.Description, c.Domain, c.ToolSequence, x.extractor)}
+	e := &indexEntry{item: it, cand: c, sig: signatureOf(c.Description, c.Domain, c.ToolSequence, x.extractor)}
+	e.facts = facts{concepts: len(e.sig.KeyConcepts), complexity: e.sig.Complexity, fingerprint: e.sig.Fingerprint,
+		domain: intern(x.domains, e.sig.Domain), tools: make([]int32, len(e.sig.ToolSequence))}
+	for i, t := range e.sig.ToolSequence {
+		e.facts.tools[i] = intern(x.tools, t)
+	}
+	x.add(e)
+}
+
+// intern returns s's number in ids, adding it if new; "" is 0.
+func intern(ids map[string]int32, s string) int32 {
+	if s == "" {
+		return 0
+	}
+	id, ok := ids[s]
+	if !ok {
+		id = int32(len(ids) + 1)
+		ids[s] = id
+	}
+	return id
+}
+
+// callFacts are sig's facts in x's numbering; a domain or tool x has not
+// seen is -1, which equals none indexed. The caller holds the read lock.
+func (x *Index) callFacts(sig *Signature) callFacts {
+	known := func(ids map[string]int32, s string) int32 {
+		if id, ok := ids[s]; ok || s == "" {
+			return id
+		}
+		return -1
+	}
+	f := facts{concepts: len(sig.KeyConcepts), complexity: sig.Complexity, fingerprint: sig.Fingerprint,
+		domain: known(x.domains, sig.Domain), tools: make([]int32, len(sig.ToolSequence))}
+	var bits uint64
+	for i, t := range sig.ToolSequence {
+		f.tools[i] = known(x.tools, t)
+		if f.tools[i] >= 1 && f.tools[i] <= 64 {
+			bits |= 1 << (f.tools[i] - 1)
+		}
+	}
+	return callFacts{f, bits, prefixKey(f.fingerprint)}
+}
+
+// add gives e the next slot and posts it.
+func (x *Index) add(e *indexEntry) {
 	slot := int32(len(x.slots))
 	x.slots = append(x.slots, e)
-	x.byID[it.ID] = slot
+	b := briefOf(e.facts)
+	b.idKey, b.fpKey = prefixKey(e.item.ID), prefixKey(e.facts.fingerprint)
+	x.briefs = append(x.briefs, b)
+	x.concepts = append(x.concepts, b.concepts)
+	x.byID[e.item.ID] = slot
 	for _, k := range e.sig.KeyConcepts {
 		x.postings[k] = append(x.postings[k], slot)
 	}
+	if len(e.sig.KeyConcepts) == 0 {
+		x.conceptless = append(x.conceptless, slot)
+	}
+	x.repeats = x.repeats || !distinct(e.sig.KeyConcepts)
+	x.byFingerprint[e.sig.Fingerprint] = append(x.byFingerprint[e.sig.Fingerprint], slot)
+}
+
+// distinct reports whether no string is in ss twice.
+func distinct(ss []string) bool {
+	for i, s := range ss {
+		if slices.Contains(ss[:i], s) {
+			return false
+		}
+	}
+	return true
 }
 
 func (x *Index) remove(id string) {
@@ -186,14 +323,11 @@ func (x *Index) compact() {
 			live = append(live, e)
 		}
 	}
-	x.slots, x.byID, x.postings, x.dead = nil, make(map[string]int32, len(live)), map[string][]int32{}, 0
+	x.concepts = nil
+	x.slots, x.briefs, x.byID, x.postings, x.dead = nil, nil, make(map[string]int32, len(live)), map[string][]int32{}, 0
+	x.conceptless, x.byFingerprint, x.repeats = nil, make(map[string][]int32, len(live)), false
 	for _, e := range live {
-		slot := int32(len(x.slots))
-		x.slots = append(x.slots, e)
-		x.byID[e.item.ID] = slot
-		for _, k := range e.sig.KeyConcepts {
-			x.postings[k] = append(x.postings[k], slot)
-		}
+		x.add(e)
 	}
 }
 
@@ -201,41 +335,200 @@ func (x *Index) compact() {
 type scored struct {
 	e     *indexEntry
 	score float64
+	idKey uint64 // prefixKey(e.item.ID)
 }
 
-// rank scores every indexed trajectory at or above floor against sig, in
+// unrelatedMax is the highest score a trajectory can reach against a call
+// it shares no concept with (and neither is without concepts, nor the
+// same text): Jaccard 0, every tool shared, equal complexity, and the
+// domain term either matched or left out. It is computed by weighted
+// itself, whose rounding is monotone, so no such score exceeds it.
+var unrelatedMax = max(
+	weighted(0, 1, &Signature{Domain: "d"}, &Signature{Domain: "d"}),
+	weighted(0, 1, &Signature{}, &Signature{}))
+
+// rank scores the indexed trajectories at or above floor against sig, in
 // two parts, unsorted: related ones (sharing a concept or the
-// fingerprint, or both without concepts), and the rest, which cannot score
-// above (toolWeight+complexityWeight)/(1-domainWeight) and are scored only
-// when asked for (rest is called).
-func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored) {
+// fingerprint, or both without concepts), and the rest, which are scored
+// only when asked for (rest is called). Above unrelatedMax the rest cannot
+// reach floor, and only the related ones are visited, from the postings
+// of the call's concepts: a miss then costs the size of those postings,
+// not of the index. Call release once done with related.
+func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored, release func()) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	if floor > unrelatedMax {
+		work := x.lendScratch()
+		related = x.rankRelated(sig, floor, work)
+		return related, func() []scored { return nil }, func() {
+			clear(related[:cap(related)]) // no entry kept alive by the pool
+			work.related = related[:0]
+			x.scratch.Put(work)
+		}
+	}
+	related, rest = x.rankAll(sig, floor)
+	return related, rest, func() {}
+}
+
+// scratch is a lookup's working memory: zeroed per-slot counters, the
+// slots they count, and the ranking.
+type scratch struct {
+	counts  []int32
+	touched []int32
+	related []scored
+}
+
+// lendScratch returns scratch whose counters cover every slot and are
+// zero. The caller holds the read lock (slots do not grow).
+func (x *Index) lendScratch() *scratch {
+	sc, ok := x.scratch.Get().(*scratch)
+	if !ok {
+		sc = &scratch{}
+	}
+	if len(sc.counts) < len(x.slots) {
+		sc.counts = make([]int32, len(x.slots))
+	}
+	return sc
+}
+
+// rankRelated scores only the trajectories related to sig, found from the
+// postings. It is rankAll's first part (TestPrunedRankEqualsFullRank).
+// The longest posting of the call's concepts (a word most trajectories
+// share) is read last: a trajectory only in it shares one concept, and is
+// scored only when that could reach floor (mayReach). The caller holds the
+// read lock.
+func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scored {
+	call := x.callFacts(sig)
+	counts, touched := work.counts, work.touched[:0]
+	defer func() { work.touched = touched[:0] }()
+	lead := -1 // in sig.KeyConcepts
+	if !x.repeats && distinct(sig.KeyConcepts) {
+		for i, k := range sig.KeyConcepts {
+			if lead < 0 || len(x.postings[k]) > len(x.postings[sig.KeyConcepts[lead]]) {
+				lead = i
+			}
+		}
+	}
+	for i, k := range sig.KeyConcepts {
+		if i == lead {
+			continue
+		}
+		for _, slot := range x.postings[k] {
+			if counts[slot] == 0 {
+				touched = append(touched, slot)
+			}
+			counts[slot]++
+		}
+	}
+	if lead >= 0 {
+		var reaches [32]int8 // mayReach by the trajectory's concepts: 1 yes, -1 no, 0 not yet asked
+		for _, slot := range x.postings[sig.KeyConcepts[lead]] {
+			if counts[slot] > 0 {
+				counts[slot]++
+				continue
+			}
+			n := int(x.concepts[slot])
+			if n >= len(reaches) {
+				if !mayReach(floor, 1, call.concepts, n) {
+					continue
+				}
+			} else {
+				if reaches[n] == 0 {
+					reaches[n] = -1
+					if mayReach(floor, 1, call.concepts, n) {
+						reaches[n] = 1
+					}
+				}
+				if reaches[n] < 0 {
+					continue
+				}
+			}
+			touched = append(touched, slot)
+			counts[slot] = 1
+		}
+	}
+	related := work.related[:0]
+	// Related without a shared concept: the same text, and, for a call
+	// without concepts, the trajectories without any. Each slot once, and
+	// none counted above. One ruled out above (sharing only the lead
+	// concept) is scored as sharing none: lower still, unless it is the
+	// same text, which scores 1 whatever it shares.
+	var also []int32
+	if len(sig.KeyConcepts) == 0 {
+		also = append(also, x.conceptless...)
+	}
+	also = append(also, x.byFingerprint[sig.Fingerprint]...)
+	slices.Sort(also)
+	for i, slot := range also {
+		if i > 0 && also[i-1] == slot || counts[slot] > 0 {
+			continue
+		}
+		if e := x.slots[slot]; e != nil {
+			if sc := x.score(&call, slot, 0); sc >= floor {
+				related = append(related, scored{e, sc, x.briefs[slot].idKey})
+			}
+		}
+	}
+	for _, slot := range touched {
+		inter := int(counts[slot])
+		counts[slot] = 0 // the counters go back zeroed
+		if e := x.slots[slot]; e != nil {
+			if sc := x.score(&call, slot, inter); sc >= floor {
+				related = append(related, scored{e, sc, x.briefs[slot].idKey})
+			}
+		}
+	}
+	return related
+}
+
+// mayReach reports whether a trajectory with n concepts, inter of them
+// shared with a call of callN concepts, may score floor: its Jaccard with
+// every other term of score at its best (all tools shared, the same
+// complexity, the domain matched or left out). score's arithmetic on
+// smaller terms gives no more (IEEE rounding is monotone), so false is
+// never wrong, except for the same text (score 1), which the caller keeps.
+func mayReach(floor float64, inter, callN, n int) bool {
+	jac := 1.0
+	if union := callN + n - inter; union > 0 {
+		jac = float64(inter) / float64(union)
+	}
+	return weightedBy(jac, 1, 0, 0, false, true) >= floor || weightedBy(jac, 1, 0, 0, true, false) >= floor
+}
+
+// rankAll scores every indexed trajectory at or above floor against sig:
+// the related ones now, the rest when asked for. The caller holds the
+// read lock.
+func (x *Index) rankAll(sig *Signature, floor float64) (related []scored, rest func() []scored) {
+	call := x.callFacts(sig)
 	overlap := make([]int32, len(x.slots))
 	for _, k := range sig.KeyConcepts {
 		for _, slot := range x.postings[k] {
 			overlap[slot]++
 		}
 	}
-	var others []*indexEntry
+	type other struct {
+		e *indexEntry
+		b brief
+	}
+	var others []other
 	for slot, e := range x.slots {
 		if e == nil {
 			continue
 		}
 		inter := int(overlap[slot])
 		if inter == 0 && e.sig.Fingerprint != sig.Fingerprint && (len(sig.KeyConcepts) > 0 || len(e.sig.KeyConcepts) > 0) {
-			others = append(others, e)
+			others = append(others, other{e, x.briefs[slot]}) // scored after the lock is released
 			continue
 		}
-		if sc := score(sig, e.sig, inter); sc >= floor {
-			related = append(related, scored{e, sc})
+		if sc := x.score(&call, int32(slot), inter); sc >= floor {
+			related = append(related, scored{e, sc, x.briefs[slot].idKey})
 		}
 	}
 	return related, func() []scored {
 		var out []scored
-		for _, e := range others {
-			if sc := score(sig, e.sig, 0); sc >= floor {
-				out = append(out, scored{e, sc})
+		for _, o := range others {
+			if sc := scoreBrief(&call, &o.b, o.e, 0); sc >= floor {
+				out = append(out, scored{o.e, sc, o.b.idKey})
 			}
 		}
 		return out
@@ -244,81 +537,143 @@ func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func
 
 // better orders scored trajectories: higher score, then lower id.
 func better(a, b scored) bool {
-	return a.score > b.score || a.score == b.score && a.e.item.ID < b.e.item.ID
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.idKey != b.idKey {
+		return a.idKey < b.idKey
+	}
+	return a.e.item.ID < b.e.item.ID
+}
+
+// prefixKey is s's first 8 bytes as a big-endian number, zero-padded:
+// strings whose keys differ are in the order of their keys (and differ),
+// so that ordering ties by id, or comparing fingerprints, rarely reads the
+// strings themselves.
+func prefixKey(s string) uint64 {
+	var b [8]byte
+	copy(b[:], s)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // takeBest removes the k best of *s and returns them best first. A cache
-// miss needs one or two chunks of the ranking, not all of it sorted: this
-// keeps the k best seen in an insertion-sorted slice, which most entries
-// pass after one comparison.
+// miss needs one or two chunks of the ranking, not all of it sorted: the
+// k-th best score is found with a heap of k scores, the entries above it
+// taken, and of those tied with it the lowest ids (TestTakeBestIsSorted).
 func takeBest(s *[]scored, k int) []scored {
 	all := *s
 	if k >= len(all) {
-		slices.SortFunc(all, func(a, b scored) int {
-			if better(a, b) {
-				return -1
-			}
-			return 1
-		})
+		slices.SortFunc(all, byBetter)
 		*s = nil
 		return all
 	}
-	top := make([]int, 0, k+1) // indices into all, best first
-	for i := range all {
-		if len(top) == k && !better(all[i], all[top[k-1]]) {
-			continue
-		}
-		at, _ := slices.BinarySearchFunc(top, i, func(j, i int) int {
-			if better(all[j], all[i]) {
-				return -1
-			}
-			return 1
-		})
-		top = slices.Insert(top, at, i)
-		if len(top) > k {
-			top = top[:k]
+	if k <= 0 {
+		return nil
+	}
+	kth := kthScore(all, k)
+	out := make([]scored, 0, k)
+	var tied []scored
+	for _, c := range all {
+		switch {
+		case c.score > kth:
+			out = append(out, c)
+		case c.score == kth:
+			tied = append(tied, c)
 		}
 	}
-	out := make([]scored, len(top))
-	taken := make(map[int]bool, len(top))
-	for n, i := range top {
-		out[n] = all[i]
-		taken[i] = true
-	}
+	slices.SortFunc(tied, byBetter)
+	tied = tied[:k-len(out)]
+	last := tied[len(tied)-1]
+	out = append(out, tied...)
+	slices.SortFunc(out, byBetter)
 	rest := all[:0]
-	for i := range all {
-		if !taken[i] {
-			rest = append(rest, all[i])
+	for _, c := range all {
+		if c.score < kth || c.score == kth && better(last, c) {
+			rest = append(rest, c)
 		}
 	}
 	*s = rest
 	return out
 }
 
-// score is ConceptSimilarity(sig, e) given the number of concepts they
-// share (both hold distinct concepts), and 1 for the same fingerprint as
-// Bridge.match scores it.
-func score(sig, e *Signature, inter int) float64 {
-	// The same fingerprint is the same text, so the same concepts: compare
-	// the 64 bytes only then.
-	if inter == len(sig.KeyConcepts) && inter == len(e.KeyConcepts) && sig.Fingerprint == e.Fingerprint {
+// kthScore is the k-th highest score of all (0 < k <= len(all)), kept in
+// a min-heap of the k highest seen.
+func kthScore(all []scored, k int) float64 {
+	h := make([]float64, 0, k)
+	for _, c := range all {
+		switch {
+		case len(h) < k:
+			h = append(h, c.score)
+			for i := len(h) - 1; i > 0 && h[(i-1)/2] > h[i]; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case c.score > h[0]:
+			h[0] = c.score
+			for i := 0; ; {
+				least, l, r := i, 2*i+1, 2*i+2
+				if l < k && h[l] < h[least] {
+					least = l
+				}
+				if r < k && h[r] < h[least] {
+					least = r
+				}
+				if least == i {
+					break
+				}
+				h[i], h[least] = h[least], h[i]
+				i = least
+			}
+		}
+	}
+	return h[0]
+}
+
+func byBetter(a, b scored) int {
+	if better(a, b) {
+		return -1
+	}
+	if better(b, a) {
+		return 1
+	}
+	return 0
+}
+
+// score is ConceptSimilarity of the call and the live entry in slot given
+// the number of concepts they share (both hold distinct concepts), and 1
+// for the same fingerprint as Bridge.match scores it: the same arithmetic
+// on the numbers the index keeps (TestIndexEqualsScan,
+// TestPrunedRankEqualsFullRank). The caller holds the read lock.
+func (x *Index) score(call *callFacts, slot int32, inter int) float64 {
+	return scoreBrief(call, &x.briefs[slot], x.slots[slot], inter)
+}
+
+// scoreBrief is score given the entry and its brief.
+func scoreBrief(call *callFacts, b *brief, e *indexEntry, inter int) float64 {
+	// The same text (fingerprint) is 1 whatever the concepts (an extractor
+	// may read the case the fingerprint ignores); the 64 bytes are compared
+	// only when their first 8 are the same.
+	if b.fpKey == call.fpKey && call.fingerprint == e.facts.fingerprint {
 		return 1
 	}
 	jac := 1.0
-	if union := len(sig.KeyConcepts) + len(e.KeyConcepts) - inter; union > 0 {
+	if union := call.concepts + int(b.concepts) - inter; union > 0 {
 		jac = float64(inter) / float64(union)
 	}
 	var tools float64
-	if len(sig.ToolSequence) > 0 && len(e.ToolSequence) > 0 {
+	if len(call.tools) > 0 && b.tools > 0 {
 		n := 0
-		for _, t := range e.ToolSequence {
-			if slices.Contains(sig.ToolSequence, t) {
-				n++
+		if b.toolsAsBits {
+			n = bits.OnesCount64(b.toolBits & call.toolBits)
+		} else {
+			for _, t := range e.facts.tools {
+				if slices.Contains(call.tools, t) {
+					n++
+				}
 			}
 		}
-		tools = float64(n) / float64(max(len(sig.ToolSequence), len(e.ToolSequence)))
+		tools = float64(n) / float64(max(len(call.tools), int(b.tools)))
 	}
-	return weighted(jac, tools, sig, e)
+	return weightedBy(jac, tools, call.complexity, b.complexity, call.domain == 0 || b.domain == 0, call.domain == b.domain)
 }
 
 // PolicySlicer applies the policy and budgets (scs.Slicer).
@@ -352,7 +707,8 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 		}
 		return s.Fallback.Candidates(ctx, spec, sig, limit)
 	}
-	related, rest := s.Index.rank(sig, s.Floor)
+	related, rest, release := s.Index.rank(sig, s.Floor)
+	defer release()
 	limits := s.Budget
 	limits.MaxItems = limit
 	out := make([]Candidate, 0, limit)
@@ -372,9 +728,9 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 				return nil, err
 			}
 			kept := 0
-			for _, v := range o.Verdicts {
+			for i, v := range o.Verdicts {
 				if v.Reason == h4r.ReasonKept && v.Delivered != nil && len(out) < limit {
-					out = append(out, candidateOf(v.Delivered.ID, v.Delivered.Text, v.Delivered.Content))
+					out = append(out, s.Index.delivered(chunk[i].e, v))
 					kept++
 				}
 			}
@@ -386,6 +742,19 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 		}
 	}
 	return out, nil
+}
+
+// delivered is the candidate the slicer delivered of e. Unredacted, the
+// delivery is the stored item itself (its content map), so it is e's
+// candidate, which comes with e's signature; redacted, it is read from
+// what was delivered and its signature is made anew by Bridge.match.
+func (x *Index) delivered(e *indexEntry, v scs.Verdict) Candidate {
+	if v.Redacted || v.Delivered.ID != e.item.ID {
+		return candidateOf(v.Delivered.ID, v.Delivered.Text, v.Delivered.Content)
+	}
+	c := e.cand
+	c.sig, c.sigBy = e.sig, x.extractor
+	return c
 }
 
 // candidateOf reads a trajectory's fields from its (delivered) content.

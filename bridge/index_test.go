@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bridge"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/scs"
 )
 
@@ -154,5 +157,158 @@ func TestIndexFollowsWrites(t *testing.T) {
 				t.Fatalf("Sync: %v, %d indexed, want %d", err, idx.Len(), s.want)
 			}
 		})
+	}
+}
+
+// TestIndexKeepsHiddenOutAndVisibleIn: trajectories the public key may not
+// see rank first (the same text as the call, or no concepts at all, with
+// lower ids than the visible ones, more than one policy batch of them),
+// some visible ones are redacted (PII), and many tie: a cache miss never
+// returns a hidden trajectory, and the hidden ones do not push a visible
+// one out, for either key and for calls with and without concepts. The
+// answer is the scan's, among random tie-heavy trajectories too.
+func TestIndexKeepsHiddenOutAndVisibleIn(t *testing.T) {
+	const same, none = "How to optimize database queries", "the of and"
+	var stored []h4r.Item
+	add := func(id, desc string, hidden, pii bool) {
+		it := bridge.Trajectory{ID: id, SessionID: "s-" + id, Description: desc, Domain: "engineering", ToolSequence: []string{"think"},
+			SuccessScore: 0.5, QualityScore: 0.5}.Item()
+		if hidden {
+			it.Metadata.RestrictedToGroups = []string{"ops"}
+		}
+		if pii {
+			it.Metadata.ContainsPII, it.Metadata.PIIFields = true, []string{"$.content.description"}
+		}
+		stored = append(stored, it)
+	}
+	for i := range 70 {
+		add(fmt.Sprintf("a-hidden-%03d", i), same, true, false)
+		add(fmt.Sprintf("c-hidden-%03d", i), none, true, false)
+	}
+	for i := range 20 {
+		add(fmt.Sprintf("b-pii-%03d", i), same, false, true)
+		add(fmt.Sprintf("d-visible-%03d", i), same, false, false)
+		add(fmt.Sprintf("e-visible-%03d", i), "of the and", false, false)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 300 {
+		ws := make([]string, 1+r.IntN(4))
+		for j := range ws {
+			ws[j] = []string{"database", "query", "optimize", "cache", "latency", "the"}[r.IntN(6)]
+		}
+		add(fmt.Sprintf("r-%03d", i), strings.Join(ws, " "), i%3 == 0, i%10 == 0)
+	}
+	a := openApp(t, stored...)
+	all, err := a.Store.Find(t.Context(), h4r.ItemQuery{Filters: h4r.Filters{Kinds: []string{bridge.KindTrajectory}}, Limit: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := bridge.NewIndex(nil)
+	if err := idx.Load(t.Context(), a.Store); err != nil {
+		t.Fatal(err)
+	}
+	calls := []map[string]any{
+		{"content": same, "domain": "engineering"}, {"content": same}, {"content": "the and of"},
+		{"content": "optimize database", "domain": "engineering"}, {"content": "database cache latency query"},
+	}
+	for _, maxMatches := range []int{3, 8} {
+		cfg := enabled()
+		cfg.MaxMatches = maxMatches
+		for _, spec := range []h4r.Specialist{public, ops} {
+			src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: cfg.MinSimilarity,
+				Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
+			b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, params := range calls {
+				t.Run(fmt.Sprintf("max %d %s call %d", maxMatches, spec.ID, i), func(t *testing.T) {
+					got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
+					want := scan(t, all, a.Slicer, spec, cfg, params)
+					if got == nil || !slices.Equal(got.Matches, want) {
+						t.Fatalf("index: %+v\nscan:  %+v", got, want)
+					}
+					if len(want) == 0 {
+						t.Fatal("the scan finds no match: the case tests nothing")
+					}
+					for _, m := range got.Matches {
+						if spec.ID == public.ID && (strings.Contains(m.TrajectoryID, "hidden") || hiddenRandom(m.TrajectoryID)) {
+							t.Errorf("the public key got %s, which only ops may see", m.TrajectoryID)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// hiddenRandom reports whether a random trajectory of
+// TestIndexKeepsHiddenOutAndVisibleIn is ops-only (every third).
+func hiddenRandom(id string) bool {
+	var n int
+	_, err := fmt.Sscanf(id, "r-%d", &n)
+	return err == nil && n%3 == 0
+}
+
+// recomputing extracts as TechExtractor does, but is not comparable, so a
+// bridge using it never takes the index's signatures and makes every
+// candidate's anew.
+type recomputing struct{ extract func(string) []string }
+
+func (r recomputing) Extract(text string) []string { return r.extract(text) }
+
+// TestIndexSignaturesAreNotChanged: in hybrid mode a miss embeds its
+// candidates; those given with the index's signature are embedded on a
+// copy (concurrent misses sharing candidates race on the index under
+// -race otherwise), and the matches are the ones a bridge making every
+// signature anew finds.
+func TestIndexSignaturesAreNotChanged(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var stored []h4r.Item
+	for i := range 200 {
+		stored = append(stored, bridge.Trajectory{ID: fmt.Sprintf("t%03d", i), SessionID: "s", Description: problem(r, 2+r.IntN(3)),
+			Domain: "engineering", ToolSequence: []string{"think"}, SuccessScore: 0.5, QualityScore: 0.5}.Item())
+	}
+	a := openApp(t, stored...)
+	idx := bridge.NewIndex(nil)
+	if err := idx.Load(t.Context(), a.Store); err != nil {
+		t.Fatal(err)
+	}
+	hash, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
+	cfg := enabled()
+	cfg.MinSimilarity = 0.3
+	reusing, err := bridge.New(cfg, src, bridge.WithEmbedder(hash), bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anew, err := bridge.New(cfg, src, bridge.WithEmbedder(hash), bridge.WithExtractor(recomputing{bridge.TechExtractor{}.Extract}),
+		bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := make([]map[string]any, 16)
+	for i := range calls {
+		calls[i] = map[string]any{"content": problem(r, 3), "domain": "engineering"}
+	}
+	got := make([]*bridge.Block, len(calls))
+	var wg sync.WaitGroup
+	for i, params := range calls {
+		wg.Go(func() { got[i] = reusing.Enrich(t.Context(), public, "think", params, nil).ContextBridge })
+	}
+	wg.Wait()
+	matched := 0
+	for i, params := range calls {
+		want := anew.Enrich(t.Context(), public, "think", params, nil).ContextBridge
+		if got[i] == nil || want == nil || got[i].SimilarityMode != "hybrid" || !slices.Equal(got[i].Matches, want.Matches) {
+			t.Fatalf("call %d: reusing the index's signatures %+v, making them anew %+v", i, got[i], want)
+		}
+		matched += len(want.Matches)
+	}
+	if matched == 0 {
+		t.Fatal("no call matched: the test compares nothing")
 	}
 }
