@@ -224,18 +224,35 @@ func sparse(q []float32) (*sparseQuery, bool) {
 
 // dotCodes equals DotCodes(q, c) bit for bit: every lane adds its terms in
 // the same order, and a term it skips is q[i]·c[i] = ±0, which leaves a
-// sum unchanged (x + ±0 = x; +0 + -0 = +0).
+// sum unchanged (x + ±0 = x; +0 + -0 = +0). The four lanes advance
+// together, as DotCodes' do: each sum is a chain of dependent additions,
+// and four chains in flight overlap where one lane at a time waited on
+// each addition (BenchmarkScan, sparse at 100k: 9.2–11.8 against
+// 11.4–13.0 ms per scan, three alternating runs at load 8).
 func (sq *sparseQuery) dotCodes(c []int8) float32 {
-	var s [4]float32
-	for lane := range 4 {
-		idx, val := sq.idx[lane], sq.val[lane]
-		acc := s[lane]
-		for k, i := range idx {
-			acc += val[k] * float32(c[i])
-		}
-		s[lane] = acc
+	i0, i1, i2, i3 := sq.idx[0], sq.idx[1], sq.idx[2], sq.idx[3]
+	v0, v1, v2, v3 := sq.val[0][:len(i0)], sq.val[1][:len(i1)], sq.val[2][:len(i2)], sq.val[3][:len(i3)]
+	n := min(len(i0), len(i1), len(i2), len(i3))
+	var s0, s1, s2, s3 float32
+	for k := range n {
+		s0 += v0[k] * float32(c[i0[k]])
+		s1 += v1[k] * float32(c[i1[k]])
+		s2 += v2[k] * float32(c[i2[k]])
+		s3 += v3[k] * float32(c[i3[k]])
 	}
-	return s[0] + s[1] + s[2] + s[3]
+	for k := n; k < len(i0); k++ {
+		s0 += v0[k] * float32(c[i0[k]])
+	}
+	for k := n; k < len(i1); k++ {
+		s1 += v1[k] * float32(c[i1[k]])
+	}
+	for k := n; k < len(i2); k++ {
+		s2 += v2[k] * float32(c[i2[k]])
+	}
+	for k := n; k < len(i3); k++ {
+		s3 += v3[k] * float32(c[i3[k]])
+	}
+	return s0 + s1 + s2 + s3
 }
 
 // Dot is the dot product of two float32 vectors of one length; for unit
