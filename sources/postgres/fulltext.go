@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -36,19 +37,20 @@ const queryTermsSQL = `
 // (term_id, impact DESC, item_seq) index alone; the sum of idf·impact per
 // item is its BM25 score. The best hits are kept with their ties (the
 // caller breaks ties by id), and only they are joined to their rows.
-// %s is the posting source: the postings table, or postings joined to the
-// items that pass the filters.
+// %[1]s is the posting source: the postings table, or postings joined to
+// the items that pass the filters; %[2]s the columns read of each hit's
+// row (hitSelect).
 const bm25SQL = `WITH q AS MATERIALIZED (` + queryTermsSQL + `),
 	hits AS (
 		SELECT p.item_seq, sum(q.idf * p.impact) AS score
 		FROM q CROSS JOIN LATERAL (
-			%s
+			%[1]s
 		) p
 		GROUP BY p.item_seq
 		ORDER BY score DESC
 		FETCH FIRST $3 ROWS WITH TIES
 	)
-	SELECT ` + itemColumns + `, h.score
+	SELECT %[2]s, h.score
 	FROM hits h JOIN items i ON i.seq = h.item_seq`
 
 const (
@@ -66,7 +68,8 @@ const (
 // walk in score order; a plain join read all ~5,000 candidates' rows,
 // 110 ms p50 at 100k items), instead of one per posting. It misses items whose postings all fell below the cut, so
 // when it finds fewer than the limit and a term was cut, Generate asks
-// again with filteredPostings.
+// again with filteredPostings. %[1]s is the filters, %[2]s the columns
+// read of each hit's row.
 const postFilterSQL = `WITH q AS MATERIALIZED (` + queryTermsSQL + `),
 	hits AS (
 		SELECT p.item_seq, sum(q.idf * p.impact) AS score
@@ -75,11 +78,11 @@ const postFilterSQL = `WITH q AS MATERIALIZED (` + queryTermsSQL + `),
 	),
 	top AS (
 		SELECT h.item_seq, h.score FROM (SELECT item_seq, score FROM hits ORDER BY score DESC) h
-		CROSS JOIN LATERAL (SELECT FROM items i WHERE i.seq = h.item_seq%s) pass
+		CROSS JOIN LATERAL (SELECT FROM items i WHERE i.seq = h.item_seq%[1]s) pass
 		ORDER BY h.score DESC
 		FETCH FIRST $3 ROWS WITH TIES
 	)
-	SELECT ` + itemColumns + `, t.score
+	SELECT %[2]s, t.score
 	FROM top t JOIN items i ON i.seq = t.item_seq`
 
 // cutSQL tells whether any query term has more postings than the cut.
@@ -107,9 +110,10 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 	if text == "" {
 		return nil, nil
 	}
-	query := fmt.Sprintf(bm25SQL, plainPostings)
+	cols := g.hitSelect()
+	query := fmt.Sprintf(bm25SQL, plainPostings, cols)
 	if where != "" {
-		query = fmt.Sprintf(postFilterSQL, where)
+		query = fmt.Sprintf(postFilterSQL, where, cols)
 	}
 	hits, err := g.run(ctx, query, p.args)
 	if err == nil && where != "" && len(hits) < limit {
@@ -118,7 +122,7 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 			return g.s.pool.QueryRow(ctx, cutSQL, text, g.s.termCut).Scan(&cut)
 		})
 		if err == nil && cut {
-			hits, err = g.run(ctx, fmt.Sprintf(bm25SQL, fmt.Sprintf(filteredPostings, where)), p.args)
+			hits, err = g.run(ctx, fmt.Sprintf(bm25SQL, fmt.Sprintf(filteredPostings, where), cols), p.args)
 		}
 	}
 	if err != nil {
@@ -138,8 +142,20 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 	return hits, nil
 }
 
+// hitSelect is what a scoring query reads of each hit's row: its stamp
+// when the item cache is on (runCached), else the whole item.
+func (g fullText) hitSelect() string {
+	if g.s.items.Enabled() {
+		return stampColumns
+	}
+	return itemColumns
+}
+
 // run runs one scoring query and returns its hits.
 func (g fullText) run(ctx context.Context, query string, args []any) ([]h4r.Hit, error) {
+	if g.s.items.Enabled() {
+		return g.runCached(ctx, query, args)
+	}
 	var hits []h4r.Hit
 	err := g.s.read(ctx, func(ctx context.Context) error {
 		var scores []*float64
@@ -153,6 +169,49 @@ func (g fullText) run(ctx context.Context, query string, args []any) ([]h4r.Hit,
 		hits = make([]h4r.Hit, len(items))
 		for i, it := range items {
 			hits[i] = h4r.Hit{Item: it, Score: *scores[i]}
+		}
+		return nil
+	})
+	return hits, err
+}
+
+// runCached runs one scoring query that reads the hits' stamps and returns
+// the hits with their items read through the cache.
+func (g fullText) runCached(ctx context.Context, query string, args []any) ([]h4r.Hit, error) {
+	var hits []h4r.Hit
+	err := g.s.read(ctx, func(ctx context.Context) error {
+		hits = hits[:0]
+		rows, err := g.s.pool.Query(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("querying hits: %w", err)
+		}
+		var (
+			sc      stampScanner
+			score   float64
+			stamps  []stamped
+			scores  []float64
+			dest    = append(sc.dest(), &score)
+			scanErr error
+		)
+		for rows.Next() {
+			if scanErr = rows.Scan(dest...); scanErr != nil {
+				break
+			}
+			stamps = append(stamps, sc.value())
+			scores = append(scores, score)
+		}
+		rows.Close()
+		if err := errors.Join(scanErr, rows.Err()); err != nil {
+			return fmt.Errorf("reading hits: %w", err)
+		}
+		items, err := g.s.readThrough(ctx, g.s.pool, stamps)
+		if err != nil {
+			return err
+		}
+		for i, r := range stamps {
+			if it := items[r.id]; it != nil {
+				hits = append(hits, h4r.Hit{Item: it, Score: scores[i]})
+			}
 		}
 		return nil
 	})

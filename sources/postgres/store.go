@@ -20,6 +20,7 @@ import (
 
 	"github.com/h4r/h4r/sources/internal/access"
 	"github.com/h4r/h4r/sources/internal/ann"
+	"github.com/h4r/h4r/sources/internal/itemcache"
 )
 
 // Defaults.
@@ -65,7 +66,10 @@ type Store struct {
 	vectors    vectorState
 	vectorPoll time.Duration
 	annAbove   int // the vector index's ANN threshold (WithVectorANNThreshold)
-	closeOnce  sync.Once
+	// items are decoded items the generators read their hits through
+	// (itemcache.go).
+	items     *itemcache.Cache
+	closeOnce sync.Once
 	closeErr   error
 }
 
@@ -85,6 +89,8 @@ type options struct {
 	analyzer   *analysis.Analyzer
 	vectorPoll time.Duration
 	annAbove   int
+	// itemCacheBytes is the item cache's budget; nil: the default.
+	itemCacheBytes *int64
 }
 
 // WithVectorANNThreshold sets the number of vectors from which vector
@@ -171,6 +177,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
 	case o.vectorPoll <= 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorPollInterval", "vector poll interval must be positive, got %v", o.vectorPoll)
+	case o.itemCacheBytes != nil && *o.itemCacheBytes < 0:
+		return o, h4r.Errorf(h4r.EINVALID, "itemCacheBytes", "item cache size must not be negative, got %d", *o.itemCacheBytes)
 	case o.annAbove < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorANNThreshold", "vector ANN threshold must not be negative, got %d", o.annAbove)
 	case o.retry.attempts < 0 || o.retry.backoff < 0:
@@ -215,6 +223,11 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	s := &Store{pool: reads, writes: writes, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut,
 		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove}
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
+	cacheBytes := int64(DefaultItemCacheBytes)
+	if o.itemCacheBytes != nil {
+		cacheBytes = *o.itemCacheBytes
+	}
+	s.items = itemcache.New(cacheBytes)
 	if err := s.Ping(ctx); err != nil {
 		reads.Close()
 		writes.Close()
