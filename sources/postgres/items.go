@@ -513,7 +513,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if !found {
 		return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 	}
-	s.items.Drop(id) // memory only: a deleted item is never a hit again
+	s.items.Drop(id)        // memory only: a deleted item is never a hit again
 	s.afterVectorWrite(ctx) // its vector went by cascade
 	return nil
 }

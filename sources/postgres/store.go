@@ -70,7 +70,7 @@ type Store struct {
 	// (itemcache.go).
 	items     *itemcache.Cache
 	closeOnce sync.Once
-	closeErr   error
+	closeErr  error
 }
 
 // Option configures Open and Migrate.
