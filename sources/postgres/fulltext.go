@@ -35,8 +35,10 @@ const queryTermsSQL = `
 // 43 of a query's 53 ms on scifact). For each of them the lateral subquery reads
 // at most the term cut of postings, best impact first, from the
 // (term_id, impact DESC, item_seq) index alone; the sum of idf·impact per
-// item is its BM25 score. The best hits are kept with their ties (the
-// caller breaks ties by id), and only they are joined to their rows.
+// item is its BM25 score. The best hits are kept with their ties, and only
+// they are joined to their rows; the ties at the cut are broken by id (in
+// bytes, as Go compares strings) there, so that only the limit's rows are
+// read out: on a templated corpus a cut of 100 kept ~1,000 ties.
 // %[1]s is the posting source: the postings table, or postings joined to
 // the items that pass the filters; %[2]s the columns read of each hit's
 // row (hitSelect).
@@ -51,7 +53,9 @@ const bm25SQL = `WITH q AS MATERIALIZED (` + queryTermsSQL + `),
 		FETCH FIRST $3 ROWS WITH TIES
 	)
 	SELECT %[2]s, h.score
-	FROM hits h JOIN items i ON i.seq = h.item_seq`
+	FROM hits h JOIN items i ON i.seq = h.item_seq
+	ORDER BY h.score DESC, i.id COLLATE "C"
+	LIMIT $3`
 
 const (
 	plainPostings = `SELECT item_seq, impact FROM postings WHERE term_id = q.id ORDER BY impact DESC LIMIT $2`
@@ -83,7 +87,9 @@ const postFilterSQL = `WITH q AS MATERIALIZED (` + queryTermsSQL + `),
 		FETCH FIRST $3 ROWS WITH TIES
 	)
 	SELECT %[2]s, t.score
-	FROM top t JOIN items i ON i.seq = t.item_seq`
+	FROM top t JOIN items i ON i.seq = t.item_seq
+	ORDER BY t.score DESC, i.id COLLATE "C"
+	LIMIT $3`
 
 // cutSQL tells whether any query term has more postings than the cut.
 const cutSQL = `SELECT EXISTS (SELECT 1 FROM terms
@@ -128,8 +134,8 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 	if err != nil {
 		return nil, fmt.Errorf("full-text search for %q: %w", q.Text, err)
 	}
-	// Best first, ties by id; the query kept the ties at the cut, so the
-	// cut by id happens here.
+	// Best first, ties by id, as the query ordered them (the sort keeps
+	// the order exact whatever the database's collation).
 	slices.SortFunc(hits, func(a, b h4r.Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c

@@ -304,3 +304,43 @@ func TestItemCacheUnderConcurrentWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestFullTextBreaksTiesAtTheCutByID proves the cut the scoring query makes
+// at the limit (ties at the cut broken by id in SQL) equal to the cut Go
+// made before of every tie: items with the same text score the same, and
+// their ids sort differently by bytes than by a linguistic collation
+// (upper case, punctuation), so the first limit by (score, id) must be
+// the first limit of the whole ordered list, with and without the cache.
+func TestFullTextBreaksTiesAtTheCutByID(t *testing.T) {
+	dsn := newSchema(t)
+	cached := openAt(t, dsn)
+	uncached := openAt(t, dsn, WithItemCacheBytes(0))
+	var items []h4r.Item
+	for i := range 60 {
+		for _, prefix := range []string{"a", "B", "_c", "b", "A-"} {
+			items = append(items, h4r.Item{ID: fmt.Sprintf("%s%02d", prefix, 59-i), Kind: "note", Text: "tied flaky login note"})
+		}
+	}
+	items = append(items, h4r.Item{ID: "zz-best", Kind: "note", Text: "tied flaky login login login"})
+	if _, err := cached.Upsert(t.Context(), items); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Store{cached, uncached} {
+		all, err := s.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: "flaky login", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != len(items) {
+			t.Fatalf("%d hits of %d items", len(all), len(items))
+		}
+		for _, limit := range []int{1, 7, 100, 299} {
+			got, err := s.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: "flaky login", Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := hitIDs(got), hitIDs(all[:limit]); !reflect.DeepEqual(g, w) {
+				t.Errorf("cache %v, limit %d: got %v, want %v", s.items.Enabled(), limit, g, w)
+			}
+		}
+	}
+}
