@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -142,38 +143,43 @@ func queryHits(ctx context.Context, q querier, query string, args []any) ([]h4r.
 }
 
 // readHitsCached runs query, selecting stampColumns and the distance, in
-// the walk's snapshot on conn, reads the hits' items through the cache in
-// the same snapshot, and ends it. The items are whole, links as stored
-// (readHits reads only their types, targets and strengths).
+// the walk's snapshot on conn and ends the snapshot, in one round trip,
+// then reads the hits' items through the cache (readThrough: the ones it
+// lacks at their stamps, on conn after the snapshot, so never older than
+// it). The items are whole, links as stored (readHits reads only their
+// types, targets and strengths).
 func (s *Store) readHitsCached(ctx context.Context, conn *pgx.Conn, query string, args []any) ([]h4r.Hit, error) {
-	rows, err := conn.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("querying hits: %w", err)
-	}
+	b := &pgx.Batch{}
+	b.Queue(query, args...)
+	b.Queue(`ROLLBACK`) // a read has nothing to commit
+	br := conn.SendBatch(ctx, b)
 	var (
 		sc       stampScanner
 		distance int32
 		stamps   []stamped
 		dists    []int32
 	)
-	_, err = pgx.ForEachRow(rows, append(sc.dest(), &distance), func() error {
-		stamps = append(stamps, sc.value())
-		dists = append(dists, distance)
-		return nil
-	})
-	if err != nil {
+	rows, err := br.Query()
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, append(sc.dest(), &distance), func() error {
+			stamps = append(stamps, sc.value())
+			dists = append(dists, distance)
+			return nil
+		})
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err := errors.Join(err, br.Close()); err != nil {
 		return nil, fmt.Errorf("reading hits: %w", err)
 	}
 	items, err := s.readThrough(ctx, conn, stamps)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil { // a read has nothing to commit
-		return nil, fmt.Errorf("ending the walk's snapshot: %w", err)
-	}
 	hits := make([]h4r.Hit, 0, len(stamps))
 	for i, r := range stamps {
-		if it := items[r.id]; it != nil { // read in the snapshot that stamped it: always there
+		if it := items[r.id]; it != nil { // absent: deleted since the snapshot
 			hits = append(hits, h4r.Hit{Item: it, Distance: int(dists[i])})
 		}
 	}

@@ -61,6 +61,12 @@ type Store struct {
 	writeTimeout time.Duration
 
 	analyzing atomic.Bool // an ANALYZE of this process is running (planner.go)
+	// vacuums are the VACUUMs planner.go runs in the background after an
+	// ANALYZE; Close stops them (stopVacuums) and waits.
+	vacuums     sync.WaitGroup
+	vacuumCtx   context.Context
+	stopVacuums context.CancelFunc
+	vacuumed    atomic.Int64 // VACUUMs done (tests)
 	// vectors is the in-process vector index (vectors.go), polled every
 	// vectorPoll for other replicas' writes.
 	vectors    vectorState
@@ -223,6 +229,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	s := &Store{pool: reads, writes: writes, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut,
 		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove}
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
+	s.vacuumCtx, s.stopVacuums = context.WithCancel(context.WithoutCancel(ctx))
 	cacheBytes := int64(DefaultItemCacheBytes)
 	if o.itemCacheBytes != nil {
 		cacheBytes = *o.itemCacheBytes
@@ -326,6 +333,8 @@ func explain(err error) error {
 // it again does nothing and returns the first call's error.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopVacuums()
+		s.vacuums.Wait()
 		s.closeErr = s.access.Stop()
 		s.pool.Close()
 		s.writes.Close()
