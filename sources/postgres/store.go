@@ -67,6 +67,9 @@ type Store struct {
 	vacuumCtx   context.Context
 	stopVacuums context.CancelFunc
 	vacuumed    atomic.Int64 // VACUUMs done (tests)
+	vacuuming   atomic.Bool  // a VACUUM of this process is running
+	// vacuumedDocs is the corpus size when this process last started one.
+	vacuumedDocs atomic.Int64
 	// vectors is the in-process vector index (vectors.go), polled every
 	// vectorPoll for other replicas' writes.
 	vectors    vectorState
