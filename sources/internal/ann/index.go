@@ -550,14 +550,13 @@ func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slac
 	if len(q) != d { // none stored, or a query of another dimension (the stores check first)
 		return nil, nil, slack, true
 	}
-	qc := vecindex.NewQueryCodes(q) // the hashing embedder's queries are sparse: the scan skips their zeros
 	if x.centroids == nil || x.probesFor(n) >= len(x.lists) {
 		if len(x.lists) == 1 { // the index's own ids: no copy on the exact path
-			return x.lists[0].ids, x.scoreList(qc, 0, make([]float32, 0, x.n)), slack, true
+			return x.lists[0].ids, x.scoreList(q, 0, make([]float32, 0, x.n)), slack, true
 		}
 		ids, scores = make([]string, 0, x.n), make([]float32, 0, x.n)
 		for li := range x.lists {
-			ids, scores = append(ids, x.lists[li].ids...), x.scoreList(qc, li, scores)
+			ids, scores = append(ids, x.lists[li].ids...), x.scoreList(q, li, scores)
 		}
 		return ids, scores, slack, true
 	}
@@ -568,17 +567,17 @@ func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slac
 	}
 	ids, scores = make([]string, 0, size), make([]float32, 0, size)
 	for _, li := range probes {
-		ids, scores = append(ids, x.lists[li].ids...), x.scoreList(qc, li, scores)
+		ids, scores = append(ids, x.lists[li].ids...), x.scoreList(q, li, scores)
 	}
 	return ids, scores, slack, false
 }
 
 // scoreList appends the approximate scores of list li's vectors to scores.
-func (x *Index) scoreList(qc vecindex.QueryCodes, li int, scores []float32) []float32 {
+func (x *Index) scoreList(q []float32, li int, scores []float32) []float32 {
 	l := &x.lists[li]
 	d := x.dim
 	for i := range l.ids {
-		scores = append(scores, qc.Dot(l.codes[i*d:(i+1)*d])*l.scales[i])
+		scores = append(scores, vecindex.DotCodes(q, l.codes[i*d:(i+1)*d])*l.scales[i])
 	}
 	return scores
 }

@@ -164,28 +164,6 @@ func DotCodes(q []float32, c []int8) float32 {
 	return s0 + s1 + s2 + s3
 }
 
-// QueryCodes scores int8 codes against one query as DotCodes does, bit for
-// bit, skipping the query's zeros when it is sparse (see sparse): the scan
-// Scores makes, for other indexes of codes (sources/internal/ann).
-type QueryCodes struct {
-	q  []float32
-	sq *sparseQuery // nil: the dense loop
-}
-
-// NewQueryCodes prepares q for scoring codes of len(q) dimensions.
-func NewQueryCodes(q []float32) QueryCodes {
-	sq, _ := sparse(q)
-	return QueryCodes{q: q, sq: sq}
-}
-
-// Dot is DotCodes(q, c).
-func (qc QueryCodes) Dot(c []int8) float32 {
-	if qc.sq != nil {
-		return qc.sq.dotCodes(c[:len(qc.q)])
-	}
-	return DotCodes(qc.q, c)
-}
-
 // sparseQuery is a query's nonzero components, split into the four
 // accumulator lanes DotCodes uses (index mod 4; the tail past the last
 // whole group of four goes to lane 0, as in DotCodes), each in ascending
