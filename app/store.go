@@ -24,7 +24,8 @@ func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, 
 		store, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithStopWords(stop),
 			postgres.WithTokenCounter(counter), postgres.WithLogger(o.log), postgres.WithClock(o.now),
 			postgres.WithMaxReadConns(cfg.PGMaxReadConns), postgres.WithMaxWriteConns(cfg.PGMaxWriteConns),
-			postgres.WithWriteTimeout(cfg.WriteTimeout), postgres.WithVectorANNThreshold(cfg.VectorANNThreshold))
+			postgres.WithWriteTimeout(cfg.WriteTimeout), postgres.WithVectorANNThreshold(cfg.VectorANNThreshold),
+			postgres.WithItemCacheBytes(int64(cfg.ItemCacheMB)<<20))
 		if err != nil {
 			return nil, fmt.Errorf("opening the Postgres store (DATABASE_URL): %w", err)
 		}

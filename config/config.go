@@ -33,7 +33,7 @@ type Config struct {
 	PGMaxReadConns  int           // H4R_PG_MAX_READ_CONNS: the Postgres pool reads use
 	PGMaxWriteConns int           // H4R_PG_MAX_WRITE_CONNS: the Postgres pool writes use
 	WriteTimeout    time.Duration // H4R_WRITE_TIMEOUT_MS: deadline of one store write
-	ItemCacheMB     int           // H4R_ITEM_CACHE_MB: memory of the embedded store's decoded-item cache
+	ItemCacheMB     int           // H4R_ITEM_CACHE_MB: memory of the store's decoded-item cache
 
 	// VectorANNThreshold is H4R_VECTOR_ANN_THRESHOLD: vectors from which
 	// the in-process vector index is approximate (0: never).

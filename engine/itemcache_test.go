@@ -10,6 +10,7 @@ import (
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/internal/pgtest"
 )
 
 // openDemoWith is openDemo with a changed configuration.
@@ -47,10 +48,28 @@ func packJSON(t *testing.T, p *h4r.Pack) string {
 // fast path, H4R_ITEM_CACHE_MB) gives the packs the uncached reads give,
 // redacted items included, the first time (cache filling) and the second
 // (answered from it); and that redacting a pack leaves the cached items as
-// they were stored.
+// they were stored. On both stores: each has a cache of its own.
 func TestPacksSameWithAndWithoutItemCache(t *testing.T) {
-	cached := openDemoWith(t, func(*config.Config) {})
-	uncached := openDemoWith(t, func(c *config.Config) { c.ItemCacheMB = 0 })
+	stores := []struct {
+		name  string
+		store func(t *testing.T) func(*config.Config)
+	}{
+		{"embedded", func(*testing.T) func(*config.Config) { return func(*config.Config) {} }},
+		{"postgres", func(t *testing.T) func(*config.Config) {
+			return func(c *config.Config) { c.DatabaseURL = pgtest.Schema(t, "h4r_engine_cache") }
+		}},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			store := st.store(t)
+			cached := openDemoWith(t, store)
+			uncached := openDemoWith(t, func(c *config.Config) { store(c); c.ItemCacheMB = 0 })
+			packsSameWithAndWithoutCache(t, cached, uncached)
+		})
+	}
+}
+
+func packsSameWithAndWithoutCache(t *testing.T, cached, uncached *app.App) {
 	queries := []string{
 		"login test failures with selector issues", "checkout payment iframe flaky", "CI retries decision",
 		"storage state expired session", "customer email personal data", "staging 502 incident",

@@ -18,6 +18,13 @@
 // bounds the cost of a query by terms × cut instead of the number of
 // matches.
 //
+// Searches read their hits through a cache of decoded items
+// (itemcache.go): each query that finds hits reads only their stamps
+// (version, access counts, size), and only hits the cache lacks at that
+// stamp are read and decoded. Versions rise on every change of an item's
+// content and are never reused, so another replica's write is a miss, not
+// a stale hit (PERFORMANCE.md).
+//
 // The schema is created and upgraded by the numbered SQL files in
 // migrations/, embedded in the binary, under a transaction-scoped advisory
 // lock so that replicas starting together apply each migration once.

@@ -11,3 +11,6 @@ var (
 	QuietLogger    = quietLogger
 	Words          = words
 )
+
+// ItemCacheLen returns the number of items in the store's item cache.
+func (s *Store) ItemCacheLen() int { return s.items.Len() }

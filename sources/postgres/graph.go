@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
 )
@@ -43,9 +46,17 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	query := `WITH hit AS (
 			SELECT r.id, r.distance FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
 			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + p.add(limit) + `)
-		` + hitColumns + `
+		`
+	cached := g.s.items.Enabled()
+	if cached {
+		// The hits' stamps; their items come through the cache
+		// (readHitsCached).
+		query += `SELECT ` + stampColumns + `, h.distance FROM hit h JOIN items i ON i.id = h.id ORDER BY h.distance, i.id`
+	} else {
+		query += hitColumns + `
 		FROM hit h JOIN items i ON i.id = h.id` + hitLinks + `
 		ORDER BY h.distance, i.id`
+	}
 	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
 	if where == "" {
 		w.enough = limit
@@ -74,7 +85,11 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 			ids[i], dists[i] = r.id, int32(r.distance)
 		}
 		p.args[0], p.args[1] = ids, dists
-		hits, err = readHits(ctx, conn.Conn(), query, p.args)
+		if cached {
+			hits, err = g.s.readHitsCached(ctx, conn.Conn(), query, p.args)
+		} else {
+			hits, err = readHits(ctx, conn.Conn(), query, p.args)
+		}
 		return err
 	})
 	if err != nil {
@@ -123,6 +138,50 @@ func queryHits(ctx context.Context, q querier, query string, args []any) ([]h4r.
 			}
 		}
 		hits[i] = h4r.Hit{Item: it, Distance: int(r.distance)}
+	}
+	return hits, nil
+}
+
+// readHitsCached runs query, selecting stampColumns and the distance, in
+// the walk's snapshot on conn and ends the snapshot, in one round trip,
+// then reads the hits' items through the cache (readThrough: the ones it
+// lacks at their stamps, on conn after the snapshot, so never older than
+// it). The items are whole, links as stored (readHits reads only their
+// types, targets and strengths).
+func (s *Store) readHitsCached(ctx context.Context, conn *pgx.Conn, query string, args []any) ([]h4r.Hit, error) {
+	b := &pgx.Batch{}
+	b.Queue(query, args...)
+	b.Queue(`ROLLBACK`) // a read has nothing to commit
+	br := conn.SendBatch(ctx, b)
+	var (
+		sc       stampScanner
+		distance int32
+		stamps   []stamped
+		dists    []int32
+	)
+	rows, err := br.Query()
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, append(sc.dest(), &distance), func() error {
+			stamps = append(stamps, sc.value())
+			dists = append(dists, distance)
+			return nil
+		})
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err := errors.Join(err, br.Close()); err != nil {
+		return nil, fmt.Errorf("reading hits: %w", err)
+	}
+	items, err := s.readThrough(ctx, conn, stamps)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]h4r.Hit, 0, len(stamps))
+	for i, r := range stamps {
+		if it := items[r.id]; it != nil { // absent: deleted since the snapshot
+			hits = append(hits, h4r.Hit{Item: it, Distance: int(dists[i])})
+		}
 	}
 	return hits, nil
 }

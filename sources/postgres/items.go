@@ -134,6 +134,7 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
+	s.items.Drop(deletes...) // memory only: a deleted item is never a hit again
 	s.afterVectorWrite(ctx)
 	s.refreshPlannerStats(ctx)
 	return ids, nil
@@ -512,6 +513,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if !found {
 		return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 	}
+	s.items.Drop(id)        // memory only: a deleted item is never a hit again
 	s.afterVectorWrite(ctx) // its vector went by cascade
 	return nil
 }

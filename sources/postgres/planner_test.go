@@ -3,6 +3,7 @@ package postgres
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 )
@@ -41,5 +42,17 @@ func TestBulkLoadIsAnalysed(t *testing.T) {
 		if tuples <= 0 {
 			t.Errorf("%s: reltuples = %v after a bulk load: the planner has no statistics", table, tuples)
 		}
+	}
+	// The background VACUUM fills the postings' visibility map, so that a
+	// term's best postings are read from the index alone. (Whether pages
+	// become all-visible depends on the oldest snapshot open anywhere in
+	// the database, and other tests may vacuum the whole database, so the
+	// test asks that the store vacuumed.)
+	deadline := time.Now().Add(time.Minute)
+	for s.vacuumed.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not vacuum the full-text tables within a minute of a bulk load")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

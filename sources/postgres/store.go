@@ -20,6 +20,7 @@ import (
 
 	"github.com/h4r/h4r/sources/internal/access"
 	"github.com/h4r/h4r/sources/internal/ann"
+	"github.com/h4r/h4r/sources/internal/itemcache"
 )
 
 // Defaults.
@@ -60,13 +61,25 @@ type Store struct {
 	writeTimeout time.Duration
 
 	analyzing atomic.Bool // an ANALYZE of this process is running (planner.go)
+	// vacuums are the VACUUMs planner.go runs in the background after an
+	// ANALYZE; Close stops them (stopVacuums) and waits.
+	vacuums     sync.WaitGroup
+	vacuumCtx   context.Context
+	stopVacuums context.CancelFunc
+	vacuumed    atomic.Int64 // VACUUMs done (tests)
+	vacuuming   atomic.Bool  // a VACUUM of this process is running
+	// vacuumedDocs is the corpus size when this process last started one.
+	vacuumedDocs atomic.Int64
 	// vectors is the in-process vector index (vectors.go), polled every
 	// vectorPoll for other replicas' writes.
 	vectors    vectorState
 	vectorPoll time.Duration
 	annAbove   int // the vector index's ANN threshold (WithVectorANNThreshold)
-	closeOnce  sync.Once
-	closeErr   error
+	// items are decoded items the generators read their hits through
+	// (itemcache.go).
+	items     *itemcache.Cache
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Option configures Open and Migrate.
@@ -85,6 +98,8 @@ type options struct {
 	analyzer   *analysis.Analyzer
 	vectorPoll time.Duration
 	annAbove   int
+	// itemCacheBytes is the item cache's budget; nil: the default.
+	itemCacheBytes *int64
 }
 
 // WithVectorANNThreshold sets the number of vectors from which vector
@@ -171,6 +186,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
 	case o.vectorPoll <= 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorPollInterval", "vector poll interval must be positive, got %v", o.vectorPoll)
+	case o.itemCacheBytes != nil && *o.itemCacheBytes < 0:
+		return o, h4r.Errorf(h4r.EINVALID, "itemCacheBytes", "item cache size must not be negative, got %d", *o.itemCacheBytes)
 	case o.annAbove < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorANNThreshold", "vector ANN threshold must not be negative, got %d", o.annAbove)
 	case o.retry.attempts < 0 || o.retry.backoff < 0:
@@ -215,6 +232,12 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	s := &Store{pool: reads, writes: writes, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut,
 		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove}
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
+	s.vacuumCtx, s.stopVacuums = context.WithCancel(context.WithoutCancel(ctx))
+	cacheBytes := int64(DefaultItemCacheBytes)
+	if o.itemCacheBytes != nil {
+		cacheBytes = *o.itemCacheBytes
+	}
+	s.items = itemcache.New(cacheBytes)
 	if err := s.Ping(ctx); err != nil {
 		reads.Close()
 		writes.Close()
@@ -313,6 +336,8 @@ func explain(err error) error {
 // it again does nothing and returns the first call's error.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopVacuums()
+		s.vacuums.Wait()
 		s.closeErr = s.access.Stop()
 		s.pool.Close()
 		s.writes.Close()

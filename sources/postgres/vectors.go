@@ -489,17 +489,9 @@ func (s *Store) rescoreAndRead(ctx context.Context, model string, q []float32, c
 	for i, t := range top {
 		topIDs[i] = t.ID
 	}
-	var items []*h4r.Item
-	err = s.read(ctx, func(ctx context.Context) error {
-		items, err = s.queryItems(ctx, `SELECT `+itemColumns+` FROM items i WHERE i.id = ANY($1)`, []any{topIDs}, nil)
-		return err
-	})
+	byID, err := s.readByID(ctx, topIDs)
 	if err != nil {
 		return nil, err
-	}
-	byID := make(map[string]*h4r.Item, len(items))
-	for _, it := range items {
-		byID[it.ID] = it
 	}
 	hits := make([]h4r.Hit, 0, len(top))
 	for _, t := range top {

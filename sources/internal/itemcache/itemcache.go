@@ -1,0 +1,144 @@
+package itemcache
+
+import (
+	"sync"
+	"time"
+
+	"github.com/h4r/h4r"
+)
+
+// Stamp is what of a row says whether a decoded copy of it is current.
+// Version covers every column but the ones after it, which change without
+// a new version: access counts, and the size and tokens a recount with
+// another token encoding rewrites.
+type Stamp struct {
+	Version        int
+	AccessCount    int64
+	LastAccessedAt time.Time // zero for never
+	ByteSize       int
+	Tokens         int
+}
+
+// StampOf is the stamp of the row a decoded item came from.
+func StampOf(it *h4r.Item) Stamp {
+	m := &it.Metadata
+	return Stamp{Version: m.Version, AccessCount: m.AccessCount, LastAccessedAt: m.LastAccessedAt,
+		ByteSize: m.ByteSize, Tokens: m.Tokens}
+}
+
+// SameContent reports whether two stamps are of the same content: they may
+// differ in access counts only.
+func (a Stamp) SameContent(b Stamp) bool {
+	return a.Version == b.Version && a.ByteSize == b.ByteSize && a.Tokens == b.Tokens
+}
+
+// Equal reports whether two stamps are the same, access counts included.
+func (a Stamp) Equal(b Stamp) bool {
+	return a.SameContent(b) && a.AccessCount == b.AccessCount && a.LastAccessedAt.Equal(b.LastAccessedAt)
+}
+
+// Footprint estimates the memory of a decoded item: its text, its content
+// and metadata decoded (maps and interfaces take about twice the JSON they
+// came from; ByteSize is the delivered JSON, text included), its links,
+// and the fixed parts.
+func Footprint(it *h4r.Item) int64 {
+	n := 512 + int64(len(it.ID)) + int64(len(it.Text)) + 2*int64(it.Metadata.ByteSize)
+	for _, l := range it.Links {
+		n += 96 + int64(len(l.Target)+len(l.Type)+len(l.Context))
+	}
+	return n + 64*int64(len(it.Metadata.Extra)+len(it.Metadata.Tags))
+}
+
+// Cache keeps decoded items up to a memory budget (estimated by
+// Footprint). It is safe for concurrent use. Entries are shared by every
+// reader and must never be modified: the slicer redacts a copy, and Get
+// returns a copy when only the access counts moved.
+type Cache struct {
+	mu     sync.RWMutex
+	budget int64
+	used   int64
+	items  map[string]entry
+}
+
+type entry struct {
+	item  *h4r.Item
+	stamp Stamp
+	size  int64
+}
+
+// New returns a cache of at most budget bytes; budget <= 0 gives a cache
+// that keeps nothing (Enabled is false).
+func New(budget int64) *Cache {
+	return &Cache{budget: max(budget, 0), items: map[string]entry{}}
+}
+
+// Enabled reports whether the cache keeps anything.
+func (c *Cache) Enabled() bool { return c.budget > 0 }
+
+// Get returns the item with id when the cache holds it at stamp st, the
+// stamp its row carries now. When only the access counts differ it returns
+// a copy of the entry with the row's counts (shallow: everything else is
+// shared and read-only).
+func (c *Cache) Get(id string, st Stamp) (*h4r.Item, bool) {
+	c.mu.RLock()
+	e, ok := c.items[id]
+	c.mu.RUnlock()
+	switch {
+	case !ok || !e.stamp.SameContent(st):
+		return nil, false
+	case e.stamp.Equal(st):
+		return e.item, true
+	}
+	it := *e.item
+	it.Metadata.AccessCount = st.AccessCount
+	it.Metadata.LastAccessedAt = st.LastAccessedAt
+	return &it, true
+}
+
+// Put keeps it, as decoded from its row, replacing the entry of its id.
+// Past the budget it forgets arbitrary entries (Go's map order) until a
+// tenth of the budget is free; an item over a sixteenth of the budget is
+// not kept, as it would push out many.
+func (c *Cache) Put(it *h4r.Item) {
+	size := Footprint(it)
+	if c.budget == 0 || size > c.budget/16 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.items[it.ID]; ok {
+		c.used -= old.size
+	}
+	c.items[it.ID] = entry{item: it, stamp: StampOf(it), size: size}
+	c.used += size
+	if c.used <= c.budget {
+		return
+	}
+	for id, e := range c.items {
+		if c.used <= c.budget-c.budget/10 {
+			break
+		}
+		delete(c.items, id)
+		c.used -= e.size
+	}
+}
+
+// Drop forgets the entries of ids (a store's own deletes: their memory
+// is freed at once rather than when the budget pushes them out).
+func (c *Cache) Drop(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if e, ok := c.items[id]; ok {
+			delete(c.items, id)
+			c.used -= e.size
+		}
+	}
+}
+
+// Len returns the number of entries (tests, benchmarks).
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.items)
+}
