@@ -353,6 +353,12 @@ func (s *Store) afterVectorWrite(ctx context.Context) {
 // waitVectors waits for the first load (bounded by ctx).
 func (s *Store) waitVectors(ctx context.Context) error {
 	v := &s.vectors
+	v.mu.RLock()
+	loaded := v.loaded
+	v.mu.RUnlock()
+	if loaded { // the common case, under the shared lock: an exclusive one here queued every search behind every scan in flight
+		return nil
+	}
 	v.mu.Lock()
 	if v.loaded {
 		v.mu.Unlock()
