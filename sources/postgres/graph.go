@@ -2,16 +2,38 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/linkgraph"
 )
 
 const defaultGraphLimit = 500
 
 // graph is the causal-hop generator: a breadth-first walk over links from
-// the anchors, one query per hop (frontier.go), then one for the items.
-type graph struct{ s *Store }
+// the anchors, in the graph in memory when it is current (memgraph.go),
+// else one query per hop (frontier.go), then one for the items.
+type graph struct {
+	s   *Store
+	via walkPath
+}
+
+// walkPath says where a graph generator walks; tests and benchmarks pin
+// one.
+type walkPath int
+
+const (
+	viaEither   walkPath = iota // memory when current, else the database
+	viaMemory                   // memory only: errGraphBehind when it is not current
+	viaDatabase                 // frontier queries only
+)
+
+// errGraphBehind is a memory-only walk's answer when the graph in memory
+// is not loaded or not current.
+var errGraphBehind = errors.New("the link graph in memory is not current")
 
 func (graph) Name() string { return h4r.GenGraph }
 
@@ -40,17 +62,25 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
-	query := `WITH hit AS (
-			SELECT r.id, r.distance FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
-			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + p.add(limit) + `)
-		` + hitColumns + `
-		FROM hit h JOIN items i ON i.id = h.id` + hitLinks + `
+	hitsOf := reachedHitsSQL(where, p.add(limit))
+	query := hitsOf + hitLinks + `
 		ORDER BY h.distance, i.id`
 	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
 	if where == "" {
 		w.enough = limit
 	}
-
+	if g.via != viaDatabase {
+		hits, current, err := g.fromMemory(ctx, w, hitsOf+noHitLinks+`
+		ORDER BY h.distance, i.id`, p.args)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("walking links from %d anchors in memory: %w", len(q.Anchors), err)
+		case current:
+			return hits, nil
+		case g.via == viaMemory:
+			return nil, errGraphBehind
+		}
+	}
 	var hits []h4r.Hit
 	err = g.s.read(ctx, func(ctx context.Context) error {
 		conn, err := g.s.pool.Acquire(ctx)
@@ -83,6 +113,17 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	return hits, nil
 }
 
+// reachedHitsSQL selects the hits among the items reached, $1 with their
+// distances $2, that pass the filters where, at most limit (a parameter),
+// with hitColumns, up to the join of their links.
+func reachedHitsSQL(where, limit string) string {
+	return `WITH hit AS (
+			SELECT r.id, r.distance FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
+			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + limit + `)
+		` + hitColumns + `
+		FROM hit h JOIN items i ON i.id = h.id`
+}
+
 // hitColumns select a hit: its item's fields, no links as JSON (decoding
 // them is most of what reading a hundred CISI hits with their 5,000 links
 // costs), the distance, and the links as three arrays (hitLinks).
@@ -93,6 +134,79 @@ const hitLinks = `
 		LEFT JOIN LATERAL (SELECT array_agg(l.target ORDER BY l.position) AS targets,
 				array_agg(l.type ORDER BY l.position) AS types, array_agg(l.strength ORDER BY l.position) AS strengths
 			FROM links l WHERE l.source = i.id) lk ON true`
+
+// noHitLinks stands for hitLinks where the links come from memory.
+const noHitLinks = `
+		CROSS JOIN (SELECT NULL::text[] AS targets, NULL::text[] AS types, NULL::float8[] AS strengths) lk`
+
+// fromMemory walks the link graph in memory, when it is loaded, and reads
+// the hits with query (reachedHitsSQL, no links) and args, whose first two
+// it sets to the items reached and their distances. In the same round trip
+// a second statement, whose snapshot is no older than the first's, reads
+// the graph generation: when it is the one the memory held at the walk,
+// the walk was the snapshot's, and the hits take their links from memory
+// (current reports true). Otherwise the memory is behind, the hits are
+// thrown away, and the caller walks in the database; the memory is asked
+// to catch up.
+func (g graph) fromMemory(ctx context.Context, w walk, query string, args []any) (hits []h4r.Hit, current bool, err error) {
+	m := &g.s.graph
+	m.mu.RLock()
+	if !m.loaded {
+		m.mu.RUnlock()
+		return nil, false, nil
+	}
+	reached := m.g.Walk(linkgraph.Walk{Anchors: w.anchors, MaxHops: w.maxHops, Directed: w.directed, Types: w.types, Targets: w.targets, Enough: w.enough})
+	walked := m.gen
+	m.mu.RUnlock()
+	if len(reached) > 0 {
+		ids, dists := make([]string, len(reached)), make([]int32, len(reached))
+		for i, r := range reached {
+			ids[i], dists[i] = r.ID, int32(r.Distance)
+		}
+		args[0], args[1] = ids, dists
+	}
+	var gen int64
+	err = g.s.read(ctx, func(ctx context.Context) error {
+		b := &pgx.Batch{}
+		if len(reached) > 0 {
+			b.Queue(query, args...)
+		}
+		b.Queue(`SELECT gen FROM graph_state`)
+		br := g.s.pool.SendBatch(ctx, b)
+		hits = nil
+		var err error
+		if len(reached) > 0 {
+			hits, err = queryHits(ctx, batchQuerier{br}, query, args)
+		}
+		if err == nil {
+			err = br.QueryRow().Scan(&gen)
+		}
+		return errors.Join(err, br.Close())
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if gen != walked {
+		g.s.nudgeGraph()
+		return nil, false, nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.gen != walked { // moved on meanwhile: its links may be newer than the hits
+		return nil, false, nil
+	}
+	for _, h := range hits {
+		links, _ := m.g.Links(h.Item.ID)
+		if len(links) == 0 {
+			continue
+		}
+		h.Item.Links = make([]h4r.Link, len(links))
+		for i, l := range links {
+			h.Item.Links[i] = h4r.Link{Type: l.Type, Target: l.Target, Strength: l.Strength}
+		}
+	}
+	return hits, true, nil
+}
 
 // queryHits runs a query selecting hitColumns.
 func queryHits(ctx context.Context, q querier, query string, args []any) ([]h4r.Hit, error) {

@@ -135,6 +135,7 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
 	s.afterVectorWrite(ctx)
+	s.nudgeGraph()
 	s.refreshPlannerStats(ctx)
 	return ids, nil
 }
@@ -513,6 +514,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 	}
 	s.afterVectorWrite(ctx) // its vector went by cascade
+	s.nudgeGraph()
 	return nil
 }
 

@@ -65,6 +65,10 @@ type Store struct {
 	vectors    vectorState
 	vectorPoll time.Duration
 	annAbove   int // the vector index's ANN threshold (WithVectorANNThreshold)
+	// graph is the in-memory link graph for hops (memgraph.go), polled
+	// every graphPoll for other replicas' writes.
+	graph     graphMemory
+	graphPoll time.Duration
 	closeOnce  sync.Once
 	closeErr   error
 }
@@ -85,6 +89,7 @@ type options struct {
 	analyzer   *analysis.Analyzer
 	vectorPoll time.Duration
 	annAbove   int
+	graphPoll  time.Duration
 }
 
 // WithVectorANNThreshold sets the number of vectors from which vector
@@ -150,7 +155,8 @@ func WithReadRetries(attempts int, backoff time.Duration) Option {
 func buildOptions(opts []Option) (options, error) {
 	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), termCut: defaultTermCut,
 		maxRead: defaultMaxReadConns, maxWrite: defaultMaxWriteConns, writeAfter: defaultWriteTimeout,
-		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}, vectorPoll: defaultVectorPoll, annAbove: ann.DefaultThreshold}
+		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}, vectorPoll: defaultVectorPoll, annAbove: ann.DefaultThreshold,
+		graphPoll: defaultGraphPoll}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -171,6 +177,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
 	case o.vectorPoll <= 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorPollInterval", "vector poll interval must be positive, got %v", o.vectorPoll)
+	case o.graphPoll <= 0:
+		return o, h4r.Errorf(h4r.EINVALID, "graphPollInterval", "graph poll interval must be positive, got %v", o.graphPoll)
 	case o.annAbove < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorANNThreshold", "vector ANN threshold must not be negative, got %d", o.annAbove)
 	case o.retry.attempts < 0 || o.retry.backoff < 0:
@@ -213,7 +221,9 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		return nil, err
 	}
 	s := &Store{pool: reads, writes: writes, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut,
-		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove}
+		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove,
+		graphPoll: o.graphPoll}
+	s.graph.nudge = make(chan struct{}, 1)
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
 	if err := s.Ping(ctx); err != nil {
 		reads.Close()
@@ -337,4 +347,4 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) FullText() h4r.Generator { return fullText{s} }
 
 // Graph returns the causal-hop candidate generator.
-func (s *Store) Graph() h4r.Generator { return graph{s} }
+func (s *Store) Graph() h4r.Generator { return graph{s: s} }

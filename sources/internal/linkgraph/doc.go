@@ -1,0 +1,6 @@
+// Package linkgraph is a link graph held in memory for causal hops: every
+// item and link target gets a compact node number, each node lists the
+// links it holds and those it receives, and a hop query is a
+// breadth-first walk that visits each node once. The store that holds it
+// stays the truth and decides when it is current (sources/postgres).
+package linkgraph
