@@ -69,8 +69,8 @@ type Store struct {
 	// every graphPoll for other replicas' writes.
 	graph     graphMemory
 	graphPoll time.Duration
-	closeOnce  sync.Once
-	closeErr   error
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Option configures Open and Migrate.
