@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/access"
 	"github.com/h4r/h4r/sources/storetest"
 )
 
@@ -35,6 +37,11 @@ func (g memoryGraph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.
 	}
 	if g, w := hitsWithLinks(got), hitsWithLinks(want); !slices.Equal(g, w) {
 		return nil, fmt.Errorf("memory walk answers\n %v\nfrontier walk answers\n %v", g, w)
+	}
+	for i := range got { // whole items: the cached ones too
+		if !reflect.DeepEqual(got[i], want[i]) {
+			return nil, fmt.Errorf("memory walk's hit %d is\n %+v\nfrontier walk's is\n %+v", i, *got[i].Item, *want[i].Item)
+		}
 	}
 	return got, nil
 }
@@ -261,4 +268,52 @@ func TestGraphReloadsPastThePrunedLog(t *testing.T) {
 	if want := []string{"p@0", "q@1"}; !slices.Equal(got, want) {
 		t.Fatalf("after the log was pruned: %v, want %v", got, want)
 	}
+}
+
+// A hit whose item was decoded before at another version is decoded again:
+// the walk in memory returns the item as it is now (text, content,
+// metadata, access counts), equal to the frontier walk's, whether its links
+// changed or not, and whether it was deleted and written again.
+func TestMemoryWalkReturnsItemsAsTheyAreNow(t *testing.T) {
+	s := loadedStore(t)
+	write := func(text string, importance float64) {
+		t.Helper()
+		items := []h4r.Item{
+			{ID: "a", Kind: "event", Text: "anchor", Links: []h4r.Link{{Type: "caused_by", Target: "b"}}},
+			{ID: "b", Kind: "event", Text: text, Content: map[string]any{"text": text},
+				Metadata: h4r.Metadata{Importance: &importance, Extra: map[string]any{"status": text}}},
+		}
+		if _, err := s.Upsert(t.Context(), items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := h4r.CandidateQuery{Anchors: []string{"a"}, MaxHops: 1}
+	second := func(want string) {
+		t.Helper()
+		hits, err := memoryGraph{s}.Generate(t.Context(), q) // checks every field against the frontier walk
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 2 || hits[1].Item.Text != want || hits[1].Item.Metadata.Extra["status"] != want {
+			t.Fatalf("hits %v, want b with text and status %q", hitsWithLinks(hits), want)
+		}
+	}
+	write("first", 0.5)
+	second("first")
+	second("first") // from the cache
+	if _, ok := s.hits.items["b"]; !ok {
+		t.Fatal("b was not kept in the hit cache")
+	}
+	write("second", 0.7) // same links, new version
+	second("second")
+	// access counts change without a new version
+	if err := s.flushAccess(t.Context(), map[string]access.Pending{"b": {Count: 3, Last: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	second("second")
+	if err := s.Delete(t.Context(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	write("third", 0.9)
+	second("third")
 }

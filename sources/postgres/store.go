@@ -69,6 +69,7 @@ type Store struct {
 	// every graphPoll for other replicas' writes.
 	graph     graphMemory
 	graphPoll time.Duration
+	hits      hitCache // decoded graph hits of the walk in memory
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -77,19 +78,20 @@ type Store struct {
 type Option func(*options)
 
 type options struct {
-	counter    *tokens.Counter
-	now        func() time.Time
-	flushEvery time.Duration
-	log        *slog.Logger
-	termCut    int
-	maxRead    int32
-	maxWrite   int32
-	writeAfter time.Duration
-	retry      retryPolicy
-	analyzer   *analysis.Analyzer
-	vectorPoll time.Duration
-	annAbove   int
-	graphPoll  time.Duration
+	counter       *tokens.Counter
+	now           func() time.Time
+	flushEvery    time.Duration
+	log           *slog.Logger
+	termCut       int
+	maxRead       int32
+	maxWrite      int32
+	writeAfter    time.Duration
+	retry         retryPolicy
+	analyzer      *analysis.Analyzer
+	vectorPoll    time.Duration
+	annAbove      int
+	graphPoll     time.Duration
+	hitCacheBytes int64
 }
 
 // WithVectorANNThreshold sets the number of vectors from which vector
@@ -156,7 +158,7 @@ func buildOptions(opts []Option) (options, error) {
 	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), termCut: defaultTermCut,
 		maxRead: defaultMaxReadConns, maxWrite: defaultMaxWriteConns, writeAfter: defaultWriteTimeout,
 		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}, vectorPoll: defaultVectorPoll, annAbove: ann.DefaultThreshold,
-		graphPoll: defaultGraphPoll}
+		graphPoll: defaultGraphPoll, hitCacheBytes: defaultHitCacheBytes}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -177,6 +179,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
 	case o.vectorPoll <= 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorPollInterval", "vector poll interval must be positive, got %v", o.vectorPoll)
+	case o.hitCacheBytes < 0:
+		return o, h4r.Errorf(h4r.EINVALID, "hitCacheBytes", "hit cache size must not be negative, got %d", o.hitCacheBytes)
 	case o.graphPoll <= 0:
 		return o, h4r.Errorf(h4r.EINVALID, "graphPollInterval", "graph poll interval must be positive, got %v", o.graphPoll)
 	case o.annAbove < 0:
@@ -224,6 +228,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove,
 		graphPoll: o.graphPoll}
 	s.graph.nudge = make(chan struct{}, 1)
+	s.hits = newHitCache(o.hitCacheBytes)
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
 	if err := s.Ping(ctx); err != nil {
 		reads.Close()
