@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,52 @@ func BenchmarkGraph100k(b *testing.B) {
 		queries = append(queries, h4r.CandidateQuery{Anchors: a, MaxHops: 2, Limit: 100})
 	}
 	storetest.BenchHops(b, graphImpls(s, warmGraph(b, s)), queries)
+}
+
+// BenchmarkUpsertGraphLog measures what the log of graph changes
+// (migration 0007's triggers) adds to ingest: rewriting batches of 500
+// items holding 5 links each, in a store of 20,000 such items, with the
+// triggers on (log=on, as shipped) and disabled (log=off), alternately in
+// one run. One iteration is one batch.
+//
+//	H4R_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//	  go test ./sources/postgres -run '^$' -bench UpsertGraphLog -count 6
+func BenchmarkUpsertGraphLog(b *testing.B) {
+	const n, batch = 20_000, 500
+	dsn := postgres.NewSchema(b)
+	s := postgres.OpenAt(b, dsn)
+	items := storetest.LinkedItems(n, 5, 3)
+	loadItems(b, s.Upsert, items, batch)
+	pool := rawPool(b, dsn)
+	setTriggers := func(on bool) {
+		verb := "ENABLE"
+		if !on {
+			verb = "DISABLE"
+		}
+		for _, t := range []string{"items graph_items_insert", "items graph_items_delete", "links graph_links_insert",
+			"links graph_links_delete", "links graph_links_update"} {
+			table, trigger, _ := strings.Cut(t, " ")
+			if _, err := pool.Exec(b.Context(), "ALTER TABLE "+table+" "+verb+" TRIGGER "+trigger); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, on := range []bool{true, false} {
+		name := "log=off"
+		if on {
+			name = "log=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			setTriggers(on)
+			defer setTriggers(true)
+			i := 0
+			for b.Loop() {
+				start := (i * batch) % n
+				if _, err := s.Upsert(b.Context(), items[start:start+batch]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
 }
