@@ -73,7 +73,7 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 		w.enough = limit
 	}
 	if g.via != viaDatabase {
-		hits, current, err := g.fromMemory(ctx, w, where, limitParam, slices.Clone(p.args))
+		hits, current, err := g.fromMemory(ctx, w, where, limitParam, slices.Clone(p.args), w.enough)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("walking links from %d anchors in memory: %w", len(q.Anchors), err)
@@ -146,9 +146,10 @@ const hitLinks = `
 // was the snapshot's, and the hits take their links from memory (current
 // reports true). Otherwise the memory is behind, the hits are thrown away,
 // and the caller walks in the database; the memory is asked to catch up.
-// Items decoded before at the row's version are not sent again
-// (hitcache.go).
-func (g graph) fromMemory(ctx context.Context, w walk, where, limit string, args []any) (hits []h4r.Hit, current bool, err error) {
+// Only the first reached are sent when first > 0 (no filters: the hits are
+// the first limit reached). Items decoded before at the row's version are
+// not sent again (hitcache.go).
+func (g graph) fromMemory(ctx context.Context, w walk, where, limit string, args []any, first int) (hits []h4r.Hit, current bool, err error) {
 	m := &g.s.graph
 	m.mu.RLock()
 	if !m.loaded {
@@ -158,6 +159,11 @@ func (g graph) fromMemory(ctx context.Context, w walk, where, limit string, args
 	reached := m.g.Walk(linkgraph.Walk{Anchors: w.anchors, MaxHops: w.maxHops, Directed: w.directed, Types: w.types, Targets: w.targets, Enough: w.enough})
 	walked := m.gen
 	m.mu.RUnlock()
+	if first > 0 && len(reached) > first {
+		// Unfiltered, the hits are the first reached: every item reached
+		// is one in the snapshot the generation check proves is the walk's.
+		reached = reached[:first]
+	}
 	var query string
 	var held map[string]*h4r.Item
 	if len(reached) > 0 {
