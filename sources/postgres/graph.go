@@ -210,14 +210,7 @@ func (g graph) fromMemory(ctx context.Context, w walk, where, limit string, args
 		return nil, false, nil
 	}
 	for _, h := range hits {
-		links, _ := m.g.Links(h.Item.ID)
-		if len(links) == 0 {
-			continue
-		}
-		h.Item.Links = make([]h4r.Link, len(links))
-		for i, l := range links {
-			h.Item.Links[i] = h4r.Link{Type: l.Type, Target: l.Target, Strength: l.Strength}
-		}
+		h.Item.Links, _ = m.g.Links(h.Item.ID)
 	}
 	return hits, true, nil
 }

@@ -3,6 +3,8 @@ package linkgraph
 import (
 	"cmp"
 	"slices"
+
+	"github.com/h4r/h4r"
 )
 
 // Link is a link as its holder holds it.
@@ -70,6 +72,30 @@ func (g *Graph) internType(typ string) uint32 {
 // Append).
 func (g *Graph) AddItem(id string) { g.present[g.intern(id)] = true }
 
+// internBytes is intern for a scanned column: the id is copied only when
+// it is new (a map lookup by string(b) does not copy).
+func (g *Graph) internBytes(b []byte) uint32 {
+	if n, ok := g.node[string(b)]; ok {
+		return n
+	}
+	return g.intern(string(b))
+}
+
+// AddItemBytes is AddItem for a scanned column, which it does not keep.
+func (g *Graph) AddItemBytes(id []byte) { g.present[g.internBytes(id)] = true }
+
+// AppendBytes is Append for scanned columns, which it does not keep: an
+// id or type already known is not copied.
+func (g *Graph) AppendBytes(source, target, typ []byte, strength float64) {
+	t, ok := g.typeOf[string(typ)]
+	if !ok {
+		t = g.internType(string(typ))
+	}
+	from, to := g.internBytes(source), g.internBytes(target)
+	g.out[from] = append(g.out[from], outEdge{halfEdge{to, t}, strength})
+	g.in[to] = append(g.in[to], halfEdge{from, t})
+}
+
 // Append adds a link source holds after those it holds already (loading,
 // in each item's order).
 func (g *Graph) Append(source string, l Link) {
@@ -108,15 +134,19 @@ func (g *Graph) Replace(present map[string]bool, links map[string][]Link) {
 	}
 }
 
-// Links returns the links id holds, in order, and whether id is an item.
-func (g *Graph) Links(id string) ([]Link, bool) {
+// Links returns the links id holds, in order (Type, Target, Strength),
+// and whether id is an item.
+func (g *Graph) Links(id string) ([]h4r.Link, bool) {
 	n, ok := g.node[id]
 	if !ok || !g.present[n] {
 		return nil, false
 	}
-	out := make([]Link, len(g.out[n]))
+	if len(g.out[n]) == 0 {
+		return nil, true
+	}
+	out := make([]h4r.Link, len(g.out[n]))
 	for i, e := range g.out[n] {
-		out[i] = Link{Target: g.name[e.node], Type: g.types[e.typ], Strength: e.strength}
+		out[i] = h4r.Link{Type: g.types[e.typ], Target: g.name[e.node], Strength: e.strength}
 	}
 	return out, true
 }
