@@ -6,15 +6,17 @@ import (
 )
 
 // graphWarmer is a store that keeps its link graph in memory for hops
-// (sources/sqlite.Store).
+// (sources/sqlite.Store, which loads it and returns; sources/postgres.Store,
+// which loads it, then follows other replicas' writes until ctx ends).
 type graphWarmer interface {
 	WarmGraph(ctx context.Context) error
 }
 
 // warmGraph loads the store's link graph into memory in the background,
 // when it keeps one, so that the first hop queries do not wait for it;
-// Close waits for it to stop. Hops that arrive before it is done wait
-// (under their generator deadline) rather than load a second copy.
+// Close waits for it to stop. On SQLite, hops that arrive before it is done
+// wait (under their generator deadline) rather than load a second copy; on
+// Postgres they are answered by frontier queries meanwhile.
 func warmGraph(a *App, store Store, log *slog.Logger) {
 	gw, ok := store.(graphWarmer)
 	for !ok { // under the mirrors' wrappers

@@ -2,8 +2,9 @@
 // a BM25 full-text index in PostgreSQL (via pgx), shared by any number of
 // `h4r serve` replicas. It meets the same contract as the embedded store
 // (sources/storetest) and serves the same generators: full-text candidates
-// ranked by BM25, and causal hops from anchors (a breadth-first walk, one
-// query per hop, frontier.go).
+// ranked by BM25, and causal hops from anchors (a breadth-first walk over
+// the link graph each replica holds in memory when it is proven current,
+// memgraph.go, else one query per hop, frontier.go).
 //
 // Full text does not use ts_rank, whose ordering is far from BM25 (nDCG@10
 // 0.56 against 0.69 on scifact). Postgres only stems: the text is split

@@ -2,19 +2,41 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/linkgraph"
 )
 
 const defaultGraphLimit = 500
 
 // graph is the causal-hop generator: a breadth-first walk over links from
-// the anchors, one query per hop (frontier.go), then one for the items.
-type graph struct{ s *Store }
+// the anchors, in the graph in memory when it is current (memgraph.go),
+// else one query per hop (frontier.go), then one for the items.
+type graph struct {
+	s   *Store
+	via walkPath
+}
+
+// walkPath says where a graph generator walks; tests and benchmarks pin
+// one.
+type walkPath int
+
+const (
+	viaEither   walkPath = iota // memory when current, else the database
+	viaMemory                   // memory only: errGraphBehind when it is not current
+	viaDatabase                 // frontier queries only
+)
+
+// errGraphBehind is a memory-only walk's answer when the graph in memory
+// is not loaded or not current.
+var errGraphBehind = errors.New("the link graph in memory is not current")
 
 func (graph) Name() string { return h4r.GenGraph }
 
@@ -43,25 +65,35 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
-	query := `WITH hit AS (
-			SELECT r.id, r.distance FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
-			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + p.add(limit) + `)
-		`
+	limitParam := p.add(limit)
 	cached := g.s.items.Enabled()
+	var query string
 	if cached {
 		// The hits' stamps; their items come through the cache
 		// (readHitsCached).
-		query += `SELECT ` + stampColumns + `, h.distance FROM hit h JOIN items i ON i.id = h.id ORDER BY h.distance, i.id`
+		query = `WITH hit AS (
+			SELECT r.id, r.distance FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
+			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + limitParam + `)
+		SELECT ` + stampColumns + `, h.distance FROM hit h JOIN items i ON i.id = h.id ORDER BY h.distance, i.id`
 	} else {
-		query += hitColumns + `
-		FROM hit h JOIN items i ON i.id = h.id` + hitLinks + `
+		query = reachedHitsSQL(where, limitParam) + hitLinks + `
 		ORDER BY h.distance, i.id`
 	}
 	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
 	if where == "" {
 		w.enough = limit
 	}
-
+	if g.via != viaDatabase {
+		hits, current, err := g.fromMemory(ctx, w, where, limitParam, slices.Clone(p.args), w.enough)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("walking links from %d anchors in memory: %w", len(q.Anchors), err)
+		case current:
+			return hits, nil
+		case g.via == viaMemory:
+			return nil, errGraphBehind
+		}
+	}
 	var hits []h4r.Hit
 	err = g.s.read(ctx, func(ctx context.Context) error {
 		conn, err := g.s.pool.Acquire(ctx)
@@ -98,6 +130,17 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	return hits, nil
 }
 
+// reachedHitsSQL selects the hits among the items reached, $1 with their
+// distances $2, that pass the filters where, at most limit (a parameter),
+// with hitColumns, up to the join of their links.
+func reachedHitsSQL(where, limit string) string {
+	return `WITH hit AS (
+			SELECT r.id, r.distance FROM unnest($1::text[], $2::int[]) AS r (id, distance) JOIN items i ON i.id = r.id
+			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + limit + `)
+		` + hitColumns + `
+		FROM hit h JOIN items i ON i.id = h.id`
+}
+
 // hitColumns select a hit: its item's fields, no links as JSON (decoding
 // them is most of what reading a hundred CISI hits with their 5,000 links
 // costs), the distance, and the links as three arrays (hitLinks).
@@ -108,6 +151,168 @@ const hitLinks = `
 		LEFT JOIN LATERAL (SELECT array_agg(l.target ORDER BY l.position) AS targets,
 				array_agg(l.type ORDER BY l.position) AS types, array_agg(l.strength ORDER BY l.position) AS strengths
 			FROM links l WHERE l.source = i.id) lk ON true`
+
+// fromMemory walks the link graph in memory, when it is loaded, and reads
+// the hits among the items reached that pass the filters where (with args,
+// whose first two it sets to the items reached and their distances), at
+// most limit (a parameter). In the same round trip a second statement,
+// whose snapshot is no older than the first's, reads the graph
+// generation: when it is the one the memory held at the walk, the walk
+// was the snapshot's, and the hits take their links from memory (current
+// reports true). Otherwise the memory is behind, the hits are thrown away,
+// and the caller walks in the database; the memory is asked to catch up.
+// Only the first reached are sent when first > 0 (no filters: the hits are
+// the first limit reached). Items decoded before at the row's version are
+// not sent again (hitcache.go).
+func (g graph) fromMemory(ctx context.Context, w walk, where, limit string, args []any, first int) (hits []h4r.Hit, current bool, err error) {
+	m := &g.s.graph
+	m.mu.RLock()
+	if !m.loaded {
+		m.mu.RUnlock()
+		return nil, false, nil
+	}
+	reached := m.g.Walk(linkgraph.Walk{Anchors: w.anchors, MaxHops: w.maxHops, Directed: w.directed, Types: w.types, Targets: w.targets, Enough: w.enough})
+	walked := m.gen
+	m.mu.RUnlock()
+	if first > 0 && len(reached) > first {
+		// Unfiltered, the hits are the first reached: every item reached
+		// is one in the snapshot the generation check proves is the walk's.
+		reached = reached[:first]
+	}
+	var query string
+	var held map[string]*h4r.Item
+	if len(reached) > 0 {
+		ids, dists := make([]string, len(reached)), make([]int32, len(reached))
+		for i, r := range reached {
+			ids[i], dists[i] = r.ID, int32(r.Distance)
+		}
+		var versions []int32
+		versions, held = g.s.hits.versions(ids)
+		args[0], args[1] = ids, dists
+		args = append(args, versions)
+		query = memoryHitsSQL(where, limit, fmt.Sprintf("$%d", len(args)))
+	}
+	var gen int64
+	var decoded []*h4r.Item
+	err = g.s.read(ctx, func(ctx context.Context) error {
+		b := &pgx.Batch{}
+		if len(reached) > 0 {
+			b.Queue(query, args...)
+		}
+		b.Queue(`SELECT gen FROM graph_state`)
+		br := g.s.pool.SendBatch(ctx, b)
+		hits, decoded = nil, nil
+		var err error
+		if len(reached) > 0 {
+			hits, decoded, err = scanMemoryHits(br, held)
+		}
+		if err == nil {
+			err = br.QueryRow().Scan(&gen)
+		}
+		return errors.Join(err, br.Close())
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	g.s.hits.keep(decoded)
+	if gen != walked {
+		g.s.nudgeGraph()
+		return nil, false, nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.gen != walked { // moved on meanwhile: its links may be newer than the hits
+		return nil, false, nil
+	}
+	for _, h := range hits {
+		h.Item.Links, _ = m.g.Links(h.Item.ID)
+	}
+	return hits, true, nil
+}
+
+// memoryHitsSQL selects the hits among the items reached, $1 with their
+// distances $2, that pass the filters where, at most limit, as
+// scanMemoryHits reads them: the text, content and metadata of an item
+// whose version is the one held for it (versions, a parameter; 0 for none)
+// are not sent.
+func memoryHitsSQL(where, limit, versions string) string {
+	return `WITH hit AS (
+			SELECT r.id, r.distance, r.held FROM unnest($1::text[], $2::int[], ` + versions + `::int[]) AS r (id, distance, held)
+			JOIN items i ON i.id = r.id
+			WHERE true` + where + ` ORDER BY r.distance, r.id LIMIT ` + limit + `)
+		SELECT i.id, i.kind, i.version = h.held,
+			CASE WHEN i.version = h.held THEN NULL ELSE i.text END,
+			CASE WHEN i.version = h.held THEN NULL ELSE i.content END,
+			CASE WHEN i.version = h.held THEN NULL ELSE i.metadata END,
+			i.updated_at, i.version, i.access_count, i.last_accessed_at, i.byte_size, i.tokens, h.distance
+		FROM hit h JOIN items i ON i.id = h.id
+		ORDER BY h.distance, i.id`
+}
+
+// scanMemoryHits reads the rows of memoryHitsSQL, the next result of br:
+// the hits, without links, and the items it decoded (for the cache).
+func scanMemoryHits(br pgx.BatchResults, held map[string]*h4r.Item) ([]h4r.Hit, []*h4r.Item, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("querying hits: %w", err)
+	}
+	defer rows.Close()
+	var hits []h4r.Hit
+	var decoded []*h4r.Item
+	for rows.Next() {
+		var (
+			id, kind                            string
+			same                                bool
+			text                                *string
+			content, metadata                   []byte
+			updatedAt                           time.Time
+			lastAccessedAt                      *time.Time
+			version, byteSize, tokens, distance int32
+			accessCount                         int64
+		)
+		if err := rows.Scan(&id, &kind, &same, &text, &content, &metadata, &updatedAt, &version,
+			&accessCount, &lastAccessedAt, &byteSize, &tokens, &distance); err != nil {
+			return nil, nil, fmt.Errorf("reading a hit row: %w", err)
+		}
+		var it h4r.Item
+		if same {
+			base := held[id]
+			if base == nil {
+				return nil, nil, fmt.Errorf("hit %q came back as held at version %d, and none is", id, version)
+			}
+			it = *base // shallow: the decoded parts are shared, read-only
+		} else {
+			it.ID, it.Kind = id, kind
+			if text != nil {
+				it.Text = *text
+			}
+			if content != nil {
+				if err := json.Unmarshal(content, &it.Content); err != nil {
+					return nil, nil, fmt.Errorf("decoding the content of item %q: %w", id, err)
+				}
+			}
+			if err := json.Unmarshal(metadata, &it.Metadata); err != nil {
+				return nil, nil, fmt.Errorf("decoding the metadata of item %q: %w", id, err)
+			}
+		}
+		meta := &it.Metadata
+		meta.Version, meta.AccessCount, meta.ByteSize, meta.Tokens = int(version), accessCount, int(byteSize), int(tokens)
+		meta.UpdatedAt = updatedAt.UTC()
+		meta.LastAccessedAt = time.Time{}
+		if lastAccessedAt != nil {
+			meta.LastAccessedAt = lastAccessedAt.UTC()
+		}
+		if !same {
+			kept := it
+			decoded = append(decoded, &kept)
+		}
+		hits = append(hits, h4r.Hit{Item: &it, Distance: int(distance)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("reading hit rows: %w", err)
+	}
+	return hits, decoded, nil
+}
 
 // queryHits runs a query selecting hitColumns.
 func queryHits(ctx context.Context, q querier, query string, args []any) ([]h4r.Hit, error) {

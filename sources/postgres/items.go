@@ -136,6 +136,7 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 	}
 	s.items.Drop(deletes...) // memory only: a deleted item is never a hit again
 	s.afterVectorWrite(ctx)
+	s.nudgeGraph()
 	s.refreshPlannerStats(ctx)
 	return ids, nil
 }
@@ -515,6 +516,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	s.items.Drop(id)        // memory only: a deleted item is never a hit again
 	s.afterVectorWrite(ctx) // its vector went by cascade
+	s.nudgeGraph()
 	return nil
 }
 

@@ -77,7 +77,12 @@ type Store struct {
 	annAbove   int // the vector index's ANN threshold (WithVectorANNThreshold)
 	// items are decoded items the generators read their hits through
 	// (itemcache.go).
-	items     *itemcache.Cache
+	items *itemcache.Cache
+	// graph is the in-memory link graph for hops (memgraph.go), polled
+	// every graphPoll for other replicas' writes.
+	graph     graphMemory
+	graphPoll time.Duration
+	hits      hitCache // decoded graph hits of the walk in memory
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -86,18 +91,20 @@ type Store struct {
 type Option func(*options)
 
 type options struct {
-	counter    *tokens.Counter
-	now        func() time.Time
-	flushEvery time.Duration
-	log        *slog.Logger
-	termCut    int
-	maxRead    int32
-	maxWrite   int32
-	writeAfter time.Duration
-	retry      retryPolicy
-	analyzer   *analysis.Analyzer
-	vectorPoll time.Duration
-	annAbove   int
+	counter       *tokens.Counter
+	now           func() time.Time
+	flushEvery    time.Duration
+	log           *slog.Logger
+	termCut       int
+	maxRead       int32
+	maxWrite      int32
+	writeAfter    time.Duration
+	retry         retryPolicy
+	analyzer      *analysis.Analyzer
+	vectorPoll    time.Duration
+	annAbove      int
+	graphPoll     time.Duration
+	hitCacheBytes int64
 	// itemCacheBytes is the item cache's budget; nil: the default.
 	itemCacheBytes *int64
 }
@@ -165,7 +172,8 @@ func WithReadRetries(attempts int, backoff time.Duration) Option {
 func buildOptions(opts []Option) (options, error) {
 	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), termCut: defaultTermCut,
 		maxRead: defaultMaxReadConns, maxWrite: defaultMaxWriteConns, writeAfter: defaultWriteTimeout,
-		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}, vectorPoll: defaultVectorPoll, annAbove: ann.DefaultThreshold}
+		retry: retryPolicy{attempts: 3, backoff: 50 * time.Millisecond}, vectorPoll: defaultVectorPoll, annAbove: ann.DefaultThreshold,
+		graphPoll: defaultGraphPoll, hitCacheBytes: defaultHitCacheBytes}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -188,6 +196,10 @@ func buildOptions(opts []Option) (options, error) {
 		return o, h4r.Errorf(h4r.EINVALID, "vectorPollInterval", "vector poll interval must be positive, got %v", o.vectorPoll)
 	case o.itemCacheBytes != nil && *o.itemCacheBytes < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "itemCacheBytes", "item cache size must not be negative, got %d", *o.itemCacheBytes)
+	case o.hitCacheBytes < 0:
+		return o, h4r.Errorf(h4r.EINVALID, "hitCacheBytes", "hit cache size must not be negative, got %d", o.hitCacheBytes)
+	case o.graphPoll <= 0:
+		return o, h4r.Errorf(h4r.EINVALID, "graphPollInterval", "graph poll interval must be positive, got %v", o.graphPoll)
 	case o.annAbove < 0:
 		return o, h4r.Errorf(h4r.EINVALID, "vectorANNThreshold", "vector ANN threshold must not be negative, got %d", o.annAbove)
 	case o.retry.attempts < 0 || o.retry.backoff < 0:
@@ -230,7 +242,10 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		return nil, err
 	}
 	s := &Store{pool: reads, writes: writes, counter: o.counter, now: o.now, log: o.log, termCut: o.termCut,
-		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove}
+		retry: o.retry, writeTimeout: o.writeAfter, analyzer: o.analyzer, vectorPoll: o.vectorPoll, annAbove: o.annAbove,
+		graphPoll: o.graphPoll}
+	s.graph.nudge = make(chan struct{}, 1)
+	s.hits = newHitCache(o.hitCacheBytes)
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
 	s.vacuumCtx, s.stopVacuums = context.WithCancel(context.WithoutCancel(ctx))
 	cacheBytes := int64(DefaultItemCacheBytes)
@@ -362,4 +377,4 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) FullText() h4r.Generator { return fullText{s} }
 
 // Graph returns the causal-hop candidate generator.
-func (s *Store) Graph() h4r.Generator { return graph{s} }
+func (s *Store) Graph() h4r.Generator { return graph{s: s} }

@@ -1,21 +1,20 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/linkgraph"
 )
 
-// adjacency is the link graph in memory, for hops: every item and link
-// target gets a compact node number, and each node lists the links that
-// leave it (in the item's order, with their strengths, so that hits get
-// their links from here) and those that enter it. A walk is then a
+// adjacency is the link graph in memory, for hops (linkgraph: every item
+// and link target gets a compact node number, and each node lists the
+// links that leave it, in the item's order with their strengths, so that
+// hits get their links from here, and those that enter it). A walk is a
 // breadth-first search that visits each node once, where the recursive
 // query it replaces re-expanded every path (hundreds of milliseconds on a
 // citation graph).
@@ -24,131 +23,34 @@ import (
 // loaded at, and this process's own writes update it in place. Its zero
 // value is an empty, unloaded graph.
 type adjacency struct {
-	mu      sync.RWMutex
-	loaded  bool
-	gen     int64
-	node    map[string]uint32 // node number by id
-	name    []string          // id by node number
-	present []bool            // the node is an item; a walk passes only through items
-	out     [][]outEdge       // links held by the node, in order
-	in      [][]halfEdge      // links to the node
-	typeOf  map[string]uint32 // link type number by type
-	types   []string          // type by link type number
-}
-
-// halfEdge is one end of a link as seen from the other: the node at the far
-// end and the link's type.
-type halfEdge struct{ node, typ uint32 }
-
-// outEdge is a link as its source holds it.
-type outEdge struct {
-	halfEdge
-	strength float64
-}
-
-// reset empties the graph; the caller holds mu.
-func (a *adjacency) reset() {
-	a.loaded, a.gen = false, 0
-	a.node, a.typeOf = map[string]uint32{}, map[string]uint32{}
-	a.name, a.present, a.out, a.in, a.types = nil, nil, nil, nil, nil
-}
-
-// intern returns id's node, adding it (as no item) when it is new.
-func (a *adjacency) intern(id string) uint32 {
-	if n, ok := a.node[id]; ok {
-		return n
-	}
-	n := uint32(len(a.name))
-	a.node[id] = n
-	a.name = append(a.name, id)
-	a.present = append(a.present, false)
-	a.out = append(a.out, nil)
-	a.in = append(a.in, nil)
-	return n
-}
-
-func (a *adjacency) internType(typ string) uint32 {
-	if t, ok := a.typeOf[typ]; ok {
-		return t
-	}
-	t := uint32(len(a.types))
-	a.typeOf[typ] = t
-	a.types = append(a.types, typ)
-	return t
-}
-
-func (a *adjacency) link(source uint32, l h4r.Link) {
-	a.addLink(source, a.intern(l.Target), a.internType(l.Type), l.Strength)
-}
-
-func (a *adjacency) addLink(source, target, typ uint32, strength float64) {
-	a.out[source] = append(a.out[source], outEdge{halfEdge{target, typ}, strength})
-	a.in[target] = append(a.in[target], halfEdge{source, typ})
-}
-
-// internBytes is intern for a scanned column: the id is copied only when
-// it is new (a map lookup by string(b) does not copy).
-func (a *adjacency) internBytes(b []byte) uint32 {
-	if n, ok := a.node[string(b)]; ok {
-		return n
-	}
-	return a.intern(string(b))
-}
-
-func (a *adjacency) internTypeBytes(b []byte) uint32 {
-	if t, ok := a.typeOf[string(b)]; ok {
-		return t
-	}
-	return a.internType(string(b))
-}
-
-// unlink removes the links the nodes holders hold, from both ends. Each
-// target's list is filtered once, so that rewriting many items that link
-// to one hub costs one pass over the hub's links, not one per item.
-func (a *adjacency) unlink(holders map[uint32]bool) {
-	targets := map[uint32]bool{}
-	for n := range holders {
-		for _, e := range a.out[n] {
-			targets[e.node] = true
-		}
-		a.out[n] = nil
-	}
-	for t := range targets {
-		a.in[t] = slices.DeleteFunc(a.in[t], func(e halfEdge) bool { return holders[e.node] })
-	}
+	mu     sync.RWMutex
+	loaded bool
+	gen    int64
+	g      *linkgraph.Graph // nil until loaded
 }
 
 // putItems applies an upsert to the graph: the items exist, and their links
 // are the ones given. An id repeated in the batch takes its last links, as
 // the store does. The caller holds mu.
 func (a *adjacency) putItems(items []encodedItem) {
-	last := make(map[string]int, len(items))
+	present := make(map[string]bool, len(items))
+	links := make(map[string][]linkgraph.Link, len(items))
 	for i := range items {
-		last[items[i].item.ID] = i
-	}
-	holders := make(map[uint32]bool, len(last))
-	for id := range last {
-		holders[a.intern(id)] = true
-	}
-	a.unlink(holders)
-	for id, i := range last {
-		n := a.node[id]
-		a.present[n] = true
-		for _, l := range items[i].item.Links {
-			a.link(n, l)
+		it := &items[i].item
+		present[it.ID] = true
+		ls := make([]linkgraph.Link, len(it.Links))
+		for j, l := range it.Links {
+			ls[j] = linkgraph.Link{Target: l.Target, Type: l.Type, Strength: l.Strength}
 		}
+		links[it.ID] = ls
 	}
+	a.g.Replace(present, links)
 }
 
 // removeItem applies a delete: the node stays, as a link target others may
 // hold, but is no item and holds no links. The caller holds mu.
 func (a *adjacency) removeItem(id string) {
-	n, ok := a.node[id]
-	if !ok {
-		return
-	}
-	a.present[n] = false
-	a.unlink(map[uint32]bool{n: true})
+	a.g.Replace(map[string]bool{id: false}, nil)
 }
 
 // applied updates the graph after a committed write that moved the graph
@@ -176,46 +78,37 @@ func readGraphGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
 // load reads the items and links as of tx's snapshot, at generation gen.
 // The caller holds mu.
 func (a *adjacency) load(ctx context.Context, tx *sql.Tx, gen int64) error {
-	a.reset()
+	a.loaded, a.gen, a.g = false, 0, nil
 	var n int // sizes the tables up front rather than growing them
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM items`).Scan(&n); err != nil {
 		return fmt.Errorf("counting items: %w", err)
 	}
-	a.node = make(map[string]uint32, n)
-	a.name, a.present = make([]string, 0, n), make([]bool, 0, n)
-	a.out, a.in = make([][]outEdge, 0, n), make([][]halfEdge, 0, n)
+	g := linkgraph.New(n)
 	err := eachRow(ctx, tx, `SELECT id FROM items`, func(rows *sql.Rows) error {
 		var id sql.RawBytes
 		if err := rows.Scan(&id); err != nil {
 			return err
 		}
-		a.present[a.internBytes(id)] = true
+		g.AddItemBytes(id)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("loading item ids: %w", err)
 	}
-	// In key order, which is the table's: each item's links in its order,
-	// and an item's links one after another, so its node is looked up once.
-	var last []byte
-	var from uint32
+	// In key order, which is the table's: each item's links in its order.
 	err = eachRow(ctx, tx, `SELECT source, target, type, strength FROM links ORDER BY source, position`, func(rows *sql.Rows) error {
 		var source, target, typ sql.RawBytes
 		var strength float64
 		if err := rows.Scan(&source, &target, &typ, &strength); err != nil {
 			return err
 		}
-		if last == nil || string(source) != string(last) {
-			from, last = a.internBytes(source), append(last[:0], source...)
-		}
-		a.addLink(from, a.internBytes(target), a.internTypeBytes(typ), strength)
+		g.AppendBytes(source, target, typ, strength)
 		return nil
 	})
 	if err != nil {
-		a.reset()
 		return fmt.Errorf("loading links: %w", err)
 	}
-	a.loaded, a.gen = true, gen
+	a.loaded, a.gen, a.g = true, gen, g
 	return nil
 }
 
@@ -274,14 +167,7 @@ func (a *adjacency) fillLinks(gen int64, items []*h4r.Item) bool {
 		return false
 	}
 	for _, it := range items {
-		n, ok := a.node[it.ID]
-		if !ok || len(a.out[n]) == 0 {
-			continue
-		}
-		it.Links = make([]h4r.Link, 0, len(a.out[n]))
-		for _, e := range a.out[n] {
-			it.Links = append(it.Links, h4r.Link{Type: a.types[e.typ], Target: a.name[e.node], Strength: e.strength})
-		}
+		it.Links, _ = a.g.Links(it.ID)
 	}
 	return true
 }
@@ -299,101 +185,10 @@ func (s *Store) WarmGraph(ctx context.Context) error {
 	return nil
 }
 
-// reach is an item a walk reached, at its smallest distance.
-type reach struct {
-	id       string
-	distance int
-}
-
-// walk is one breadth-first search.
-type walk struct {
-	anchors  []string
-	maxHops  int
-	directed bool
-	types    []string // follow only links of these types; all when empty
-	targets  []string // report only these items; all when empty
-	// enough stops the search after the first level at which this many
-	// items were reached (0: never); the hits are then complete, since
-	// later levels sort after them.
-	enough int
-}
-
-// walk searches breadth-first from the anchors that are items, through
-// items only, each node once, and returns what it reached ordered by
-// distance, then id. It holds mu for reading.
-func (a *adjacency) walk(w walk) []reach {
+// walk searches breadth-first in the graph in memory (linkgraph.Walk),
+// which must be loaded; it holds mu for reading.
+func (a *adjacency) walk(w linkgraph.Walk) []linkgraph.Reach {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	var allowed []bool // by link type number; nil: every type
-	if len(w.types) > 0 {
-		allowed = make([]bool, len(a.typeOf))
-		for _, t := range w.types {
-			if k, ok := a.typeOf[t]; ok {
-				allowed[k] = true
-			}
-		}
-	}
-	var wanted map[uint32]bool // targets not reached yet; nil: report all
-	if len(w.targets) > 0 {
-		wanted = map[uint32]bool{}
-		for _, id := range w.targets {
-			if n, ok := a.node[id]; ok && a.present[n] {
-				wanted[n] = true
-			}
-		}
-		if len(wanted) == 0 {
-			return nil
-		}
-	}
-	seen := make([]uint64, (len(a.name)+63)/64)
-	visit := func(n uint32) bool {
-		if seen[n/64]&(1<<(n%64)) != 0 || !a.present[n] {
-			return false
-		}
-		seen[n/64] |= 1 << (n % 64)
-		return true
-	}
-	var out []reach
-	level := func(nodes []uint32, d int) {
-		start := len(out)
-		for _, n := range nodes {
-			if wanted == nil || wanted[n] {
-				out = append(out, reach{a.name[n], d})
-				delete(wanted, n)
-			}
-		}
-		slices.SortFunc(out[start:], func(x, y reach) int { return cmp.Compare(x.id, y.id) })
-	}
-	var frontier []uint32
-	for _, id := range w.anchors {
-		if n, ok := a.node[id]; ok && visit(n) {
-			frontier = append(frontier, n)
-		}
-	}
-	level(frontier, 0)
-	var next []uint32
-	for d := 1; d <= w.maxHops && len(frontier) > 0; d++ {
-		if (wanted != nil && len(wanted) == 0) || (w.enough > 0 && len(out) >= w.enough) {
-			break
-		}
-		next = next[:0]
-		for _, n := range frontier {
-			for _, e := range a.out[n] {
-				if (allowed == nil || allowed[e.typ]) && visit(e.node) {
-					next = append(next, e.node)
-				}
-			}
-			if w.directed {
-				continue
-			}
-			for _, e := range a.in[n] {
-				if (allowed == nil || allowed[e.typ]) && visit(e.node) {
-					next = append(next, e.node)
-				}
-			}
-		}
-		level(next, d)
-		frontier, next = next, frontier
-	}
-	return out
+	return a.g.Walk(w)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/linkgraph"
 )
 
 const defaultGraphLimit = 500
@@ -36,9 +37,9 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 	if len(q.Anchors) == 0 {
 		return nil, nil
 	}
-	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
+	w := linkgraph.Walk{Anchors: q.Anchors, MaxHops: maxHops, Directed: q.Directed, Types: q.LinkTypes, Targets: q.Targets}
 	if where == "" {
-		w.enough = limit
+		w.Enough = limit
 	}
 	var hits []h4r.Hit
 	err = g.s.readTx(ctx, func(tx *sql.Tx) error {
@@ -62,23 +63,23 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 // firstPassing returns the first limit of reached that pass the filter
 // conditions where, checking growing runs of them, so that a filter most
 // items pass costs one lookup.
-func firstPassing(ctx context.Context, tx *sql.Tx, reached []reach, limit int, where string, args []any) ([]reach, error) {
+func firstPassing(ctx context.Context, tx *sql.Tx, reached []linkgraph.Reach, limit int, where string, args []any) ([]linkgraph.Reach, error) {
 	if where == "" {
 		return reached[:min(limit, len(reached))], nil
 	}
-	var kept []reach
+	var kept []linkgraph.Reach
 	for start := 0; start < len(reached) && len(kept) < limit; {
 		end := min(len(reached), start+max((limit-len(kept))*filterGrowth, 64))
 		ids := make([]string, 0, end-start)
 		for _, r := range reached[start:end] {
-			ids = append(ids, r.id)
+			ids = append(ids, r.ID)
 		}
 		pass, err := passingIDs(ctx, tx, ids, where, args)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range reached[start:end] {
-			if pass[r.id] && len(kept) < limit {
+			if pass[r.ID] && len(kept) < limit {
 				kept = append(kept, r)
 			}
 		}
@@ -92,13 +93,13 @@ func firstPassing(ctx context.Context, tx *sql.Tx, reached []reach, limit int, w
 // Their links come from memory when it holds that generation still: on a
 // dense graph reading them is most of the cost (a hundred CISI abstracts
 // hold some 5,000 links).
-func (g graph) hydrate(ctx context.Context, tx *sql.Tx, gen int64, reached []reach) ([]h4r.Hit, error) {
+func (g graph) hydrate(ctx context.Context, tx *sql.Tx, gen int64, reached []linkgraph.Reach) ([]h4r.Hit, error) {
 	if len(reached) == 0 {
 		return nil, nil
 	}
 	ids := make([]string, len(reached))
 	for i, r := range reached {
-		ids[i] = r.id
+		ids[i] = r.ID
 	}
 	byID, err := g.read(ctx, tx, gen, ids)
 	if err != nil {
@@ -106,8 +107,8 @@ func (g graph) hydrate(ctx context.Context, tx *sql.Tx, gen int64, reached []rea
 	}
 	hits := make([]h4r.Hit, 0, len(reached))
 	for _, r := range reached {
-		if it := byID[r.id]; it != nil {
-			hits = append(hits, h4r.Hit{Item: it, Distance: r.distance})
+		if it := byID[r.ID]; it != nil {
+			hits = append(hits, h4r.Hit{Item: it, Distance: r.Distance})
 		}
 	}
 	return hits, nil

@@ -60,6 +60,14 @@ func BenchmarkGraphCISI(b *testing.B) {
 	b.Run("targets", func(b *testing.B) {
 		storetest.BenchHops(b, map[string]h4r.Generator{"impl=walk": s.Graph()}, targets)
 	})
+	// The walk with the item cache off, as the stage ran before the cache
+	// (H4R_ITEM_CACHE_MB=0): every hit decoded from the file.
+	uncached := openAt(b, filepath.Join(b.TempDir(), "uncached.db"), sqlite.WithItemCacheBytes(0))
+	load(b, uncached, ds.Items())
+	warm(b, uncached)
+	b.Run("hops=2,cache=off", func(b *testing.B) {
+		storetest.BenchHops(b, map[string]h4r.Generator{"impl=walk": uncached.Graph()}, hops)
+	})
 }
 
 // BenchmarkGraph100k measures 2-hop walks from 3 random anchors, at most

@@ -1,0 +1,249 @@
+package linkgraph
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/h4r/h4r"
+)
+
+// Link is a link as its holder holds it.
+type Link struct {
+	Target, Type string
+	Strength     float64
+}
+
+// Graph is the link graph. It does no locking: its owner guards it. The
+// zero value is not usable; New makes one.
+type Graph struct {
+	node    map[string]uint32 // node number by id
+	name    []string          // id by node number
+	present []bool            // the node is an item; a walk passes only through items
+	out     [][]outEdge       // links held by the node, in order
+	in      [][]halfEdge      // links to the node
+	typeOf  map[string]uint32 // link type number by type
+	types   []string          // type by link type number
+}
+
+// halfEdge is one end of a link as seen from the other: the node at the far
+// end and the link's type.
+type halfEdge struct{ node, typ uint32 }
+
+// outEdge is a link as its source holds it.
+type outEdge struct {
+	halfEdge
+	strength float64
+}
+
+// New returns an empty graph sized for about n items.
+func New(n int) *Graph {
+	return &Graph{
+		node: make(map[string]uint32, n), typeOf: map[string]uint32{},
+		name: make([]string, 0, n), present: make([]bool, 0, n),
+		out: make([][]outEdge, 0, n), in: make([][]halfEdge, 0, n),
+	}
+}
+
+// intern returns id's node, adding it (as no item) when it is new.
+func (g *Graph) intern(id string) uint32 {
+	if n, ok := g.node[id]; ok {
+		return n
+	}
+	n := uint32(len(g.name))
+	g.node[id] = n
+	g.name = append(g.name, id)
+	g.present = append(g.present, false)
+	g.out = append(g.out, nil)
+	g.in = append(g.in, nil)
+	return n
+}
+
+func (g *Graph) internType(typ string) uint32 {
+	if t, ok := g.typeOf[typ]; ok {
+		return t
+	}
+	t := uint32(len(g.types))
+	g.typeOf[typ] = t
+	g.types = append(g.types, typ)
+	return t
+}
+
+// AddItem records that id is an item (loading: its links follow with
+// Append).
+func (g *Graph) AddItem(id string) { g.present[g.intern(id)] = true }
+
+// internBytes is intern for a scanned column: the id is copied only when
+// it is new (a map lookup by string(b) does not copy).
+func (g *Graph) internBytes(b []byte) uint32 {
+	if n, ok := g.node[string(b)]; ok {
+		return n
+	}
+	return g.intern(string(b))
+}
+
+// AddItemBytes is AddItem for a scanned column, which it does not keep.
+func (g *Graph) AddItemBytes(id []byte) { g.present[g.internBytes(id)] = true }
+
+// AppendBytes is Append for scanned columns, which it does not keep: an
+// id or type already known is not copied.
+func (g *Graph) AppendBytes(source, target, typ []byte, strength float64) {
+	t, ok := g.typeOf[string(typ)]
+	if !ok {
+		t = g.internType(string(typ))
+	}
+	from, to := g.internBytes(source), g.internBytes(target)
+	g.out[from] = append(g.out[from], outEdge{halfEdge{to, t}, strength})
+	g.in[to] = append(g.in[to], halfEdge{from, t})
+}
+
+// Append adds a link source holds after those it holds already (loading,
+// in each item's order).
+func (g *Graph) Append(source string, l Link) {
+	from, to, typ := g.intern(source), g.intern(l.Target), g.internType(l.Type)
+	g.out[from] = append(g.out[from], outEdge{halfEdge{to, typ}, l.Strength})
+	g.in[to] = append(g.in[to], halfEdge{from, typ})
+}
+
+// Replace applies writes: each id of present is an item or not, and
+// holds exactly the links of links (none when absent there). Each link
+// target's list is filtered once, so that rewriting many items that link
+// to one hub costs one pass over the hub's links, not one per item.
+func (g *Graph) Replace(present map[string]bool, links map[string][]Link) {
+	holders := make(map[uint32]bool, len(present))
+	for id := range present {
+		holders[g.intern(id)] = true
+	}
+	targets := map[uint32]bool{}
+	for n := range holders {
+		for _, e := range g.out[n] {
+			targets[e.node] = true
+		}
+		g.out[n] = nil
+	}
+	for t := range targets {
+		g.in[t] = slices.DeleteFunc(g.in[t], func(e halfEdge) bool { return holders[e.node] })
+	}
+	for id, ok := range present {
+		g.present[g.node[id]] = ok
+		if !ok {
+			continue
+		}
+		for _, l := range links[id] {
+			g.Append(id, l)
+		}
+	}
+}
+
+// Links returns the links id holds, in order (Type, Target, Strength),
+// and whether id is an item.
+func (g *Graph) Links(id string) ([]h4r.Link, bool) {
+	n, ok := g.node[id]
+	if !ok || !g.present[n] {
+		return nil, false
+	}
+	if len(g.out[n]) == 0 {
+		return nil, true
+	}
+	out := make([]h4r.Link, len(g.out[n]))
+	for i, e := range g.out[n] {
+		out[i] = h4r.Link{Type: g.types[e.typ], Target: g.name[e.node], Strength: e.strength}
+	}
+	return out, true
+}
+
+// Reach is an item a walk reached, at its smallest distance.
+type Reach struct {
+	ID       string
+	Distance int
+}
+
+// Walk is one breadth-first search.
+type Walk struct {
+	Anchors  []string
+	MaxHops  int
+	Directed bool
+	Types    []string // follow only links of these types; all when empty
+	Targets  []string // report only these items; all when empty
+	// Enough stops the search after the first level at which this many
+	// items were reached (0: never); the hits are then complete, since
+	// later levels sort after them.
+	Enough int
+}
+
+// Walk searches breadth-first from the anchors that are items, through
+// items only, each node once, and returns what it reached ordered by
+// distance, then id.
+func (g *Graph) Walk(w Walk) []Reach {
+	var allowed []bool // by link type number; nil: every type
+	if len(w.Types) > 0 {
+		allowed = make([]bool, len(g.typeOf))
+		for _, t := range w.Types {
+			if k, ok := g.typeOf[t]; ok {
+				allowed[k] = true
+			}
+		}
+	}
+	var wanted map[uint32]bool // targets not reached yet; nil: report all
+	if len(w.Targets) > 0 {
+		wanted = map[uint32]bool{}
+		for _, id := range w.Targets {
+			if n, ok := g.node[id]; ok && g.present[n] {
+				wanted[n] = true
+			}
+		}
+		if len(wanted) == 0 {
+			return nil
+		}
+	}
+	seen := make([]uint64, (len(g.name)+63)/64)
+	visit := func(n uint32) bool {
+		if seen[n/64]&(1<<(n%64)) != 0 || !g.present[n] {
+			return false
+		}
+		seen[n/64] |= 1 << (n % 64)
+		return true
+	}
+	var out []Reach
+	level := func(nodes []uint32, d int) {
+		start := len(out)
+		for _, n := range nodes {
+			if wanted == nil || wanted[n] {
+				out = append(out, Reach{g.name[n], d})
+				delete(wanted, n)
+			}
+		}
+		slices.SortFunc(out[start:], func(x, y Reach) int { return cmp.Compare(x.ID, y.ID) })
+	}
+	var frontier []uint32
+	for _, id := range w.Anchors {
+		if n, ok := g.node[id]; ok && visit(n) {
+			frontier = append(frontier, n)
+		}
+	}
+	level(frontier, 0)
+	var next []uint32
+	for d := 1; d <= w.MaxHops && len(frontier) > 0; d++ {
+		if (wanted != nil && len(wanted) == 0) || (w.Enough > 0 && len(out) >= w.Enough) {
+			break
+		}
+		next = next[:0]
+		for _, n := range frontier {
+			for _, e := range g.out[n] {
+				if (allowed == nil || allowed[e.typ]) && visit(e.node) {
+					next = append(next, e.node)
+				}
+			}
+			if w.Directed {
+				continue
+			}
+			for _, e := range g.in[n] {
+				if (allowed == nil || allowed[e.typ]) && visit(e.node) {
+					next = append(next, e.node)
+				}
+			}
+		}
+		level(next, d)
+		frontier, next = next, frontier
+	}
+	return out
+}
