@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/h4r/h4r"
@@ -34,20 +35,29 @@ type filterRow struct {
 	kind      string
 	createdAt string
 	tags      []string
+	// rawMetadata is the metadata column, read into metadata on the first
+	// test of a metadata key (most filters test none: kind, tags, time).
+	rawMetadata string
+	parseOnce   sync.Once
 	// metadata holds each key's first value in the row's metadata, as
 	// json_extract finds it; nil when the row's metadata is not a plain
 	// object of valid UTF-8 (then only the SQL decides).
 	metadata map[string]json.RawMessage
 }
 
+// meta returns the row's metadata values by key (filterRow.metadata).
+func (r *filterRow) meta() map[string]json.RawMessage {
+	r.parseOnce.Do(func() { r.metadata = firstValues(r.rawMetadata) })
+	return r.metadata
+}
+
 // footprint estimates a row's memory.
 func (r *filterRow) footprint(id string) int64 {
-	n := 256 + int64(len(id)+len(r.kind)+len(r.createdAt))
+	// The metadata text, and its values once parsed (a map entry per key,
+	// about as large again).
+	n := 256 + int64(len(id)+len(r.kind)+len(r.createdAt)) + 3*int64(len(r.rawMetadata))
 	for _, t := range r.tags {
 		n += 32 + int64(len(t))
-	}
-	for k, v := range r.metadata {
-		n += 64 + int64(len(k)+len(v))
 	}
 	return n
 }
@@ -157,11 +167,15 @@ func (m *memFilter) pass(r *filterRow) (ok, decided bool) {
 	if m.before != "" && r.createdAt >= m.before {
 		return false, true
 	}
-	if len(m.meta) > 0 && r.metadata == nil {
+	if len(m.meta) == 0 {
+		return true, true
+	}
+	metadata := r.meta()
+	if metadata == nil {
 		return false, false
 	}
 	for _, c := range m.meta {
-		raw, ok := r.metadata[c.key]
+		raw, ok := metadata[c.key]
 		if !ok {
 			return false, true
 		}
@@ -266,16 +280,12 @@ func fetchFilterRows(ctx context.Context, tx *sql.Tx, ids []string) (_ map[strin
 	defer func() { err = errors.Join(err, rows.Close()) }()
 	out := make(map[string]*filterRow, len(ids))
 	for rows.Next() {
-		var (
-			id       string
-			r        filterRow
-			metadata string
-		)
-		if err := rows.Scan(&id, &r.seq, &r.kind, &r.createdAt, &metadata); err != nil {
+		var id string
+		r := &filterRow{}
+		if err := rows.Scan(&id, &r.seq, &r.kind, &r.createdAt, &r.rawMetadata); err != nil {
 			return nil, fmt.Errorf("reading the filtered columns of a row: %w", err)
 		}
-		r.metadata = firstValues(metadata)
-		out[id] = &r
+		out[id] = r
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading the filtered columns: %w", err)
