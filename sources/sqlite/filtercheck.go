@@ -188,8 +188,14 @@ func (m *memFilter) pass(r *filterRow) (ok, decided bool) {
 			}
 			continue
 		}
-		if len(raw) == 0 || raw[0] != '"' {
+		if len(raw) < 2 || raw[0] != '"' {
 			return false, true
+		}
+		if s := raw[1 : len(raw)-1]; bytes.IndexByte(s, '\\') < 0 {
+			if string(s) != c.str { // no escapes: the text is the value
+				return false, true
+			}
+			continue
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil || s != c.str {
@@ -202,34 +208,91 @@ func (m *memFilter) pass(r *filterRow) (ok, decided bool) {
 // firstValues reads a metadata object's keys and each one's first value
 // (json_extract's reading of a repeated key). It returns nil when the text
 // is not an object or holds invalid UTF-8, which Go's decoder would
-// replace and SQLite would not.
+// replace and SQLite would not. It scans the text once, without decoding
+// the values (json.Decoder took most of a cold filter check's time).
 func firstValues(metadata string) map[string]json.RawMessage {
-	if !utf8.ValidString(metadata) {
+	if !utf8.ValidString(metadata) || !json.Valid([]byte(metadata)) {
 		return nil
 	}
-	dec := json.NewDecoder(strings.NewReader(metadata))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	// The text is valid JSON from here: the scan needs no checks.
+	s := metadata
+	i := skipSpace(s, 0)
+	if s[i] != '{' {
 		return nil
 	}
 	out := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil
+	i = skipSpace(s, i+1)
+	if s[i] == '}' {
+		return out
+	}
+	for {
+		end := endOfString(s, i)
+		key := s[i+1 : end-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			if err := json.Unmarshal([]byte(s[i:end]), &key); err != nil {
+				return nil
+			}
 		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil
-		}
+		i = skipSpace(s, skipSpace(s, end)+1) // past the colon
+		vEnd := endOfValue(s, i)
 		if _, seen := out[key]; !seen {
-			out[key] = v
+			out[key] = json.RawMessage(s[i:vEnd])
+		}
+		i = skipSpace(s, vEnd)
+		if s[i] != ',' {
+			return out // the closing brace
+		}
+		i = skipSpace(s, i+1)
+	}
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index just past the JSON string that starts at
+// s[i].
+func endOfString(s string, i int) int {
+	for j := i + 1; ; j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
 		}
 	}
-	return out
+}
+
+// endOfValue returns the index just past the JSON value that starts at
+// s[i].
+func endOfValue(s string, i int) int {
+	switch s[i] {
+	case '"':
+		return endOfString(s, i)
+	case '{', '[':
+		depth := 0
+		for j := i; ; j++ {
+			switch s[j] {
+			case '"':
+				j = endOfString(s, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+	}
+	j := i
+	for j < len(s) && !strings.ContainsRune(",}] \t\n\r", rune(s[j])) {
+		j++
+	}
+	return j
 }
 
 // filterRows returns the filter rows of ids as tx sees them (an id without

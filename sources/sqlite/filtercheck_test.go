@@ -2,12 +2,16 @@ package sqlite
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/h4r/h4r"
 )
@@ -255,5 +259,89 @@ func TestCompileFilterLeavesToSQL(t *testing.T) {
 				t.Errorf("compileFilter decides in memory: %v, want %v", ok, tc.want)
 			}
 		})
+	}
+}
+
+// firstValuesDecoder is firstValues written with json.Decoder, as it was
+// first: the reference for the scan.
+func firstValuesDecoder(metadata string) map[string]json.RawMessage {
+	if !utf8.ValidString(metadata) {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(metadata))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	out := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if _, seen := out[key]; !seen {
+			out[key] = v
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil
+	}
+	if _, err := dec.Token(); err != io.EOF { // nothing after it
+		return nil
+	}
+	return out
+}
+
+// TestFirstValuesEqualsDecoder: the scan reads the same first values as
+// json.Decoder on random objects (nested values, escapes in keys and
+// strings, white space, repeated keys, numbers, literals) and refuses what
+// it refuses.
+func TestFirstValuesEqualsDecoder(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 15))
+	keys := []string{"status", "repo", `st\u0061tus`, "a b", "é", `q\"k`, "tags"}
+	ws := func() string { return []string{"", "", " ", "\n\t ", "\r"}[r.IntN(5)] }
+	var value func(depth int) string
+	value = func(depth int) string {
+		switch n := r.IntN(9); {
+		case n == 0 && depth < 3:
+			var parts []string
+			for range r.IntN(3) {
+				parts = append(parts, ws()+`"`+keys[r.IntN(len(keys))]+`"`+ws()+":"+ws()+value(depth+1)+ws())
+			}
+			return "{" + strings.Join(parts, ",") + "}"
+		case n == 1 && depth < 3:
+			var parts []string
+			for range r.IntN(3) {
+				parts = append(parts, ws()+value(depth+1)+ws())
+			}
+			return "[" + strings.Join(parts, ",") + "]"
+		case n == 2:
+			return []string{"true", "false", "null"}[r.IntN(3)]
+		case n == 3:
+			return []string{"0", "-1.5e3", "12345678901234567890", "3.25"}[r.IntN(4)]
+		default:
+			return `"` + []string{"landed", `say \"hi\" {[,]}`, `\u00e9t\u00e9`, "ünï", `back\\slash`, "", `\ud83d\ude00`, "a,b}c"}[r.IntN(8)] + `"`
+		}
+	}
+	cases := []string{"", "[]", "{}", " { } ", `{"a":1}x`, `{"a":}`, "\"x\"", `{"a":"\xff"}`, `{"a":1,}`, `{"a" 1}`, `null`}
+	for range 3000 {
+		var parts []string
+		for range r.IntN(6) {
+			parts = append(parts, ws()+`"`+keys[r.IntN(len(keys))]+`"`+ws()+":"+ws()+value(0)+ws())
+		}
+		cases = append(cases, ws()+"{"+strings.Join(parts, ",")+"}"+ws())
+	}
+	for _, c := range cases {
+		got, want := firstValues(c), firstValuesDecoder(c)
+		if (got == nil) != (want == nil) || !maps.EqualFunc(got, want, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
+			t.Fatalf("metadata %q: scan %q, decoder %q", c, got, want)
+		}
 	}
 }
