@@ -130,8 +130,8 @@ func checkGolden(t *testing.T, name string, got []goldenResult) {
 // (issue 15's latency work), so it holds the fast path to the slow one's
 // answers.
 func TestSearchGoldenBenchCorpus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seeds 10k traces")
+	if testing.Short() || raceEnabled {
+		t.Skip("seeds 10k traces: not under -short or -race")
 	}
 	h := newHarness(t)
 	seedTraces(t, h, 10_000)
