@@ -197,6 +197,10 @@ func (m *memFilter) pass(r *filterRow) (ok, decided bool) {
 			}
 			continue
 		}
+		if bytes.Contains(bytes.ToLower(raw), []byte(`\ud`)) {
+			// A surrogate escape: Go replaces a lone one, SQLite does not.
+			return false, false
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil || s != c.str {
 			return false, true
