@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/h4r/h4r"
 )
@@ -22,8 +23,8 @@ const KindCommitTrace = "commit_trace"
 const (
 	DefaultPrefetchLimit = 20
 	MaxPrefetchLimit     = 100
-	// candidatesPerQuery bounds each store query prefetch and escalation
-	// make (one per area, one for the repo's newest traces).
+	// candidatesPerQuery bounds what prefetch and escalation read per
+	// area and of the repo's newest traces (findWithAreas).
 	candidatesPerQuery = 500
 )
 
@@ -218,25 +219,9 @@ func (s *Service) rankTraces(ctx context.Context, spec h4r.Specialist, sit Situa
 // and its newest, without duplicates.
 func (s *Service) commitTraces(ctx context.Context, repo string, areas []string) ([]*h4r.Item, error) {
 	base := h4r.Filters{Kinds: []string{KindCommitTrace}, Metadata: map[string]any{"repo": repo}}
-	queries := []h4r.ItemQuery{{Filters: base, Limit: candidatesPerQuery}}
-	for _, a := range areas {
-		f := base
-		f.Tags = []string{a}
-		queries = append(queries, h4r.ItemQuery{Filters: f, Limit: candidatesPerQuery})
-	}
-	seen := map[string]bool{}
-	var out []*h4r.Item
-	for _, q := range queries {
-		found, err := s.store.Find(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("finding commit traces of %s: %w", repo, err)
-		}
-		for _, it := range found {
-			if !seen[it.ID] {
-				seen[it.ID] = true
-				out = append(out, it)
-			}
-		}
+	out, err := findWithAreas(ctx, s.store, h4r.ItemQuery{Filters: base, Limit: candidatesPerQuery}, base, areas, candidatesPerQuery)
+	if err != nil {
+		return nil, fmt.Errorf("finding commit traces of %s: %w", repo, err)
 	}
 	return out, nil
 }
@@ -246,23 +231,78 @@ func (s *Service) commitTraces(ctx context.Context, repo string, areas []string)
 // decision taken in an area is a precedent for work there.
 func (s *Service) decisionsFor(ctx context.Context, repo string, areas []string) ([]*h4r.Item, error) {
 	kinds := []string{KindTrace}
-	queries := []h4r.ItemQuery{{Filters: h4r.Filters{Kinds: kinds, Metadata: map[string]any{"project_key": repo}}, Limit: candidatesPerQuery}}
-	for _, a := range areas {
-		queries = append(queries, h4r.ItemQuery{Filters: h4r.Filters{Kinds: kinds, Tags: []string{a}}, Limit: candidatesPerQuery})
+	first := h4r.ItemQuery{Filters: h4r.Filters{Kinds: kinds, Metadata: map[string]any{"project_key": repo}}, Limit: candidatesPerQuery}
+	out, err := findWithAreas(ctx, s.store, first, h4r.Filters{Kinds: kinds}, areas, candidatesPerQuery)
+	if err != nil {
+		return nil, fmt.Errorf("finding decision traces for %s: %w", repo, err)
+	}
+	return out, nil
+}
+
+// finder lists items by filter, newest first (h4r.ItemQuery).
+type finder interface {
+	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
+}
+
+// findWithAreas returns what first finds, then for each of areas in turn
+// the newest limit items base passes that are tagged with it, each item
+// once, at its first place: what one query per area answered, in one
+// query for all the areas (base with anyTags) when it can. Find lists
+// newest first (createdAt, then id), so an area's newest limit are the
+// first limit of its items in the all-areas list whenever that list holds
+// limit of them or every item of any area (it came back short); only an
+// area it cannot answer so is asked alone.
+func findWithAreas(ctx context.Context, store finder, first h4r.ItemQuery, base h4r.Filters, areas []string, limit int) ([]*h4r.Item, error) {
+	found, err := store.Find(ctx, first)
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []*h4r.Item
-	for _, q := range queries {
-		found, err := s.store.Find(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("finding decision traces for %s: %w", repo, err)
-		}
-		for _, it := range found {
+	add := func(items []*h4r.Item) {
+		for _, it := range items {
 			if !seen[it.ID] {
 				seen[it.ID] = true
 				out = append(out, it)
 			}
 		}
+	}
+	add(found)
+	if len(areas) == 0 {
+		return out, nil
+	}
+	var all []*h4r.Item
+	complete := false
+	// An area that is not valid UTF-8 reaches the store's filter changed
+	// (JSON-encoded); comparing it with the items' tags here would not be
+	// what the store compares. Such requests ask area by area.
+	if !slices.ContainsFunc(areas, func(a string) bool { return !utf8.ValidString(a) }) && base.Tags == nil && base.AnyTags == nil {
+		anyOf := base
+		anyOf.AnyTags = slices.Clone(areas)
+		ask := min(limit*len(areas), h4r.MaxFindLimit)
+		if all, err = store.Find(ctx, h4r.ItemQuery{Filters: anyOf, Limit: ask}); err != nil {
+			return nil, err
+		}
+		complete = len(all) < ask
+	}
+	for _, a := range areas {
+		var mine []*h4r.Item
+		for _, it := range all {
+			if slices.Contains(it.Metadata.Tags, a) {
+				mine = append(mine, it)
+				if len(mine) == limit {
+					break
+				}
+			}
+		}
+		if len(mine) < limit && !complete {
+			f := base
+			f.Tags = []string{a}
+			if mine, err = store.Find(ctx, h4r.ItemQuery{Filters: f, Limit: limit}); err != nil {
+				return nil, err
+			}
+		}
+		add(mine)
 	}
 	return out, nil
 }

@@ -63,7 +63,7 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 		if where == "" {
 			ranked, err = g.s.text.search(ctx, terms, limit, nil)
 		} else {
-			ranked, err = g.filtered(ctx, tx, terms, limit, where, filterArgs)
+			ranked, err = g.filtered(ctx, tx, terms, limit, q.Filters, where, filterArgs)
 		}
 		if err != nil {
 			return err
@@ -83,10 +83,14 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 // first of the passing items' ranking: when k holds limit of them, or all
 // the matches, they are the answer. Else k grows; after textFilterRounds
 // the passing rows are read and the index searched among them.
-func (g fullText) filtered(ctx context.Context, tx *sql.Tx, terms map[string]int, limit int, where string, args []any) ([]rankedText, error) {
+func (g fullText) filtered(ctx context.Context, tx *sql.Tx, terms map[string]int, limit int, f h4r.Filters, where string, args []any) ([]rankedText, error) {
 	done := 0
 	var kept []rankedText
 	k := limit
+	var mem *memFilter // nil: the filters are checked with SQL
+	if m, ok := compileFilter(f); ok {
+		mem = &m
+	}
 	for range g.s.textFilterRounds {
 		k *= textFilterGrowth
 		ranked, err := g.s.text.search(ctx, terms, k, nil)
@@ -94,11 +98,7 @@ func (g fullText) filtered(ctx context.Context, tx *sql.Tx, terms map[string]int
 			return nil, err
 		}
 		if done < len(ranked) {
-			check := make([]uint32, 0, len(ranked)-done)
-			for _, r := range ranked[done:] {
-				check = append(check, r.seq)
-			}
-			pass, err := passingRows(ctx, tx, check, where, args)
+			pass, err := g.s.passingRanked(ctx, tx, mem, ranked[done:], where, args)
 			if err != nil {
 				return nil, err
 			}

@@ -43,6 +43,11 @@ func WithItemCacheBytes(n int64) Option { return func(o *options) { o.itemCacheB
 // its row's stamp (itemStamp) instead, one indexed query for all the hits,
 // and keeps nothing.
 //
+// The cache also keeps the filtered columns of rows (filtercheck.go)
+// under the same generation, dropped with the items: access counts do not
+// change them, and they are not a filter's subject (maintained keys are
+// left to SQL).
+//
 // Entries are shared by every request that reads them and must never be
 // modified: the slicer redacts a copy (scs.Redact), and added access counts
 // make a new entry rather than changing the old one.
@@ -54,6 +59,15 @@ type itemCache struct {
 	gen    int64 // the item_generation every entry reflects; -1: none yet
 	used   int64
 	items  map[string]cachedItem
+	// filters keeps the filtered columns of rows by item id, as of gen
+	// (filtercheck.go), within the same budget.
+	filters map[string]cachedFilter
+}
+
+// cachedFilter is a row's filtered columns and their estimated memory.
+type cachedFilter struct {
+	row  *filterRow
+	size int64
 }
 
 // cachedItem is a decoded item, the stamp of the row it was read from and
@@ -82,7 +96,7 @@ func (a itemStamp) sameContent(b itemStamp) bool {
 }
 
 func newItemCache(budget int64) itemCache {
-	return itemCache{budget: max(budget, 0), gen: -1, items: map[string]cachedItem{}}
+	return itemCache{budget: max(budget, 0), gen: -1, items: map[string]cachedItem{}, filters: map[string]cachedFilter{}}
 }
 
 // itemFootprint estimates the memory of a decoded item: its text, its
@@ -123,6 +137,7 @@ func (c *itemCache) restart(gen int64) {
 	}
 	c.gen, c.used = gen, 0
 	clear(c.items)
+	clear(c.filters)
 }
 
 // checked returns the entry of id when its stamp is stamp (a read whose
@@ -177,16 +192,69 @@ func (c *itemCache) put(gen int64, it *h4r.Item) {
 	}
 	c.items[it.ID] = cachedItem{item: it, stamp: stampOf(it), size: size}
 	c.used += size
+	c.evict()
+}
+
+// evict forgets arbitrary entries (Go's map order), items first, until a
+// tenth of the budget is free, when the cache is past its budget; the
+// caller holds mu.
+func (c *itemCache) evict() {
 	if c.used <= c.budget {
 		return
 	}
 	for id, e := range c.items {
 		if c.used <= c.budget-c.budget/10 {
-			break
+			return
 		}
 		delete(c.items, id)
 		c.used -= e.size
 	}
+	for id, e := range c.filters {
+		if c.used <= c.budget-c.budget/10 {
+			return
+		}
+		delete(c.filters, id)
+		c.used -= e.size
+	}
+}
+
+// lookupFilters returns the kept filter rows of ids and the ids it has
+// none of.
+func (c *itemCache) lookupFilters(ids []string) (map[string]*filterRow, []string) {
+	out := make(map[string]*filterRow, len(ids))
+	var missing []string
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, id := range ids {
+		if e, ok := c.filters[id]; ok {
+			out[id] = e.row
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return out, missing
+}
+
+// putFilters keeps rows, read in a snapshot at generation gen, unless the
+// cache reflects another generation.
+func (c *itemCache) putFilters(gen int64, rows map[string]*filterRow) {
+	if c.budget == 0 || len(rows) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	for id, r := range rows {
+		if old, ok := c.filters[id]; ok {
+			c.used -= old.size
+		}
+		size := r.footprint(id)
+		c.filters[id] = cachedFilter{row: r, size: size}
+		c.used += size
+	}
+	c.evict()
 }
 
 // applied moves the cache along a committed write of this process that
@@ -212,6 +280,10 @@ func (c *itemCache) drop(ids []string) {
 	for _, id := range ids {
 		if e, ok := c.items[id]; ok {
 			delete(c.items, id)
+			c.used -= e.size
+		}
+		if e, ok := c.filters[id]; ok {
+			delete(c.filters, id)
 			c.used -= e.size
 		}
 	}
