@@ -123,11 +123,13 @@ func load10k(b *testing.B) *app.App {
 // arriving at once: one op is a burst of 100 calls, each in its own
 // goroutine (as a server gives each request one), all released together,
 // and a call's latency runs from the release to its answer, so it counts
-// the queue the burst makes. BenchmarkEnrich10k's closed loop of 100
-// goroutines measures something else: a goroutine that never blocks keeps
-// its core for the scheduler's time slice (10 ms), making dozens of calls,
-// and the call it was in when preempted waits for every other goroutine's
-// slice, which is most of its p99.
+// the queue the burst makes. BenchmarkEnrich10k's closed loop is the other
+// reading: 100 callers that never pause keep both cores full, and a
+// goroutine that never blocks keeps its core for the scheduler's time
+// slice (10 ms), so the call it was in when preempted waits for the
+// others' slices. One burst before the timer warms the process (the
+// policy compiled for the key); every burst's calls still miss the
+// bridge's cache.
 func BenchmarkEnrichBurst10k(b *testing.B) {
 	a := load10k(b)
 	cfg := enabled()
@@ -139,8 +141,7 @@ func BenchmarkEnrichBurst10k(b *testing.B) {
 	const burst = 100
 	var lat []time.Duration
 	n := 0
-	b.ResetTimer()
-	for b.Loop() {
+	oneBurst := func() []time.Duration {
 		release := make(chan struct{})
 		done := make([]time.Duration, burst)
 		var wg sync.WaitGroup
@@ -158,7 +159,14 @@ func BenchmarkEnrichBurst10k(b *testing.B) {
 		start = time.Now()
 		close(release)
 		wg.Wait()
-		lat = append(lat, done...)
+		return done
+	}
+	// The first burst of a process compiles the policy for the caller's
+	// key (once per key and policy revision): not what NFR-1 measures.
+	oneBurst()
+	b.ResetTimer()
+	for b.Loop() {
+		lat = append(lat, oneBurst()...)
 	}
 	b.StopTimer()
 	slices.Sort(lat)
