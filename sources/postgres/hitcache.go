@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/itemcache"
 )
 
 // hitCache keeps the items graph hits decoded, by id, for the walk in
@@ -63,15 +64,6 @@ func (c *hitCache) versions(ids []string) ([]int32, map[string]*h4r.Item) {
 	return out, held
 }
 
-// footprint estimates the memory of a decoded item: its text, its content
-// and metadata decoded (maps and interfaces take about twice the JSON they
-// came from; ByteSize is the delivered JSON, text included) and the fixed
-// parts.
-func footprint(it *h4r.Item) int64 {
-	return 512 + int64(len(it.ID)) + int64(len(it.Text)) + 2*int64(it.Metadata.ByteSize) +
-		64*int64(len(it.Metadata.Extra)+len(it.Metadata.Tags))
-}
-
 // keep adds decoded items (without links); past the budget, it forgets
 // arbitrary entries (Go's map order) until a tenth of the budget is free.
 func (c *hitCache) keep(items []*h4r.Item) {
@@ -81,8 +73,8 @@ func (c *hitCache) keep(items []*h4r.Item) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, it := range items {
-		size := footprint(it)
-		if size > c.budget/16 { // one huge item would push out many
+		size := itemcache.Footprint(it) // links nil here: they come from memory
+		if size > c.budget/16 {         // one huge item would push out many
 			continue
 		}
 		if old, ok := c.items[it.ID]; ok {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/itemcache"
 )
 
 // DefaultItemCacheBytes is the memory the decoded-item cache may take by
@@ -21,7 +22,7 @@ const DefaultItemCacheBytes = 256 << 20
 // the full-text and vector generators read their hits through (default
 // DefaultItemCacheBytes; 0 turns it off: every hit is read and decoded
 // from the file). The bound is on an estimate of each item's memory
-// (itemFootprint), not on the heap as measured.
+// (itemcache.Footprint), not on the heap as measured.
 func WithItemCacheBytes(n int64) Option { return func(o *options) { o.itemCacheBytes = &n } }
 
 // itemCache keeps items as queryItems decoded them, so that a search's hits
@@ -99,18 +100,6 @@ func newItemCache(budget int64) itemCache {
 	return itemCache{budget: max(budget, 0), gen: -1, items: map[string]cachedItem{}, filters: map[string]cachedFilter{}}
 }
 
-// itemFootprint estimates the memory of a decoded item: its text, its
-// content and metadata decoded (maps and interfaces take about twice the
-// JSON they came from; ByteSize is the delivered JSON, text included), its
-// links, and the fixed parts.
-func itemFootprint(it *h4r.Item) int64 {
-	n := 512 + int64(len(it.ID)) + int64(len(it.Text)) + 2*int64(it.Metadata.ByteSize)
-	for _, l := range it.Links {
-		n += 96 + int64(len(l.Target)+len(l.Type)+len(l.Context))
-	}
-	return n + 64*int64(len(it.Metadata.Extra)+len(it.Metadata.Tags))
-}
-
 // lookup returns the entry of id, if any, and the generation the cache
 // reflects.
 func (c *itemCache) lookup(id string) (cachedItem, bool) {
@@ -178,7 +167,7 @@ func stampOf(it *h4r.Item) itemStamp {
 // reflects another generation; past the budget, it forgets arbitrary
 // entries (Go's map order) until a tenth of the budget is free.
 func (c *itemCache) put(gen int64, it *h4r.Item) {
-	size := itemFootprint(it)
+	size := itemcache.Footprint(it)
 	if c.budget == 0 || size > c.budget/16 { // one huge item would push out many
 		return
 	}
