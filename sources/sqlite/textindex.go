@@ -63,6 +63,19 @@ func seqOf(seq int64) (uint32, error) {
 	return uint32(seq), nil
 }
 
+// awaitOwnWrite waits until no write of this process is under way: a
+// write holds writeMu from before its commit until it has updated what
+// this process keeps in memory (the full-text index, the vectors, the
+// graph, the item cache), so a reader that found memory behind the file
+// waits here for that update instead of rebuilding from the file.
+func (s *Store) awaitOwnWrite(ctx context.Context) error {
+	if err := s.vectors.writeMu.lock(ctx); err != nil {
+		return err
+	}
+	s.vectors.writeMu.Unlock()
+	return nil
+}
+
 // ensureText makes the index reflect at least generation gen, read in the
 // snapshot of the search's transaction tx.
 func (s *Store) ensureText(ctx context.Context, tx *sql.Tx, gen int64) error {
@@ -75,12 +88,10 @@ func (s *Store) ensureText(ctx context.Context, tx *sql.Tx, gen int64) error {
 	t.mu.RUnlock()
 	if loaded {
 		// A write of this process may sit between its commit and its
-		// update of the index: wait for it (it holds the write lock
-		// across both) rather than rebuild for it.
-		if err := s.vectors.writeMu.lock(ctx); err != nil {
+		// update of the index: wait for it rather than rebuild for it.
+		if err := s.awaitOwnWrite(ctx); err != nil {
 			return fmt.Errorf("waiting for a write to reach the full-text index: %w", err)
 		}
-		s.vectors.writeMu.Unlock()
 		if t.current(gen) {
 			return nil
 		}

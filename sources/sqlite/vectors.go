@@ -388,14 +388,13 @@ func (s *Store) ensureLoaded(ctx context.Context, tx *sql.Tx, model string) (int
 	}
 	if loaded {
 		// A write of this process may sit between its commit and its
-		// update of the index: wait for it (it holds writeMu across
-		// both), as the text index and the graph do, rather than reload
-		// every vector for it: under steady ingest that reload, under
-		// the exclusive lock, stalled every hybrid search.
-		if err := v.writeMu.lock(ctx); err != nil {
+		// update of the index: wait for it, as the text index and the
+		// graph do, rather than reload every vector for it: under steady
+		// ingest that reload, under the exclusive lock, stalled every
+		// hybrid search.
+		if err := s.awaitOwnWrite(ctx); err != nil {
 			return 0, fmt.Errorf("waiting for a write to reach the vectors in memory: %w", err)
 		}
-		v.writeMu.Unlock()
 		v.mu.RLock()
 		current = v.current(model, gen)
 		v.mu.RUnlock()
