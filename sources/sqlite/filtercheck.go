@@ -307,18 +307,9 @@ func (s *Store) filterRows(ctx context.Context, tx *sql.Tx, ids []string) (_ map
 	if s.items.budget == 0 {
 		return nil, false, nil
 	}
-	gen, err := readItemGeneration(ctx, tx)
-	if err != nil {
+	gen, current, err := s.itemCacheAt(ctx, tx)
+	if err != nil || !current {
 		return nil, false, err
-	}
-	if c := s.items.generation(); c < gen && s.vectors.writeMu.tryLock() {
-		// As readItems: no write of this process is under way, so the file
-		// moved on without the cache.
-		s.items.restart(gen)
-		s.vectors.writeMu.Unlock()
-	}
-	if s.items.generation() != gen {
-		return nil, false, nil
 	}
 	out, missing := s.items.lookupFilters(ids)
 	if len(missing) > 0 {

@@ -303,6 +303,22 @@ func (c *itemCache) len() int {
 	return len(c.items)
 }
 
+// itemCacheAt reads tx's item generation and reports whether the cache
+// reflects it. A cache behind it while no write of this process is under
+// way (they update the cache under writeMu) was left behind by another
+// process's write, and restarts at tx's generation.
+func (s *Store) itemCacheAt(ctx context.Context, tx *sql.Tx) (gen int64, current bool, err error) {
+	gen, err = readItemGeneration(ctx, tx)
+	if err != nil {
+		return 0, false, err
+	}
+	if c := s.items.generation(); c < gen && s.vectors.writeMu.tryLock() {
+		s.items.restart(gen)
+		s.vectors.writeMu.Unlock()
+	}
+	return gen, s.items.generation() == gen, nil
+}
+
 // readItems returns the items with the given ids as tx sees them, by id
 // (an id without an item is absent): from the cache when it reflects tx's
 // snapshot (else when a row's stamp says the entry is current), the rest
@@ -316,17 +332,11 @@ func (s *Store) readItems(ctx context.Context, tx *sql.Tx, ids []string) (map[st
 	if s.items.budget == 0 {
 		return out, fetchItems(ctx, tx, ids, out)
 	}
-	gen, err := readItemGeneration(ctx, tx)
+	gen, current, err := s.itemCacheAt(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	if c := s.items.generation(); c < gen && s.vectors.writeMu.tryLock() {
-		// No write of this process is under way (they update the cache
-		// under this lock): the file moved on without the cache.
-		s.items.restart(gen)
-		s.vectors.writeMu.Unlock()
-	}
-	if s.items.generation() != gen {
+	if !current {
 		return out, s.readChecked(ctx, tx, ids, out)
 	}
 	var missing []string
