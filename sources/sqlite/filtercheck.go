@@ -81,6 +81,15 @@ type metaCondition struct {
 	boolV  bool
 }
 
+// memFilterOf is f compiled for a generator's checks: nil when a condition
+// is left to SQL (compileFilter).
+func memFilterOf(f h4r.Filters) *memFilter {
+	if m, ok := compileFilter(f); ok {
+		return &m
+	}
+	return nil
+}
+
 // compileFilter returns f as a memFilter, and false when one of its
 // conditions is left to SQL (see the top of this file). Lists are read
 // back as json_each reads the JSON the SQL binds (jsonList), so that both

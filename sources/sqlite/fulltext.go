@@ -87,10 +87,7 @@ func (g fullText) filtered(ctx context.Context, tx *sql.Tx, terms map[string]int
 	done := 0
 	var kept []rankedText
 	k := limit
-	var mem *memFilter // nil: the filters are checked with SQL
-	if m, ok := compileFilter(f); ok {
-		mem = &m
-	}
+	mem := memFilterOf(f) // nil: the filters are checked with SQL
 	for range g.s.textFilterRounds {
 		k *= textFilterGrowth
 		ranked, err := g.s.text.search(ctx, terms, k, nil)

@@ -481,10 +481,7 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 		} else {
 			// The filters are checked on growing rankings; above the
 			// threshold each scans proportionally more lists.
-			var mem *memFilter // nil: the filters are checked with SQL
-			if m, ok := compileFilter(filters); ok {
-				mem = &m
-			}
+			mem := memFilterOf(filters) // nil: the filters are checked with SQL
 			cands, err = ann.TopPassing(ctx, rank.Top, want, func(ctx context.Context, ids []string) (map[string]bool, error) {
 				return s.passingByID(ctx, tx, mem, ids, where, args)
 			})
