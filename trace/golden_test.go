@@ -154,16 +154,7 @@ func TestSearchGoldenBenchCorpus(t *testing.T) {
 // whole answers, against testdata/search_golden_filters.json (written as
 // TestSearchGoldenBenchCorpus's).
 func TestSearchGoldenFilterCases(t *testing.T) {
-	h := newHarness(t)
-	areas := []string{"pkg/auth", "pkg/store", "cmd/server"}
-	for i := range 6 {
-		tr := fixture(t)
-		tr.SHA = fmt.Sprintf("%040x", i+1)
-		tr.Repo = []string{"acme/gateway", "acme/billing"}[i%2]
-		tr.Areas = []string{areas[i%3]}
-		tr.Summary = fmt.Sprintf("retry with backoff in %s, change %d", areas[i%3], i)
-		h.ingest(t, tr)
-	}
+	h := filterCorpus(t)
 	reqs := []struct {
 		name string
 		req  trace.SearchRequest

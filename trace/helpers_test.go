@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -78,3 +79,19 @@ func (h *harness) item(t testing.TB, id string) *h4r.Item {
 
 // publicReader is a reader without clearance.
 var publicReader = h4r.Specialist{Type: "agent", ID: "reader", SecurityLevel: h4r.Public}
+
+// filterCorpus is a harness holding six traces of one summary over two
+// repos and three areas: the corpus of the search filter tests.
+func filterCorpus(t testing.TB) *harness {
+	h := newHarness(t)
+	areas := []string{"pkg/auth", "pkg/store", "cmd/server"}
+	for i := range 6 {
+		tr := fixture(t)
+		tr.SHA = fmt.Sprintf("%040x", i+1)
+		tr.Repo = []string{"acme/gateway", "acme/billing"}[i%2]
+		tr.Areas = []string{areas[i%3]}
+		tr.Summary = fmt.Sprintf("retry with backoff in %s, change %d", areas[i%3], i)
+		h.ingest(t, tr)
+	}
+	return h
+}

@@ -12,16 +12,7 @@ import (
 )
 
 func TestSearchFilters(t *testing.T) {
-	h := newHarness(t)
-	areas := []string{"pkg/auth", "pkg/store", "cmd/server"}
-	for i := range 6 {
-		tr := fixture(t)
-		tr.SHA = fmt.Sprintf("%040x", i+1)
-		tr.Repo = []string{"acme/gateway", "acme/billing"}[i%2]
-		tr.Areas = []string{areas[i%3]}
-		tr.Summary = fmt.Sprintf("retry with backoff in %s, change %d", areas[i%3], i)
-		h.ingest(t, tr)
-	}
+	h := filterCorpus(t)
 	cases := []struct {
 		name string
 		req  trace.SearchRequest
