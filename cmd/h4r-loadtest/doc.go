@@ -15,6 +15,15 @@
 //
 //	h4r-loadtest --clients 100 --ingest-share 0.2
 //
+// With --type bridge it loads trajectories (POST /v1/bridge/trajectories)
+// and sends tool calls to the context bridge (POST /v1/bridge), each with
+// a problem never asked before, so that the bridge's cache never answers;
+// the server must run with H4R_BRIDGE_ENABLED=true. A call is ok when its
+// context_bridge is there and not degraded.
+//
+//	H4R_BRIDGE_ENABLED=true h4r serve --data-dir /tmp/h4r-bridge &
+//	h4r-loadtest --type bridge --items 10000 --clients 100
+//
 // Every phase is bounded by a request count and a duration, and the
 // program refuses a non-loopback address: it is a tool for one machine.
 package main

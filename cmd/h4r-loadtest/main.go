@@ -56,7 +56,7 @@ func main() {
 	flag.DurationVar(&c.maxDuration, "max-duration", 3*time.Minute, "bound of each measuring phase")
 	flag.DurationVar(&c.think, "think", 0, "pause of each concurrent client between its requests (0: closed loop, as fast as answers come)")
 	flag.IntVar(&c.limit, "limit", 10, "limit of each context request")
-	flag.StringVar(&c.qtype, "type", "hybrid", "query type: hybrid (full-text and vectors), keyword (full-text only), semantic")
+	flag.StringVar(&c.qtype, "type", "hybrid", "query type: hybrid (full-text and vectors), keyword (full-text only), semantic; or bridge: trajectories and tool calls of the context bridge (the server needs H4R_BRIDGE_ENABLED=true)")
 	flag.IntVar(&c.pid, "pid", 0, "server process id, to read its peak RSS (VmHWM) from /proc; without it RSS comes from /metrics when readable")
 	flag.Uint64Var(&c.seed, "seed", 1, "random seed of items and queries")
 	flag.Float64Var(&c.ingestShare, "ingest-share", 0, "share of the concurrent phase's requests that are ingests of --ingest-batch new items, in [0, 1)")
@@ -89,6 +89,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if c.ingestBatch < 1 || c.ingestBatch > 1000 {
 		return fmt.Errorf("--ingest-batch %d: want 1 to 1000 items", c.ingestBatch)
+	}
+	switch c.qtype {
+	case "hybrid", "keyword", "semantic", "bridge":
+	default:
+		return fmt.Errorf("--type %q: want hybrid, keyword, semantic or bridge", c.qtype)
 	}
 	base := "http://" + c.addr
 	// One connection per client, kept alive: the test measures the server,
@@ -130,6 +135,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	fmt.Fprintf(out, "p95 ratio (%d clients / 1 client): %.2f (target <= %s)\n", c.clients, float64(pN)/float64(p1), target)
 	fmt.Fprintf(out, "packs ok: %d of %d (%.1f%%)%s\n", many.ok, len(many.latencies), 100*many.okShare(), okTarget)
 	fmt.Fprintf(out, "errors: %d (target 0); peak RSS target <= 500 MB\n", one.errors()+many.errors())
+	if c.qtype == "bridge" && one.ok+many.ok == 0 {
+		return errors.New("no answer held a context_bridge: start the server with H4R_BRIDGE_ENABLED=true")
+	}
 	return nil
 }
 
@@ -210,9 +218,12 @@ func (lt *loadTest) phase(ctx context.Context, clients, n int, bound time.Durati
 			for next.Add(1) <= int64(n) && ctx.Err() == nil {
 				res, send := packs, lt.pack
 				body := []byte(nil)
-				if ingestShare > 0 && lt.chance(ingestShare) {
-					res, send, body = ingests, lt.post("/v1/items"), lt.liveBatch()
-				} else {
+				switch {
+				case ingestShare > 0 && lt.chance(ingestShare):
+					res, send, body = ingests, lt.post(lt.itemsPath()), lt.liveBatch()
+				case lt.c.qtype == "bridge":
+					send, body = lt.bridge, lt.bridgeCall()
+				default:
 					body = lt.request()
 				}
 				t0 := time.Now()
@@ -388,18 +399,42 @@ func synthItem(r *rand.Rand, name string, created time.Time, linkBelow int) map[
 	return item
 }
 
+// itemsPath is where items are ingested: trajectories for the bridge.
+func (lt *loadTest) itemsPath() string {
+	if lt.c.qtype == "bridge" {
+		return "/v1/bridge/trajectories"
+	}
+	return "/v1/items"
+}
+
+// batchBody returns an ingest body of items named names: trajectories
+// for the bridge, linked now and then to the loaded items otherwise.
+func (lt *loadTest) batchBody(r *rand.Rand, names []string, created time.Time, linkBelow func(i int) int) ([]byte, error) {
+	items := make([]map[string]any, len(names))
+	for i, name := range names {
+		if lt.c.qtype == "bridge" {
+			items[i] = synthTrajectory(r, name)
+		} else {
+			items[i] = synthItem(r, name, created, linkBelow(i))
+		}
+	}
+	if lt.c.qtype == "bridge" {
+		return json.Marshal(map[string]any{"trajectories": items})
+	}
+	return json.Marshal(map[string]any{"items": items})
+}
+
 // liveBatch returns the body of an ingest of the concurrent phase:
 // --ingest-batch new items (live-…), linked now and then to loaded ones.
 func (lt *loadTest) liveBatch() []byte {
 	lt.mu.Lock()
-	items := make([]map[string]any, lt.c.ingestBatch)
-	created := time.Now().Add(-24 * time.Hour)
-	for i := range items {
-		items[i] = synthItem(lt.rng, fmt.Sprintf("live-%07d", lt.live), created, lt.c.items)
+	defer lt.mu.Unlock()
+	names := make([]string, lt.c.ingestBatch)
+	for i := range names {
+		names[i] = fmt.Sprintf("live-%07d", lt.live)
 		lt.live++
 	}
-	lt.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"items": items})
+	b, _ := lt.batchBody(lt.rng, names, time.Now().Add(-24*time.Hour), func(int) int { return lt.c.items })
 	return b
 }
 
@@ -432,12 +467,11 @@ func (lt *loadTest) ingest(ctx context.Context, out io.Writer) error {
 	wg.Go(func() {
 		defer close(bodies)
 		for start := 0; start < lt.c.items; start += lt.c.batch {
-			n := min(lt.c.batch, lt.c.items-start)
-			items := make([]map[string]any, n)
-			for i := range n {
-				items[i] = synthItem(r, fmt.Sprintf("load-%07d", start+i), created, start+i)
+			names := make([]string, min(lt.c.batch, lt.c.items-start))
+			for i := range names {
+				names[i] = fmt.Sprintf("load-%07d", start+i)
 			}
-			body, err := json.Marshal(map[string]any{"items": items})
+			body, err := lt.batchBody(r, names, created, func(i int) int { return start + i })
 			if err != nil {
 				errs <- err
 				cancel()
@@ -457,7 +491,7 @@ func (lt *loadTest) ingest(ctx context.Context, out io.Writer) error {
 
 // postItems sends one ingest request and expects 200.
 func (lt *loadTest) postItems(ctx context.Context, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/items", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+lt.itemsPath(), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

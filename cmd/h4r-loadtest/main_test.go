@@ -57,6 +57,47 @@ func TestIngestShare(t *testing.T) {
 	}
 }
 
+// The bridge's load against the real service with the bridge on: the
+// trajectories are stored as items of kind trajectory, and every call is
+// answered with a context_bridge that is not degraded.
+func TestBridgeLoad(t *testing.T) {
+	cfg := h4rconfig.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.BridgeEnabled = true
+	cfg.GeneratorTimeout, cfg.RequestTimeout, cfg.BridgeTimeout = 30*time.Second, 30*time.Second, 30*time.Second
+	quiet := slog.New(slog.DiscardHandler)
+	a, err := app.Open(t.Context(), cfg, app.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err := a.Bridge(quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(server.New(a.Engine, a.Store, server.WithLogger(quiet), server.WithBridge(b)).Handler())
+	t.Cleanup(ts.Close)
+
+	c := config{
+		addr: strings.TrimPrefix(ts.URL, "http://"), items: 60, batch: 25, senders: 2, single: 5, clients: 4, requests: 30,
+		maxDuration: time.Minute, qtype: "bridge", seed: 5, ingestShare: 0.2, ingestBatch: 2,
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), c, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	report := out.String()
+	packs := regexp.MustCompile(`(?m)^packs ok: (\d+) of (\d+)`).FindStringSubmatch(report)
+	ingests := regexp.MustCompile(`(?m)^ingests\s+(\d+) requests.*statuses map\[200:(\d+)\]`).FindStringSubmatch(report)
+	if packs == nil || packs[1] != packs[2] || ingests == nil {
+		t.Fatalf("want every call answered with a context_bridge and the ingests all 200:\n%s", report)
+	}
+	nIngests, _ := strconv.Atoi(ingests[1])
+	if n, err := a.Store.Count(t.Context()); err != nil || n != c.items+nIngests*c.ingestBatch {
+		t.Errorf("the store holds %d trajectories (%v), want %d loaded and %d×%d ingested", n, err, c.items, nIngests, c.ingestBatch)
+	}
+}
+
 func TestFlagsRejected(t *testing.T) {
 	tests := []struct {
 		name string
@@ -68,6 +109,7 @@ func TestFlagsRejected(t *testing.T) {
 		{"negative ingest share", config{addr: "127.0.0.1:8080", ingestShare: -0.1, ingestBatch: 10}, "--ingest-share"},
 		{"empty ingest batch", config{addr: "127.0.0.1:8080", ingestShare: 0.2}, "--ingest-batch"},
 		{"too many senders", config{addr: "127.0.0.1:8080", ingestBatch: 10, senders: 65}, "--senders"},
+		{"unknown type", config{addr: "127.0.0.1:8080", ingestBatch: 10, qtype: "fuzzy"}, "--type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
