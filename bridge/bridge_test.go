@@ -3,10 +3,13 @@ package bridge_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,6 +186,91 @@ func TestTimeoutIsADegradedBlock(t *testing.T) {
 	if b.Metrics().Snapshot()["timeout_count"] != 1 {
 		t.Errorf("metrics %v", b.Metrics().Snapshot())
 	}
+}
+
+// gatedSource answers once its gate is closed, whatever its context, and
+// counts the reads in flight.
+type gatedSource struct {
+	gate              chan struct{}
+	inFlight, maxSeen atomic.Int32
+}
+
+func (g *gatedSource) Candidates(_ context.Context, _ h4r.Specialist, _ *bridge.Signature, _ int) ([]bridge.Candidate, error) {
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	for {
+		m := g.maxSeen.Load()
+		if n <= m || g.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	<-g.gate
+	return nil, nil
+}
+
+// TestConcurrencyBoundsEnrichments: no more than WithMaxInFlight reads run
+// at once, the rest wait their turn and are answered, and the wait counts
+// against the timeout.
+func TestConcurrencyBoundsEnrichments(t *testing.T) {
+	quiet := bridge.WithLogger(slog.New(slog.DiscardHandler))
+	call := func(b *bridge.Bridge, n int) *bridge.Block {
+		return b.Enrich(t.Context(), public, "think", map[string]any{"content": fmt.Sprintf("database tuning %d", n)}, nil).ContextBridge
+	}
+	t.Run("waiting calls are all answered, two at a time", func(t *testing.T) {
+		src := &gatedSource{gate: make(chan struct{})}
+		cfg := enabled()
+		cfg.Timeout = time.Minute
+		b, err := bridge.New(cfg, src, bridge.WithMaxInFlight(2), quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		blocks := make([]*bridge.Block, 10)
+		for i := range blocks {
+			wg.Go(func() { blocks[i] = call(b, i) })
+		}
+		for src.inFlight.Load() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // a third read, if let in, would start now
+		close(src.gate)
+		wg.Wait()
+		if got := src.maxSeen.Load(); got != 2 {
+			t.Errorf("%d reads ran at once, want 2", got)
+		}
+		for i, blk := range blocks {
+			if blk == nil || blk.Status != "" {
+				t.Errorf("call %d: context_bridge = %+v, want an answer", i, blk)
+			}
+		}
+	})
+	t.Run("a read that outlives its call keeps its turn", func(t *testing.T) {
+		src := &gatedSource{gate: make(chan struct{})}
+		cfg := enabled()
+		cfg.Timeout = 50 * time.Millisecond
+		b, err := bridge.New(cfg, src, bridge.WithMaxInFlight(1), quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blk := call(b, 1); blk == nil || blk.Reason != "timeout" {
+			t.Fatalf("first call: context_bridge = %+v, want a timeout", blk)
+		}
+		// The first read still runs: the second call waits for the turn
+		// it holds and times out without reading.
+		if blk := call(b, 2); blk == nil || blk.Reason != "timeout" || src.maxSeen.Load() != 1 {
+			t.Fatalf("second call: context_bridge = %+v with %d reads at once, want a timeout and 1", blk, src.maxSeen.Load())
+		}
+		close(src.gate)
+		for src.inFlight.Load() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if blk := call(b, 3); blk == nil || blk.Status != "" {
+			t.Fatalf("after the read ended: context_bridge = %+v, want an answer", blk)
+		}
+		if got := b.Metrics().Snapshot()["timeout_count"]; got != 2 {
+			t.Errorf("timeout_count = %d, want 2", got)
+		}
+	})
 }
 
 // TestEmbeddingFailureFallsBackToConcepts: an OpenAI-compatible server
