@@ -61,6 +61,7 @@ type Config struct {
 	AmbientMaxPerKey      int           // H4R_AMBIENT_MAX_PER_KEY
 	MaxBodyBytes          int64         // H4R_MAX_BODY_BYTES
 	MaxConnections        int           // H4R_MAX_CONNECTIONS: HTTP connections served at once
+	GCHeadroomMB          int           // H4R_GC_HEADROOM_MB: garbage allowed above the live heap; 0: Go's GOGC pacing alone
 	LowRelevanceThreshold float64       // H4R_LOW_RELEVANCE_THRESHOLD: best relevance under it → request_more_context
 
 	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -481,6 +482,7 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	defer cleanup()
+	defer tuneGC(ctx, cfg, slog.New(slog.DiscardHandler))()
 	var opts []bench.RunOption
 	if *verbose {
 		opts = append(opts, bench.WithLogger(cfg.Logger(stderr)))

@@ -43,6 +43,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	log := cfg.Logger(stderr)
+	defer tuneGC(ctx, cfg, log)()
 	a, err := app.Open(ctx, cfg, app.WithLogger(log))
 	if err != nil {
 		return err

@@ -51,6 +51,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	if err != nil {
 		return err
 	}
+	defer tuneGC(ctx, cfg, log)()
 	// The metrics exist before the app, so that the app's embedder can
 	// record into them; the OPA cache counters read the app once it is.
 	var a *app.App

@@ -1,0 +1,81 @@
+package gctune_test
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r/internal/gctune"
+)
+
+func TestPercent(t *testing.T) {
+	const mb = 1 << 20
+	tests := []struct {
+		name           string
+		live, headroom uint64
+		ceiling, want  int
+	}{
+		{"small heap keeps the process's GOGC", 63 * mb, 128 * mb, 100, 100},
+		{"heap twice the headroom", 256 * mb, 128 * mb, 100, 50},
+		{"heap at 100k items", 264 * mb, 128 * mb, 100, 48},
+		{"heap far above the headroom stops at the floor", 1515 * mb, 128 * mb, 100, gctune.MinPercent},
+		{"a lower GOGC of the process is the ceiling", 200 * mb, 128 * mb, 30, 30},
+		{"a GOGC below the floor is kept", 4000 * mb, 128 * mb, 5, 5},
+		{"nothing live yet", 0, 128 * mb, 100, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := gctune.Percent(tt.live, tt.headroom, tt.ceiling); got != tt.want {
+				t.Errorf("Percent(%d MB live, %d MB headroom, %d) = %d, want %d", tt.live/mb, tt.headroom/mb, tt.ceiling, got, tt.want)
+			}
+		})
+	}
+}
+
+func gogc() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// TestStartSetsGOGCForTheLiveHeap: with 128 MB live and 32 MB of
+// headroom the tuner sets GOGC to about 25 after a collection, and stop
+// gives the process its GOGC back.
+func TestStartSetsGOGCForTheLiveHeap(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	live := make([]byte, 128<<20)
+	for i := range live {
+		live[i] = byte(i)
+	}
+	stop := gctune.Start(t.Context(), 32<<20, gctune.WithInterval(5*time.Millisecond))
+	runtime.GC()
+	deadline := time.Now().Add(5 * time.Second)
+	for gogc() == 100 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := gogc(); got < 20 || got > 26 {
+		t.Errorf("GOGC = %d with 128 MB live and 32 MB of headroom, want about 25", got)
+	}
+	runtime.KeepAlive(live)
+	stop()
+	if got := gogc(); got != 100 {
+		t.Errorf("GOGC = %d after stop, want the process's 100 back", got)
+	}
+}
+
+func TestStartWithoutHeadroomChangesNothing(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	live := make([]byte, 64<<20)
+	stop := gctune.Start(t.Context(), 0, gctune.WithInterval(time.Millisecond))
+	runtime.GC()
+	time.Sleep(20 * time.Millisecond)
+	if got := gogc(); got != 100 {
+		t.Errorf("GOGC = %d with the tuner off, want 100", got)
+	}
+	runtime.KeepAlive(live)
+	stop()
+}
