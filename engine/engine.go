@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -20,6 +21,9 @@ const (
 	DefaultCandidateLimit   = 100
 	DefaultAnchorsFromTop   = 3
 	DefaultGeneratorTimeout = time.Second
+	// DefaultInFlightPerCPU packs are built at once per CPU
+	// (WithMaxInFlight), as the server admits them.
+	DefaultInFlightPerCPU = 2
 )
 
 // Slicer applies policy and budgets to ranked items (scs.Slicer), and
@@ -70,6 +74,9 @@ type Engine struct {
 	settings Settings
 	now      func() time.Time
 	log      *slog.Logger
+	// slots bounds the packs built at once; waiting callers are served in
+	// arrival order. nil: no bound.
+	slots chan struct{}
 }
 
 // Option configures an Engine.
@@ -101,9 +108,28 @@ func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = n
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
+// WithMaxInFlight bounds the packs built at once (default
+// DefaultInFlightPerCPU per CPU); n <= 0 removes the bound. A pack is CPU
+// work: past a few per core, more at once only share the cores, so every
+// one of them runs long and its generators miss their deadlines together
+// (at 1M items, 16 packs at once on two cores degraded 1 to 3 of 200).
+// Bounded, the others wait their turn, and a pack whose request deadline
+// passes while it waits comes back empty and degraded, saying the engine
+// was busy. The server admits HTTP packs the same way (and can answer 503
+// instead); this bound holds for every other caller too: MCP tools, POST
+// /query, trace search, the CLI and the benchmark.
+func WithMaxInFlight(n int) Option {
+	return func(e *Engine) {
+		e.slots = nil
+		if n > 0 {
+			e.slots = make(chan struct{}, n)
+		}
+	}
+}
+
 // New returns an Engine. It needs at least one text generator and a slicer.
 func New(opts ...Option) (*Engine, error) {
-	e := &Engine{now: time.Now, log: slog.Default()}
+	e := &Engine{now: time.Now, log: slog.Default(), slots: make(chan struct{}, DefaultInFlightPerCPU*runtime.GOMAXPROCS(0))}
 	for _, o := range opts {
 		o(e)
 	}
@@ -175,6 +201,11 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	if err != nil {
 		return nil, err
 	}
+	release, admitted := e.admit(ctx)
+	if !admitted {
+		return e.busy(ctx, spec, plan, weights, start), nil
+	}
+	defer release()
 	var stats Stats
 	limits, warnings := e.limits(req)
 
@@ -226,6 +257,40 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	})
 	e.recordDeliveries(entries)
 	return p, nil
+}
+
+// admit waits for one of the slots that bound the packs built at once,
+// until ctx ends. A free slot is taken even when ctx has ended: the pack
+// then degrades as any late pack does.
+func (e *Engine) admit(ctx context.Context) (release func(), ok bool) {
+	if e.slots == nil {
+		return func() {}, true
+	}
+	release = func() { <-e.slots }
+	select {
+	case e.slots <- struct{}{}:
+		return release, true
+	default:
+	}
+	select {
+	case e.slots <- struct{}{}:
+		return release, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// busy is the pack of a request whose deadline passed while it waited for
+// a slot: empty, degraded, and saying why.
+func (e *Engine) busy(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, weights h4r.Weights, start time.Time) *h4r.Pack {
+	waited := time.Since(start).Round(time.Millisecond)
+	e.log.WarnContext(ctx, "busy: no pack slot before the request deadline", "slots", cap(e.slots), "waited", waited)
+	normalized, _ := weights.Normalized()
+	return e.builder.Build(pack.Input{
+		Query: plan.Request.Query.Text, Specialist: spec, Sources: map[string]h4r.SourceStats{}, Start: start,
+		Weights: normalized, Status: h4r.StatusDegraded, Audit: plan.Audit,
+		Warnings: []string{fmt.Sprintf("the engine was busy: %d packs were being built and the request deadline passed after %s of waiting, so this pack is empty; retry after a pause", cap(e.slots), waited)},
+	})
 }
 
 // weights are the configured weights with the request's overrides.

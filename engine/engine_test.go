@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -636,5 +637,90 @@ func TestLinkTypesRestrictHops(t *testing.T) {
 				t.Errorf("hops reached %v, want %v", reached, tt.reached)
 			}
 		})
+	}
+}
+
+// gatedGenerator answers once its gate is closed, whatever its context,
+// and counts its calls.
+type gatedGenerator struct {
+	gate  chan struct{}
+	calls atomic.Int32
+}
+
+func (g *gatedGenerator) Name() string { return h4r.GenVector }
+
+func (g *gatedGenerator) Generate(context.Context, h4r.CandidateQuery) ([]h4r.Hit, error) {
+	g.calls.Add(1)
+	<-g.gate
+	return nil, nil
+}
+
+// TestMaxInFlightQueuesPacks: with one slot, a second pack waits for the
+// first; one whose deadline passes while it waits comes back empty and
+// degraded without running a generator, and the next one after the first
+// finished is built.
+func TestMaxInFlightQueuesPacks(t *testing.T) {
+	a := openDemo(t)
+	gen := &gatedGenerator{gate: make(chan struct{})}
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	e, err := engine.New(engine.WithTextGenerators(a.Store.FullText(), gen), engine.WithSlicer(scs.New(pol, counter)),
+		engine.WithClock(fixedClock), engine.WithMaxInFlight(1), engine.WithLogger(discardLogger()),
+		engine.WithSettings(engine.Settings{Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda, GeneratorTimeout: patient,
+			Budget: scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func() *h4r.ContextRequest {
+		return &h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}}
+	}
+	first := make(chan *h4r.Pack)
+	go func() {
+		p, _ := e.ContextPack(t.Context(), healer(), req())
+		first <- p
+	}()
+	for gen.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	second := make(chan *h4r.Pack, 1)
+	go func() {
+		p, err := e.ContextPack(ctx, healer(), req())
+		if err != nil {
+			t.Errorf("a pack that waited past its deadline failed: %v", err)
+		}
+		second <- p
+	}()
+	var p *h4r.Pack
+	select {
+	case p = <-second:
+	case <-time.After(10 * time.Second):
+		close(gen.gate)
+		t.Fatalf("the second pack ran instead of waiting: its generator ran %d times", gen.calls.Load())
+	}
+	switch {
+	case p == nil:
+		t.FailNow()
+	case p.Status != h4r.StatusDegraded || len(p.Results) != 0 || p.Results == nil:
+		t.Errorf("waited past its deadline: status %q with %d results (nil: %v), want degraded and empty", p.Status, len(p.Results), p.Results == nil)
+	case !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "busy") }):
+		t.Errorf("warnings %v do not say the engine was busy", p.Explainability.Warnings)
+	case gen.calls.Load() != 1:
+		t.Errorf("the generator ran %d times, want once (the waiting pack must not run it)", gen.calls.Load())
+	}
+	close(gen.gate)
+	if p := <-first; p.Status != h4r.StatusOK || len(p.Results) == 0 {
+		t.Fatalf("first pack: status %q, %d results", p.Status, len(p.Results))
+	}
+	if p, err := e.ContextPack(t.Context(), healer(), req()); err != nil || p.Status != h4r.StatusOK || len(p.Results) == 0 {
+		t.Fatalf("after the first finished: %v, %+v", err, p)
 	}
 }
