@@ -73,11 +73,39 @@ type Index struct {
 // postings are one term's documents in slot order.
 type postings struct {
 	docs []uint32  // slots, ascending
-	tfs  []uint32  // term frequency in each
+	tfs  tfList    // term frequency in each
 	maxF []float64 // per block: the largest tfNorm of its postings at Index.refAvg
 	last []uint32  // per block: its last slot
 	top  float64   // the largest of maxF
 	df   int       // live documents holding the term
+}
+
+// tfList holds term frequencies, one byte each: at 1M documents the
+// postings' frequencies took 4 bytes × some 35M postings, and nearly every
+// frequency is below 255. A frequency of 255 or more is stored as 255 with
+// the real value in big, under its position.
+type tfList struct {
+	small []uint8
+	big   map[int]uint32
+}
+
+// at returns the frequency of posting j.
+func (t *tfList) at(j int) uint32 {
+	if f := t.small[j]; f != math.MaxUint8 {
+		return uint32(f)
+	}
+	return t.big[j]
+}
+
+func (t *tfList) add(f uint32) {
+	if f >= math.MaxUint8 {
+		if t.big == nil {
+			t.big = map[int]uint32{}
+		}
+		t.big[len(t.small)] = f
+		f = math.MaxUint8
+	}
+	t.small = append(t.small, uint8(f))
 }
 
 // blockEnd returns the index just past block bl's last posting.
@@ -187,7 +215,7 @@ func (x *Index) Put(id uint32, d Doc) error {
 		}
 		p.top = max(p.top, f)
 		p.docs = append(p.docs, slot)
-		p.tfs = append(p.tfs, d.tfs[i])
+		p.tfs.add(d.tfs[i])
 		p.df++
 		x.fwd = append(x.fwd, tid)
 	}
@@ -276,7 +304,7 @@ func (x *Index) summarize() {
 		for bl := range p.maxF {
 			m := 0.0
 			for j := bl * blockSize; j < p.blockEnd(bl); j++ {
-				m = max(m, tfNorm(p.tfs[j], x.length[p.docs[j]], a, bb))
+				m = max(m, tfNorm(p.tfs.at(j), x.length[p.docs[j]], a, bb))
 			}
 			p.maxF[bl] = m
 			p.top = max(p.top, m)
@@ -309,11 +337,11 @@ func (x *Index) compact() {
 		newTid[tid] = uint32(len(lists))
 		vocab[x.names[tid]] = uint32(len(lists))
 		names = append(names, x.names[tid])
-		p := postings{docs: make([]uint32, 0, old.df), tfs: make([]uint32, 0, old.df), df: old.df}
+		p := postings{docs: make([]uint32, 0, old.df), tfs: tfList{small: make([]uint8, 0, old.df)}, df: old.df}
 		for j, s := range old.docs {
 			if x.live[s] {
 				p.docs = append(p.docs, newSlot[s])
-				p.tfs = append(p.tfs, old.tfs[j])
+				p.tfs.add(old.tfs.at(j))
 			}
 		}
 		nb := (len(p.docs) + blockSize - 1) / blockSize

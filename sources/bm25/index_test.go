@@ -366,3 +366,46 @@ func TestConcurrentSearchAndWrite(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestLargeTermFrequencies: frequencies of 255 and more (kept apart from
+// the one-byte ones) score as what they are, before and after compaction.
+// A document made of one word repeated n times scores higher the larger n,
+// so the ranking is by n; a frequency cut at 255 would reverse it above.
+func TestLargeTermFrequencies(t *testing.T) {
+	repeats := []int{1000, 300, 256, 255, 254, 3}
+	x := bm25.New()
+	for i, n := range repeats {
+		if err := x.Add(uint32(i), strings.Repeat("alpha ", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := uint32(100); id < 140; id++ { // to delete: compaction
+		if err := x.Add(id, "filler words here alpha"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(t *testing.T) {
+		for _, alg := range []bm25.Algorithm{bm25.MaxScore, bm25.BlockMaxWAND, bm25.Exhaustive} {
+			hits, err := x.Search(t.Context(), map[string]int{"alpha": 1}, len(repeats), bm25.SearchOptions{Algorithm: alg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) != len(repeats) {
+				t.Fatalf("%v: %d hits, want %d", alg, len(hits), len(repeats))
+			}
+			for i, h := range hits {
+				if h.ID != uint32(i) || i > 0 && h.Score >= hits[i-1].Score {
+					t.Fatalf("%v: hits %+v, want ids 0..%d by strictly falling score (repeats %v)", alg, hits, len(repeats)-1, repeats)
+				}
+			}
+		}
+	}
+	t.Run("as written", check)
+	for id := uint32(100); id < 140; id++ {
+		x.Delete(id)
+	}
+	if st := x.Stats(); st.DeadSlots != 0 {
+		t.Fatalf("no compaction after deleting most documents: %+v", st)
+	}
+	t.Run("after compaction", check)
+}

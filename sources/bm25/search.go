@@ -141,7 +141,7 @@ type searcher struct {
 // and keeps the current document, to spare the walk an indirection.
 type cursor struct {
 	docs []uint32
-	tfs  []uint32
+	tfs  tfList
 	maxF []float64
 	last []uint32
 	cur  uint32  // docs[pos], or end once exhausted
@@ -297,7 +297,7 @@ func (c *cursor) windowBound(hi uint32) float64 {
 
 // score is the term's fixed-point score in the current document.
 func (c *cursor) score(length uint32, a, bb float64) int64 {
-	return quantize(float64(c.w * tfNorm(c.tfs[c.pos], length, a, bb)))
+	return quantize(float64(c.w * tfNorm(c.tfs.at(c.pos), length, a, bb)))
 }
 
 // checkCtx is called every 1024 steps of a walk.
@@ -493,7 +493,7 @@ func (s *searcher) exhaustive() error {
 			return err
 		}
 		for j, slot := range c.docs {
-			acc[slot] += quantize(float64(c.w * tfNorm(c.tfs[j], s.x.length[slot], s.a, s.bb)))
+			acc[slot] += quantize(float64(c.w * tfNorm(c.tfs.at(j), s.x.length[slot], s.a, s.bb)))
 		}
 	}
 	for slot, score := range acc {
@@ -524,7 +524,7 @@ func (x *Index) Reference(terms map[string]int, k int, o SearchOptions) ([]Hit, 
 	for _, q := range qs {
 		for j, slot := range q.p.docs {
 			if x.live[slot] {
-				scores[slot] += quantize(float64(q.w * tfNorm(q.p.tfs[j], x.length[slot], a, bb)))
+				scores[slot] += quantize(float64(q.w * tfNorm(q.p.tfs.at(j), x.length[slot], a, bb)))
 				matched[slot] = true
 			}
 		}
