@@ -111,14 +111,17 @@ func TestSearchBelowThresholdIsTheExactScan(t *testing.T) {
 		name      string
 		threshold int
 		n         int
+		opts      []ann.Option
 	}{
-		{"default_threshold", ann.DefaultThreshold, 3000},
-		{"never_approximate", 0, 3000},
-		{"just_below", 3001, 3000},
+		{"default_threshold", ann.DefaultThreshold, 3000, nil},
+		{"never_approximate", 0, 3000, nil},
+		{"just_below", 3001, 3000, nil},
+		{"chunks of 32 vectors", 0, 3000, []ann.Option{ann.WithChunkShift(5)}},
+		{"chunks of 1 vector", 0, 300, []ann.Option{ann.WithChunkShift(0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vecs := clustered(3, tc.n+20, 64, 30)
-			x := ann.New(ann.WithThreshold(tc.threshold))
+			x := ann.New(append(tc.opts, ann.WithThreshold(tc.threshold))...)
 			var ref vecindex.Index
 			for i := range tc.n {
 				x.Put(idOf(i), vecs[i])
@@ -252,9 +255,15 @@ func TestRecallAboveThreshold(t *testing.T) {
 // new one does) and a delete removes it, while clustered; clustering,
 // reclustering on growth and merging on shrinkage keep every vector.
 func TestUpdatesAndDeletesAreReflected(t *testing.T) {
+	for _, shift := range []int{14, 3} { // the default chunks, and chunks of 8 vectors
+		t.Run(fmt.Sprintf("chunks of %d vectors", 1<<shift), func(t *testing.T) { testUpdatesAndDeletes(t, ann.WithChunkShift(shift)) })
+	}
+}
+
+func testUpdatesAndDeletes(t *testing.T, chunks ann.Option) {
 	const dim = 64
 	vecs := clustered(9, 4000, dim, 40)
-	x := ann.New(ann.WithThreshold(1000), ann.WithProbes(4))
+	x := ann.New(ann.WithThreshold(1000), ann.WithProbes(4), chunks)
 	exact := map[string][]float32{}
 	for i := range 1000 {
 		x.Put(idOf(i), vecs[i])
