@@ -281,3 +281,28 @@ func TestSetMeasuresEqualMaps(t *testing.T) {
 		t.Fatalf("only %d cases past smallSets", long)
 	}
 }
+
+// TestBestMatchesEqualStableSort: keeping the best k matches while they
+// come (insertBest) gives the first k of a stable sort of all of them by
+// descending similarity, which Bridge.match made before: random
+// similarities with many ties, k from 1 to past the number of matches.
+func TestBestMatchesEqualStableSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for n := range 2000 {
+		all := make([]Match, r.IntN(60))
+		for i := range all {
+			all[i] = Match{TrajectoryID: fmt.Sprintf("t%d", i), Similarity: float64(r.IntN(6)) / 5}
+		}
+		k := 1 + r.IntN(8)
+		var got []Match
+		for _, m := range all {
+			got = insertBest(got, k, m.Similarity, func(sim float64) Match { m.Similarity = sim; return m })
+		}
+		want := slices.Clone(all)
+		slices.SortStableFunc(want, func(a, b Match) int { return cmp.Compare(b.Similarity, a.Similarity) })
+		want = want[:min(k, len(want))]
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d, k %d:\ngot  %v\nwant %v", n, k, got, want)
+		}
+	}
+}
