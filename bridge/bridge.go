@@ -73,6 +73,11 @@ type Candidate struct {
 	// extracting concepts again when its own extractor is the same.
 	sig   *Signature
 	sigBy ConceptExtractor
+	// score, when scored, is the concept similarity of sig to the call
+	// (the index's, which is ConceptSimilarity's: TestIndexEqualsScan),
+	// so that Bridge.match need not compute it again.
+	score  float64
+	scored bool
 }
 
 // Source reads candidate trajectories for a signature as spec may see
@@ -349,6 +354,8 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 			sim = 1 // the same problem, word for word
 		case mode == "hybrid":
 			sim = HybridSimilarity(sig, sigs[i])
+		case c.scored && sigs[i] == c.sig:
+			sim = c.score
 		default:
 			sim = ConceptSimilarity(sig, sigs[i])
 		}

@@ -385,10 +385,14 @@ var unrelatedMax = max(
 // only when asked for (rest is called). Above unrelatedMax the rest cannot
 // reach floor, and only the related ones are visited, from the postings
 // of the call's concepts: a miss then costs the size of those postings,
-// not of the index. Call release once done with related.
-func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored, release func()) {
+// not of the index. Call release once done with related. The scores are
+// exactly ConceptSimilarity's (1 for the same text), as Bridge.match
+// would score the candidates, when exact: the concepts of the call and of
+// every indexed trajectory are distinct, as score counts them.
+func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored, release func(), exact bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	exact = !x.repeats && distinct(sig.KeyConcepts)
 	if floor > unrelatedMax {
 		work := x.lendScratch()
 		related = x.rankRelated(sig, floor, work)
@@ -396,10 +400,10 @@ func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func
 			clear(related[:cap(related)]) // no entry kept alive by the pool
 			work.related = related[:0]
 			x.scratch.Put(work)
-		}
+		}, exact
 	}
 	related, rest = x.rankAll(sig, floor)
-	return related, rest, func() {}
+	return related, rest, func() {}, exact
 }
 
 // scratch is a lookup's working memory: zeroed per-slot counters, the
@@ -827,7 +831,7 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 		}
 		return s.Fallback.Candidates(ctx, spec, sig, limit)
 	}
-	related, rest, release := s.Index.rank(sig, s.Floor)
+	related, rest, release, exact := s.Index.rank(sig, s.Floor)
 	defer release()
 	limits := s.Budget
 	limits.MaxItems = limit
@@ -850,7 +854,11 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 			kept := 0
 			for i, v := range o.Verdicts {
 				if v.Reason == h4r.ReasonKept && v.Delivered != nil && len(out) < limit {
-					out = append(out, s.Index.delivered(chunk[i].e, v))
+					c := s.Index.delivered(chunk[i].e, v)
+					if c.sig != nil && exact {
+						c.score, c.scored = chunk[i].score, true
+					}
+					out = append(out, c)
 					kept++
 				}
 			}

@@ -141,7 +141,7 @@ func prunedEqualsFull(t *testing.T, ex ConceptExtractor) {
 		call := signatureOf(text, domain, tools, x.extractor)
 		for _, floor := range []float64{unrelatedMax + 1e-9, 0.6, 0.7, 0.85, 1} {
 			want := fullRank(x, call, floor)
-			related, rest, release := x.rank(call, floor)
+			related, rest, release, _ := x.rank(call, floor)
 			var got []scored
 			for len(related) > 0 {
 				got = append(got, takeBest(&related, 1+r.IntN(60))...)
