@@ -102,7 +102,7 @@ type brief struct {
 	toolsAsBits bool
 	toolBits    uint64
 	complexity  float64
-	idKey       uint64 // prefixKey(id)
+	idKey       idKey  // idKeyOf(id)
 	fpKey       uint64 // prefixKey(fingerprint): unequal keys, other texts
 }
 
@@ -301,7 +301,7 @@ func (x *Index) add(e *indexEntry) {
 	slot := int32(len(x.slots))
 	x.slots = append(x.slots, e)
 	b := briefOf(e.facts)
-	b.idKey, b.fpKey = prefixKey(e.item.ID), prefixKey(e.facts.fingerprint)
+	b.idKey, b.fpKey = idKeyOf(e.item.ID), prefixKey(e.facts.fingerprint)
 	x.briefs = append(x.briefs, b)
 	x.shapes = append(x.shapes, shape{concepts: b.concepts, domain: b.domain, at: int32(len(x.slotConcepts))})
 	x.byID[e.item.ID] = slot
@@ -367,7 +367,7 @@ func (x *Index) compact() {
 type scored struct {
 	e     *indexEntry
 	score float64
-	idKey uint64 // prefixKey(e.item.ID)
+	idKey idKey // idKeyOf(e.item.ID)
 }
 
 // unrelatedMax is the highest score a trajectory can reach against a call
@@ -665,9 +665,27 @@ func better(a, b scored) bool {
 		return a.score > b.score
 	}
 	if a.idKey != b.idKey {
-		return a.idKey < b.idKey
+		return a.idKey.less(b.idKey)
 	}
 	return a.e.item.ID < b.e.item.ID
+}
+
+// idKey is an id's first 16 bytes as two prefixKeys: ids that differ
+// there, as generated ones with a long common prefix ("load-0001234")
+// do, are ordered by their keys without reading the strings.
+type idKey struct{ first, second uint64 }
+
+// idKeyOf is id's key.
+func idKeyOf(id string) idKey {
+	return idKey{prefixKey(id), prefixKey(id[min(8, len(id)):])}
+}
+
+// less orders keys as their ids, when they differ.
+func (k idKey) less(o idKey) bool {
+	if k.first != o.first {
+		return k.first < o.first
+	}
+	return k.second < o.second
 }
 
 // prefixKey is s's first 8 bytes as a big-endian number, zero-padded:

@@ -175,18 +175,21 @@ func ids(s []scored) string {
 
 // TestTakeBestIsSorted: taking the best k at a time, for random k, gives
 // the full order by score then id, with many ties and ids sharing their
-// first 8 bytes.
+// first 8 bytes, or their first 16.
 func TestTakeBestIsSorted(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for n := range 200 {
 		var all []scored
 		for i := range r.IntN(300) {
 			id := fmt.Sprintf("trajectory-%d", r.IntN(1000)*1000+i) // unique, long shared prefix
-			if r.IntN(2) == 0 {
+			switch r.IntN(3) {
+			case 0:
 				id = fmt.Sprintf("t%d", i)
+			case 1:
+				id = fmt.Sprintf("load-%07d", r.IntN(1000)*1000+i) // differing past the first 8 bytes
 			}
 			it := &h4r.Item{ID: id}
-			all = append(all, scored{e: &indexEntry{item: it}, score: float64(r.IntN(5)) / 4, idKey: prefixKey(id)})
+			all = append(all, scored{e: &indexEntry{item: it}, score: float64(r.IntN(5)) / 4, idKey: idKeyOf(id)})
 		}
 		want := slices.Clone(all)
 		slices.SortFunc(want, func(a, b scored) int {
