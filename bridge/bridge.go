@@ -350,12 +350,12 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 	for i, c := range cands {
 		var sim float64
 		switch {
+		case mode != "hybrid" && c.scored && sigs[i] == c.sig:
+			sim = c.score // 1 for the same text too
 		case sigs[i].Fingerprint == sig.Fingerprint:
 			sim = 1 // the same problem, word for word
 		case mode == "hybrid":
 			sim = HybridSimilarity(sig, sigs[i])
-		case c.scored && sigs[i] == c.sig:
-			sim = c.score
 		default:
 			sim = ConceptSimilarity(sig, sigs[i])
 		}
