@@ -397,7 +397,7 @@ func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func
 		work := x.lendScratch()
 		related = x.rankRelated(sig, floor, work)
 		return related, func() []scored { return nil }, func() {
-			clear(related[:cap(related)]) // no entry kept alive by the pool
+			clear(related) // no entry kept alive by the pool (past its length it was never written)
 			work.related = related[:0]
 			x.scratch.Put(work)
 		}, exact
