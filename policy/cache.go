@@ -178,29 +178,32 @@ func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
 	out := make([]h4r.DecisionResult, len(items))
 	sk := c.scope(spec)
-	keys := make([]cacheKey, len(items))
-	cacheable := make([]bool, len(items))
+	// The misses' positions, items and keys (cacheable or not): a batch
+	// answered from the cache keeps no keys.
 	var missIdx []int
 	var missItems []*h4r.Item
+	var missKeys []cacheKey
+	var missCacheable []bool
 	for i, it := range items {
-		keys[i], cacheable[i] = c.key(sk, it)
-		if cacheable[i] {
-			if e, ok := c.lookup(keys[i]); ok {
+		k, cacheable := c.key(sk, it)
+		if cacheable {
+			if e, ok := c.lookup(k); ok {
 				out[i].Decision = cloneDecision(e.decision)
 				continue
 			}
 		}
 		missIdx = append(missIdx, i)
 		missItems = append(missItems, it)
+		missKeys = append(missKeys, k)
+		missCacheable = append(missCacheable, cacheable)
 	}
 	if len(missItems) == 0 {
 		return out
 	}
 	for j, r := range c.inner.DecideBatch(ctx, spec, missItems) {
-		i := missIdx[j]
-		out[i] = r
-		if r.Err == nil && cacheable[i] {
-			c.cache.lru.Add(keys[i], cacheEntry{decision: cloneDecision(r.Decision)})
+		out[missIdx[j]] = r
+		if r.Err == nil && missCacheable[j] {
+			c.cache.lru.Add(missKeys[j], cacheEntry{decision: cloneDecision(r.Decision)})
 		}
 	}
 	return out

@@ -107,6 +107,35 @@ func TestCache(t *testing.T) {
 	}
 }
 
+// TestCachedBatchEqualsPolicy: a batch answered partly from the cache
+// (every third item decided before) gives each item the policy's own
+// decision for it, in place.
+func TestCachedBatchEqualsPolicy(t *testing.T) {
+	engine, err := New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := NewCache(100, time.Hour).Wrap(engine)
+	who := spec(h4r.Internal, "qa")
+	items := versioned(30)
+	var earlier []*h4r.Item
+	for i := 1; i < len(items); i += 3 {
+		earlier = append(earlier, items[i])
+	}
+	cached.DecideBatch(t.Context(), who, earlier)
+	got, want := cached.DecideBatch(t.Context(), who, items), engine.DecideBatch(t.Context(), who, items)
+	kinds := map[string]bool{}
+	for i := range items {
+		if got[i].Err != nil || want[i].Err != nil || !equalDecision(got[i].Decision, want[i].Decision) {
+			t.Fatalf("item %d: cached batch %+v, policy %+v", i, got[i], want[i])
+		}
+		kinds[fmt.Sprintf("%+v", want[i].Decision)] = true
+	}
+	if len(kinds) < 3 {
+		t.Fatalf("only %d kinds of decision: the test cannot tell items apart", len(kinds))
+	}
+}
+
 // TestCacheNeverReusesScopes: the numbers standing for a revision and a
 // specialist are forgotten past maxScopes, never reused: a specialist
 // first seen after that is asked about, not answered with the decision of
