@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,6 +73,11 @@ type Candidate struct {
 	// extracting concepts again when its own extractor is the same.
 	sig   *Signature
 	sigBy ConceptExtractor
+	// score, when scored, is the concept similarity of sig to the call
+	// (the index's, which is ConceptSimilarity's: TestIndexEqualsScan),
+	// so that Bridge.match need not compute it again.
+	score  float64
+	scored bool
 }
 
 // Source reads candidate trajectories for a signature as spec may see
@@ -320,12 +324,15 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 	}
 	sigs := make([]*Signature, len(cands))
 	for i, c := range cands {
-		if c.sig != nil && sameExtractor(c.sigBy, b.extractor) {
+		switch {
+		case c.sig == nil || !sameExtractor(c.sigBy, b.extractor):
+			sigs[i] = signatureOf(c.Description, c.Domain, c.ToolSequence, b.extractor)
+		case b.embedder != nil:
 			s := *c.sig // a copy: embed sets its Embedding
 			sigs[i] = &s
-			continue
+		default:
+			sigs[i] = c.sig // read-only: concept similarity only reads it
 		}
-		sigs[i] = signatureOf(c.Description, c.Domain, c.ToolSequence, b.extractor)
 	}
 	mode, embErr := "concept_only", error(nil)
 	if b.embedder != nil && len(cands) > 0 {
@@ -336,10 +343,15 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 			b.log.WarnContext(ctx, "context bridge: embedding failed; concept-only similarity", "error", embErr) // EHR-3
 		}
 	}
-	var matches []Match
+	// The best MaxMatches by rounded similarity, ties in candidate order:
+	// the first MaxMatches of a stable sort of all, without building the
+	// matches that would be cut (TestBestMatchesEqualStableSort).
+	matches := make([]Match, 0, min(b.cfg.MaxMatches, len(cands)))
 	for i, c := range cands {
 		var sim float64
 		switch {
+		case mode != "hybrid" && c.scored && sigs[i] == c.sig:
+			sim = c.score // 1 for the same text too
 		case sigs[i].Fingerprint == sig.Fingerprint:
 			sim = 1 // the same problem, word for word
 		case mode == "hybrid":
@@ -350,15 +362,10 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 		if sim < b.cfg.MinSimilarity {
 			continue
 		}
-		matches = append(matches, Match{TrajectoryID: c.TrajectoryID, SessionID: c.SessionID, Similarity: round3(sim),
-			Summary: c.Description, SuccessScore: c.SuccessScore, QualityScore: c.QualityScore})
-	}
-	sort.SliceStable(matches, func(i, j int) bool { return matches[i].Similarity > matches[j].Similarity })
-	if len(matches) > b.cfg.MaxMatches {
-		matches = matches[:b.cfg.MaxMatches]
-	}
-	if matches == nil {
-		matches = []Match{}
+		matches = insertBest(matches, b.cfg.MaxMatches, round3(sim), func(sim float64) Match {
+			return Match{TrajectoryID: c.TrajectoryID, SessionID: c.SessionID, Similarity: sim,
+				Summary: c.Description, SuccessScore: c.SuccessScore, QualityScore: c.QualityScore}
+		})
 	}
 	blk := b.block(matches, mode)
 	if embErr != nil {
@@ -367,6 +374,25 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 	}
 	b.cache.Add(key, cached{matches: matches, mode: mode})
 	return blk, nil
+}
+
+// insertBest puts the match of similarity sim (made by match) into best,
+// which holds at most k matches by descending similarity, after those of
+// the same similarity; it is left out if it would come past k.
+func insertBest(best []Match, k int, sim float64, match func(float64) Match) []Match {
+	at := len(best)
+	for at > 0 && best[at-1].Similarity < sim {
+		at--
+	}
+	if at >= k {
+		return best
+	}
+	if len(best) < k {
+		best = append(best, Match{})
+	}
+	copy(best[at+1:], best[at:len(best)-1])
+	best[at] = match(sim)
+	return best
 }
 
 // embed embeds the call and the candidates in one batch under the

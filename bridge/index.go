@@ -34,10 +34,21 @@ type Index struct {
 	slots  []*indexEntry // nil: removed
 	// briefs[slot] is what scoring needs of slots[slot], kept beside the
 	// slots so that a lookup scores thousands without reading entries.
-	briefs   []brief
-	concepts []int32            // briefs[slot].concepts again, 4 bytes a slot, for the lead posting's pass
+	briefs []brief
+	// shapes[slot] is what a lookup reads of a slot before scoring it,
+	// 12 bytes a slot, to rule out most of those it visits.
+	shapes   []shape
 	byID     map[string]int32   // live slot of each id
 	postings map[string][]int32 // concept → slots (dead slots are skipped)
+	// few[concept][n-1] are the slots of postings[concept] with n
+	// concepts, up to fewConcepts: those the longest posting of a call
+	// may add.
+	few map[string]*[fewConcepts][]int32
+	// conceptIDs numbers the concepts indexed, and slotConcepts[at:at+n]
+	// are a slot's concepts by number (at and n in its shape), so that a
+	// lookup asks whether a slot has a concept without reading a posting.
+	conceptIDs   map[string]int32
+	slotConcepts []int32
 	// conceptless and byFingerprint hold the slots a call can be related
 	// to without sharing a concept: trajectories without concepts (a call
 	// without concepts has Jaccard 1 with them) and the same text.
@@ -91,7 +102,7 @@ type brief struct {
 	toolsAsBits bool
 	toolBits    uint64
 	complexity  float64
-	idKey       uint64 // prefixKey(id)
+	idKey       idKey  // idKeyOf(id)
 	fpKey       uint64 // prefixKey(fingerprint): unequal keys, other texts
 }
 
@@ -107,6 +118,18 @@ func briefOf(f facts) brief {
 	}
 	return b
 }
+
+// shape is what a lookup reads of a slot before scoring it: how many
+// concepts it has, its domain, and where its concept numbers are.
+type shape struct {
+	concepts int32
+	domain   int32
+	at       int32 // in slotConcepts
+}
+
+// fewConcepts is the most concepts of the slots in few: above it a call's
+// longest posting is read whole.
+const fewConcepts = 4
 
 // callFacts are a call's facts and the bit set of its tools numbered at
 // most 64.
@@ -129,7 +152,7 @@ func NewIndex(x ConceptExtractor) *Index {
 		x = TechExtractor{}
 	}
 	return &Index{extractor: x, byID: map[string]int32{}, postings: map[string][]int32{}, byFingerprint: map[string][]int32{},
-		domains: map[string]int32{}, tools: map[string]int32{}}
+		domains: map[string]int32{}, tools: map[string]int32{}, few: map[string]*[fewConcepts][]int32{}, conceptIDs: map[string]int32{}}
 }
 
 // Finder reads stored items by filter (the stores' Find).
@@ -168,7 +191,7 @@ func (x *Index) Load(ctx context.Context, store Finder) error {
 	for _, op := range x.replay {
 		op(fresh)
 	}
-	x.concepts = fresh.concepts
+	x.shapes, x.few, x.conceptIDs, x.slotConcepts = fresh.shapes, fresh.few, fresh.conceptIDs, fresh.slotConcepts
 	x.slots, x.briefs, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.briefs, fresh.byID, fresh.postings, fresh.dead, true
 	x.conceptless, x.byFingerprint, x.domains, x.tools, x.repeats = fresh.conceptless, fresh.byFingerprint, fresh.domains, fresh.tools, fresh.repeats
 	return nil
@@ -278,12 +301,21 @@ func (x *Index) add(e *indexEntry) {
 	slot := int32(len(x.slots))
 	x.slots = append(x.slots, e)
 	b := briefOf(e.facts)
-	b.idKey, b.fpKey = prefixKey(e.item.ID), prefixKey(e.facts.fingerprint)
+	b.idKey, b.fpKey = idKeyOf(e.item.ID), prefixKey(e.facts.fingerprint)
 	x.briefs = append(x.briefs, b)
-	x.concepts = append(x.concepts, b.concepts)
+	x.shapes = append(x.shapes, shape{concepts: b.concepts, domain: b.domain, at: int32(len(x.slotConcepts))})
 	x.byID[e.item.ID] = slot
 	for _, k := range e.sig.KeyConcepts {
 		x.postings[k] = append(x.postings[k], slot)
+		if n := len(e.sig.KeyConcepts); n <= fewConcepts {
+			few := x.few[k]
+			if few == nil {
+				few = new([fewConcepts][]int32)
+				x.few[k] = few
+			}
+			few[n-1] = append(few[n-1], slot)
+		}
+		x.slotConcepts = append(x.slotConcepts, intern(x.conceptIDs, k))
 	}
 	if len(e.sig.KeyConcepts) == 0 {
 		x.conceptless = append(x.conceptless, slot)
@@ -323,7 +355,7 @@ func (x *Index) compact() {
 			live = append(live, e)
 		}
 	}
-	x.concepts = nil
+	x.shapes, x.few, x.conceptIDs, x.slotConcepts = nil, map[string]*[fewConcepts][]int32{}, map[string]int32{}, nil
 	x.slots, x.briefs, x.byID, x.postings, x.dead = nil, nil, make(map[string]int32, len(live)), map[string][]int32{}, 0
 	x.conceptless, x.byFingerprint, x.repeats = nil, make(map[string][]int32, len(live)), false
 	for _, e := range live {
@@ -335,7 +367,7 @@ func (x *Index) compact() {
 type scored struct {
 	e     *indexEntry
 	score float64
-	idKey uint64 // prefixKey(e.item.ID)
+	idKey idKey // idKeyOf(e.item.ID)
 }
 
 // unrelatedMax is the highest score a trajectory can reach against a call
@@ -353,21 +385,25 @@ var unrelatedMax = max(
 // only when asked for (rest is called). Above unrelatedMax the rest cannot
 // reach floor, and only the related ones are visited, from the postings
 // of the call's concepts: a miss then costs the size of those postings,
-// not of the index. Call release once done with related.
-func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored, release func()) {
+// not of the index. Call release once done with related. The scores are
+// exactly ConceptSimilarity's (1 for the same text), as Bridge.match
+// would score the candidates, when exact: the concepts of the call and of
+// every indexed trajectory are distinct, as score counts them.
+func (x *Index) rank(sig *Signature, floor float64) (related []scored, rest func() []scored, release func(), exact bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	exact = !x.repeats && distinct(sig.KeyConcepts)
 	if floor > unrelatedMax {
 		work := x.lendScratch()
 		related = x.rankRelated(sig, floor, work)
 		return related, func() []scored { return nil }, func() {
-			clear(related[:cap(related)]) // no entry kept alive by the pool
+			clear(related) // no entry kept alive by the pool (past its length it was never written)
 			work.related = related[:0]
 			x.scratch.Put(work)
-		}
+		}, exact
 	}
 	related, rest = x.rankAll(sig, floor)
-	return related, rest, func() {}
+	return related, rest, func() {}, exact
 }
 
 // scratch is a lookup's working memory: zeroed per-slot counters, the
@@ -395,8 +431,12 @@ func (x *Index) lendScratch() *scratch {
 // postings. It is rankAll's first part (TestPrunedRankEqualsFullRank).
 // The longest posting of the call's concepts (a word most trajectories
 // share) is read last: a trajectory only in it shares one concept, and is
-// scored only when that could reach floor (mayReach). The caller holds the
-// read lock.
+// scored only when that could reach floor (mayReach). When only
+// trajectories with few concepts could, that posting is not read at all:
+// those are in few, and the others already counted are asked whether they
+// have the concept (slotConcepts). Before a counted trajectory is scored,
+// its shared concepts, its number of concepts and its domain must be able
+// to reach floor (reach). The caller holds the read lock.
 func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scored {
 	call := x.callFacts(sig)
 	counts, touched := work.counts, work.touched[:0]
@@ -421,30 +461,51 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 		}
 	}
 	if lead >= 0 {
-		var reaches [32]int8 // mayReach by the trajectory's concepts: 1 yes, -1 no, 0 not yet asked
-		for _, slot := range x.postings[sig.KeyConcepts[lead]] {
-			if counts[slot] > 0 {
-				counts[slot]++
-				continue
-			}
-			n := int(x.concepts[slot])
-			if n >= len(reaches) {
-				if !mayReach(floor, 1, call.concepts, n) {
-					continue
+		k := sig.KeyConcepts[lead]
+		id, indexed := x.conceptIDs[k]
+		if most := mostConceptsReaching(floor, call.concepts); indexed && most <= fewConcepts {
+			for _, slot := range touched {
+				sh := x.shapes[slot]
+				if slices.Contains(x.slotConcepts[sh.at:sh.at+sh.concepts], id) {
+					counts[slot]++
 				}
-			} else {
-				if reaches[n] == 0 {
-					reaches[n] = -1
-					if mayReach(floor, 1, call.concepts, n) {
-						reaches[n] = 1
+			}
+			if few := x.few[k]; few != nil {
+				for _, slots := range few[:most] {
+					for _, slot := range slots {
+						if counts[slot] == 0 {
+							touched = append(touched, slot)
+							counts[slot] = 1
+						}
 					}
 				}
-				if reaches[n] < 0 {
+			}
+		} else {
+			var reaches [32]int8 // mayReach by the trajectory's concepts: 1 yes, -1 no, 0 not yet asked
+			for _, slot := range x.postings[k] {
+				if counts[slot] > 0 {
+					counts[slot]++
 					continue
 				}
+				n := int(x.shapes[slot].concepts)
+				if n >= len(reaches) {
+					if !mayReach(floor, 1, call.concepts, n) {
+						continue
+					}
+				} else {
+					if reaches[n] == 0 {
+						reaches[n] = -1
+						if mayReach(floor, 1, call.concepts, n) {
+							reaches[n] = 1
+						}
+					}
+					if reaches[n] < 0 {
+						continue
+					}
+				}
+				touched = append(touched, slot)
+				counts[slot] = 1
 			}
-			touched = append(touched, slot)
-			counts[slot] = 1
 		}
 	}
 	related := work.related[:0]
@@ -452,7 +513,8 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 	// without concepts, the trajectories without any. Each slot once, and
 	// none counted above. One ruled out above (sharing only the lead
 	// concept) is scored as sharing none: lower still, unless it is the
-	// same text, which scores 1 whatever it shares.
+	// same text, which scores 1 whatever it shares. The same text counted
+	// above is marked (a negative count) to be scored whatever reach says.
 	var also []int32
 	if len(sig.KeyConcepts) == 0 {
 		also = append(also, x.conceptless...)
@@ -460,7 +522,11 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 	also = append(also, x.byFingerprint[sig.Fingerprint]...)
 	slices.Sort(also)
 	for i, slot := range also {
-		if i > 0 && also[i-1] == slot || counts[slot] > 0 {
+		if i > 0 && also[i-1] == slot {
+			continue
+		}
+		if counts[slot] > 0 {
+			counts[slot] = -counts[slot]
 			continue
 		}
 		if e := x.slots[slot]; e != nil {
@@ -469,9 +535,15 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 			}
 		}
 	}
+	var may reach
 	for _, slot := range touched {
 		inter := int(counts[slot])
 		counts[slot] = 0 // the counters go back zeroed
+		if inter < 0 {
+			inter = -inter // the same text
+		} else if !may.reach(floor, &call, inter, x.shapes[slot]) {
+			continue
+		}
 		if e := x.slots[slot]; e != nil {
 			if sc := x.score(&call, slot, inter); sc >= floor {
 				related = append(related, scored{e, sc, x.briefs[slot].idKey})
@@ -479,6 +551,58 @@ func (x *Index) rankRelated(sig *Signature, floor float64, work *scratch) []scor
 		}
 	}
 	return related
+}
+
+// mostConceptsReaching is the most concepts a trajectory sharing one
+// concept with a call of callN concepts may have and reach floor
+// (mayReach), up to fewConcepts+1 (more).
+func mostConceptsReaching(floor float64, callN int) int {
+	n := 0
+	for n <= fewConcepts && mayReach(floor, 1, callN, n+1) {
+		n++
+	}
+	return n
+}
+
+// reach remembers mayReachIn's answers by the shared concepts, the
+// trajectory's concepts and how its domain compares with the call's.
+type reach struct {
+	known [3][8][32]int8 // 1 yes, -1 no, 0 not yet asked
+}
+
+// reach reports whether a trajectory of shape sh sharing inter concepts
+// with the call may score floor (mayReachIn).
+func (r *reach) reach(floor float64, call *callFacts, inter int, sh shape) bool {
+	noDomain, sameDomain := call.domain == 0 || sh.domain == 0, call.domain == sh.domain
+	n := int(sh.concepts)
+	if inter >= len(r.known[0]) || n >= len(r.known[0][0]) {
+		return mayReachIn(floor, inter, call.concepts, n, noDomain, sameDomain)
+	}
+	kind := 2
+	switch {
+	case noDomain:
+		kind = 0
+	case sameDomain:
+		kind = 1
+	}
+	k := &r.known[kind][inter][n]
+	if *k == 0 {
+		*k = -1
+		if mayReachIn(floor, inter, call.concepts, n, noDomain, sameDomain) {
+			*k = 1
+		}
+	}
+	return *k > 0
+}
+
+// mayReachIn is mayReach for a trajectory whose domain is known: missing
+// (noDomain) or the same as the call's or not, as score compares them.
+func mayReachIn(floor float64, inter, callN, n int, noDomain, sameDomain bool) bool {
+	jac := 1.0
+	if union := callN + n - inter; union > 0 {
+		jac = float64(inter) / float64(union)
+	}
+	return weightedBy(jac, 1, 0, 0, noDomain, sameDomain) >= floor
 }
 
 // mayReach reports whether a trajectory with n concepts, inter of them
@@ -541,9 +665,27 @@ func better(a, b scored) bool {
 		return a.score > b.score
 	}
 	if a.idKey != b.idKey {
-		return a.idKey < b.idKey
+		return a.idKey.less(b.idKey)
 	}
 	return a.e.item.ID < b.e.item.ID
+}
+
+// idKey is an id's first 16 bytes as two prefixKeys: ids that differ
+// there, as generated ones with a long common prefix ("load-0001234")
+// do, are ordered by their keys without reading the strings.
+type idKey struct{ first, second uint64 }
+
+// idKeyOf is id's key.
+func idKeyOf(id string) idKey {
+	return idKey{prefixKey(id), prefixKey(id[min(8, len(id)):])}
+}
+
+// less orders keys as their ids, when they differ.
+func (k idKey) less(o idKey) bool {
+	if k.first != o.first {
+		return k.first < o.first
+	}
+	return k.second < o.second
 }
 
 // prefixKey is s's first 8 bytes as a big-endian number, zero-padded:
@@ -707,7 +849,7 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 		}
 		return s.Fallback.Candidates(ctx, spec, sig, limit)
 	}
-	related, rest, release := s.Index.rank(sig, s.Floor)
+	related, rest, release, exact := s.Index.rank(sig, s.Floor)
 	defer release()
 	limits := s.Budget
 	limits.MaxItems = limit
@@ -730,7 +872,11 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 			kept := 0
 			for i, v := range o.Verdicts {
 				if v.Reason == h4r.ReasonKept && v.Delivered != nil && len(out) < limit {
-					out = append(out, s.Index.delivered(chunk[i].e, v))
+					c := s.Index.delivered(chunk[i].e, v)
+					if c.sig != nil && exact {
+						c.score, c.scored = chunk[i].score, true
+					}
+					out = append(out, c)
 					kept++
 				}
 			}

@@ -66,6 +66,8 @@ func scan(t *testing.T, items []*h4r.Item, slicer *scs.Slicer, spec h4r.Speciali
 // similarity makes trajectories sharing no concept matches too, so the
 // index's second part (the unrelated rest) is compared as well; so is a
 // source with the floor concept-only matching sets (its MinSimilarity).
+// The similarities the bridge reports are then the index's scores, which
+// it no longer computes again: the scan's ConceptSimilarity checks them.
 func TestIndexEqualsScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var stored []h4r.Item

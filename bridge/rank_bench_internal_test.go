@@ -36,7 +36,7 @@ func BenchmarkRank10k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		related, _, release := x.rank(calls[i%len(calls)], DefaultMinSimilarity)
+		related, _, release, _ := x.rank(calls[i%len(calls)], DefaultMinSimilarity)
 		takeBest(&related, 50)
 		release()
 	}

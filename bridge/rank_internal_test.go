@@ -141,7 +141,7 @@ func prunedEqualsFull(t *testing.T, ex ConceptExtractor) {
 		call := signatureOf(text, domain, tools, x.extractor)
 		for _, floor := range []float64{unrelatedMax + 1e-9, 0.6, 0.7, 0.85, 1} {
 			want := fullRank(x, call, floor)
-			related, rest, release := x.rank(call, floor)
+			related, rest, release, _ := x.rank(call, floor)
 			var got []scored
 			for len(related) > 0 {
 				got = append(got, takeBest(&related, 1+r.IntN(60))...)
@@ -175,18 +175,21 @@ func ids(s []scored) string {
 
 // TestTakeBestIsSorted: taking the best k at a time, for random k, gives
 // the full order by score then id, with many ties and ids sharing their
-// first 8 bytes.
+// first 8 bytes, or their first 16.
 func TestTakeBestIsSorted(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for n := range 200 {
 		var all []scored
 		for i := range r.IntN(300) {
 			id := fmt.Sprintf("trajectory-%d", r.IntN(1000)*1000+i) // unique, long shared prefix
-			if r.IntN(2) == 0 {
+			switch r.IntN(3) {
+			case 0:
 				id = fmt.Sprintf("t%d", i)
+			case 1:
+				id = fmt.Sprintf("load-%07d", r.IntN(1000)*1000+i) // differing past the first 8 bytes
 			}
 			it := &h4r.Item{ID: id}
-			all = append(all, scored{e: &indexEntry{item: it}, score: float64(r.IntN(5)) / 4, idKey: prefixKey(id)})
+			all = append(all, scored{e: &indexEntry{item: it}, score: float64(r.IntN(5)) / 4, idKey: idKeyOf(id)})
 		}
 		want := slices.Clone(all)
 		slices.SortFunc(want, func(a, b scored) int {
@@ -279,5 +282,30 @@ func TestSetMeasuresEqualMaps(t *testing.T) {
 	}
 	if long < 1000 {
 		t.Fatalf("only %d cases past smallSets", long)
+	}
+}
+
+// TestBestMatchesEqualStableSort: keeping the best k matches while they
+// come (insertBest) gives the first k of a stable sort of all of them by
+// descending similarity, which Bridge.match made before: random
+// similarities with many ties, k from 1 to past the number of matches.
+func TestBestMatchesEqualStableSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for n := range 2000 {
+		all := make([]Match, r.IntN(60))
+		for i := range all {
+			all[i] = Match{TrajectoryID: fmt.Sprintf("t%d", i), Similarity: float64(r.IntN(6)) / 5}
+		}
+		k := 1 + r.IntN(8)
+		var got []Match
+		for _, m := range all {
+			got = insertBest(got, k, m.Similarity, func(sim float64) Match { m.Similarity = sim; return m })
+		}
+		want := slices.Clone(all)
+		slices.SortStableFunc(want, func(a, b Match) int { return cmp.Compare(b.Similarity, a.Similarity) })
+		want = want[:min(k, len(want))]
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d, k %d:\ngot  %v\nwant %v", n, k, got, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,14 +34,27 @@ type Cache struct {
 	lru    *expirable.LRU[cacheKey, cacheEntry]
 	hits   atomic.Uint64
 	misses atomic.Uint64
+	// scopes numbers each policy revision and specialist decided for, so
+	// that a key hashes and compares one number instead of both strings
+	// (a cache miss of the context bridge looks up 50 decisions).
+	// Numbers are never reused: when scopes is full it is emptied, and
+	// the entries of a forgotten scope are never hit again.
+	scopesMu  sync.Mutex
+	scopes    map[scopeName]uint64
+	lastScope uint64
 }
 
+// maxScopes bounds Cache.scopes.
+const maxScopes = 4096
+
+// scopeName is what a scope number stands for.
+type scopeName struct{ revision, specialist string }
+
 type cacheKey struct {
-	revision   string
-	specialist string
-	item       string // "" for pack settings
-	version    int
-	pack       bool
+	scope   uint64 // Cache.scope(revision, specialistKey(spec))
+	item    string // "" for pack settings
+	version int
+	pack    bool
 }
 
 type cacheEntry struct {
@@ -54,7 +68,23 @@ func NewCache(size int, ttl time.Duration) *Cache {
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	return &Cache{lru: expirable.NewLRU[cacheKey, cacheEntry](size, nil, ttl)}
+	return &Cache{lru: expirable.NewLRU[cacheKey, cacheEntry](size, nil, ttl), scopes: map[scopeName]uint64{}}
+}
+
+// scope returns the number of a policy revision and a specialist's key.
+func (c *Cache) scope(revision, specialist string) uint64 {
+	name := scopeName{revision, specialist}
+	c.scopesMu.Lock()
+	defer c.scopesMu.Unlock()
+	if n, ok := c.scopes[name]; ok {
+		return n
+	}
+	if len(c.scopes) >= maxScopes {
+		clear(c.scopes)
+	}
+	c.lastScope++
+	c.scopes[name] = c.lastScope
+	return c.lastScope
 }
 
 // Stats returns the hit and miss counters and the number of entries.
@@ -106,11 +136,16 @@ func specialistKey(spec h4r.Specialist) string {
 	return b.String()
 }
 
-func (c *Cached) key(spec string, item *h4r.Item) (cacheKey, bool) {
+// scope is the number of the wrapped policy's revision and spec.
+func (c *Cached) scope(spec h4r.Specialist) uint64 {
+	return c.cache.scope(c.inner.Revision(), specialistKey(spec))
+}
+
+func (c *Cached) key(scope uint64, item *h4r.Item) (cacheKey, bool) {
 	if item == nil || item.Metadata.Version <= 0 {
 		return cacheKey{}, false
 	}
-	return cacheKey{revision: c.inner.Revision(), specialist: spec, item: item.ID, version: item.Metadata.Version}, true
+	return cacheKey{scope: scope, item: item.ID, version: item.Metadata.Version}, true
 }
 
 func (c *Cached) lookup(k cacheKey) (cacheEntry, bool) {
@@ -125,7 +160,7 @@ func (c *Cached) lookup(k cacheKey) (cacheEntry, bool) {
 
 // Decide answers from the cache or asks the wrapped policy.
 func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
-	k, cacheable := c.key(specialistKey(spec), item)
+	k, cacheable := c.key(c.scope(spec), item)
 	if cacheable {
 		if e, ok := c.lookup(k); ok {
 			return cloneDecision(e.decision), nil
@@ -142,30 +177,33 @@ func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 // policy for the rest in one batch.
 func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
 	out := make([]h4r.DecisionResult, len(items))
-	sk := specialistKey(spec)
-	keys := make([]cacheKey, len(items))
-	cacheable := make([]bool, len(items))
+	sk := c.scope(spec)
+	// The misses' positions, items and keys (cacheable or not): a batch
+	// answered from the cache keeps no keys.
 	var missIdx []int
 	var missItems []*h4r.Item
+	var missKeys []cacheKey
+	var missCacheable []bool
 	for i, it := range items {
-		keys[i], cacheable[i] = c.key(sk, it)
-		if cacheable[i] {
-			if e, ok := c.lookup(keys[i]); ok {
+		k, cacheable := c.key(sk, it)
+		if cacheable {
+			if e, ok := c.lookup(k); ok {
 				out[i].Decision = cloneDecision(e.decision)
 				continue
 			}
 		}
 		missIdx = append(missIdx, i)
 		missItems = append(missItems, it)
+		missKeys = append(missKeys, k)
+		missCacheable = append(missCacheable, cacheable)
 	}
 	if len(missItems) == 0 {
 		return out
 	}
 	for j, r := range c.inner.DecideBatch(ctx, spec, missItems) {
-		i := missIdx[j]
-		out[i] = r
-		if r.Err == nil && cacheable[i] {
-			c.cache.lru.Add(keys[i], cacheEntry{decision: cloneDecision(r.Decision)})
+		out[missIdx[j]] = r
+		if r.Err == nil && missCacheable[j] {
+			c.cache.lru.Add(missKeys[j], cacheEntry{decision: cloneDecision(r.Decision)})
 		}
 	}
 	return out
@@ -173,7 +211,7 @@ func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 
 // PackSettings answers from the cache or asks the wrapped policy.
 func (c *Cached) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.PackSettings, error) {
-	k := cacheKey{revision: c.inner.Revision(), specialist: specialistKey(spec), pack: true}
+	k := cacheKey{scope: c.scope(spec), pack: true}
 	if e, ok := c.lookup(k); ok {
 		return e.pack, nil
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -103,6 +104,59 @@ func TestCache(t *testing.T) {
 		if got := inner.calls.Load() - before; got != st.wantCalls {
 			t.Errorf("%s: policy asked about %d items, want %d", st.name, got, st.wantCalls)
 		}
+	}
+}
+
+// TestCachedBatchEqualsPolicy: a batch answered partly from the cache
+// (every third item decided before) gives each item the policy's own
+// decision for it, in place.
+func TestCachedBatchEqualsPolicy(t *testing.T) {
+	engine, err := New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := NewCache(100, time.Hour).Wrap(engine)
+	who := spec(h4r.Internal, "qa")
+	items := versioned(30)
+	var earlier []*h4r.Item
+	for i := 1; i < len(items); i += 3 {
+		earlier = append(earlier, items[i])
+	}
+	cached.DecideBatch(t.Context(), who, earlier)
+	got, want := cached.DecideBatch(t.Context(), who, items), engine.DecideBatch(t.Context(), who, items)
+	kinds := map[string]bool{}
+	for i := range items {
+		if got[i].Err != nil || want[i].Err != nil || !equalDecision(got[i].Decision, want[i].Decision) {
+			t.Fatalf("item %d: cached batch %+v, policy %+v", i, got[i], want[i])
+		}
+		kinds[fmt.Sprintf("%+v", want[i].Decision)] = true
+	}
+	if len(kinds) < 3 {
+		t.Fatalf("only %d kinds of decision: the test cannot tell items apart", len(kinds))
+	}
+}
+
+// TestCacheNeverReusesScopes: the numbers standing for a revision and a
+// specialist are forgotten past maxScopes, never reused: a specialist
+// first seen after that is asked about, not answered with the decision of
+// the specialist whose number was first (still in the cache).
+func TestCacheNeverReusesScopes(t *testing.T) {
+	engine, err := New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &counting{Decider: engine}
+	cached := NewCache(2*maxScopes, time.Hour).Wrap(inner)
+	item := versioned(1)[0]
+	first := h4r.Specialist{Type: "specialist", ID: "first", SecurityLevel: h4r.Public}
+	cached.Decide(t.Context(), first, item)
+	for i := range maxScopes {
+		cached.Decide(t.Context(), h4r.Specialist{Type: "specialist", ID: fmt.Sprintf("s%d", i), SecurityLevel: h4r.Public}, item)
+	}
+	before := inner.calls.Load()
+	cached.Decide(t.Context(), h4r.Specialist{Type: "specialist", ID: "later", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{"ops"}}, item)
+	if inner.calls.Load() == before {
+		t.Fatal("a new specialist was answered from the cache")
 	}
 }
 
