@@ -156,27 +156,32 @@ func BenchmarkSearch(b *testing.B) {
 }
 
 // BenchmarkExactScan is the scan the stores run by default (no clustering):
-// 100k vectors of 512 dimensions and a sparse query (a tenth nonzero, as
-// the built-in embedder's), the codes read chunk by chunk.
+// vectors of 512 dimensions (100k, or H4R_ANN_BENCH_SIZES) and a sparse
+// query (a tenth nonzero, as the built-in embedder's), the codes read
+// chunk by chunk.
 //
 //	go test ./sources/internal/ann -run '^$' -bench ExactScan -count 6
 func BenchmarkExactScan(b *testing.B) {
-	const n, dim = 100_000, 512
-	rng := rand.New(rand.NewPCG(5, 6))
-	x := ann.New(ann.WithThreshold(0))
-	v := make([]float32, dim)
-	for i := range n {
-		for j := range v {
-			v[j] = float32(rng.NormFloat64())
-		}
-		x.Put(idOf(i), v)
-	}
-	q := make([]float32, dim)
-	for j := 0; j < dim; j += 10 {
-		q[j] = float32(rng.NormFloat64())
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		x.Search(q, 200)
+	const dim = 512
+	for _, n := range benchSizes(b) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			x := ann.New(ann.WithThreshold(0))
+			v := make([]float32, dim)
+			for i := range n {
+				for j := range v {
+					v[j] = float32(rng.NormFloat64())
+				}
+				x.Put(idOf(i), v)
+			}
+			q := make([]float32, dim)
+			for j := 0; j < dim; j += 10 {
+				q[j] = float32(rng.NormFloat64())
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				x.Search(q, 200)
+			}
+		})
 	}
 }
