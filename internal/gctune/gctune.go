@@ -56,8 +56,11 @@ func Start(ctx context.Context, headroom uint64, opts ...Option) (stop func()) {
 	}
 	samples := []metrics.Sample{{Name: metricGOGC}}
 	metrics.Read(samples)
+	if headroom == 0 || samples[0].Value.Kind() != metrics.KindUint64 {
+		return func() {}
+	}
 	ceiling := int(samples[0].Value.Uint64())
-	if headroom == 0 || samples[0].Value.Kind() != metrics.KindUint64 || ceiling <= 0 {
+	if ceiling <= 0 { // GOGC=off
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -79,3 +79,21 @@ func TestStartWithoutHeadroomChangesNothing(t *testing.T) {
 	runtime.KeepAlive(live)
 	stop()
 }
+
+// TestStartLeavesTheCollectorOff: with GOGC=off the tuner neither turns
+// the collector on nor, at stop, sets a percentage.
+func TestStartLeavesTheCollectorOff(t *testing.T) {
+	before := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(before)
+	off := gogc()
+	stop := gctune.Start(t.Context(), 32<<20, gctune.WithInterval(time.Millisecond))
+	runtime.GC()
+	time.Sleep(20 * time.Millisecond)
+	if got := gogc(); got != off {
+		t.Errorf("GOGC metric %d while the tuner ran with the collector off, want %d (off)", got, off)
+	}
+	stop()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("GOGC was %d after stop, want it still off (-1)", got)
+	}
+}
