@@ -303,17 +303,22 @@ func answerOf(res *http.Response) answer {
 	return a
 }
 
-// pack sends a context request.
-func (lt *loadTest) pack(ctx context.Context, body []byte) (answer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/context-pack", bytes.NewReader(body))
+// postJSON posts a JSON body to path, with the key when there is one.
+func (lt *loadTest) postJSON(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+path, bytes.NewReader(body))
 	if err != nil {
-		return answer{}, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if lt.c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+lt.c.key)
 	}
-	res, err := lt.client.Do(req)
+	return lt.client.Do(req)
+}
+
+// pack sends a context request.
+func (lt *loadTest) pack(ctx context.Context, body []byte) (answer, error) {
+	res, err := lt.postJSON(ctx, "/v1/context-pack", body)
 	if err != nil {
 		return answer{}, err
 	}
@@ -333,15 +338,7 @@ func (lt *loadTest) pack(ctx context.Context, body []byte) (answer, error) {
 // post returns a sender of JSON bodies to path, for ingests.
 func (lt *loadTest) post(path string) func(ctx context.Context, body []byte) (answer, error) {
 	return func(ctx context.Context, body []byte) (answer, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+path, bytes.NewReader(body))
-		if err != nil {
-			return answer{}, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if lt.c.key != "" {
-			req.Header.Set("Authorization", "Bearer "+lt.c.key)
-		}
-		res, err := lt.client.Do(req)
+		res, err := lt.postJSON(ctx, path, body)
 		if err != nil {
 			return answer{}, err
 		}
@@ -491,15 +488,7 @@ func (lt *loadTest) ingest(ctx context.Context, out io.Writer) error {
 
 // postItems sends one ingest request and expects 200.
 func (lt *loadTest) postItems(ctx context.Context, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+lt.itemsPath(), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if lt.c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+lt.c.key)
-	}
-	res, err := lt.client.Do(req)
+	res, err := lt.postJSON(ctx, lt.itemsPath(), body)
 	if err != nil {
 		return fmt.Errorf("ingesting a batch: %w", err)
 	}
