@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,25 +14,9 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/bridge"
+	"github.com/h4r/h4r/bridge/bridgetest"
 	"github.com/h4r/h4r/internal/cputime"
 )
-
-// words make the synthetic trajectories: problems of a few technical
-// words, so that calls share some concepts with many trajectories.
-var words = strings.Fields(`database query index latency cache replica shard migration schema deadlock
-	login session token cookie selector button form render component layout
-	deploy rollout canary container kubernetes pod memory leak goroutine panic retry timeout
-	throttle queue consumer producer stream batch backfill metric alert dashboard trace span`)
-
-var domains = []string{"engineering", "frontend", "ops", "data"}
-
-func problem(r *rand.Rand, n int) string {
-	ws := make([]string, n)
-	for i := range ws {
-		ws[i] = words[r.IntN(len(words))]
-	}
-	return "How to fix " + strings.Join(ws, " ")
-}
 
 // BenchmarkEnrich10k is document 001's NFR-1 and NFR-3: enrichment over
 // 10,000 trajectories with 100 calls at once, on the real store, engine
@@ -67,7 +50,7 @@ func BenchmarkEnrich10k(b *testing.B) {
 			if mode.problems < 1<<30 { // warm the cache: "hit" measures hits
 				for n := range mode.problems {
 					rr := rand.New(rand.NewPCG(uint64(n), 7))
-					br.Enrich(b.Context(), public, "think", map[string]any{"content": problem(rr, 4), "domain": domains[rr.IntN(len(domains))]}, nil)
+					br.Enrich(b.Context(), public, "think", map[string]any{"content": bridgetest.Problem(rr, 4), "domain": bridgetest.Domain(rr)}, nil)
 				}
 			}
 			b.SetParallelism((100 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
@@ -78,7 +61,7 @@ func BenchmarkEnrich10k(b *testing.B) {
 				for pb.Next() {
 					n := next.Add(1) % int64(mode.problems)
 					rr := rand.New(rand.NewPCG(uint64(n), 7))
-					params := map[string]any{"content": problem(rr, 4), "domain": domains[rr.IntN(len(domains))]}
+					params := map[string]any{"content": bridgetest.Problem(rr, 4), "domain": bridgetest.Domain(rr)}
 					start := time.Now()
 					br.Enrich(b.Context(), public, "think", params, nil)
 					mine = append(mine, time.Since(start))
@@ -107,7 +90,7 @@ func load10k(b *testing.B) *app.App {
 	var items []h4r.Item
 	for i := range 10000 {
 		items = append(items, bridge.Trajectory{ID: fmt.Sprintf("t%05d", i), SessionID: fmt.Sprintf("s%d", i%500),
-			Description: problem(r, 3+r.IntN(4)), Domain: domains[r.IntN(len(domains))], ToolSequence: []string{"think"},
+			Description: bridgetest.Problem(r, 3+r.IntN(4)), Domain: bridgetest.Domain(r), ToolSequence: []string{"think"},
 			SuccessScore: r.Float64(), QualityScore: r.Float64()}.Item())
 	}
 	a := openApp(b)
@@ -149,7 +132,7 @@ func BenchmarkEnrichBurst10k(b *testing.B) {
 		for i := range burst {
 			rr := rand.New(rand.NewPCG(uint64(n), 7)) // never repeats: every call misses
 			n++
-			params := map[string]any{"content": problem(rr, 4), "domain": domains[rr.IntN(len(domains))]}
+			params := map[string]any{"content": bridgetest.Problem(rr, 4), "domain": bridgetest.Domain(rr)}
 			wg.Go(func() {
 				<-release
 				br.Enrich(b.Context(), public, "think", params, nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bridge"
+	"github.com/h4r/h4r/bridge/bridgetest"
 	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/scs"
 )
@@ -72,7 +73,7 @@ func TestIndexEqualsScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var stored []h4r.Item
 	for i := range 400 {
-		it := bridge.Trajectory{ID: fmt.Sprintf("t%04d", i), SessionID: fmt.Sprintf("s%d", i%40), Description: problem(r, 2+r.IntN(5)),
+		it := bridge.Trajectory{ID: fmt.Sprintf("t%04d", i), SessionID: fmt.Sprintf("s%d", i%40), Description: bridgetest.Problem(r, 2+r.IntN(5)),
 			Domain: []string{"", "engineering", "ops"}[r.IntN(3)], ToolSequence: []string{"think"},
 			SuccessScore: float64(r.IntN(11)) / 10, QualityScore: 0.5}.Item()
 		if i%3 == 0 {
@@ -87,7 +88,7 @@ func TestIndexEqualsScan(t *testing.T) {
 	}
 	var calls []map[string]any
 	for n := range 20 {
-		calls = append(calls, map[string]any{"content": problem(r, 1+n%5), "domain": []string{"", "engineering"}[n%2]})
+		calls = append(calls, map[string]any{"content": bridgetest.Problem(r, 1+n%5), "domain": []string{"", "engineering"}[n%2]})
 	}
 	calls = append(calls,
 		map[string]any{"content": "nothing like the others here"},
@@ -268,7 +269,7 @@ func TestIndexSignaturesAreNotChanged(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	var stored []h4r.Item
 	for i := range 200 {
-		stored = append(stored, bridge.Trajectory{ID: fmt.Sprintf("t%03d", i), SessionID: "s", Description: problem(r, 2+r.IntN(3)),
+		stored = append(stored, bridge.Trajectory{ID: fmt.Sprintf("t%03d", i), SessionID: "s", Description: bridgetest.Problem(r, 2+r.IntN(3)),
 			Domain: "engineering", ToolSequence: []string{"think"}, SuccessScore: 0.5, QualityScore: 0.5}.Item())
 	}
 	a := openApp(t, stored...)
@@ -294,7 +295,7 @@ func TestIndexSignaturesAreNotChanged(t *testing.T) {
 	}
 	calls := make([]map[string]any, 16)
 	for i := range calls {
-		calls[i] = map[string]any{"content": problem(r, 3), "domain": "engineering"}
+		calls[i] = map[string]any{"content": bridgetest.Problem(r, 3), "domain": "engineering"}
 	}
 	got := make([]*bridge.Block, len(calls))
 	var wg sync.WaitGroup

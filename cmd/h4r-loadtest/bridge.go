@@ -1,44 +1,28 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strings"
+
+	"github.com/h4r/h4r/bridge/bridgetest"
 )
 
 // The context bridge's load (--type bridge): the store is filled with
 // trajectories through POST /v1/bridge/trajectories, and every request is
 // a tool call on POST /v1/bridge whose problem is new (random words), so
 // that the bridge's cache never answers: document 001's NFR-1 measures
-// the lookup, not the cache.
-
-// bridgeWords are the problems' vocabulary: technical words, so that a
-// call shares concepts with many trajectories.
-var bridgeWords = strings.Fields(`database query index latency cache replica shard migration schema deadlock
-	login session token cookie selector button form render component layout
-	deploy rollout canary container kubernetes pod memory leak goroutine panic retry timeout
-	throttle queue consumer producer stream batch backfill metric alert dashboard trace span`)
-
-var bridgeDomains = []string{"engineering", "frontend", "ops", "data"}
-
-func bridgeProblem(r *rand.Rand, words int) string {
-	ws := make([]string, words)
-	for i := range ws {
-		ws[i] = pick(r, bridgeWords)
-	}
-	return "How to fix " + strings.Join(ws, " ")
-}
+// the lookup, not the cache. The workload is the bridge benchmarks'
+// (bridgetest).
 
 // synthTrajectory returns a synthetic trajectory named name drawn from r.
 func synthTrajectory(r *rand.Rand, name string) map[string]any {
 	return map[string]any{
 		"trajectory_id": name, "session_id": fmt.Sprintf("s%d", r.IntN(500)),
-		"description": bridgeProblem(r, 3+r.IntN(4)), "domain": pick(r, bridgeDomains), "tool_sequence": []string{"think"},
+		"description": bridgetest.Problem(r, 3+r.IntN(4)), "domain": bridgetest.Domain(r), "tool_sequence": []string{"think"},
 		"success_score": r.Float64(), "quality_score": r.Float64(),
 	}
 }
@@ -46,7 +30,7 @@ func synthTrajectory(r *rand.Rand, name string) map[string]any {
 // bridgeCall returns the body of a tool call with a new problem.
 func (lt *loadTest) bridgeCall() []byte {
 	lt.mu.Lock()
-	params := map[string]any{"content": bridgeProblem(lt.rng, 4), "domain": pick(lt.rng, bridgeDomains)}
+	params := map[string]any{"content": bridgetest.Problem(lt.rng, 4), "domain": bridgetest.Domain(lt.rng)}
 	lt.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"tool": "think", "params": params})
 	return b
@@ -56,15 +40,7 @@ func (lt *loadTest) bridgeCall() []byte {
 // that is not degraded; 200 without one means the server's bridge is off,
 // which run reports.
 func (lt *loadTest) bridge(ctx context.Context, body []byte) (answer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+"/v1/bridge", bytes.NewReader(body))
-	if err != nil {
-		return answer{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if lt.c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+lt.c.key)
-	}
-	res, err := lt.client.Do(req)
+	res, err := lt.postJSON(ctx, "/v1/bridge", body)
 	if err != nil {
 		return answer{}, err
 	}
