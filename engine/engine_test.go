@@ -224,8 +224,8 @@ func (g failingGenerator) Generate(ctx context.Context, _ h4r.CandidateQuery) ([
 const patient = time.Minute
 
 // newEngine builds an engine over the demo store with the given generator
-// deadline and extra text generators.
-func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra ...h4r.Generator) *engine.Engine {
+// deadline, extra text generators and options.
+func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra []h4r.Generator, opts ...engine.Option) *engine.Engine {
 	tb.Helper()
 	counter, err := tokens.New(tokens.CL100K)
 	if err != nil {
@@ -236,7 +236,7 @@ func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra 
 		tb.Fatal(err)
 	}
 	cfg := config.Default()
-	e, err := engine.New(
+	e, err := engine.New(append([]engine.Option{
 		engine.WithTextGenerators(append([]h4r.Generator{a.Store.FullText()}, extra...)...),
 		engine.WithGraphGenerator(a.Store.Graph()),
 		engine.WithSlicer(scs.New(pol, counter)),
@@ -247,7 +247,7 @@ func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra 
 			Budget:           scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
 			GeneratorTimeout: generatorTimeout,
 		}),
-	)
+	}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestFailedGeneratorDegradesThePack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEngine(t, a, tt.timeout, tt.gen)
+			e := newEngine(t, a, tt.timeout, []h4r.Generator{tt.gen})
 			p, err := e.ContextPack(context.Background(), healer(), &h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}})
 			if err != nil {
 				t.Fatalf("a failed optional generator failed the request: %v", err)
@@ -662,22 +662,7 @@ func (g *gatedGenerator) Generate(context.Context, h4r.CandidateQuery) ([]h4r.Hi
 func TestMaxInFlightQueuesPacks(t *testing.T) {
 	a := openDemo(t)
 	gen := &gatedGenerator{gate: make(chan struct{})}
-	counter, err := tokens.New(tokens.CL100K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	e, err := engine.New(engine.WithTextGenerators(a.Store.FullText(), gen), engine.WithSlicer(scs.New(pol, counter)),
-		engine.WithClock(fixedClock), engine.WithMaxInFlight(1), engine.WithLogger(discardLogger()),
-		engine.WithSettings(engine.Settings{Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda, GeneratorTimeout: patient,
-			Budget: scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newEngine(t, a, patient, []h4r.Generator{gen}, engine.WithMaxInFlight(1), engine.WithLogger(discardLogger()))
 	req := func() *h4r.ContextRequest {
 		return &h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}}
 	}

@@ -85,7 +85,7 @@ func rankDemoQueries(t *testing.T, weights map[string]float64) ([]byte, float64)
 	a := openDemo(t)
 	// The store records deliveries asynchronously; without an access
 	// recorder the frequency signal stays the same across queries.
-	e := newEngine(t, a, patient)
+	e := newEngine(t, a, patient, nil)
 	admin := h4r.Specialist{Type: "specialist", ID: "golden", SecurityLevel: h4r.Restricted, AuthorizedGroups: []string{"qa", "security"}}
 
 	var out bytes.Buffer
