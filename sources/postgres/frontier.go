@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/sources/internal/linkgraph"
 )
 
 // A walk is a breadth-first search with the visited set held here: one
@@ -58,54 +59,38 @@ const lastHopSQL = `SELECT l.target FROM links l JOIN items n ON n.id = l.target
 	SELECT l.source FROM links l
 		WHERE l.source = ANY($1::text[]) AND l.target = ANY($2::text[]) AND NOT $3::boolean AND ($4::text[] IS NULL OR l.type = ANY($4::text[]))`
 
-// reach is an item a walk reached, at its smallest distance.
-type reach struct {
-	id       string
-	distance int
-}
-
-// walk is one breadth-first search.
-type walk struct {
-	anchors  []string
-	maxHops  int
-	directed bool
-	types    []string // follow only links of these types; all when empty
-	targets  []string // report only these items; all when empty
-	// enough stops the search after the first level at which this many
-	// items were reached (0: never); the hits are then complete, since
-	// later levels sort after them.
-	enough int
-}
-
 // walkFrontier begins a snapshot on conn and searches breadth-first in it
 // from the anchors that are items, through items only, each once, and
 // returns what it reached ordered by distance, then id. It leaves the
 // snapshot open for reading the hits; the caller ends it (a connection
 // released inside it is closed by the pool, not reused).
-func walkFrontier(ctx context.Context, conn *pgx.Conn, w walk) ([]reach, error) {
+// The walk is described as the one in memory is (linkgraph.Walk), and
+// both answer as the recursive query did (TestWalkEqualsCTE,
+// TestMemoryWalkEqualsCTE).
+func walkFrontier(ctx context.Context, conn *pgx.Conn, w linkgraph.Walk) ([]linkgraph.Reach, error) {
 	var types []string // NULL: every type
-	if len(w.types) > 0 {
-		types = w.types
+	if len(w.Types) > 0 {
+		types = w.Types
 	}
 	var wanted map[string]bool // targets not reached yet; nil: report all
-	if len(w.targets) > 0 {
-		wanted = make(map[string]bool, len(w.targets))
-		for _, id := range w.targets {
+	if len(w.Targets) > 0 {
+		wanted = make(map[string]bool, len(w.Targets))
+		for _, id := range w.Targets {
 			wanted[id] = true
 		}
 	}
 	seen := map[string]bool{}
-	var out []reach
+	var out []linkgraph.Reach
 	level := func(ids []string, d int) {
 		slices.Sort(ids)
 		for _, id := range ids {
 			if wanted == nil || wanted[id] {
-				out = append(out, reach{id, d})
+				out = append(out, linkgraph.Reach{ID: id, Distance: d})
 				delete(wanted, id)
 			}
 		}
 	}
-	first, err := firstLevels(ctx, conn, w.anchors, w.directed, types, w.maxHops >= 1)
+	first, err := firstLevels(ctx, conn, w.Anchors, w.Directed, types, w.MaxHops >= 1)
 	if err != nil {
 		return nil, fmt.Errorf("reading the anchors and their neighbours: %w", err)
 	}
@@ -118,21 +103,21 @@ func walkFrontier(ctx context.Context, conn *pgx.Conn, w walk) ([]reach, error) 
 				next = append(next, id)
 			}
 		}
-		if d > 0 && ((wanted != nil && len(wanted) == 0) || (w.enough > 0 && len(out) >= w.enough)) {
+		if d > 0 && ((wanted != nil && len(wanted) == 0) || (w.Enough > 0 && len(out) >= w.Enough)) {
 			return out, nil
 		}
 		level(next, d)
 		frontier = next
 	}
-	for d := 2; d <= w.maxHops && len(frontier) > 0; d++ {
-		if (wanted != nil && len(wanted) == 0) || (w.enough > 0 && len(out) >= w.enough) {
+	for d := 2; d <= w.MaxHops && len(frontier) > 0; d++ {
+		if (wanted != nil && len(wanted) == 0) || (w.Enough > 0 && len(out) >= w.Enough) {
 			break
 		}
 		var found []string
-		if wanted != nil && d == w.maxHops {
-			found, err = queryIDs(ctx, conn, lastHopSQL, slices.Collect(maps.Keys(wanted)), frontier, w.directed, types)
+		if wanted != nil && d == w.MaxHops {
+			found, err = queryIDs(ctx, conn, lastHopSQL, slices.Collect(maps.Keys(wanted)), frontier, w.Directed, types)
 		} else {
-			found, err = queryIDs(ctx, conn, neighboursSQL, frontier, w.directed, types)
+			found, err = queryIDs(ctx, conn, neighboursSQL, frontier, w.Directed, types)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading the items %d hops away: %w", d, err)

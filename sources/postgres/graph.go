@@ -79,12 +79,12 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 		query = reachedHitsSQL(where, limitParam) + hitLinks + `
 		ORDER BY h.distance, i.id`
 	}
-	w := walk{anchors: q.Anchors, maxHops: maxHops, directed: q.Directed, types: q.LinkTypes, targets: q.Targets}
+	w := linkgraph.Walk{Anchors: q.Anchors, MaxHops: maxHops, Directed: q.Directed, Types: q.LinkTypes, Targets: q.Targets}
 	if where == "" {
-		w.enough = limit
+		w.Enough = limit
 	}
 	if g.via != viaDatabase {
-		hits, current, err := g.fromMemory(ctx, w, where, limitParam, slices.Clone(p.args), w.enough)
+		hits, current, err := g.fromMemory(ctx, w, where, limitParam, slices.Clone(p.args))
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("walking links from %d anchors in memory: %w", len(q.Anchors), err)
@@ -114,7 +114,7 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 		}
 		ids, dists := make([]string, len(reached)), make([]int32, len(reached))
 		for i, r := range reached {
-			ids[i], dists[i] = r.id, int32(r.distance)
+			ids[i], dists[i] = r.ID, int32(r.Distance)
 		}
 		p.args[0], p.args[1] = ids, dists
 		if cached {
@@ -161,20 +161,20 @@ const hitLinks = `
 // was the snapshot's, and the hits take their links from memory (current
 // reports true). Otherwise the memory is behind, the hits are thrown away,
 // and the caller walks in the database; the memory is asked to catch up.
-// Only the first reached are sent when first > 0 (no filters: the hits are
-// the first limit reached). Items decoded before at the row's version are
+// Only the first w.Enough reached are sent when it is set (no filters: the
+// hits are the first limit reached). Items decoded before at the row's version are
 // not sent again (hitcache.go).
-func (g graph) fromMemory(ctx context.Context, w walk, where, limit string, args []any, first int) (hits []h4r.Hit, current bool, err error) {
+func (g graph) fromMemory(ctx context.Context, w linkgraph.Walk, where, limit string, args []any) (hits []h4r.Hit, current bool, err error) {
 	m := &g.s.graph
 	m.mu.RLock()
 	if !m.loaded {
 		m.mu.RUnlock()
 		return nil, false, nil
 	}
-	reached := m.g.Walk(linkgraph.Walk{Anchors: w.anchors, MaxHops: w.maxHops, Directed: w.directed, Types: w.types, Targets: w.targets, Enough: w.enough})
+	reached := m.g.Walk(w)
 	walked := m.gen
 	m.mu.RUnlock()
-	if first > 0 && len(reached) > first {
+	if first := w.Enough; first > 0 && len(reached) > first {
 		// Unfiltered, the hits are the first reached: every item reached
 		// is one in the snapshot the generation check proves is the walk's.
 		reached = reached[:first]
