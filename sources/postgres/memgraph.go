@@ -70,20 +70,8 @@ func (s *Store) nudgeGraph() {
 // whenever it is behind, hops are answered by frontier queries. A server
 // calls it in the background at start (app/graphwarm.go).
 func (s *Store) WarmGraph(ctx context.Context) error {
-	for {
-		err := s.loadGraph(ctx)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.log.WarnContext(ctx, "loading the link graph failed; retrying", "error", err, "retry_in", graphLoadRetry)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(graphLoadRetry):
-		}
+	if !s.loadUntilDone(ctx, "the link graph", graphLoadRetry, s.loadGraph) {
+		return nil
 	}
 	poll := time.NewTicker(s.graphPoll)
 	defer poll.Stop()

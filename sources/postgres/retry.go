@@ -43,6 +43,28 @@ func (s *Store) read(ctx context.Context, fn func(ctx context.Context) error) er
 	}
 }
 
+// loadUntilDone runs load until it succeeds (true) or ctx ends (false),
+// logging each failure and waiting retry before the next attempt: the
+// first load of a structure kept in memory (the link graph, the vector
+// index), which a server starts in the background and must not give up.
+func (s *Store) loadUntilDone(ctx context.Context, what string, retry time.Duration, load func(context.Context) error) bool {
+	for {
+		err := load(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		s.log.WarnContext(ctx, "loading "+what+" failed; retrying", "error", err, "retry_in", retry)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(retry):
+		}
+	}
+}
+
 // transient reports whether err may go away by itself: the connection was
 // lost or refused, the server is starting or shutting down, too many
 // connections, or the transaction lost a serialization race. A cancelled

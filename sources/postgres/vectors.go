@@ -189,20 +189,8 @@ func (s *Store) WarmVectors(ctx context.Context, model string) error {
 		v.model = model
 	}
 	v.mu.Unlock()
-	for {
-		err := s.loadVectors(ctx)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.log.WarnContext(ctx, "loading the vector index failed; retrying", "error", err, "retry_in", vectorLoadRetry)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(vectorLoadRetry):
-		}
+	if !s.loadUntilDone(ctx, "the vector index", vectorLoadRetry, s.loadVectors) {
+		return nil
 	}
 	t := time.NewTicker(s.vectorPoll)
 	defer t.Stop()
