@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
-
 	"github.com/h4r/h4r"
 )
 
@@ -29,11 +27,13 @@ const DefaultCacheSize = 100_000
 // the store changes without a new version (accessCount, lastAccessedAt).
 // Items without a version (not from a store) are never cached.
 //
-// It is safe for concurrent use, and shared across policy reloads.
+// It is safe for concurrent use, and shared across policy reloads. When
+// full it evicts by CLOCK, close to least recently used (clockCache).
 type Cache struct {
-	lru    *expirable.LRU[cacheKey, cacheEntry]
-	hits   atomic.Uint64
-	misses atomic.Uint64
+	entries *clockCache[cacheKey, cacheEntry]
+	start   time.Time // Cache.now counts from it, on the monotonic clock
+	hits    atomic.Uint64
+	misses  atomic.Uint64
 	// scopes numbers each policy revision and specialist decided for, so
 	// that a key hashes and compares one number instead of both strings
 	// (a cache miss of the context bridge looks up 50 decisions).
@@ -68,8 +68,11 @@ func NewCache(size int, ttl time.Duration) *Cache {
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	return &Cache{lru: expirable.NewLRU[cacheKey, cacheEntry](size, nil, ttl), scopes: map[scopeName]uint64{}}
+	return &Cache{entries: newClockCache[cacheKey, cacheEntry](size, int64(ttl)), start: time.Now(), scopes: map[scopeName]uint64{}}
 }
+
+// now is the time entries expire by: nanoseconds since the cache began.
+func (c *Cache) now() int64 { return int64(time.Since(c.start)) }
 
 // scope returns the number of a policy revision and a specialist's key.
 func (c *Cache) scope(revision, specialist string) uint64 {
@@ -89,11 +92,11 @@ func (c *Cache) scope(revision, specialist string) uint64 {
 
 // Stats returns the hit and miss counters and the number of entries.
 func (c *Cache) Stats() h4r.PolicyCacheStats {
-	return h4r.PolicyCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.lru.Len()}
+	return h4r.PolicyCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.entries.len()}
 }
 
 // Purge empties the cache (the counters stay).
-func (c *Cache) Purge() { c.lru.Purge() }
+func (c *Cache) Purge() { c.entries.purge() }
 
 // Decider is a policy the cache can front: the embedded Engine or Remote.
 type Decider interface {
@@ -148,8 +151,8 @@ func (c *Cached) key(scope uint64, item *h4r.Item) (cacheKey, bool) {
 	return cacheKey{scope: scope, item: item.ID, version: item.Metadata.Version}, true
 }
 
-func (c *Cached) lookup(k cacheKey) (cacheEntry, bool) {
-	e, ok := c.cache.lru.Get(k)
+func (c *Cached) lookup(k cacheKey, now int64) (cacheEntry, bool) {
+	e, ok := c.cache.entries.get(k, now)
 	if ok {
 		c.cache.hits.Add(1)
 	} else {
@@ -162,13 +165,13 @@ func (c *Cached) lookup(k cacheKey) (cacheEntry, bool) {
 func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item) (h4r.Decision, error) {
 	k, cacheable := c.key(c.scope(spec), item)
 	if cacheable {
-		if e, ok := c.lookup(k); ok {
+		if e, ok := c.lookup(k, c.cache.now()); ok {
 			return cloneDecision(e.decision), nil
 		}
 	}
 	d, err := c.inner.Decide(ctx, spec, item)
 	if err == nil && cacheable {
-		c.cache.lru.Add(k, cacheEntry{decision: cloneDecision(d)})
+		c.cache.entries.add(k, cacheEntry{decision: cloneDecision(d)}, c.cache.now())
 	}
 	return d, err
 }
@@ -177,7 +180,7 @@ func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 // policy for the rest in one batch.
 func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
 	out := make([]h4r.DecisionResult, len(items))
-	sk := c.scope(spec)
+	sk, now := c.scope(spec), c.cache.now()
 	// The misses' positions, items and keys (cacheable or not): a batch
 	// answered from the cache keeps no keys.
 	var missIdx []int
@@ -187,7 +190,7 @@ func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 	for i, it := range items {
 		k, cacheable := c.key(sk, it)
 		if cacheable {
-			if e, ok := c.lookup(k); ok {
+			if e, ok := c.lookup(k, now); ok {
 				out[i].Decision = cloneDecision(e.decision)
 				continue
 			}
@@ -200,24 +203,48 @@ func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 	if len(missItems) == 0 {
 		return out
 	}
-	for j, r := range c.inner.DecideBatch(ctx, spec, missItems) {
+	decided := c.inner.DecideBatch(ctx, spec, missItems)
+	now = c.cache.now() // the entries live from when they were decided
+	for j, r := range decided {
 		out[missIdx[j]] = r
 		if r.Err == nil && missCacheable[j] {
-			c.cache.lru.Add(missKeys[j], cacheEntry{decision: cloneDecision(r.Decision)})
+			c.cache.entries.add(missKeys[j], cacheEntry{decision: cloneDecision(r.Decision)}, now)
 		}
 	}
 	return out
 }
 
+// DecideCached answers the items whose decisions are in the cache, into
+// out (one per item), and returns the positions of the others, for
+// DecideBatch. It never asks the policy, so a caller can answer a warm
+// batch at once and share only the rest out among workers. The rest are
+// counted (hit or miss) when DecideBatch looks them up.
+func (c *Cached) DecideCached(spec h4r.Specialist, items []*h4r.Item, out []h4r.DecisionResult) (rest []int) {
+	sk, now := c.scope(spec), c.cache.now()
+	hits := 0
+	for i, it := range items {
+		if k, cacheable := c.key(sk, it); cacheable {
+			if e, ok := c.cache.entries.get(k, now); ok {
+				out[i] = h4r.DecisionResult{Decision: cloneDecision(e.decision)}
+				hits++
+				continue
+			}
+		}
+		rest = append(rest, i)
+	}
+	c.cache.hits.Add(uint64(hits))
+	return rest
+}
+
 // PackSettings answers from the cache or asks the wrapped policy.
 func (c *Cached) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.PackSettings, error) {
 	k := cacheKey{scope: c.scope(spec), pack: true}
-	if e, ok := c.lookup(k); ok {
+	if e, ok := c.lookup(k, c.cache.now()); ok {
 		return e.pack, nil
 	}
 	ps, err := c.inner.PackSettings(ctx, spec)
 	if err == nil {
-		c.cache.lru.Add(k, cacheEntry{pack: ps})
+		c.cache.entries.add(k, cacheEntry{pack: ps}, c.cache.now())
 	}
 	return ps, err
 }

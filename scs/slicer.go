@@ -21,6 +21,15 @@ type BatchDecider interface {
 	DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult
 }
 
+// CacheAnswerer is a decider that can answer the items whose decisions
+// it has cached without asking the policy (policy.Cached): it fills out
+// (one result per item) and returns the positions of the rest. The slicer
+// asks it first, on the calling goroutine, and shares out only the rest
+// among workers, so that a warm batch starts no goroutines.
+type CacheAnswerer interface {
+	DecideCached(spec h4r.Specialist, items []*h4r.Item, out []h4r.DecisionResult) (rest []int)
+}
+
 // PackPolicy is a policy that may also return pack-level settings (the
 // rule pack of package cmo.context): budgets that narrow the request's.
 type PackPolicy interface {
@@ -385,10 +394,43 @@ func (s *Slicer) packLimits(ctx context.Context, decider h4r.Decider, spec h4r.S
 	return limits, nil
 }
 
-// decideAll makes every item's decision: in batches when the decider can
-// (one per worker, s.concurrency workers), else one item at a time,
-// s.concurrency at once. Items whose decision failed go to the fallback.
+// decideAll makes every item's decision: from the decider's cache when it
+// has one (CacheAnswerer), then in batches when the decider can (one per
+// worker, s.concurrency workers), else one item at a time, s.concurrency
+// at once. Items whose decision failed go to the fallback.
 func (s *Slicer) decideAll(ctx context.Context, decider h4r.Decider, spec h4r.Specialist, items []*h4r.Item) []decided {
+	ca, ok := decider.(CacheAnswerer)
+	if !ok || s.perItem || len(items) == 0 {
+		return s.decideUncached(ctx, decider, spec, items)
+	}
+	answered := make([]h4r.DecisionResult, len(items))
+	rest := ca.DecideCached(spec, items, answered)
+	if len(rest) == len(items) {
+		return s.decideUncached(ctx, decider, spec, items)
+	}
+	out := make([]decided, len(items))
+	next := 0 // in rest
+	for i := range items {
+		if next < len(rest) && rest[next] == i {
+			next++
+			continue
+		}
+		out[i] = decided{decision: answered[i].Decision}
+	}
+	if len(rest) > 0 {
+		restItems := make([]*h4r.Item, len(rest))
+		for j, i := range rest {
+			restItems[j] = items[i]
+		}
+		for j, d := range s.decideUncached(ctx, decider, spec, restItems) {
+			out[rest[j]] = d
+		}
+	}
+	return out
+}
+
+// decideUncached is decideAll without the cache.
+func (s *Slicer) decideUncached(ctx context.Context, decider h4r.Decider, spec h4r.Specialist, items []*h4r.Item) []decided {
 	out := make([]decided, len(items))
 	workers := min(s.concurrency, len(items))
 	if bd, ok := decider.(BatchDecider); ok && !s.perItem && len(items) > 0 {

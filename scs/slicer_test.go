@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/policy"
@@ -519,6 +520,54 @@ func TestSliceConcurrencyIsInvisible(t *testing.T) {
 		if !reflect.DeepEqual(inOrder, got) {
 			t.Errorf("%s: outcome differs:\n in order %+v\n got      %+v", name, inOrder.Stats, got.Stats)
 		}
+	}
+}
+
+// TestSliceFromTheCacheIsInvisible: a batch answered wholly or partly
+// from the decision cache (decideAll's CacheAnswerer step, before any
+// worker starts) gives the outcome of deciding every item.
+func TestSliceFromTheCacheIsInvisible(t *testing.T) {
+	var items []*h4r.Item
+	for i := range 12 {
+		for _, it := range fixtures(t) {
+			it.ID = fmt.Sprintf("%s-%d", it.ID, i)
+			it.Metadata.Version = 1 // cacheable
+			items = append(items, it)
+		}
+	}
+	limits := Limits{MaxBytes: 4000, MaxTokens: 900, MaxItems: 30}
+	engine := defaultEngine(t)
+	want := New(engine, counter(t), WithConcurrency(4)).Slice(t.Context(), internalQA, items, limits)
+	for _, tc := range []struct {
+		name     string
+		warm     func([]*h4r.Item) []*h4r.Item // decided before the slice
+		wantHits uint64
+	}{
+		{"cold", func([]*h4r.Item) []*h4r.Item { return nil }, 0},
+		{"every other item warm", func(all []*h4r.Item) []*h4r.Item {
+			var some []*h4r.Item
+			for i := 0; i < len(all); i += 2 {
+				some = append(some, all[i])
+			}
+			return some
+		}, uint64(len(items)+1) / 2},
+		{"warm", func(all []*h4r.Item) []*h4r.Item { return all }, uint64(len(items))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := policy.NewCache(1000, time.Hour)
+			cached := cache.Wrap(engine)
+			if warm := tc.warm(items); len(warm) > 0 {
+				cached.DecideBatch(t.Context(), internalQA, warm)
+			}
+			before := cache.Stats().Hits
+			got := New(cached, counter(t), WithConcurrency(4)).Slice(t.Context(), internalQA, items, limits)
+			if hits := cache.Stats().Hits - before; hits != tc.wantHits {
+				t.Errorf("the cache answered %d items, want %d", hits, tc.wantHits)
+			}
+			if !reflect.DeepEqual(want, got) {
+				t.Errorf("outcome differs:\n decided  %+v\n got      %+v", want.Stats, got.Stats)
+			}
+		})
 	}
 }
 
