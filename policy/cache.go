@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,25 @@ type cacheKey struct {
 	pack    bool
 }
 
+// hash is the key's hash with seed: the item id's, mixed with the rest
+// (one pass over the id, where hashing the struct and then looking it up
+// in a map took two).
+func (k cacheKey) hash(seed maphash.Seed) uint64 {
+	h := maphash.String(seed, k.item)
+	h ^= k.scope * 0x9e3779b97f4a7c15
+	h ^= uint64(k.version) * 0xc2b2ae3d27d4eb4f
+	if k.pack {
+		h ^= 0x165667b19e3779f9
+	}
+	// A finalizer (splitmix64's): every input bit reaches the high bits,
+	// which pick the shard.
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
+}
+
 type cacheEntry struct {
 	decision h4r.Decision
 	pack     h4r.PackSettings
@@ -68,7 +88,9 @@ func NewCache(size int, ttl time.Duration) *Cache {
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	return &Cache{entries: newClockCache[cacheKey, cacheEntry](size, int64(ttl)), start: time.Now(), scopes: map[scopeName]uint64{}}
+	seed := maphash.MakeSeed()
+	return &Cache{entries: newClockCache[cacheKey, cacheEntry](size, int64(ttl), func(k cacheKey) uint64 { return k.hash(seed) }),
+		start: time.Now(), scopes: map[scopeName]uint64{}}
 }
 
 // now is the time entries expire by: nanoseconds since the cache began.

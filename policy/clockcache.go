@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 )
@@ -20,17 +19,20 @@ import (
 // a contended sync.Mutex hands itself over and yields the processor), and
 // the caller reads the clock once per batch, not per key.
 //
+// Keys are found by a 64-bit hash the caller gives (one hash of the key
+// picks the shard and the map entry), and compared whole, so that two
+// keys with one hash only take each other's place.
+//
 // Times are nanoseconds on the caller's monotonic clock (Cache.now).
 type clockCache[K comparable, V any] struct {
-	seed   maphash.Seed
+	hash   func(K) uint64
 	shards []clockShard[K, V]
-	mask   uint64
 	ttl    int64
 }
 
 type clockShard[K comparable, V any] struct {
 	mu    sync.RWMutex
-	at    map[K]int // index in ring
+	at    map[uint64]int // index in ring, by hash
 	ring  []clockEntry[K, V]
 	hand  int
 	limit int
@@ -38,6 +40,7 @@ type clockShard[K comparable, V any] struct {
 }
 
 type clockEntry[K comparable, V any] struct {
+	hash       uint64
 	key        K
 	value      V
 	expires    int64
@@ -49,23 +52,24 @@ type clockEntry[K comparable, V any] struct {
 const clockShards = 16
 
 // newClockCache returns a cache of at most size entries (size >= 1), each
-// kept for ttl nanoseconds, in up to clockShards shards.
-func newClockCache[K comparable, V any](size int, ttl int64) *clockCache[K, V] {
+// kept for ttl nanoseconds, in up to clockShards shards, that finds keys
+// by hash (well mixed in its high bits, which pick the shard).
+func newClockCache[K comparable, V any](size int, ttl int64, hash func(K) uint64) *clockCache[K, V] {
 	n := 1
 	for n < clockShards && n*2 <= size {
 		n *= 2
 	}
-	return newClockCacheOf[K, V](size, n, ttl)
+	return newClockCacheOf[K, V](size, n, ttl, hash)
 }
 
 // newClockCacheOf is newClockCache with n shards (a power of two).
-func newClockCacheOf[K comparable, V any](size, n int, ttl int64) *clockCache[K, V] {
-	c := &clockCache[K, V]{seed: maphash.MakeSeed(), shards: make([]clockShard[K, V], n), mask: uint64(n - 1), ttl: ttl}
+func newClockCacheOf[K comparable, V any](size, n int, ttl int64, hash func(K) uint64) *clockCache[K, V] {
+	c := &clockCache[K, V]{hash: hash, shards: make([]clockShard[K, V], n), ttl: ttl}
 	for i := range c.shards {
 		// The shards share size out, the first ones taking the remainder,
 		// so that the cache never holds more than size.
 		s := &c.shards[i]
-		s.at, s.limit = map[K]int{}, size/n
+		s.at, s.limit = map[uint64]int{}, size/n
 		if i < size%n {
 			s.limit++
 		}
@@ -73,18 +77,20 @@ func newClockCacheOf[K comparable, V any](size, n int, ttl int64) *clockCache[K,
 	return c
 }
 
-func (c *clockCache[K, V]) shard(k K) *clockShard[K, V] {
-	return &c.shards[maphash.Comparable(c.seed, k)&c.mask]
+// shard is the shard of a hash: its high bits, the map takes the rest.
+func (c *clockCache[K, V]) shard(h uint64) *clockShard[K, V] {
+	return &c.shards[(h>>32)%uint64(len(c.shards))]
 }
 
 // get returns the value of k if it is there and not expired at now.
 func (c *clockCache[K, V]) get(k K, now int64) (V, bool) {
-	s := c.shard(k)
+	h := c.hash(k)
+	s := c.shard(h)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if i, ok := s.at[k]; ok {
+	if i, ok := s.at[h]; ok {
 		e := &s.ring[i]
-		if now < e.expires {
+		if e.key == k && now < e.expires {
 			if !e.referenced.Load() { // a store only when it changes
 				e.referenced.Store(true)
 			}
@@ -97,17 +103,18 @@ func (c *clockCache[K, V]) get(k K, now int64) (V, bool) {
 
 // add sets k's value, to expire ttl after now, making room if needed.
 func (c *clockCache[K, V]) add(k K, v V, now int64) {
-	s := c.shard(k)
+	h := c.hash(k)
+	s := c.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i, ok := s.at[k]; ok {
+	if i, ok := s.at[h]; ok { // k, or a key with k's hash, which k replaces
 		e := &s.ring[i]
-		e.value, e.expires = v, now+c.ttl
+		e.key, e.value, e.expires = k, v, now+c.ttl
 		return
 	}
 	if len(s.ring) < s.limit {
-		s.at[k] = len(s.ring)
-		s.ring = append(s.ring, clockEntry[K, V]{key: k, value: v, expires: now + c.ttl})
+		s.at[h] = len(s.ring)
+		s.ring = append(s.ring, clockEntry[K, V]{hash: h, key: k, value: v, expires: now + c.ttl})
 		return
 	}
 	// The hand goes round at most twice: once clearing marks, once
@@ -121,10 +128,10 @@ func (c *clockCache[K, V]) add(k K, v V, now int64) {
 		s.hand = (s.hand + 1) % len(s.ring)
 	}
 	e := &s.ring[s.hand]
-	delete(s.at, e.key)
-	e.key, e.value, e.expires = k, v, now+c.ttl
+	delete(s.at, e.hash)
+	e.hash, e.key, e.value, e.expires = h, k, v, now+c.ttl
 	e.referenced.Store(false)
-	s.at[k] = s.hand
+	s.at[h] = s.hand
 	s.hand = (s.hand + 1) % len(s.ring)
 }
 

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -58,7 +59,7 @@ func TestClockCache(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			const ttl = 10
-			c := newClockCacheOf[string, int](tc.size, 1, ttl)
+			c := newClockCacheOf[string, int](tc.size, 1, ttl, hashString)
 			all := map[string]bool{}
 			for i, st := range tc.steps {
 				all[st.key] = true
@@ -75,8 +76,8 @@ func TestClockCache(t *testing.T) {
 				for k := range all {
 					// Look without marking: a get would change what the
 					// next step evicts.
-					s := c.shard(k)
-					if at, ok := s.at[k]; ok && st.now < s.ring[at].expires {
+					s := c.shard(hashString(k))
+					if at, ok := s.at[hashString(k)]; ok && s.ring[at].key == k && st.now < s.ring[at].expires {
 						got = append(got, k)
 					}
 				}
@@ -96,7 +97,7 @@ func TestClockCache(t *testing.T) {
 // and purge empties the cache. (The size leaves room for the keys however
 // they hash: each shard holds a share of it.)
 func TestClockCacheValues(t *testing.T) {
-	c := newClockCache[int, string](1000, 1000)
+	c := newClockCache[int, string](1000, 1000, hashInt)
 	for i := range 100 {
 		c.add(i, fmt.Sprint(i), 0)
 	}
@@ -123,7 +124,7 @@ func TestClockCacheValues(t *testing.T) {
 // the cache holds at most size entries, and as many when full.
 func TestClockCacheSharesSizeOut(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 17, 100, 1001} {
-		c := newClockCache[int, int](size, 1000)
+		c := newClockCache[int, int](size, 1000, hashInt)
 		for i := range 10 * size {
 			c.add(i, i, 0)
 		}
@@ -133,10 +134,35 @@ func TestClockCacheSharesSizeOut(t *testing.T) {
 	}
 }
 
+// TestClockCacheSameHash: keys with one hash take each other's place,
+// and are never answered with each other's values.
+func TestClockCacheSameHash(t *testing.T) {
+	c := newClockCache[string, int](10, 1000, func(string) uint64 { return 7 })
+	c.add("a", 1, 0)
+	if _, ok := c.get("b", 0); ok {
+		t.Fatal("b was answered with a's value")
+	}
+	c.add("b", 2, 0)
+	if v, ok := c.get("b", 0); !ok || v != 2 {
+		t.Fatalf("get(b) = %d, %v; want 2", v, ok)
+	}
+	if _, ok := c.get("a", 0); ok {
+		t.Fatal("a is still there, with b's hash taken")
+	}
+	if n := c.len(); n != 1 {
+		t.Fatalf("%d entries, want 1", n)
+	}
+}
+
+var testSeed = maphash.MakeSeed()
+
+func hashString(s string) uint64 { return maphash.String(testSeed, s) }
+func hashInt(i int) uint64       { return maphash.Comparable(testSeed, i) }
+
 // TestClockCacheConcurrent is for the race detector: lookups mark
 // entries under the read lock while adds evict.
 func TestClockCacheConcurrent(t *testing.T) {
-	c := newClockCache[int, int](64, 1000)
+	c := newClockCache[int, int](64, 1000, hashInt)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
