@@ -2,12 +2,14 @@ package bridge_test
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/h4r/h4r"
@@ -101,16 +103,19 @@ func TestIndexEqualsScan(t *testing.T) {
 	for _, minSim := range []float64{0.6, 0.3} {
 		cfg := enabled()
 		cfg.MinSimilarity, cfg.MaxMatches = minSim, 8
-		for _, floor := range []float64{0, minSim} {
+		for _, src := range []struct {
+			floor  float64
+			enough int
+		}{{0, 0}, {minSim, 0}, {minSim, cfg.MaxMatches}} { // the last is concept-only matching's (app)
 			for _, spec := range []h4r.Specialist{public, ops} {
-				src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: floor,
+				src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: src.floor, Enough: src.enough,
 					Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
 				b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
 				if err != nil {
 					t.Fatal(err)
 				}
 				for i, params := range calls {
-					t.Run(fmt.Sprintf("min %v floor %v %s call %d", minSim, floor, spec.ID, i), func(t *testing.T) {
+					t.Run(fmt.Sprintf("min %v floor %v enough %d %s call %d", minSim, src.Floor, src.Enough, spec.ID, i), func(t *testing.T) {
 						got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
 						want := scan(t, all, a.Slicer, spec, cfg, params)
 						if got == nil || !slices.Equal(got.Matches, want) {
@@ -217,31 +222,99 @@ func TestIndexKeepsHiddenOutAndVisibleIn(t *testing.T) {
 	for _, maxMatches := range []int{3, 8} {
 		cfg := enabled()
 		cfg.MaxMatches = maxMatches
-		for _, spec := range []h4r.Specialist{public, ops} {
-			src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: cfg.MinSimilarity,
-				Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
-			b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, params := range calls {
-				t.Run(fmt.Sprintf("max %d %s call %d", maxMatches, spec.ID, i), func(t *testing.T) {
-					got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
-					want := scan(t, all, a.Slicer, spec, cfg, params)
-					if got == nil || !slices.Equal(got.Matches, want) {
-						t.Fatalf("index: %+v\nscan:  %+v", got, want)
-					}
-					if len(want) == 0 {
-						t.Fatal("the scan finds no match: the case tests nothing")
-					}
-					for _, m := range got.Matches {
-						if spec.ID == public.ID && (strings.Contains(m.TrajectoryID, "hidden") || hiddenRandom(m.TrajectoryID)) {
-							t.Errorf("the public key got %s, which only ops may see", m.TrajectoryID)
+		for _, enough := range []int{0, maxMatches} {
+			for _, spec := range []h4r.Specialist{public, ops} {
+				src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: cfg.MinSimilarity, Enough: enough,
+					Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
+				b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, params := range calls {
+					t.Run(fmt.Sprintf("max %d enough %d %s call %d", maxMatches, enough, spec.ID, i), func(t *testing.T) {
+						got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
+						want := scan(t, all, a.Slicer, spec, cfg, params)
+						if got == nil || !slices.Equal(got.Matches, want) {
+							t.Fatalf("index: %+v\nscan:  %+v", got, want)
 						}
-					}
-				})
+						if len(want) == 0 {
+							t.Fatal("the scan finds no match: the case tests nothing")
+						}
+						for _, m := range got.Matches {
+							if spec.ID == public.ID && (strings.Contains(m.TrajectoryID, "hidden") || hiddenRandom(m.TrajectoryID)) {
+								t.Errorf("the public key got %s, which only ops may see", m.TrajectoryID)
+							}
+						}
+					})
+				}
 			}
 		}
+	}
+}
+
+// countingSlicer counts the items it is asked to slice.
+type countingSlicer struct {
+	bridge.PolicySlicer
+	items atomic.Int64
+}
+
+func (c *countingSlicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome {
+	c.items.Add(int64(len(items)))
+	return c.PolicySlicer.Slice(ctx, spec, items, limits)
+}
+
+// TestEnoughEqualsTheWholeLimit: a miss that stops reading at Enough
+// candidates delivered unredacted answers as one that reads the whole
+// limit, over 2,000 trajectories that share many concepts, a third of
+// them ops-only, for both keys; and it slices fewer of them.
+func TestEnoughEqualsTheWholeLimit(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var stored []h4r.Item
+	for i := range 2000 {
+		it := bridge.Trajectory{ID: fmt.Sprintf("t%04d", i), Description: bridgetest.Problem(r, 2+r.IntN(3)),
+			Domain: bridgetest.Domain(r), ToolSequence: []string{"think"}, SuccessScore: r.Float64()}.Item()
+		if i%3 == 0 {
+			it.Metadata.RestrictedToGroups = []string{"ops"}
+		}
+		stored = append(stored, it)
+	}
+	a := openApp(t, stored...)
+	idx := bridge.NewIndex(nil)
+	if err := idx.Load(t.Context(), a.Store); err != nil {
+		t.Fatal(err)
+	}
+	cfg := enabled()
+	cfg.CacheSize = 1 // every call below is new anyway; keep the cache out of it
+	budget := scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}
+	whole, early := &countingSlicer{PolicySlicer: a.Slicer}, &countingSlicer{PolicySlicer: a.Slicer}
+	bridgeOf := func(s bridge.PolicySlicer, enough int) *bridge.Bridge {
+		b, err := bridge.New(cfg, bridge.IndexSource{Index: idx, Slicer: s, Floor: cfg.MinSimilarity, Enough: enough, Budget: budget},
+			bridge.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	wholeBridge, earlyBridge := bridgeOf(whole, 0), bridgeOf(early, cfg.MaxMatches)
+	matched := 0
+	for n := range 60 {
+		params := map[string]any{"content": bridgetest.Problem(r, 1+n%4), "domain": bridgetest.Domain(r)}
+		for _, spec := range []h4r.Specialist{public, ops} {
+			want := wholeBridge.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
+			got := earlyBridge.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
+			if want == nil || got == nil || !slices.Equal(got.Matches, want.Matches) {
+				t.Fatalf("call %d, %s: stopping at enough gave %+v\nthe whole limit %+v", n, spec.ID, got, want)
+			}
+			if len(want.Matches) == cfg.MaxMatches {
+				matched++
+			}
+		}
+	}
+	if matched < 20 {
+		t.Fatalf("only %d of 120 calls found %d matches: the case does not test stopping early", matched, cfg.MaxMatches)
+	}
+	if w, e := whole.items.Load(), early.items.Load(); e*2 > w {
+		t.Errorf("stopping at enough sliced %d trajectories, the whole limit %d: want fewer than half", e, w)
 	}
 }
 
