@@ -9,8 +9,9 @@
 // was 3.7 GB. A soft memory limit (GOMEMLIMIT) caps that, but it is one
 // number for every corpus size, and a live heap that grows past it makes
 // the collector run without pause. The tuner instead sets GOGC after each
-// cycle to headroom / live heap, never above the GOGC the process started
-// with nor below a floor: a small heap keeps Go's default pacing, a large
-// one collects when the headroom is used up (the idea of Uber's
-// GOGCTuner). README's "Speed" gives the measurements.
+// cycle to headroom / live heap, within a ceiling (the GOGC the process
+// started with, or WithCeiling's) and a floor: a large heap collects when
+// the headroom is used up (the idea of Uber's GOGCTuner), and with a
+// ceiling above 100 a small one collects less often than Go's default
+// pacing would. README's "Speed" gives the measurements.
 package gctune

@@ -12,6 +12,13 @@ import (
 // above the headroom would be collected almost without pause.
 const MinPercent = 10
 
+// DefaultCeiling is the highest GOGC WithCeiling callers are advised to
+// let the tuner set when the user has not chosen a GOGC: a live heap
+// smaller than a quarter of the headroom grows to at most five times its
+// size between collections (10 MB to 50 MB), one between that and the
+// headroom gets the whole headroom.
+const DefaultCeiling = 400
+
 // DefaultInterval is how often the tuner looks for a finished cycle.
 const DefaultInterval = 100 * time.Millisecond
 
@@ -27,6 +34,13 @@ func Percent(live, headroom uint64, ceiling int) int {
 // Option configures Start.
 type Option func(*tuner)
 
+// WithCeiling sets the highest GOGC the tuner sets (default: the GOGC the
+// process had when Start was called). Above the process's GOGC it lets a
+// small heap have the whole headroom too, not only a large one: fewer
+// collections for a little more memory. The process's GOGC is still what
+// stop restores.
+func WithCeiling(percent int) Option { return func(t *tuner) { t.ceiling = percent } }
+
 // WithInterval sets how often the tuner looks for a finished cycle.
 func WithInterval(d time.Duration) Option { return func(t *tuner) { t.interval = d } }
 
@@ -35,6 +49,7 @@ func WithLogger(l *slog.Logger) Option { return func(t *tuner) { t.log = l } }
 
 type tuner struct {
 	headroom uint64
+	ceiling  int // 0: the process's GOGC
 	interval time.Duration
 	log      *slog.Logger
 }
@@ -59,30 +74,33 @@ func Start(ctx context.Context, headroom uint64, opts ...Option) (stop func()) {
 	if headroom == 0 || samples[0].Value.Kind() != metrics.KindUint64 {
 		return func() {}
 	}
-	ceiling := int(samples[0].Value.Uint64())
-	if ceiling <= 0 { // GOGC=off
+	started := int(samples[0].Value.Uint64())
+	if started <= 0 { // GOGC=off
 		return func() {}
+	}
+	ceiling := started
+	if t.ceiling > 0 {
+		ceiling = t.ceiling
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t.run(ctx, ceiling)
+		t.run(ctx, started, ceiling)
 	}()
 	return func() {
 		cancel()
 		<-done
-		debug.SetGCPercent(ceiling)
+		debug.SetGCPercent(started)
 	}
 }
 
 // run sets GOGC from the live heap of each finished cycle.
-func (t *tuner) run(ctx context.Context, ceiling int) {
+func (t *tuner) run(ctx context.Context, current, ceiling int) {
 	samples := []metrics.Sample{{Name: metricCycles}, {Name: metricLive}}
 	tick := time.NewTicker(t.interval)
 	defer tick.Stop()
 	var seen uint64
-	current := ceiling
 	for {
 		metrics.Read(samples)
 		if cycles := samples[0].Value.Uint64(); cycles != seen {

@@ -24,6 +24,8 @@ func TestPercent(t *testing.T) {
 		{"a lower GOGC of the process is the ceiling", 200 * mb, 128 * mb, 30, 30},
 		{"a GOGC below the floor is kept", 4000 * mb, 128 * mb, 5, 5},
 		{"nothing live yet", 0, 128 * mb, 100, 100},
+		{"a small heap gets the headroom under a higher ceiling", 64 * mb, 128 * mb, 400, 200},
+		{"a tiny heap stops at the higher ceiling", 10 * mb, 128 * mb, 400, 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +60,35 @@ func TestStartSetsGOGCForTheLiveHeap(t *testing.T) {
 	}
 	if got := gogc(); got < 20 || got > 26 {
 		t.Errorf("GOGC = %d with 128 MB live and 32 MB of headroom, want about 25", got)
+	}
+	runtime.KeepAlive(live)
+	stop()
+	if got := gogc(); got != 100 {
+		t.Errorf("GOGC = %d after stop, want the process's 100 back", got)
+	}
+}
+
+// TestStartWithCeilingLetsASmallHeapHaveTheHeadroom: with 32 MB live, 64
+// MB of headroom and a ceiling of 400, GOGC goes above the process's 100
+// to about 200, and stop gives the 100 back.
+func TestStartWithCeilingLetsASmallHeapHaveTheHeadroom(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	live := make([]byte, 32<<20)
+	for i := range live {
+		live[i] = byte(i)
+	}
+	// A cycle before Start, so that the first live heap the tuner reads
+	// is this test's, not one an earlier test left.
+	runtime.GC()
+	stop := gctune.Start(t.Context(), 64<<20, gctune.WithCeiling(400), gctune.WithInterval(5*time.Millisecond))
+	deadline := time.Now().Add(5 * time.Second)
+	for gogc() == 100 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The test binary's own heap is live too: a little under 200.
+	if got := gogc(); got < 150 || got > 200 {
+		t.Errorf("GOGC = %d with 32 MB live, 64 MB of headroom and a ceiling of 400, want about 200", got)
 	}
 	runtime.KeepAlive(live)
 	stop()
