@@ -42,58 +42,44 @@ func gogc() int {
 	return int(s[0].Value.Uint64())
 }
 
-// TestStartSetsGOGCForTheLiveHeap: with 128 MB live and 32 MB of
-// headroom the tuner sets GOGC to about 25 after a collection, and stop
-// gives the process its GOGC back.
+// TestStartSetsGOGCForTheLiveHeap: after a collection the tuner sets GOGC
+// to the headroom over the live heap, within its ceiling, and stop gives
+// the process its GOGC back.
 func TestStartSetsGOGCForTheLiveHeap(t *testing.T) {
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	live := make([]byte, 128<<20)
-	for i := range live {
-		live[i] = byte(i)
+	tests := []struct {
+		name               string
+		liveMB, headroomMB int
+		opts               []gctune.Option
+		min, max           int // the test binary's own heap is live too: a little under headroom/live
+	}{
+		{"a large heap gets less than the process's GOGC", 128, 32, nil, 20, 26},
+		{"a ceiling above the process's lets a small heap have the headroom", 32, 64, []gctune.Option{gctune.WithCeiling(400)}, 150, 200},
 	}
-	stop := gctune.Start(t.Context(), 32<<20, gctune.WithInterval(5*time.Millisecond))
-	runtime.GC()
-	deadline := time.Now().Add(5 * time.Second)
-	for gogc() == 100 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := gogc(); got < 20 || got > 26 {
-		t.Errorf("GOGC = %d with 128 MB live and 32 MB of headroom, want about 25", got)
-	}
-	runtime.KeepAlive(live)
-	stop()
-	if got := gogc(); got != 100 {
-		t.Errorf("GOGC = %d after stop, want the process's 100 back", got)
-	}
-}
-
-// TestStartWithCeilingLetsASmallHeapHaveTheHeadroom: with 32 MB live, 64
-// MB of headroom and a ceiling of 400, GOGC goes above the process's 100
-// to about 200, and stop gives the 100 back.
-func TestStartWithCeilingLetsASmallHeapHaveTheHeadroom(t *testing.T) {
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	live := make([]byte, 32<<20)
-	for i := range live {
-		live[i] = byte(i)
-	}
-	// A cycle before Start, so that the first live heap the tuner reads
-	// is this test's, not one an earlier test left.
-	runtime.GC()
-	stop := gctune.Start(t.Context(), 64<<20, gctune.WithCeiling(400), gctune.WithInterval(5*time.Millisecond))
-	deadline := time.Now().Add(5 * time.Second)
-	for gogc() == 100 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	// The test binary's own heap is live too: a little under 200.
-	if got := gogc(); got < 150 || got > 200 {
-		t.Errorf("GOGC = %d with 32 MB live, 64 MB of headroom and a ceiling of 400, want about 200", got)
-	}
-	runtime.KeepAlive(live)
-	stop()
-	if got := gogc(); got != 100 {
-		t.Errorf("GOGC = %d after stop, want the process's 100 back", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := debug.SetGCPercent(100)
+			defer debug.SetGCPercent(before)
+			live := make([]byte, tt.liveMB<<20)
+			for i := range live {
+				live[i] = byte(i)
+			}
+			// A cycle before Start, so that the first live heap the tuner
+			// reads is this test's, not one an earlier test left.
+			runtime.GC()
+			stop := gctune.Start(t.Context(), uint64(tt.headroomMB)<<20, append(tt.opts, gctune.WithInterval(5*time.Millisecond))...)
+			deadline := time.Now().Add(5 * time.Second)
+			for gogc() == 100 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if got := gogc(); got < tt.min || got > tt.max {
+				t.Errorf("GOGC = %d with %d MB live and %d MB of headroom, want %d to %d", got, tt.liveMB, tt.headroomMB, tt.min, tt.max)
+			}
+			runtime.KeepAlive(live)
+			stop()
+			if got := gogc(); got != 100 {
+				t.Errorf("GOGC = %d after stop, want the process's 100 back", got)
+			}
+		})
 	}
 }
 
