@@ -115,8 +115,22 @@ func run(ctx context.Context, c config, out io.Writer) error {
 
 	one, _ := lt.phase(ctx, 1, c.single, c.maxDuration, 0, 0)
 	one.print(out, "1 client")
+	route := "/v1/context-pack"
+	if c.qtype == "bridge" {
+		route = "/v1/bridge"
+	}
+	before, histErr := lt.serverHistogram(ctx, route)
 	many, ingests := lt.phase(ctx, c.clients, c.requests, c.maxDuration, c.think, c.ingestShare)
 	many.print(out, fmt.Sprintf("%d clients", c.clients))
+	if histErr == nil {
+		var after histogram
+		if after, histErr = lt.serverHistogram(ctx, route); histErr == nil {
+			printServerShares(out, fmt.Sprintf("%d clients", c.clients), after.since(before))
+		}
+	}
+	if histErr != nil {
+		fmt.Fprintf(out, "server-side latency: unknown (%v; give a key allowed /metrics)\n", histErr)
+	}
 	if c.ingestShare > 0 {
 		ingests.print(out, "ingests")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/h4r/h4r/app"
 	h4rconfig "github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
 )
 
@@ -75,7 +76,8 @@ func TestBridgeLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(server.New(a.Engine, a.Store, server.WithLogger(quiet), server.WithBridge(b)).Handler())
+	ts := httptest.NewServer(server.New(a.Engine, a.Store, server.WithLogger(quiet), server.WithBridge(b),
+		server.WithMetrics(metrics.New())).Handler())
 	t.Cleanup(ts.Close)
 
 	c := config{
@@ -95,6 +97,12 @@ func TestBridgeLoad(t *testing.T) {
 	nIngests, _ := strconv.Atoi(ingests[1])
 	if n, err := a.Store.Count(t.Context()); err != nil || n != c.items+nIngests*c.ingestBatch {
 		t.Errorf("the store holds %d trajectories (%v), want %d loaded and %d×%d ingested", n, err, c.items, nIngests, c.ingestBatch)
+	}
+	// The server's own count of the phase's calls on the bridge's route:
+	// the calls, not the warm-up, the single client or the ingests.
+	server := regexp.MustCompile(`(?m)^4 clients, by the server's own histogram \(handler only\): .*within 50 ms of (\d+) calls$`).FindStringSubmatch(report)
+	if server == nil || server[1] != packs[2] {
+		t.Errorf("want the server's histogram to count the phase's %s bridge calls:\n%s", packs[2], report)
 	}
 }
 
