@@ -71,5 +71,5 @@ const (
 type PolicyCacheStats struct {
 	Hits    uint64 `json:"hits"`
 	Misses  uint64 `json:"misses"`
-	Entries int    `json:"entries"`
+	Entries int    `json:"entries"` // held, expired ones included until their room is needed
 }

@@ -112,7 +112,8 @@ func (c *Cache) scope(revision, specialist string) uint64 {
 	return c.lastScope
 }
 
-// Stats returns the hit and miss counters and the number of entries.
+// Stats returns the hit and miss counters and the number of entries
+// (expired ones are counted until an add takes their place).
 func (c *Cache) Stats() h4r.PolicyCacheStats {
 	return h4r.PolicyCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: c.entries.len()}
 }
