@@ -5,8 +5,10 @@
 // policy.Live hands out the policy in use, so a request in flight during a
 // reload finishes on the policy it started with), asks it for pack-level
 // settings (PackPolicy: budgets that can only narrow the request's), and
-// decides every item: in batches when the policy can (BatchDecider, one OPA
-// evaluation per batch), else one by one. It then redacts a copy of each
+// decides every item: first from the policy's decision cache when it has
+// one (CacheAnswerer, on the request's goroutine), then the rest in
+// batches when the policy can (BatchDecider, one OPA evaluation per
+// batch), else one by one. It then redacts a copy of each
 // allowed item and fits the allowed items into the byte, token and item
 // budgets. Every drop and redaction can be written to a decision log
 // (WithDecisionLog; the request id comes from WithRequestID on the context).
