@@ -57,12 +57,7 @@ func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 		idx := bridge.IndexSource{Index: a.trajectories, Slicer: a.Slicer, Fallback: source,
 			Budget: scs.Limits{MaxBytes: c.MaxBytesDefault, MaxTokens: c.MaxTokensDefault}}
 		if c.Embedder != "openai" {
-			// Concept-only: nothing below the minimum can match, and the
-			// first MaxMatches delivered unredacted are the best.
-			idx.Floor, idx.Enough = c.BridgeMinSimilarity, cfg.MaxMatches
-			if idx.Enough <= 0 {
-				idx.Enough = bridge.DefaultMaxMatches // New's default
-			}
+			idx.Floor = c.BridgeMinSimilarity // concept-only: nothing below can match
 		}
 		source = idx
 		a.refreshTrajectories(log)

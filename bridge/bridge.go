@@ -323,9 +323,25 @@ func cacheKey(fingerprint string, spec h4r.Specialist) string {
 	return fingerprint + "\x00" + spec.ID + "\x00" + spec.SecurityLevel.String() + "\x00" + strings.Join(groups, ",")
 }
 
+// earlyReader is a Source that can stop reading once it has delivered
+// enough candidates unredacted, scored by extractor (IndexSource).
+type earlyReader interface {
+	candidatesUpTo(ctx context.Context, spec h4r.Specialist, sig *Signature, limit, enough int) ([]Candidate, error)
+	scoredBy() ConceptExtractor
+}
+
 // match reads candidates, scores them and caches a complete answer.
 func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature, key string) (*Block, error) {
-	cands, err := b.source.Candidates(ctx, spec, sig, candidateLimit)
+	var cands []Candidate
+	var err error
+	// The best MaxMatches candidates delivered unredacted are the answer
+	// when their scores are the ones match keeps: concept-only, by the
+	// index's own extractor.
+	if er, ok := b.source.(earlyReader); ok && b.embedder == nil && sameExtractor(er.scoredBy(), b.extractor) {
+		cands, err = er.candidatesUpTo(ctx, spec, sig, candidateLimit, b.cfg.MaxMatches)
+	} else {
+		cands, err = b.source.Candidates(ctx, spec, sig, candidateLimit)
+	}
 	if err != nil {
 		return nil, err
 	}

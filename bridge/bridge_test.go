@@ -159,8 +159,7 @@ func source(t testing.TB, a *app.App, via string) bridge.Source {
 	}
 	idx := bridge.NewIndex(nil)
 	_ = idx.Load(t.Context(), a.Store) // a failed load leaves the fallback in charge
-	// Floor and Enough as app.Bridge sets them without an embedder.
-	return bridge.IndexSource{Index: idx, Slicer: a.Slicer, Fallback: engine, Floor: bridge.DefaultMinSimilarity, Enough: bridge.DefaultMaxMatches,
+	return bridge.IndexSource{Index: idx, Slicer: a.Slicer, Fallback: engine, Floor: bridge.DefaultMinSimilarity, // as app.Bridge sets it without an embedder
 		Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
 }
 

@@ -838,21 +838,6 @@ type IndexSource struct {
 	// they could not be matches, and are then never sliced. Leave it 0
 	// with an embedder, whose similarity may lift them.
 	Floor float64
-	// Enough, when set, ends the read once that many candidates were
-	// delivered unredacted: their similarity is the index's exact score,
-	// and every candidate after them in rank order scores no higher and
-	// loses ties, so it could not displace them. With concept-only
-	// matching set it to the bridge's MaxMatches: a miss then slices a
-	// chunk or two of the ranking instead of limit candidates (a quarter
-	// of a miss's CPU at 10k trajectories). Leave it 0 with an embedder,
-	// whose similarity reorders the ranking.
-	//
-	// A candidate the policy redacts is scored anew on what the caller
-	// sees, which may rank it higher than its index score did; one past
-	// the point Enough stops at is not read, as one past limit never was.
-	// For unredacted trajectories the answer is the scan's either way
-	// (TestIndexEqualsScan, TestEnoughEqualsTheWholeLimit).
-	Enough int
 }
 
 // enoughChunk is how many candidates a read with Enough slices at a time:
@@ -862,6 +847,29 @@ func enoughChunk(enough int) int { return max(2*enough, 8) }
 // Candidates implements Source. In concept-only mode the answer is what a
 // scan of every trajectory the caller may see would give (TestIndexEqualsScan).
 func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *Signature, limit int) ([]Candidate, error) {
+	return s.candidatesUpTo(ctx, spec, sig, limit, 0)
+}
+
+// scoredBy is the extractor of the index's signatures and scores.
+func (s IndexSource) scoredBy() ConceptExtractor { return s.Index.extractor }
+
+// candidatesUpTo is Candidates that may stop early: once enough (> 0)
+// candidates were delivered unredacted. Their similarity is then the
+// index's exact score, and every candidate after them in rank order
+// scores no higher and loses ties, so none could displace them from the
+// best enough. Bridge.match asks for that with concept-only matching and
+// the index's extractor (earlyReader), enough its MaxMatches: a miss then
+// slices a chunk or two of the ranking instead of limit candidates.
+//
+// What stopping early can change, both rare: a candidate the policy
+// redacts is scored anew on what the caller sees, which may rank it
+// higher than its index score did, and one past the stopping point is not
+// read (as one past limit never was); and each chunk is sliced under the
+// whole byte and token budget, so a smaller chunk keeps a trajectory of
+// tens of kilobytes that a chunk of limit would have run out of budget
+// for. For unredacted trajectories within the budget the answer is the
+// same (TestIndexEqualsScan, TestEarlyStopEqualsTheWholeLimit).
+func (s IndexSource) candidatesUpTo(ctx context.Context, spec h4r.Specialist, sig *Signature, limit, enough int) ([]Candidate, error) {
 	if !s.Index.Loaded() {
 		if s.Fallback == nil {
 			return nil, errors.New("the trajectory index has not loaded yet")
@@ -872,21 +880,23 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 	defer release()
 	limits := s.Budget
 	limits.MaxItems = limit
-	// Reading can end at Enough when the scores are exact and every
+	// Reading can end at enough when the scores are exact and every
 	// candidate is in one ranking (related: above unrelatedMax the rest
 	// is empty), so that rank order is score order.
 	chunkSize, unredacted := limit, 0
-	early := s.Enough > 0 && exact && s.Floor > unrelatedMax
+	early := enough > 0 && exact && s.Floor > unrelatedMax
 	if early {
-		chunkSize = min(limit, enoughChunk(s.Enough))
+		chunkSize = min(limit, enoughChunk(enough))
 	}
 	out := make([]Candidate, 0, min(limit, chunkSize*2))
+	sliced, failed := 0, 0 // items sliced, and those no decision could be made for
+	var failure error
 	for part := 0; part < 2 && len(out) < limit; part++ {
 		ranked := related
 		if part == 1 {
 			ranked = rest()
 		}
-		for len(ranked) > 0 && len(out) < limit && !(early && unredacted >= s.Enough) {
+		for len(ranked) > 0 && len(out) < limit && !(early && unredacted >= enough) {
 			chunk := takeBest(&ranked, chunkSize)
 			items := make([]*h4r.Item, len(chunk))
 			for i, c := range chunk {
@@ -896,7 +906,6 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			kept := 0
 			for i, v := range o.Verdicts {
 				if v.Reason == h4r.ReasonKept && v.Delivered != nil && len(out) < limit {
 					c := s.Index.delivered(chunk[i].e, v)
@@ -905,17 +914,33 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 						unredacted++
 					}
 					out = append(out, c)
-					kept++
 				}
 			}
-			if kept == 0 && o.Failed == len(items) && o.Err != nil {
-				// No decision could be made: the policy is down, which for
-				// the caller is the storage failure of EHR-1.
-				return nil, fmt.Errorf("deciding on trajectories: %w", o.Err)
+			sliced, failed = sliced+len(items), failed+o.Failed
+			if failure == nil {
+				failure = o.Err
+			}
+			// No decision could be made for anything read so far, and a
+			// policy service did not answer, or limit candidates failed:
+			// the policy is down, which for the caller is the storage
+			// failure of EHR-1. (Fewer failures are items the policy could
+			// not decide, left out as it fails closed.)
+			if len(out) == 0 && failed == sliced && failure != nil && (unanswered(failure) || sliced >= limit) {
+				return nil, fmt.Errorf("deciding on trajectories: %w", failure)
 			}
 		}
 	}
+	if len(out) == 0 && sliced > 0 && failed == sliced && failure != nil {
+		return nil, fmt.Errorf("deciding on trajectories: %w", failure)
+	}
 	return out, nil
+}
+
+// unanswered reports whether err says a policy service did not answer
+// (policy.Remote), as opposed to a decision that failed for an item.
+func unanswered(err error) bool {
+	var u interface{ PolicyUnreachable() bool }
+	return errors.As(err, &u) && u.PolicyUnreachable()
 }
 
 // delivered is the candidate the slicer delivered of e. Unredacted, the

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -103,29 +104,37 @@ func TestIndexEqualsScan(t *testing.T) {
 	for _, minSim := range []float64{0.6, 0.3} {
 		cfg := enabled()
 		cfg.MinSimilarity, cfg.MaxMatches = minSim, 8
-		for _, src := range []struct {
-			floor  float64
-			enough int
-		}{{0, 0}, {minSim, 0}, {minSim, cfg.MaxMatches}} { // the last is concept-only matching's (app)
-			for _, spec := range []h4r.Specialist{public, ops} {
-				src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: src.floor, Enough: src.enough,
-					Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
-				b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, params := range calls {
-					t.Run(fmt.Sprintf("min %v floor %v enough %d %s call %d", minSim, src.Floor, src.Enough, spec.ID, i), func(t *testing.T) {
-						got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
-						want := scan(t, all, a.Slicer, spec, cfg, params)
-						if got == nil || !slices.Equal(got.Matches, want) {
-							t.Fatalf("index: %+v\nscan:  %+v", got, want)
-						}
-					})
+		for _, floor := range []float64{0, minSim} {
+			for _, early := range []bool{false, true} { // stopping early needs floor 0.6 (app's concept-only floor)
+				for _, spec := range []h4r.Specialist{public, ops} {
+					src := sourceOf(early, bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: floor,
+						Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}})
+					b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i, params := range calls {
+						t.Run(fmt.Sprintf("min %v floor %v early %v %s call %d", minSim, floor, early, spec.ID, i), func(t *testing.T) {
+							got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
+							want := scan(t, all, a.Slicer, spec, cfg, params)
+							if got == nil || !slices.Equal(got.Matches, want) {
+								t.Fatalf("index: %+v\nscan:  %+v", got, want)
+							}
+						})
+					}
 				}
 			}
 		}
 	}
+}
+
+// sourceOf is src as the bridge sees it: able to stop reading early (the
+// IndexSource itself), or not (only its Candidates, as any Source).
+func sourceOf(early bool, src bridge.IndexSource) bridge.Source {
+	if early {
+		return src
+	}
+	return struct{ bridge.Source }{src}
 }
 
 // TestIndexFollowsWrites: Sync indexes a trajectory written after Load
@@ -222,16 +231,16 @@ func TestIndexKeepsHiddenOutAndVisibleIn(t *testing.T) {
 	for _, maxMatches := range []int{3, 8} {
 		cfg := enabled()
 		cfg.MaxMatches = maxMatches
-		for _, enough := range []int{0, maxMatches} {
+		for _, early := range []bool{false, true} {
 			for _, spec := range []h4r.Specialist{public, ops} {
-				src := bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: cfg.MinSimilarity, Enough: enough,
-					Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
+				src := sourceOf(early, bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: cfg.MinSimilarity,
+					Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}})
 				b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
 				if err != nil {
 					t.Fatal(err)
 				}
 				for i, params := range calls {
-					t.Run(fmt.Sprintf("max %d enough %d %s call %d", maxMatches, enough, spec.ID, i), func(t *testing.T) {
+					t.Run(fmt.Sprintf("max %d early %v %s call %d", maxMatches, early, spec.ID, i), func(t *testing.T) {
 						got := b.Enrich(t.Context(), spec, "think", params, nil).ContextBridge
 						want := scan(t, all, a.Slicer, spec, cfg, params)
 						if got == nil || !slices.Equal(got.Matches, want) {
@@ -263,11 +272,13 @@ func (c *countingSlicer) Slice(ctx context.Context, spec h4r.Specialist, items [
 	return c.PolicySlicer.Slice(ctx, spec, items, limits)
 }
 
-// TestEnoughEqualsTheWholeLimit: a miss that stops reading at Enough
-// candidates delivered unredacted answers as one that reads the whole
-// limit, over 2,000 trajectories that share many concepts, a third of
-// them ops-only, for both keys; and it slices fewer of them.
-func TestEnoughEqualsTheWholeLimit(t *testing.T) {
+// TestEarlyStopEqualsTheWholeLimit: a miss that stops reading at
+// MaxMatches candidates delivered unredacted answers as one that reads the
+// whole limit, over 2,000 trajectories that share many concepts, a third
+// of them ops-only, for both keys; and it slices fewer of them. With
+// another extractor than the index's, or with an embedder, the bridge
+// scores candidates anew, and reads the whole limit.
+func TestEarlyStopEqualsTheWholeLimit(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	var stored []h4r.Item
 	for i := range 2000 {
@@ -287,15 +298,22 @@ func TestEnoughEqualsTheWholeLimit(t *testing.T) {
 	cfg.CacheSize = 1 // every call below is new anyway; keep the cache out of it
 	budget := scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}
 	whole, early := &countingSlicer{PolicySlicer: a.Slicer}, &countingSlicer{PolicySlicer: a.Slicer}
-	bridgeOf := func(s bridge.PolicySlicer, enough int) *bridge.Bridge {
-		b, err := bridge.New(cfg, bridge.IndexSource{Index: idx, Slicer: s, Floor: cfg.MinSimilarity, Enough: enough, Budget: budget},
-			bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	other, hybrid := &countingSlicer{PolicySlicer: a.Slicer}, &countingSlicer{PolicySlicer: a.Slicer}
+	bridgeOf := func(s bridge.PolicySlicer, early bool, opts ...bridge.Option) *bridge.Bridge {
+		src := sourceOf(early, bridge.IndexSource{Index: idx, Slicer: s, Floor: cfg.MinSimilarity, Budget: budget})
+		b, err := bridge.New(cfg, src, append(opts, bridge.WithLogger(slog.New(slog.DiscardHandler)))...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	wholeBridge, earlyBridge := bridgeOf(whole, 0), bridgeOf(early, cfg.MaxMatches)
+	wholeBridge, earlyBridge := bridgeOf(whole, false), bridgeOf(early, true)
+	otherBridge := bridgeOf(other, true, bridge.WithExtractor(recomputing{extract: bridge.TechExtractor{}.Extract}))
+	hash, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hybridBridge := bridgeOf(hybrid, true, bridge.WithEmbedder(hash))
 	matched := 0
 	for n := range 60 {
 		params := map[string]any{"content": bridgetest.Problem(r, 1+n%4), "domain": bridgetest.Domain(r)}
@@ -308,7 +326,15 @@ func TestEnoughEqualsTheWholeLimit(t *testing.T) {
 			if len(want.Matches) == cfg.MaxMatches {
 				matched++
 			}
+			otherBridge.Enrich(t.Context(), spec, "think", params, nil)
+			hybridBridge.Enrich(t.Context(), spec, "think", params, nil)
 		}
+	}
+	if o, w := other.items.Load(), whole.items.Load(); o != w {
+		t.Errorf("with another extractor the bridge sliced %d trajectories, want the whole limit's %d", o, w)
+	}
+	if h, w := hybrid.items.Load(), whole.items.Load(); h != w {
+		t.Errorf("with an embedder the bridge sliced %d trajectories, want the whole limit's %d", h, w)
 	}
 	if matched < 20 {
 		t.Fatalf("only %d of 120 calls found %d matches: the case does not test stopping early", matched, cfg.MaxMatches)
@@ -386,5 +412,89 @@ func TestIndexSignaturesAreNotChanged(t *testing.T) {
 	}
 	if matched == 0 {
 		t.Fatal("no call matched: the test compares nothing")
+	}
+}
+
+// failingSlicer fails the decisions of every item in the chunks fail
+// picks (by call number, from 0) with err, as the slicer does when the
+// policy cannot decide them: left out with reason policy, counted in
+// Failed, the first error in Err.
+type failingSlicer struct {
+	bridge.PolicySlicer
+	fail  func(call int) bool
+	err   error
+	calls atomic.Int64
+}
+
+func (f *failingSlicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome {
+	o := f.PolicySlicer.Slice(ctx, spec, items, limits)
+	if f.fail(int(f.calls.Add(1) - 1)) {
+		for i := range o.Verdicts {
+			o.Verdicts[i] = scs.Verdict{Reason: h4r.ReasonPolicy, Detail: "policy error", Err: f.err}
+		}
+		o.Failed, o.Err = len(items), f.err
+	}
+	return o
+}
+
+// unreachablePolicy is the error of a policy service that did not answer.
+type unreachablePolicy struct{}
+
+func (unreachablePolicy) Error() string           { return "OPA did not answer" }
+func (unreachablePolicy) PolicyUnreachable() bool { return true }
+
+// TestReadingThroughPolicyFailures: a miss whose first chunk of
+// candidates the policy could not decide reads on (they are left out, as
+// the slicer fails closed); one where no decision could be made fails as
+// a storage failure (EHR-1), at once when the policy service did not
+// answer, else after limit candidates.
+func TestReadingThroughPolicyFailures(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var stored []h4r.Item
+	for i := range 500 {
+		stored = append(stored, bridge.Trajectory{ID: fmt.Sprintf("t%04d", i), Description: bridgetest.Problem(r, 2),
+			Domain: "ops", ToolSequence: []string{"think"}, SuccessScore: 0.5}.Item())
+	}
+	a := openApp(t, stored...)
+	idx := bridge.NewIndex(nil)
+	if err := idx.Load(t.Context(), a.Store); err != nil {
+		t.Fatal(err)
+	}
+	// The call is a stored problem word for word: its related
+	// trajectories fill many chunks.
+	params := map[string]any{"content": stored[0].Content["description"], "domain": "ops"}
+	tests := []struct {
+		name      string
+		fail      func(call int) bool
+		err       error
+		wantError bool
+		maxCalls  int64 // chunks sliced at most
+	}{
+		{"the first chunk undecided: read on", func(call int) bool { return call == 0 }, errors.New("eval failed"), false, 1 << 30},
+		{"nothing decided: fail after limit candidates", func(int) bool { return true }, errors.New("eval failed"), true, 7}, // 50 in chunks of 8
+		{"the policy service did not answer: fail at once", func(int) bool { return true }, unreachablePolicy{}, true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			slicer := &failingSlicer{PolicySlicer: a.Slicer, fail: tt.fail, err: tt.err}
+			cfg := enabled()
+			b, err := bridge.New(cfg, bridge.IndexSource{Index: idx, Slicer: slicer, Floor: cfg.MinSimilarity,
+				Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}},
+				bridge.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := b.Enrich(t.Context(), public, "think", params, nil).ContextBridge
+			errs := b.Metrics().Snapshot()["error_count"]
+			switch {
+			case tt.wantError && (got != nil || errs != 1):
+				t.Errorf("context_bridge %+v, error_count %d: want it left out and one error", got, errs)
+			case !tt.wantError && (got == nil || len(got.Matches) == 0 || errs != 0):
+				t.Errorf("context_bridge %+v, error_count %d: want matches from the later chunks", got, errs)
+			}
+			if calls := slicer.calls.Load(); calls > tt.maxCalls {
+				t.Errorf("%d chunks sliced, want at most %d", calls, tt.maxCalls)
+			}
+		})
 	}
 }
