@@ -107,8 +107,11 @@ func (c *clockCache[K, V]) add(k K, v V, now int64) {
 	s := c.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i, ok := s.at[h]; ok { // k, or a key with k's hash, which k replaces
+	if i, ok := s.at[h]; ok {
 		e := &s.ring[i]
+		if e.key != k { // a key with k's hash, which k replaces: unmarked, as a new entry
+			e.referenced.Store(false)
+		}
 		e.key, e.value, e.expires = k, v, now+c.ttl
 		return
 	}

@@ -23,9 +23,10 @@ type BatchDecider interface {
 
 // CacheAnswerer is a decider that can answer the items whose decisions
 // it has cached without asking the policy (policy.Cached): it fills out
-// (one result per item) and returns the positions of the rest. The slicer
-// asks it first, on the calling goroutine, and shares out only the rest
-// among workers, so that a warm batch starts no goroutines.
+// (one result per item) and returns the positions of the rest, in
+// ascending order. The slicer asks it first, on the calling goroutine,
+// and shares out only the rest among workers, so that a warm batch starts
+// no goroutines. It takes no context: it never waits.
 type CacheAnswerer interface {
 	DecideCached(spec h4r.Specialist, items []*h4r.Item, out []h4r.DecisionResult) (rest []int)
 }

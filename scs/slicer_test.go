@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -560,15 +561,32 @@ func TestSliceFromTheCacheIsInvisible(t *testing.T) {
 				cached.DecideBatch(t.Context(), internalQA, warm)
 			}
 			before := cache.Stats().Hits
-			got := New(cached, counter(t), WithConcurrency(4)).Slice(t.Context(), internalQA, items, limits)
+			batches := &countingBatches{Cached: cached}
+			got := New(batches, counter(t), WithConcurrency(4)).Slice(t.Context(), internalQA, items, limits)
 			if hits := cache.Stats().Hits - before; hits != tc.wantHits {
 				t.Errorf("the cache answered %d items, want %d", hits, tc.wantHits)
+			}
+			// Only what the cache could not answer is sent on as batches.
+			if sent := batches.items.Load(); sent != int64(len(items))-int64(tc.wantHits) {
+				t.Errorf("%d items sent on as batches, want the %d the cache did not answer", sent, int64(len(items))-int64(tc.wantHits))
 			}
 			if !reflect.DeepEqual(want, got) {
 				t.Errorf("outcome differs:\n decided  %+v\n got      %+v", want.Stats, got.Stats)
 			}
 		})
 	}
+}
+
+// countingBatches counts the items a cached decider is asked about in
+// batches, past its cache step.
+type countingBatches struct {
+	*policy.Cached
+	items atomic.Int64
+}
+
+func (c *countingBatches) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
+	c.items.Add(int64(len(items)))
+	return c.Cached.DecideBatch(ctx, spec, items)
 }
 
 func TestLimitsValidate(t *testing.T) {
