@@ -131,10 +131,18 @@ func (lt *loadTest) serverHistogram(ctx context.Context, route string) (histogra
 		return histogram{}, fmt.Errorf("reading /metrics: %w", err)
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
+	switch res.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return histogram{}, fmt.Errorf("reading /metrics: %s (give --key a key allowed /metrics)", res.Status)
+	default:
 		return histogram{}, fmt.Errorf("reading /metrics: %s", res.Status)
 	}
-	return parseHistogram(res.Body, requestDuration, route)
+	h, err := parseHistogram(res.Body, requestDuration, route)
+	if err != nil {
+		return histogram{}, fmt.Errorf("the server's latency histogram: %w", err)
+	}
+	return h, nil
 }
 
 // printServerShares writes the shares of the phase's calls the server

@@ -129,7 +129,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 	}
 	if histErr != nil {
-		fmt.Fprintf(out, "server-side latency: unknown (%v; give a key allowed /metrics)\n", histErr)
+		fmt.Fprintf(out, "server-side latency: unknown (%v)\n", histErr)
 	}
 	if c.ingestShare > 0 {
 		ingests.print(out, "ingests")
