@@ -114,7 +114,7 @@ func table() []variable {
 			func(c *Config) *int64 { return &c.MaxBodyBytes }, 1, 1<<30),
 		whole("H4R_MAX_CONNECTIONS", "512", "Most HTTP connections served at once; one more is answered 503 unavailable with Retry-After and closed. Each may hold a body of up to H4R_MAX_BODY_BYTES while it is read.",
 			func(c *Config) *int { return &c.MaxConnections }, 1, 1_000_000),
-		whole("H4R_GC_HEADROOM_MB", "128", "Garbage, in MiB, the Go collector may let pile up above the live heap before it collects (h4r serve, mcp and bench latency): GOGC is set after each collection to this headroom over the live heap, never below 10 nor above 400 (above the GOGC you set, if you set one). A large index no longer doubles the resident set, and a small heap is collected less often than Go's default. 0: Go's GOGC alone. GOMEMLIMIT still applies.",
+		whole("H4R_GC_HEADROOM_MB", "128", "Garbage, in MiB, the Go collector may let pile up above the live heap before it collects (h4r serve, mcp and bench latency): GOGC is set after each collection to this headroom over the live heap, never below 10, and at most 400, or at most your GOGC if you set one. A large index no longer doubles the resident set, and a small heap is collected less often than Go's default. 0: Go's GOGC alone. GOMEMLIMIT still applies.",
 			func(c *Config) *int { return &c.GCHeadroomMB }, 0, 1<<20),
 		number("H4R_AMBIENT_RELEVANCE", "0.75", "Relevance a precedent must exceed to be pushed on GET /v1/subscribe.",
 			func(c *Config) *float64 { return &c.AmbientRelevance }, 0, 1),
