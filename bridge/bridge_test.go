@@ -158,8 +158,9 @@ func source(t testing.TB, a *app.App, via string) bridge.Source {
 		return engine
 	}
 	idx := bridge.NewIndex(nil)
-	_ = idx.Load(t.Context(), a.Store)                                                                            // a failed load leaves the fallback in charge
-	return bridge.IndexSource{Index: idx, Slicer: a.Slicer, Fallback: engine, Floor: bridge.DefaultMinSimilarity, // as app.Bridge sets it without an embedder
+	_ = idx.Load(t.Context(), a.Store) // a failed load leaves the fallback in charge
+	// The floor as app.Bridge sets it without an embedder.
+	return bridge.IndexSource{Index: idx, Slicer: a.Slicer, Fallback: engine, Floor: bridge.DefaultMinSimilarity,
 		Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}}
 }
 
