@@ -16,7 +16,7 @@ import (
 // gctune.DefaultCeiling: a small corpus's heap is then collected after the
 // headroom too, not after its own size. Collection was 8% of the server's
 // CPU under the context bridge's load at 10k trajectories, and its p99
-// with 100 clients went from 41-50 to 30-39 ms, for about 60 MB more
+// with 100 clients went from 41-50 to 30-39 ms, for 60-80 MB more
 // resident memory. It returns the function that restores the process's
 // GOGC.
 func tuneGC(ctx context.Context, cfg config.Config, log *slog.Logger) (stop func()) {
