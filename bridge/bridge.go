@@ -324,7 +324,8 @@ func cacheKey(fingerprint string, spec h4r.Specialist) string {
 }
 
 // earlyReader is a Source that can stop reading once it has delivered
-// enough candidates unredacted, scored by extractor (IndexSource).
+// enough candidates unredacted, with scores by the extractor scoredBy
+// returns (IndexSource).
 type earlyReader interface {
 	candidatesUpTo(ctx context.Context, spec h4r.Specialist, sig *Signature, limit, enough int) ([]Candidate, error)
 	scoredBy() ConceptExtractor

@@ -840,8 +840,9 @@ type IndexSource struct {
 	Floor float64
 }
 
-// enoughChunk is how many candidates a read with Enough slices at a time:
-// a few more than Enough, for the ones the policy hides or redacts.
+// enoughChunk is how many candidates a read that may stop at enough
+// slices at a time: a few more than enough, for the ones the policy hides
+// or redacts.
 func enoughChunk(enough int) int { return max(2*enough, 8) }
 
 // Candidates implements Source. In concept-only mode the answer is what a
