@@ -23,7 +23,7 @@ const DefaultCeiling = 400
 const DefaultInterval = 100 * time.Millisecond
 
 // Percent is the GOGC that lets the heap grow by headroom bytes over live
-// bytes, within [MinPercent, ceiling] (ceiling: the process's own GOGC).
+// bytes, within [MinPercent, ceiling] (the process's own GOGC, or WithCeiling's).
 func Percent(live, headroom uint64, ceiling int) int {
 	if live == 0 || headroom*100/live >= uint64(ceiling) {
 		return ceiling
