@@ -203,35 +203,26 @@ func (c *Cached) Decide(ctx context.Context, spec h4r.Specialist, item *h4r.Item
 // policy for the rest in one batch.
 func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []h4r.DecisionResult {
 	out := make([]h4r.DecisionResult, len(items))
-	sk, now := c.scope(spec), c.cache.now()
-	// The misses' positions, items and keys (cacheable or not): a batch
-	// answered from the cache keeps no keys.
-	var missIdx []int
-	var missItems []*h4r.Item
-	var missKeys []cacheKey
-	var missCacheable []bool
-	for i, it := range items {
-		k, cacheable := c.key(sk, it)
-		if cacheable {
-			if e, ok := c.lookup(k, now); ok {
-				out[i].Decision = cloneDecision(e.decision)
-				continue
-			}
-		}
-		missIdx = append(missIdx, i)
-		missItems = append(missItems, it)
-		missKeys = append(missKeys, k)
-		missCacheable = append(missCacheable, cacheable)
-	}
-	if len(missItems) == 0 {
+	sk := c.scope(spec)
+	rest := c.answer(sk, c.cache.now(), items, out)
+	if len(rest) == 0 {
 		return out
 	}
-	decided := c.inner.DecideBatch(ctx, spec, missItems)
-	now = c.cache.now() // the entries live from when they were decided
+	restItems := make([]*h4r.Item, len(rest))
+	misses := 0
+	for j, i := range rest {
+		restItems[j] = items[i]
+		if _, cacheable := c.key(sk, items[i]); cacheable {
+			misses++ // looked up and not found; the others cannot be cached
+		}
+	}
+	c.cache.misses.Add(uint64(misses))
+	decided := c.inner.DecideBatch(ctx, spec, restItems)
+	now := c.cache.now() // the entries live from when they were decided
 	for j, r := range decided {
-		out[missIdx[j]] = r
-		if r.Err == nil && missCacheable[j] {
-			c.cache.entries.add(missKeys[j], cacheEntry{decision: cloneDecision(r.Decision)}, now)
+		out[rest[j]] = r
+		if k, cacheable := c.key(sk, items[rest[j]]); cacheable && r.Err == nil {
+			c.cache.entries.add(k, cacheEntry{decision: cloneDecision(r.Decision)}, now)
 		}
 	}
 	return out
@@ -243,7 +234,12 @@ func (c *Cached) DecideBatch(ctx context.Context, spec h4r.Specialist, items []*
 // batch at once and share only the rest out among workers. The rest are
 // counted (hit or miss) when DecideBatch looks them up.
 func (c *Cached) DecideCached(spec h4r.Specialist, items []*h4r.Item, out []h4r.DecisionResult) (rest []int) {
-	sk, now := c.scope(spec), c.cache.now()
+	return c.answer(c.scope(spec), c.cache.now(), items, out)
+}
+
+// answer fills out with the decisions of items cached for scope sk at now,
+// counts them as hits, and returns the positions of the others, in order.
+func (c *Cached) answer(sk uint64, now int64, items []*h4r.Item, out []h4r.DecisionResult) (rest []int) {
 	hits := 0
 	for i, it := range items {
 		if k, cacheable := c.key(sk, it); cacheable {
