@@ -612,11 +612,7 @@ func mayReachIn(floor float64, inter, callN, n int, noDomain, sameDomain bool) b
 // smaller terms gives no more (IEEE rounding is monotone), so false is
 // never wrong, except for the same text (score 1), which the caller keeps.
 func mayReach(floor float64, inter, callN, n int) bool {
-	jac := 1.0
-	if union := callN + n - inter; union > 0 {
-		jac = float64(inter) / float64(union)
-	}
-	return weightedBy(jac, 1, 0, 0, false, true) >= floor || weightedBy(jac, 1, 0, 0, true, false) >= floor
+	return mayReachIn(floor, inter, callN, n, false, true) || mayReachIn(floor, inter, callN, n, true, false)
 }
 
 // rankAll scores every indexed trajectory at or above floor against sig:
