@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 
 	"github.com/h4r/h4r/bridge/bridgetest"
 )
@@ -40,21 +38,14 @@ func (lt *loadTest) bridgeCall() []byte {
 // that is not degraded; 200 without one means the server's bridge is off,
 // which run reports.
 func (lt *loadTest) bridge(ctx context.Context, body []byte) (answer, error) {
-	res, err := lt.postJSON(ctx, "/v1/bridge", body)
-	if err != nil {
-		return answer{}, err
-	}
-	defer res.Body.Close()
-	var r struct {
+	a, r, err := postDecoded[struct {
 		ContextBridge *struct {
 			Status string `json:"status"`
 		} `json:"context_bridge"`
+	}](ctx, lt, "/v1/bridge", body, "the bridge's answer")
+	if err != nil {
+		return answer{}, err
 	}
-	if err := json.NewDecoder(res.Body).Decode(&r); err != nil && res.StatusCode == http.StatusOK {
-		return answer{}, fmt.Errorf("decoding the bridge's answer: %w", err)
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	a := answerOf(res)
 	switch {
 	case r.ContextBridge == nil:
 		a.pack = "absent"

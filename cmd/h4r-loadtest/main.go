@@ -332,21 +332,30 @@ func (lt *loadTest) postJSON(ctx context.Context, path string, body []byte) (*ht
 
 // pack sends a context request.
 func (lt *loadTest) pack(ctx context.Context, body []byte) (answer, error) {
-	res, err := lt.postJSON(ctx, "/v1/context-pack", body)
+	a, p, err := postDecoded[struct {
+		Status string `json:"status"`
+	}](ctx, lt, "/v1/context-pack", body, "the pack")
 	if err != nil {
 		return answer{}, err
 	}
-	defer res.Body.Close()
-	var p struct {
-		Status string `json:"status"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&p); err != nil && res.StatusCode == http.StatusOK {
-		return answer{}, fmt.Errorf("decoding the pack: %w", err)
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	a := answerOf(res)
 	a.pack = p.Status
 	return a, nil
+}
+
+// postDecoded posts body to path and decodes a 200's answer into a T
+// (what names it in the error); another status is answered as it is.
+func postDecoded[T any](ctx context.Context, lt *loadTest, path string, body []byte, what string) (answer, T, error) {
+	var v T
+	res, err := lt.postJSON(ctx, path, body)
+	if err != nil {
+		return answer{}, v, err
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&v); err != nil && res.StatusCode == http.StatusOK {
+		return answer{}, v, fmt.Errorf("decoding %s: %w", what, err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	return answerOf(res), v, nil
 }
 
 // post returns a sender of JSON bodies to path, for ingests.
