@@ -119,14 +119,7 @@ func (h histogram) shareUnder(bound float64) (float64, bool) {
 // serverHistogram reads the route's request-duration histogram from the
 // server's /metrics (admin: give --key when the server has keys).
 func (lt *loadTest) serverHistogram(ctx context.Context, route string) (histogram, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lt.base+"/metrics", nil)
-	if err != nil {
-		return histogram{}, err
-	}
-	if lt.c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+lt.c.key)
-	}
-	res, err := lt.client.Do(req)
+	res, err := lt.getMetrics(ctx)
 	if err != nil {
 		return histogram{}, fmt.Errorf("reading /metrics: %w", err)
 	}

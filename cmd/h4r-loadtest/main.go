@@ -317,6 +317,18 @@ func answerOf(res *http.Response) answer {
 	return a
 }
 
+// getMetrics GETs the server's /metrics, with the key when there is one.
+func (lt *loadTest) getMetrics(ctx context.Context) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lt.base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	if lt.c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+lt.c.key)
+	}
+	return lt.client.Do(req)
+}
+
 // postJSON posts a JSON body to path, with the key when there is one.
 func (lt *loadTest) postJSON(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, lt.base+path, bytes.NewReader(body))
@@ -553,14 +565,7 @@ func (lt *loadTest) rss(ctx context.Context) (int64, error) {
 		r, err := procmem.Of(lt.c.pid)
 		return r.Peak, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lt.base+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	if lt.c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+lt.c.key)
-	}
-	res, err := lt.client.Do(req)
+	res, err := lt.getMetrics(ctx)
 	if err != nil {
 		return 0, err
 	}
