@@ -23,10 +23,10 @@ type BatchDecider interface {
 
 // CacheAnswerer is a decider that can answer the items whose decisions
 // it has cached without asking the policy (policy.Cached): it fills out
-// (one result per item) and returns the positions of the rest, in
-// ascending order. The slicer asks it first, on the calling goroutine,
-// and shares out only the rest among workers, so that a warm batch starts
-// no goroutines. It takes no context: it never waits.
+// (one result per item) and returns the positions of the rest. The
+// slicer asks it first, on the calling goroutine, and shares out only the
+// rest among workers, so that a warm batch starts no goroutines. It takes
+// no context: it never waits.
 type CacheAnswerer interface {
 	DecideCached(spec h4r.Specialist, items []*h4r.Item, out []h4r.DecisionResult) (rest []int)
 }
@@ -410,13 +410,8 @@ func (s *Slicer) decideAll(ctx context.Context, decider h4r.Decider, spec h4r.Sp
 		return s.decideUncached(ctx, decider, spec, items)
 	}
 	out := make([]decided, len(items))
-	next := 0 // in rest
-	for i := range items {
-		if next < len(rest) && rest[next] == i {
-			next++
-			continue
-		}
-		out[i] = decided{decision: answered[i].Decision}
+	for i, r := range answered {
+		out[i] = decided{decision: r.Decision} // the rest's are replaced below
 	}
 	if len(rest) > 0 {
 		restItems := make([]*h4r.Item, len(rest))
