@@ -103,14 +103,14 @@ func walkFrontier(ctx context.Context, conn *pgx.Conn, w linkgraph.Walk) ([]link
 				next = append(next, id)
 			}
 		}
-		if d > 0 && ((wanted != nil && len(wanted) == 0) || (w.Enough > 0 && len(out) >= w.Enough)) {
+		if d > 0 && w.Done(len(wanted), len(out)) {
 			return out, nil
 		}
 		level(next, d)
 		frontier = next
 	}
 	for d := 2; d <= w.MaxHops && len(frontier) > 0; d++ {
-		if (wanted != nil && len(wanted) == 0) || (w.Enough > 0 && len(out) >= w.Enough) {
+		if w.Done(len(wanted), len(out)) {
 			break
 		}
 		var found []string

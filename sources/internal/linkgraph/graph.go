@@ -170,6 +170,13 @@ type Walk struct {
 	Enough int
 }
 
+// Done reports whether a walk may stop before its next level: it has
+// targets and left of them are still to reach is 0, or it reached Enough
+// items. Both walkers ask it (this one and Postgres's frontier walk).
+func (w Walk) Done(left, reached int) bool {
+	return (len(w.Targets) > 0 && left == 0) || (w.Enough > 0 && reached >= w.Enough)
+}
+
 // Walk searches breadth-first from the anchors that are items, through
 // items only, each node once, and returns what it reached ordered by
 // distance, then id.
@@ -223,7 +230,7 @@ func (g *Graph) Walk(w Walk) []Reach {
 	level(frontier, 0)
 	var next []uint32
 	for d := 1; d <= w.MaxHops && len(frontier) > 0; d++ {
-		if (wanted != nil && len(wanted) == 0) || (w.Enough > 0 && len(out) >= w.Enough) {
+		if w.Done(len(wanted), len(out)) {
 			break
 		}
 		next = next[:0]
