@@ -27,7 +27,7 @@ type evalQuestion struct {
 }
 
 var evalSet = []evalQuestion{
-	{"how are budgets enforced?", [][2]string{{"scs/slicer.go", "func (s *Slicer) Slice("}, {"README.md", "Budgets are walked in rank order"}}},
+	{"how are budgets enforced?", [][2]string{{"scs/slicer.go", "func (s *Slicer) Slice("}, {"docs/concepts.md", "Budgets are walked in rank order"}}},
 	{"how does recency decay with an item's age?", [][2]string{{"rank/rank.go", "func recency("}}},
 	{"rate limit of requests per API key", [][2]string{{"auth/limit.go", "func (l *Limiter) Allow("}}},
 	{"embedding text without a model by feature hashing", [][2]string{{"embed/hash.go", "func (h *Hash) Vector("}}},
@@ -35,11 +35,11 @@ var evalSet = []evalQuestion{
 	{"how is the TL;DR summary of a pack built?", [][2]string{{"pack/tldr.go", "func summarize("}}},
 	{"reciprocal rank fusion of the text generators", [][2]string{{"rank/fusion.go", "func (f Fusion) fuseRRF("}}},
 	{"what makes an ingested item invalid?", [][2]string{{"item.go", "func (it *Item) Validate("}}},
-	{"what happens to an item's version when it is deleted?", [][2]string{{"sources/sqlite/items.go", "func (s *Store) Delete("}, {"README.md", "The store maintains `version`"}}},
-	{"why does delivering an item in a pack not count as an access?", [][2]string{{"README.md", "Frequency measures use, not delivery"}}},
+	{"what happens to an item's version when it is deleted?", [][2]string{{"sources/sqlite/items.go", "func (s *Store) Delete("}, {"docs/api.md", "The store maintains `version`"}}},
+	{"why does delivering an item in a pack not count as an access?", [][2]string{{"docs/concepts.md", "Frequency measures use, not delivery"}}},
 	{"which API key class may call a route?", [][2]string{{"server/routes.go", "func (s *Server) accessOf("}}},
 	{"how are the OpenAPI description files merged?", [][2]string{{"server/openapi.go", "func openAPIDocument("}}},
-	{"what is the shape of an error response and its HTTP status?", [][2]string{{"README.md", "Every error has one shape"}, {"server/status.go", "func HTTPStatus"}}},
+	{"what is the shape of an error response and its HTTP status?", [][2]string{{"docs/api.md", "Every error has one shape"}, {"server/status.go", "func HTTPStatus"}}},
 	{"how are JSONPath redactions applied to an item?", [][2]string{{"scs/redact.go", "func Redact("}}},
 	{"loading API keys from a file", [][2]string{{"auth/keys.go", "func Load("}}},
 	{"the table of environment variables and their defaults", [][2]string{{"config/vars.go", "func table()"}}},

@@ -17,7 +17,7 @@ import (
 	"github.com/h4r/h4r/config"
 )
 
-var update = flag.Bool("update", false, "rewrite .env.example and the README configuration table from config.Vars()")
+var update = flag.Bool("update", false, "rewrite .env.example and the table of docs/configuration.md from config.Vars()")
 
 // env returns a lookup over the given variables, like os.LookupEnv over an
 // environment holding only them.

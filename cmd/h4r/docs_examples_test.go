@@ -1,0 +1,487 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/metrics"
+)
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite the outputs of the README's and docs/'s examples from real answers")
+
+// docsClock is the clock of the server the examples run against: the
+// demo's items are dated, so recency, and with it every score, would
+// otherwise change from one day to the next.
+var docsClock = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+
+// docPages are the pages whose examples run: the README and docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{filepath.Join("..", "..", "README.md")}, pages...)
+}
+
+// docBlock is one fenced block of a page, with the marker comment that
+// precedes it, if any.
+type docBlock struct {
+	page         string
+	line         int // of the opening fence, 1-based
+	lang, marker string
+	body         string
+	start, end   int // byte offsets of the body within the page
+}
+
+var (
+	fence       = regexp.MustCompile("(?m)^```([a-z]*)[ \t]*\n")
+	markerRe    = regexp.MustCompile(`<!-- (example|not run): ?([^>]*?) ?-->\s*$`)
+	runnableSet = map[string]bool{"sh": true, "bash": true, "shell": true}
+)
+
+// blocksOf splits a page into its fenced blocks.
+func blocksOf(page, text string) ([]docBlock, error) {
+	var out []docBlock
+	pos := 0
+	for {
+		loc := fence.FindStringSubmatchIndex(text[pos:])
+		if loc == nil {
+			return out, nil
+		}
+		open := pos + loc[0]
+		lang := text[pos+loc[2] : pos+loc[3]]
+		bodyStart := pos + loc[1]
+		closeAt := strings.Index(text[bodyStart:], "\n```")
+		if strings.HasPrefix(text[bodyStart:], "```") {
+			closeAt = -1
+		}
+		if closeAt < 0 && !strings.HasPrefix(text[bodyStart:], "```") {
+			return nil, fmt.Errorf("%s:%d: a fenced block is never closed", page, strings.Count(text[:open], "\n")+1)
+		}
+		bodyEnd := bodyStart + closeAt + 1
+		if closeAt < 0 {
+			bodyEnd = bodyStart
+		}
+		before := strings.TrimRight(text[:open], " \t\n")
+		marker := ""
+		if i := strings.LastIndex(before, "\n"); i >= 0 {
+			if m := markerRe.FindString(before[i+1:]); m != "" {
+				marker = m
+			}
+		} else if m := markerRe.FindString(before); m != "" {
+			marker = m
+		}
+		out = append(out, docBlock{page: page, line: strings.Count(text[:open], "\n") + 1, lang: lang,
+			marker: marker, body: text[bodyStart:bodyEnd], start: bodyStart, end: bodyEnd})
+		pos = bodyEnd + len("```")
+		if pos > len(text) {
+			return out, nil
+		}
+	}
+}
+
+// docsServer is the demo as `h4r serve --demo` serves it, with the clock
+// fixed: the same apiServer over app.Open and the bundled corpus.
+func docsServer(t *testing.T) (base string, dataDir string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	log := slog.New(slog.DiscardHandler)
+	a, err := app.Open(ctx, cfg, app.WithClock(func() time.Time { return docsClock }), app.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	if _, err := demo.LoadIfEmpty(ctx, a.Store); err != nil {
+		t.Fatal(err)
+	}
+	api := apiServer(cfg, a, nil, false, log, metrics.New(), nil)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = api.HTTPServer()
+	ts.Listener = api.Listener(ts.Listener)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL, cfg.DataDir
+}
+
+// TestDocExamples runs every shell example of the README and docs/
+// against the demo and checks the output each one shows: the JSON block
+// after an example is the real answer cut to the fields its marker names
+// (show=...). Every shell block is either an example or says why it is
+// not run. -update-docs rewrites the shown outputs.
+func TestDocExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo server")
+	}
+	base, _ := docsServer(t)
+	for _, page := range docPages(t) {
+		raw, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(raw)
+		blocks, err := blocksOf(page, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type edit struct {
+			start, end int
+			with       string
+		}
+		var edits []edit
+		name := strings.TrimPrefix(page, filepath.Join("..", "..")+string(filepath.Separator))
+		for i, b := range blocks {
+			if !runnableSet[b.lang] {
+				continue
+			}
+			m := markerRe.FindStringSubmatch(b.marker)
+			if m == nil {
+				t.Errorf("%s:%d: a shell block without <!-- example: NAME --> or <!-- not run: why -->", name, b.line)
+				continue
+			}
+			if m[1] == "not run" {
+				if strings.TrimSpace(m[2]) == "" {
+					t.Errorf("%s:%d: <!-- not run: --> must say why", name, b.line)
+				}
+				continue
+			}
+			opts := parseMarker(m[2])
+			t.Run(name+"/"+opts["name"], func(t *testing.T) {
+				last, err := runExample(t, base, b.body)
+				if err != nil {
+					t.Fatalf("%s:%d: %v", name, b.line, err)
+				}
+				show := opts["show"]
+				if show == "" {
+					return
+				}
+				if i+1 >= len(blocks) || blocks[i+1].lang != "json" {
+					t.Fatalf("%s:%d: show= needs a json block right after the example", name, b.line)
+				}
+				want, err := project(last, strings.Split(show, ","))
+				if err != nil {
+					t.Fatalf("%s:%d: %v (the answer was %.300s)", name, b.line, err, last)
+				}
+				got := blocks[i+1].body
+				if *updateDocs {
+					edits = append(edits, edit{blocks[i+1].start, blocks[i+1].end, want})
+					return
+				}
+				if strings.TrimSpace(got) != strings.TrimSpace(want) {
+					t.Errorf("%s:%d: the shown output is not what the demo answers; run go test ./cmd/h4r -run TestDocExamples -update-docs\nshown:\n%s\nanswered:\n%s", name, blocks[i+1].line, got, want)
+				}
+			})
+		}
+		if *updateDocs && len(edits) > 0 {
+			for j := len(edits) - 1; j >= 0; j-- {
+				e := edits[j]
+				text = text[:e.start] + e.with + text[e.end:]
+			}
+			if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// parseMarker reads "NAME key=value key=value".
+func parseMarker(s string) map[string]string {
+	out := map[string]string{}
+	for i, f := range strings.Fields(s) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			out[k] = v
+		} else if i == 0 {
+			out["name"] = f
+		}
+	}
+	return out
+}
+
+// runExample runs each command of a shell block and returns the body of
+// the last HTTP answer. curl commands go to the demo server; h4r commands
+// run in process against a demo store of their own.
+func runExample(t *testing.T, base, body string) ([]byte, error) {
+	t.Helper()
+	var last []byte
+	for _, cmd := range commandsOf(body) {
+		args, err := shellWords(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", cmd, err)
+		}
+		if len(args) == 0 {
+			continue
+		}
+		switch {
+		case args[0] == "curl":
+			b, err := runCurl(base, args[1:])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", cmd, err)
+			}
+			last = b
+		case args[0] == "h4r" || (len(args) > 2 && args[0] == "go" && args[1] == "run" && args[2] == "./cmd/h4r"):
+			if args[0] == "go" {
+				args = args[2:]
+			}
+			if err := runH4R(t, args[1:]); err != nil {
+				return nil, fmt.Errorf("%s: %w", cmd, err)
+			}
+		default:
+			return nil, fmt.Errorf("%q: only curl and h4r commands run as examples", cmd)
+		}
+	}
+	return last, nil
+}
+
+// commandsOf joins continued lines and drops comments and blank lines.
+func commandsOf(body string) []string {
+	var out []string
+	var cur strings.Builder
+	inQuote := false
+	for _, line := range strings.Split(body, "\n") {
+		if !inQuote && cur.Len() == 0 && (strings.HasPrefix(strings.TrimSpace(line), "#") || strings.TrimSpace(line) == "") {
+			continue
+		}
+		cur.WriteString(line)
+		inQuote = inQuote != (strings.Count(line, "'")%2 == 1)
+		if inQuote {
+			cur.WriteString("\n")
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			s := cur.String()
+			cur.Reset()
+			cur.WriteString(strings.TrimSuffix(s, "\\"))
+			continue
+		}
+		out = append(out, cur.String())
+		cur.Reset()
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// shellWords splits a command as sh would for the quoting examples use:
+// single quotes, double quotes (with $NAME left as written) and spaces.
+func shellWords(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unclosed %c quote", quote)
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// runCurl sends what `curl -s URL [-X M] [-H H]... [-d BODY]` would, to
+// the demo server, and fails on any status but 2xx.
+func runCurl(base string, args []string) ([]byte, error) {
+	method, url := "", ""
+	var body []byte
+	header := http.Header{}
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; a {
+		case "-s", "-sS", "-S":
+		case "-X":
+			i++
+			method = args[i]
+		case "-H":
+			i++
+			k, v, ok := strings.Cut(args[i], ":")
+			if !ok {
+				return nil, fmt.Errorf("header %q has no colon", args[i])
+			}
+			header.Add(strings.TrimSpace(k), os.Expand(strings.TrimSpace(v), docsEnv))
+		case "-d", "--data":
+			i++
+			body = []byte(args[i])
+		default:
+			if strings.HasPrefix(a, "-") {
+				return nil, fmt.Errorf("curl option %s is not understood by the example runner", a)
+			}
+			url = a
+		}
+	}
+	if url == "" {
+		return nil, fmt.Errorf("no URL")
+	}
+	url = strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "localhost:8080")
+	if method == "" {
+		method = http.MethodGet
+		if body != nil {
+			method = http.MethodPost
+		}
+	}
+	req, err := http.NewRequest(method, base+url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s %s answered %d: %s", method, url, resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+// docsEnv is what the examples' $NAMEs stand for: the demo runs without
+// keys, so any key is ignored.
+func docsEnv(name string) string { return "docs-example-key" }
+
+// runH4R runs an h4r command in process over a demo store of its own.
+func runH4R(t *testing.T, args []string) error {
+	t.Helper()
+	dir := t.TempDir()
+	env := func(k string) (string, bool) {
+		if k == "H4R_DATA_DIR" {
+			return dir, true
+		}
+		return "", false
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr, env); err != nil {
+		return fmt.Errorf("%w\n%s", err, stderr.String())
+	}
+	return nil
+}
+
+// pathStep is one step of a show= path: a key, an index, or every element.
+var pathStep = regexp.MustCompile(`([^.\[\]]+)|\[(\d+|\*)\]`)
+
+// project cuts a JSON answer down to the given paths, keeping their
+// nesting, and prints it indented.
+func project(answer []byte, paths []string) (string, error) {
+	var doc any
+	if err := json.Unmarshal(answer, &doc); err != nil {
+		return "", fmt.Errorf("the answer is not JSON: %w", err)
+	}
+	var out any
+	for _, p := range paths {
+		steps := pathStep.FindAllStringSubmatch(p, -1)
+		var err error
+		if out, err = take(doc, out, steps, p); err != nil {
+			return "", err
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return string(b) + "\n", nil
+}
+
+// take copies the value at steps of src into dst, creating the
+// containers on the way.
+func take(src, dst any, steps [][]string, path string) (any, error) {
+	if len(steps) == 0 {
+		return src, nil
+	}
+	s := steps[0]
+	if key := s[1]; key != "" {
+		m, ok := src.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: %q is not under an object", path, key)
+		}
+		v, ok := m[key]
+		if !ok {
+			return nil, fmt.Errorf("%s: the answer has no %q", path, key)
+		}
+		d, _ := dst.(map[string]any)
+		if d == nil {
+			d = map[string]any{}
+		}
+		sub, err := take(v, d[key], steps[1:], path)
+		if err != nil {
+			return nil, err
+		}
+		d[key] = sub
+		return d, nil
+	}
+	list, ok := src.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: [%s] is not under a list", path, s[2])
+	}
+	d, _ := dst.([]any)
+	if s[2] == "*" {
+		for len(d) < len(list) {
+			d = append(d, nil)
+		}
+		for i := range list {
+			sub, err := take(list[i], d[i], steps[1:], path)
+			if err != nil {
+				return nil, err
+			}
+			d[i] = sub
+		}
+		return d, nil
+	}
+	// [n] shows that one element; paths through the same [n] fill it
+	// together.
+	n, _ := strconv.Atoi(s[2])
+	if n >= len(list) {
+		return nil, fmt.Errorf("%s: the list has %d elements", path, len(list))
+	}
+	if len(d) == 0 {
+		d = []any{nil}
+	}
+	sub, err := take(list[n], d[0], steps[1:], path)
+	if err != nil {
+		return nil, err
+	}
+	d[0] = sub
+	return d, nil
+}
