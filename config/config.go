@@ -119,7 +119,7 @@ type Config struct {
 	// Agents: stored packs (POST /query, /feedback).
 	PackRetention int // H4R_PACK_RETENTION: packs kept for feedback; 0: all
 
-	// The context bridge (document 001).
+	// The context bridge.
 	BridgeEnabled       bool          // H4R_BRIDGE_ENABLED: feature flag
 	BridgeTools         string        // H4R_BRIDGE_TOOLS: comma-separated allow-list
 	BridgeMinSimilarity float64       // H4R_BRIDGE_MIN_SIMILARITY

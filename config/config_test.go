@@ -54,7 +54,7 @@ func problems(err error) []*h4r.Error {
 
 func TestDefault(t *testing.T) {
 	c := config.Default()
-	// The values DESIGN.md and the configuration issue give.
+	// The documented defaults (docs/configuration.md).
 	want := config.Config{
 		Addr:                  "127.0.0.1:8080",
 		DataDir:               "./data",

@@ -208,11 +208,11 @@ func table() []variable {
 			func(c *Config) *string { return &c.OTLPEndpoint }, "http", "https"),
 		whole("H4R_PACK_RETENTION", "10000", "How many packs POST /query keeps (the newest) so that POST /feedback can name them; older ones are pruned as new ones are stored, and feedback on them answers 404. 0 keeps every pack.",
 			func(c *Config) *int { return &c.PackRetention }, 0, math.MaxInt),
-		boolean("H4R_BRIDGE_ENABLED", "false", "Feature flag of the context bridge (POST /v1/bridge, document 001): when false the bridge returns the tool result unchanged, without context_bridge.",
+		boolean("H4R_BRIDGE_ENABLED", "false", "Feature flag of the context bridge (POST /v1/bridge): when false the bridge returns the tool result unchanged, without context_bridge.",
 			func(c *Config) *bool { return &c.BridgeEnabled }),
 		text("H4R_BRIDGE_TOOLS", "think,make-decision,decompose-problem,analyze-perspectives,build-causal-graph", "Comma-separated tool names the context bridge enriches (its allow-list); calls of other tools are returned unchanged.",
 			func(c *Config) *string { return &c.BridgeTools }, checkNotEmpty),
-		number("H4R_BRIDGE_MIN_SIMILARITY", "0.6", "Least similarity of a past trajectory to be a context-bridge match (0.6: the lower end of document 001's same-domain range).",
+		number("H4R_BRIDGE_MIN_SIMILARITY", "0.6", "Least similarity of a past trajectory to be a context-bridge match (0.6: the lower end of the same-domain range of docs/bridge.md).",
 			func(c *Config) *float64 { return &c.BridgeMinSimilarity }, 0, 1),
 		whole("H4R_BRIDGE_MAX_MATCHES", "3", "Most matches the context bridge returns.",
 			func(c *Config) *int { return &c.BridgeMaxMatches }, 1, 100),
@@ -437,7 +437,7 @@ func checkAddr(s string) string {
 	return fmt.Sprintf("want host:port such as 127.0.0.1:8080 or :8080, got %q", s)
 }
 
-// DefaultCausalLinkTypes are the link types of DESIGN.md and the seeds
+// DefaultCausalLinkTypes are the link types of the item model and of the traces
 // that say why an item exists or what it rests on: cause (caused_by,
 // causes, fixes, corrects, introduced_in, outcome_of), dependence
 // (depends_on, derived_from, references: a chunk's Go import or Markdown
