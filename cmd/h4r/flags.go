@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/h4r/h4r"
 )
 
 // describeFlags makes fs's usage print synopsis and then each flag as the
@@ -61,4 +63,41 @@ func versionLine() string {
 		line += ", committed " + t
 	}
 	return line
+}
+
+// specialistFlags are the --specialist, --level and --groups flags of the
+// commands that read as someone (pack, query).
+type specialistFlags struct {
+	id, level, groups *string
+}
+
+// addSpecialistFlags declares them on fs.
+func addSpecialistFlags(fs *flag.FlagSet) specialistFlags {
+	return specialistFlags{
+		id:     fs.String("specialist", "", "specialist id; without it the command reads as the anonymous public specialist"),
+		level:  fs.String("level", "", "security level of --specialist: public (default), internal, confidential or restricted"),
+		groups: fs.String("groups", "", "comma-separated authorized groups of --specialist"),
+	}
+}
+
+// specialist is the specialist the flags name. A level or groups without
+// --specialist is refused: they would otherwise be ignored, and the command
+// would read as the anonymous public specialist while the user believes
+// it reads with the clearance they gave.
+func (f specialistFlags) specialist() (h4r.Specialist, error) {
+	if *f.id == "" {
+		if *f.level != "" || *f.groups != "" {
+			return h4r.Specialist{}, usageError{"--level and --groups describe a specialist: give its id with --specialist (without it the command reads as the anonymous public specialist)"}
+		}
+		return h4r.Anonymous(), nil
+	}
+	level := *f.level
+	if level == "" {
+		level = "public"
+	}
+	lvl, ok := h4r.ParseSecurityLevel(level)
+	if !ok {
+		return h4r.Specialist{}, usageError{fmt.Sprintf("--level %q: want public, internal, confidential or restricted", level)}
+	}
+	return h4r.Specialist{Type: "specialist", ID: *f.id, SecurityLevel: lvl, AuthorizedGroups: splitList(*f.groups)}, nil
 }

@@ -30,6 +30,7 @@ Usage:
   h4r keys hash < KEY                           print the SHA-256 of an API key for the keys file
   h4r bench  quality|tune|gen|latency [flags]   measure ranking quality and latency, tune weights
   h4r version                                   print the version and the VCS revision
+  h4r completion bash|zsh|fish                  print a shell completion script
 
 Every command takes --help.
 
@@ -63,7 +64,8 @@ func errorText(err error, args []string) string {
 // included), 1 for everything else.
 func exitCode(err error) int {
 	var u usageError
-	if errors.As(err, &u) || isFlagError(err) {
+	var unknown unknownCommand
+	if errors.As(err, &u) || errors.As(err, &unknown) || isFlagError(err) {
 		return 2
 	}
 	return 1
@@ -129,11 +131,39 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, versionLine())
-		return nil
+		return cmdVersion(args[1:], stdout, stderr)
+	case "completion":
+		return cmdCompletion(args[1:], stdout, stderr)
 	}
-	fmt.Fprint(stderr, usage)
-	return usageError{fmt.Sprintf("unknown subcommand %q", args[0])}
+	return unknownCommand{args[0]}
+}
+
+// commands are the subcommands dispatch knows, for the unknown-command
+// message and shell completion (TestCommandsAllDispatch keeps the two
+// lists equal).
+var commands = []string{"serve", "pack", "ingest", "query", "mcp", "ingest-source", "reindex", "migrate",
+	"policy", "keys", "bench", "version", "completion", "help"}
+
+// unknownCommand is a first argument that names no command.
+type unknownCommand struct{ name string }
+
+func (e unknownCommand) Error() string {
+	return fmt.Sprintf("unknown command %q; the commands are: %s (h4r help describes them)", e.name, strings.Join(commands, ", "))
+}
+
+// cmdVersion prints the version line; --help says so.
+func cmdVersion(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	describeFlags(fs, "version   print the version, the VCS revision and the Go version the binary was built with")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("version takes no arguments, got %q", fs.Args())}
+	}
+	fmt.Fprintln(stdout, versionLine())
+	return nil
 }
 
 // parseFlags parses args with fs. A flag fs does not know is a flagError

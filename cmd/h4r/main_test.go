@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -241,6 +242,45 @@ func TestPackCommandReadable(t *testing.T) {
 	}
 }
 
+// TestCommandsAllDispatch: every command the unknown-command message and
+// the completion scripts list is one dispatch runs, and --help works on
+// each (it prints help and is no error).
+func TestCommandsAllDispatch(t *testing.T) {
+	for _, name := range commands {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			err := run(context.Background(), []string{name, "--help"}, strings.NewReader(""), &stdout, &stderr, env(map[string]string{"H4R_DATA_DIR": t.TempDir()}))
+			var unknown unknownCommand
+			if errors.As(err, &unknown) {
+				t.Fatalf("%s is listed but not dispatched", name)
+			}
+			if err != nil {
+				t.Fatalf("%s --help: %v", name, err)
+			}
+			if !strings.Contains(stdout.String()+stderr.String(), "sage") {
+				t.Errorf("%s --help printed no usage:\n%s%s", name, stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
+// TestCompletionScripts: each shell's script names every command.
+func TestCompletionScripts(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		t.Run(shell, func(t *testing.T) {
+			var stdout strings.Builder
+			if err := run(context.Background(), []string{"completion", shell}, nil, &stdout, io.Discard, env(nil)); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range commands {
+				if !strings.Contains(stdout.String(), c) {
+					t.Errorf("the %s script lacks %q", shell, c)
+				}
+			}
+		})
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -249,7 +289,10 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"no subcommand", nil, nil, "missing subcommand"},
-		{"unknown subcommand", []string{"fly"}, nil, "unknown subcommand"},
+		{"unknown command", []string{"fly"}, nil, `unknown command "fly"; the commands are: serve, pack`},
+		{"level without specialist", []string{"pack", "q", "--level", "confidential"}, nil, "give its id with --specialist"},
+		{"groups without specialist", []string{"query", "--preset", "decisions_by_epic", "--groups", "ops"}, nil, "give its id with --specialist"},
+		{"unknown shell", []string{"completion", "tcsh"}, nil, `unknown shell "tcsh"`},
 		{"pack without query", []string{"pack"}, nil, "pack takes one query"},
 		{"bad level", []string{"pack", "q", "--specialist", "x", "--level", "secret"}, nil, "--level"},
 		{"bad variable", []string{"pack", "q"}, map[string]string{"H4R_WEIGHT_TRUST": "abc"}, "H4R_WEIGHT_TRUST"},

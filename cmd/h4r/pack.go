@@ -25,9 +25,7 @@ func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, looku
 	describeFlags(fs, `pack "query" [flags]`)
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded store (H4R_DATA_DIR)")
 	fs.StringVar(&cfg.PolicyDir, "policy-dir", cfg.PolicyDir, "directory of Rego policy files (SCS_POLICY_DIR)")
-	id := fs.String("specialist", "", "specialist id (default: the anonymous public specialist)")
-	level := fs.String("level", "public", "security level: public, internal, confidential or restricted")
-	groups := fs.String("groups", "", "comma-separated authorized groups")
+	sf := addSpecialistFlags(fs)
 	qtype := fs.String("type", string(h4r.DefaultQueryType), "query type: semantic, keyword, hybrid or causal")
 	limit := fs.Int("limit", h4r.DefaultLimit, "how many results at most")
 	maxTokens := fs.Int("max-tokens", 0, "token budget (default: SCS_MAX_TOKENS_DEFAULT)")
@@ -40,13 +38,9 @@ func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, looku
 	if len(pos) != 1 {
 		return usageError{`pack takes one query, e.g. h4r pack "login test failures with selector issues"`}
 	}
-	spec := h4r.Anonymous()
-	if *id != "" {
-		lvl, ok := h4r.ParseSecurityLevel(*level)
-		if !ok {
-			return usageError{fmt.Sprintf("--level %q: want public, internal, confidential or restricted", *level)}
-		}
-		spec = h4r.Specialist{Type: "specialist", ID: *id, SecurityLevel: lvl, AuthorizedGroups: splitList(*groups)}
+	spec, err := sf.specialist()
+	if err != nil {
+		return err
 	}
 	req := h4r.ContextRequest{
 		Query: h4r.Query{Type: h4r.QueryType(*qtype), Text: pos[0]},

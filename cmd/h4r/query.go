@@ -33,9 +33,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	fs.StringVar(&q.Pattern, "pattern", "", "pattern or memory id (decisions_by_pattern)")
 	fs.StringVar(&q.File, "file", "", "file path (file_assignment_history)")
 	fs.IntVar(&q.Limit, "limit", 50, "how many decisions at most")
-	id := fs.String("specialist", "", "specialist id (default: the anonymous public specialist)")
-	level := fs.String("level", "public", "security level: public, internal, confidential or restricted")
-	groups := fs.String("groups", "", "comma-separated authorized groups")
+	sf := addSpecialistFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -44,13 +42,9 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	if len(pos) != 0 {
 		return usageError{fmt.Sprintf("query takes no arguments besides flags, got %q", pos[0])}
 	}
-	spec := h4r.Anonymous()
-	if *id != "" {
-		lvl, ok := h4r.ParseSecurityLevel(*level)
-		if !ok {
-			return usageError{fmt.Sprintf("--level %q: want public, internal, confidential or restricted", *level)}
-		}
-		spec = h4r.Specialist{Type: "specialist", ID: *id, SecurityLevel: lvl, AuthorizedGroups: splitList(*groups)}
+	spec, err := sf.specialist()
+	if err != nil {
+		return err
 	}
 	a, err := app.Open(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
 	if err != nil {
