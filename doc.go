@@ -7,5 +7,5 @@
 // The pipeline stages live in their own packages: sources (item model,
 // candidate generators, stores), h4r/ (the ranker, package ranker), scs (the
 // policy slicer), pack (the builder) and engine (which runs them in order).
-// DESIGN.md in the shared folder is the contract these types implement.
+// docs/concepts.md describes the contract these types implement.
 package h4r

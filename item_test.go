@@ -57,8 +57,8 @@ func TestMetadataKeysAreCaseSensitive(t *testing.T) {
 
 // TestValidatePIIFields: a piiFields path is parsed with the redactor's own
 // grammar, and one that names nothing in content only because a key
-// differs in case is refused, naming the key content has. Before the fix
-// (issue 12) only a "$." prefix was checked, so all of these were accepted.
+// differs in case is refused, naming the key content has. A check of
+// the "$." prefix alone would accept all of these.
 func TestValidatePIIFields(t *testing.T) {
 	content := map[string]any{
 		"personalData": map[string]any{"email": "a@b.c"},

@@ -40,7 +40,7 @@ type Result struct {
 	ID          string         `json:"id"`
 	Kind        string         `json:"kind,omitempty"`
 	Text        string         `json:"text"`
-	Content     map[string]any `json:"content"` // {} when the item has none: document 003's client reads an object
+	Content     map[string]any `json:"content"` // {} when the item has none: the context-pack contract's client reads an object
 	Score       float64        `json:"score"`
 	Signals     *Signals       `json:"signals,omitempty"`
 	Reason      string         `json:"reason"`
@@ -51,7 +51,7 @@ type Result struct {
 	Citation *Citation `json:"citation,omitempty"`
 }
 
-// Citation is document 004's citation of a result: path (files) or url
+// Citation is the retrieval contract's citation of a result: path (files) or url
 // (pages), the blob sha, the 1-based inclusive line range and the score.
 type Citation struct {
 	Path      string  `json:"path,omitempty"`
@@ -117,7 +117,7 @@ type AgentSlice struct {
 type Explainability struct {
 	TLDR        TLDR              `json:"tldr"`
 	Affordances []Affordance      `json:"affordances"`
-	CausalGraph *CausalGraph      `json:"causalGraph"` // null when not asked for, as document 003 shows it
+	CausalGraph *CausalGraph      `json:"causalGraph"` // null when not asked for, as the context-pack contract shows it
 	Slicing     SlicingStats      `json:"slicing"`
 	Timings     Timings           `json:"timings"`
 	Weights     Weights           `json:"weights"`
@@ -139,7 +139,7 @@ type ItemExplanation struct {
 
 // TLDR is an extractive summary of the evidence.
 type TLDR struct {
-	// Summary is Text under document 003's name (tldr.summary); both are
+	// Summary is Text under the context-pack contract's name (tldr.summary); both are
 	// sent so that clients of either keep working.
 	Summary   string     `json:"summary"`
 	Text      string     `json:"text"`
@@ -198,7 +198,7 @@ type SlicingStats struct {
 }
 
 // BudgetUsage counts bytes, tokens and items. The token count is exact
-// (tiktoken); the JSON name follows DESIGN.md.
+// (tiktoken); the JSON name follows docs/concepts.md.
 type BudgetUsage struct {
 	Bytes           int `json:"bytes"`
 	EstimatedTokens int `json:"estimatedTokens"`

@@ -34,8 +34,8 @@ const (
 	MaxLinkTypes      = 32
 	// DefaultQueryType is keyword, not hybrid: with the built-in hashing
 	// embedder, hybrid lost to keyword on cisi (nDCG@10 0.390 against
-	// 0.400, bench/RESULTS.md), and issue 14 keeps hybrid the default only
-	// if it never loses. A request names hybrid to fuse vectors.
+	// 0.400, bench/RESULTS.md), and hybrid may be the default only if it
+	// never loses. A request names hybrid to fuse vectors.
 	DefaultQueryType     = QueryKeyword
 	maxFilterValueLength = 1024
 )

@@ -15,7 +15,7 @@ import (
 // and Weights.
 type Signal int
 
-// The eight signals, in the order DESIGN.md lists them. Novelty and
+// The eight signals, in the order docs/concepts.md lists them. Novelty and
 // Sensitivity hold the inverted values (1 − metadata value), so that for
 // every signal higher means "rank higher".
 const (
@@ -64,7 +64,7 @@ func ParseSignal(name string) (Signal, bool) {
 }
 
 // Signals holds one item's eight signal values, each in [0, 1]. It marshals
-// to a JSON object with the eight keys in DESIGN.md order.
+// to a JSON object with the eight keys in the order of docs/concepts.md.
 type Signals [NumSignals]float64
 
 // Weights holds the eight ranking weights. The final score is Σ wᵢ·sᵢ.

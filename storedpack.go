@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Feedback verdicts (document 004's POST /feedback).
+// Feedback verdicts (the retrieval contract's POST /feedback).
 const (
 	VerdictUseful  = "useful"
 	VerdictPartial = "partial"

@@ -5,7 +5,7 @@
 // Rules are data, not code: a Rule says which evidence items count toward
 // it (kinds, tags, keywords, metadata values), how many must match, how
 // confident the suggestion is and which parameters to collect from the
-// matching items. DefaultRules holds DESIGN.md's table; ParseRules reads
+// matching items. DefaultRules holds the item contract's table; ParseRules reads
 // more from JSON, so adding a rule never touches the pack builder.
 //
 // Suggest only sees what it is given. The pack builder gives it the items

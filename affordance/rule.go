@@ -66,7 +66,7 @@ const (
 	TypeEscalateToHuman    = "escalate_to_human"
 )
 
-// DefaultRules returns DESIGN.md's affordance table as rules. Each call
+// DefaultRules returns the item contract's affordance table as rules. Each call
 // returns a fresh slice, so a caller may append to it.
 func DefaultRules() []Rule {
 	return []Rule{

@@ -58,7 +58,7 @@ type App struct {
 	// Decisions records decision traces and answers precedent queries
 	// over Store, through the same policy slicer as the engine.
 	Decisions *decision.Service
-	// Memory runs document 004's memory tools over Store, through the
+	// Memory runs the retrieval contract's memory tools over Store, through the
 	// same policy slicer as packs.
 	Memory *memory.Service
 

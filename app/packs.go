@@ -8,7 +8,7 @@ import (
 	"github.com/h4r/h4r/rag"
 )
 
-// RAG returns document 004's query and feedback service over the store as
+// RAG returns the retrieval contract's query and feedback service over the store as
 // opened (both stores keep packs and feedback), or nil when the store does
 // not keep them. A useful verdict counts as a use of the pack's items
 // through the store's access counts.

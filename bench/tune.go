@@ -70,7 +70,7 @@ type Params struct {
 	Lambda  float64     `json:"recencyDecayLambda"`
 }
 
-// SeedWeights are the seed's seven weights (DESIGN.md), relevance 0.
+// SeedWeights are the seven starting weights of docs/concepts.md, relevance 0.
 func SeedWeights() h4r.Weights {
 	var w h4r.Weights
 	w[h4r.Recency], w[h4r.Frequency], w[h4r.Importance], w[h4r.Causality] = 0.25, 0.15, 0.20, 0.15

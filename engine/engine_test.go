@@ -365,7 +365,7 @@ func TestCausalHops(t *testing.T) {
 // rb-rotate-ci-token links to it): hops from it would deliver what it
 // links to and so tell of its links. From a permitted anchor, hops go on
 // as before, and reach the denied item as a candidate that policy drops.
-// Before the fix (issue 12) the denied anchor's neighbours were delivered.
+// Without the check the denied anchor's neighbours would be delivered.
 // The demo links the runbook to the leak by follows, which hops leave out
 // by default (H4R_CAUSAL_LINK_TYPES): the requests name it.
 func TestHopsStartOnlyFromPermittedAnchors(t *testing.T) {

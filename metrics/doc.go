@@ -2,7 +2,7 @@
 // registry of its own (never the global default), so that two servers in
 // one process, as in tests, do not share counters.
 //
-// The names follow DESIGN.md: h4r_retrieval_duration_seconds,
+// The names follow docs/concepts.md: h4r_retrieval_duration_seconds,
 // h4r_candidates_total{source}, scs_slicing_duration_seconds,
 // scs_opa_cache_hits_total, scs_opa_cache_misses_total,
 // scs_budget_utilization_ratio{kind}, context_pack_assembly_duration_seconds,

@@ -186,7 +186,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 }
 
 // orEmpty is content, or {} for an item without any, so that a result's
-// content is always an object (document 003's response example).
+// content is always an object (the context-pack contract's response example).
 func orEmpty(content map[string]any) map[string]any {
 	if content == nil {
 		return map[string]any{}

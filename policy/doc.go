@@ -3,7 +3,7 @@
 //
 // Engine is a compiled policy with its queries prepared once (New): the
 // bundled default (rego/context.rego, package cmo.context, the five rules of
-// DESIGN.md), a directory of Rego files, or an OPA bundle (.tar.gz)
+// docs/concepts.md), a directory of Rego files, or an OPA bundle (.tar.gz)
 // (WithPolicyDir). It decides one item (Decide), all candidates of a request
 // in one evaluation (DecideBatch), and the optional pack-level settings of
 // the rule pack (h4r.PackSettings). Input keys of input.item that no rule reads

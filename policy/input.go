@@ -10,7 +10,7 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Input returns the policy input for one decision, as DESIGN.md gives it:
+// Input returns the policy input for one decision, as docs/concepts.md gives it:
 //
 //	{"specialist": {type, id, securityLevel, authorizedGroups},
 //	 "item": {id, kind, text, content, metadata}}
@@ -18,7 +18,7 @@ import (
 // Metadata is the item's flat metadata object with the documented defaults
 // filled in for importance, trust, sensitivity and novelty, and lists that
 // are never null, so that a policy sees the values the ranker uses. Text is
-// included beyond DESIGN.md's shape so that policies can inspect it (it is
+// included beyond the item contract's shape so that policies can inspect it (it is
 // also a redaction target, "$.text"). A nil item gives an empty item object.
 func Input(spec h4r.Specialist, item *h4r.Item) map[string]any {
 	return map[string]any{

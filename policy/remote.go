@@ -29,7 +29,7 @@ const (
 
 // Remote asks a remote OPA server for decisions, as the original design
 // did: POST {url}/v1/data/cmo/context with {"input": ...}, the input of
-// DESIGN.md, one call per item (OPA's open-source API has no batch
+// docs/concepts.md, one call per item (OPA's open-source API has no batch
 // endpoint), several at once over reused connections, each under its own
 // deadline. An unreachable server, a late answer, an error status or an
 // undefined decision is an error for that item: the caller fails closed

@@ -1,4 +1,4 @@
-// Package rag serves document 004's retrieval contract: POST /query builds
+// Package rag serves the retrieval contract of docs/api.md: POST /query builds
 // a context pack through the engine (so ranking, policy and budgets apply
 // as everywhere) and answers it in 004's shape — context_pack{id, tokens,
 // chunks}, citations, debug — and stores each pack under a stable id, so

@@ -74,14 +74,14 @@ func New(store Store, packer Packer, opts ...Option) *Service {
 	return s
 }
 
-// Git is the caller's repository state (document 004).
+// Git is the caller's repository state.
 type Git struct {
 	SHA          string   `json:"sha,omitempty"`
 	Branch       string   `json:"branch,omitempty"`
 	ChangedFiles []string `json:"changed_files,omitempty"`
 }
 
-// QueryRequest is the body of POST /query (document 004).
+// QueryRequest is the body of POST /query.
 type QueryRequest struct {
 	SessionID  string `json:"session_id"`
 	AgentID    string `json:"agent_id"`
@@ -159,7 +159,7 @@ func (r *QueryRequest) Plan() (*h4r.Plan, error) {
 	return plan, nil
 }
 
-// Chunk is one delivered item in document 004's shape.
+// Chunk is one delivered item in the retrieval contract's shape.
 type Chunk struct {
 	ID        string  `json:"id"`
 	Text      string  `json:"text"`
@@ -170,7 +170,7 @@ type Chunk struct {
 	LineRange []int   `json:"line_range"`
 }
 
-// ContextPack is document 004's context_pack.
+// ContextPack is the retrieval contract's context_pack.
 type ContextPack struct {
 	ID     string  `json:"id"`
 	Tokens int     `json:"tokens"`
@@ -221,7 +221,7 @@ func (s *Service) Query(ctx context.Context, spec h4r.Specialist, r QueryRequest
 }
 
 // Deliver stores pack p, built from plan for spec, and answers it in
-// document 004's shape. Only the pack's results are stored and answered:
+// the retrieval contract's shape. Only the pack's results are stored and answered:
 // what policy denied never leaves the engine.
 func (s *Service) Deliver(ctx context.Context, spec h4r.Specialist, r QueryRequest, plan *h4r.Plan, p *h4r.Pack) (*QueryResponse, error) {
 	reqJSON, err := json.Marshal(r)
@@ -316,7 +316,7 @@ func stringField(m map[string]any, key string) string {
 	return s
 }
 
-// FeedbackRequest is the body of POST /feedback (document 004).
+// FeedbackRequest is the body of POST /feedback.
 type FeedbackRequest struct {
 	ContextPackID string `json:"context_pack_id"`
 	Verdict       string `json:"verdict"`

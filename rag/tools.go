@@ -1,12 +1,12 @@
 package rag
 
-// QueryToolArgs are document 004's rag_query function-tool parameters, for
+// QueryToolArgs are the retrieval contract's rag_query function-tool parameters, for
 // an MCP tool (the session and agent come from the MCP session, not the
 // model). The rag_feedback tool's parameters are FeedbackRequest as is.
 type QueryToolArgs struct {
 	Query string   `json:"query" jsonschema:"what to retrieve context for"`
 	Files []string `json:"files,omitempty" jsonschema:"files the agent is working on"`
-	// PreferGraph is accepted for document 004's schema; the engine
+	// PreferGraph is accepted for the retrieval contract's schema; the engine
 	// decides when to follow links (query type hybrid, anchors).
 	PreferGraph *bool `json:"prefer_graph,omitempty" jsonschema:"accepted; the engine decides graph hops"`
 	K           *int  `json:"k,omitempty" jsonschema:"results wanted (1-1000, default 10)"`

@@ -4,7 +4,7 @@
 // rank/, with a package name that needs no alias.
 //
 // Rank turns merged candidates into a scored, ordered list. Each candidate
-// gets the eight signals of DESIGN.md, each in [0, 1]: relevance (the text
+// gets the eight signals of docs/concepts.md, each in [0, 1]: relevance (the text
 // generators' scores normalised within the candidate set and fused),
 // recency, frequency, importance, causality, novelty⁻, trust and
 // sensitivity⁻. The score is their weighted sum with weights normalised to

@@ -179,7 +179,7 @@ func explain(score float64, w h4r.Weights, s h4r.Signals) string {
 			top = append(top, contribution{h4r.Signal(i), c})
 		}
 	}
-	// Stable: equal contributions keep DESIGN.md's signal order.
+	// Stable: equal contributions keep the item contract's signal order.
 	slices.SortStableFunc(top, func(a, b contribution) int { return cmp.Compare(b.value, a.value) })
 	var b strings.Builder
 	b.WriteString("Score ")

@@ -333,7 +333,7 @@ func (c *Client) post(ctx context.Context, path string, data []byte) (int, []byt
 	return res.StatusCode, body, nil
 }
 
-// errorMessage reads DESIGN.md's error shape, or returns the body.
+// errorMessage reads the item contract's error shape, or returns the body.
 func errorMessage(body []byte) string {
 	var e struct {
 		Error struct {

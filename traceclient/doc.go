@@ -1,5 +1,5 @@
 // Package traceclient is the Go client of H4R's commit-trace API, shaped
-// like the Context Graph Service document's client (shared/seeds/000):
+// like the Context Graph Service document's client (its design):
 // PublishTrace over NATS JetStream, Search, Prefetch and EscalationHint
 // over HTTP, Subscribe over WebSocket. Context is an enhancement, never a
 // requirement: when the client is disabled, or H4R is unreachable or

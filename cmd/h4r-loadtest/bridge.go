@@ -12,7 +12,7 @@ import (
 // The context bridge's load (--type bridge): the store is filled with
 // trajectories through POST /v1/bridge/trajectories, and every request is
 // a tool call on POST /v1/bridge whose problem is new (random words), so
-// that the bridge's cache never answers: document 001's NFR-1 measures
+// that the bridge's cache never answers: the context-bridge contract's NFR-1 measures
 // the lookup, not the cache. The workload is the bridge benchmarks'
 // (bridgetest).
 

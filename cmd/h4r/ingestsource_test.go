@@ -235,7 +235,7 @@ func TestJobsBelongToTheirKey(t *testing.T) {
 	}
 }
 
-// TestIngestRepositoryEndToEnd is issue 18's "done when", over HTTP with
+// TestIngestRepositoryEndToEnd is ingestion end to end, over HTTP with
 // API keys: ingest this repository's slicer, pack builder and README, ask
 // how budgets are enforced and get chunks cited with path, sha and line
 // range; a public key never receives the fake secret; edit one file and

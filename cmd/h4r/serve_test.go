@@ -153,7 +153,7 @@ func TestServeWithKeys(t *testing.T) {
 }
 
 // TestServeWithoutKeysGuardsBrowsers checks that serve wires the server's
-// browser guard and its Listener (issue 12): without keys, a request
+// browser guard and its Listener: without keys, a request
 // addressed to another name (DNS rebinding) or from a foreign page is
 // refused, and what net/http answers itself (a bad escape in the path) is
 // in the error shape.

@@ -1,4 +1,4 @@
-# The bundled default policy of H4R: the five rules of DESIGN.md.
+# The bundled default policy of H4R: the five rules of docs/concepts.md.
 #
 # Input, per item:
 #   {"specialist": {"type", "id", "securityLevel", "authorizedGroups"},

@@ -86,7 +86,7 @@ func searchAll(t *testing.T, s *Store, h *embed.Hash) map[string][]h4r.Hit {
 // stores with the cache and a third without it share one schema, each
 // step first fills both caches with the state before its write, and then
 // every generator of each cached store must answer what the uncached one
-// answers. "delete and re-create with credentials" is issue 12's leak (a
+// answers. "delete and re-create with credentials" is the leak a stale cache would cause (a
 // secret delivered, or the harmless item it replaced, from a stale copy).
 func TestItemCacheServesWhatTheTablesHold(t *testing.T) {
 	h, err := embed.NewHash()

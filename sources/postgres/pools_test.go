@@ -84,7 +84,7 @@ func waitForBlocked(t *testing.T, pid uint32, n int, check func() bool) {
 	}
 }
 
-// Issue 12: with one pool, ingests waiting for the statistics lock held
+// With one pool, ingests waiting for the statistics lock held
 // every connection and reads got none. Writes now have a pool of their
 // own: with the read pool the size the one pool had (4), twice as many
 // writers as that wait for the lock, and reads still get connections and

@@ -20,7 +20,7 @@ import (
 // growing rounds (fullText.filtered, ann.TopPassing): at 10k traces a
 // search with a kind and an area filter checked about a thousand rows per
 // request, each an indexed read of an item row and its tags, and that was
-// most of a filtered search's time (issue 15). The rows' filtered columns
+// most of a filtered search's time. The rows' filtered columns
 // (kind, created_at, metadata, tags) are therefore kept in the item cache
 // beside the decoded items, under the same generation, and the filters are
 // tested in memory; rows not kept yet are read once, without the filter,

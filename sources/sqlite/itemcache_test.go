@@ -59,8 +59,8 @@ func searchAll(t *testing.T, s *Store, e *embed.Hash) map[string][]h4r.Hit {
 // with the cache off) after every kind of write, by this process and by
 // the other one: the entries cached before each write must not be served
 // after it. Without the stamp check (an entry trusted by id alone) the
-// steps of the other process fail; "delete and re-create" is issue 12's
-// leak (a secret delivered from a stale copy).
+// steps of the other process fail; "delete and re-create" is the
+// leak a stale cache would cause (a secret delivered from a stale copy).
 func TestItemCacheServesWhatTheFileHolds(t *testing.T) {
 	e, err := embed.NewHash()
 	if err != nil {
