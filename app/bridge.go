@@ -31,7 +31,7 @@ func indexTrajectories(a *App, cfg config.Config) {
 // H4R_BRIDGE_* variables. A cache miss looks the call up in the signature
 // index and passes the best trajectories through the policy slicer and
 // the default budgets; until the index has loaded (in the background,
-// then again every H4R_BRIDGE_INDEX_REFRESH_MS) it reads them with a pack
+// then again every H4R_BRIDGE_INDEX_REFRESH) it reads them with a pack
 // through the engine. Similarity is hybrid when an embedding server is
 // configured (H4R_EMBEDDER=openai); the built-in hashing embedder is
 // lexical, so with it matching is concept-only.
@@ -66,7 +66,7 @@ func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 }
 
 // refreshTrajectories loads the signature index now and then every
-// H4R_BRIDGE_INDEX_REFRESH_MS in the background, until Close.
+// H4R_BRIDGE_INDEX_REFRESH in the background, until Close.
 func (a *App) refreshTrajectories(log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -14,7 +14,7 @@ import (
 // openStore opens the store the configuration selects: Postgres when
 // DATABASE_URL is set (its migrations applied at start; reads and writes in
 // pools of their own), else the embedded SQLite file. Either bounds each
-// write by H4R_WRITE_TIMEOUT_MS.
+// write by H4R_WRITE_TIMEOUT.
 func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, o options) (Store, error) {
 	stop, err := analysis.StopList(cfg.StopWords)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 // Vector settings without a variable of their own.
 const (
 	// docEmbedTimeout bounds one embedding call at ingest and reindex, where
-	// a remote model embeds batches of documents: H4R_EMBED_TIMEOUT_MS is a
+	// a remote model embeds batches of documents: H4R_EMBED_TIMEOUT is a
 	// query's budget, far too short for that.
 	docEmbedTimeout = 30 * time.Second
 	// vectorCandidates caps the vector generator's hits (the engine asks
@@ -171,7 +171,7 @@ func embedders(cfg config.Config, log *slog.Logger) (docs, queries embed.Embedde
 		}
 		q, err := embed.NewOpenAI(cfg.EmbedURL, cfg.EmbedModel, append(common, embed.WithTimeout(cfg.EmbedTimeout))...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("H4R_EMBED_TIMEOUT_MS: %w", err)
+			return nil, nil, fmt.Errorf("H4R_EMBED_TIMEOUT: %w", err)
 		}
 		docs, queries = d, q
 	default: // "hash", the only other value config accepts

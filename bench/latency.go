@@ -277,7 +277,7 @@ func timeRequests(ctx context.Context, a *app.App, corpus *memoryCorpus, o Laten
 			for i := range next {
 				req := h4r.ContextRequest{Query: h4r.Query{Type: o.QueryType, Text: texts[i]}}
 				t0 := time.Now()
-				// Each request has the server's deadline (H4R_REQUEST_TIMEOUT_MS):
+				// Each request has the server's deadline (H4R_REQUEST_TIMEOUT):
 				// one that waits for a pack slot past it comes back degraded.
 				rctx, cancel := context.WithTimeout(ctx, a.Config.RequestTimeout)
 				pk, err := a.Engine.ContextPack(rctx, Benchmarker(), &req)
@@ -369,8 +369,8 @@ func LatencyMarkdown(w io.Writer, r *LatencyReport) {
 	fmt.Fprintln(w, "\nThe floor is the full-text index's top 100 alone (the embedded store's in-memory BM25 index,")
 	fmt.Fprintln(w, "no rows read; another store's full-text generator), one at a time and without a deadline. The engine")
 	fmt.Fprintln(w, "builds 2 packs per CPU at once; the others wait their turn, and total counts the wait. A degraded")
-	fmt.Fprintln(w, "pack stopped at its generator's deadline (H4R_GENERATOR_TIMEOUT_MS), so its stages are cut short")
-	fmt.Fprintln(w, "and total/floor can fall under 1, or waited past the request deadline (H4R_REQUEST_TIMEOUT_MS) and")
+	fmt.Fprintln(w, "pack stopped at its generator's deadline (H4R_GENERATOR_TIMEOUT), so its stages are cut short")
+	fmt.Fprintln(w, "and total/floor can fall under 1, or waited past the request deadline (H4R_REQUEST_TIMEOUT) and")
 	fmt.Fprintln(w, "is empty. Throughput counts degraded packs.")
 	if len(r.Memory) == 0 {
 		return

@@ -32,7 +32,7 @@ type Config struct {
 	// Store writes and Postgres pools.
 	PGMaxReadConns  int           // H4R_PG_MAX_READ_CONNS: the Postgres pool reads use
 	PGMaxWriteConns int           // H4R_PG_MAX_WRITE_CONNS: the Postgres pool writes use
-	WriteTimeout    time.Duration // H4R_WRITE_TIMEOUT_MS: deadline of one store write
+	WriteTimeout    time.Duration // H4R_WRITE_TIMEOUT: deadline of one store write
 	ItemCacheMB     int           // H4R_ITEM_CACHE_MB: memory of the store's decoded-item cache
 
 	// VectorANNThreshold is H4R_VECTOR_ANN_THRESHOLD: vectors from which
@@ -46,17 +46,17 @@ type Config struct {
 	PolicyDir             string        // SCS_POLICY_DIR: empty means the bundled policy
 	OPAURL                string        // SCS_OPA_URL: empty means embedded OPA
 	OPAFallbackLocal      bool          // SCS_OPA_FALLBACK_LOCAL
-	OPACacheTTL           time.Duration // SCS_OPA_CACHE_TTL_MS: 0 turns the decision cache off
+	OPACacheTTL           time.Duration // SCS_OPA_CACHE_TTL: 0 turns the decision cache off
 	OPACompiledPredicates int           // SCS_OPA_COMPILED_PREDICATES: 0 turns compiled predicates off
 
 	TLDRSentences int  // CONTEXT_PACK_TLDR_SENTENCES
 	IncludeGraph  bool // CONTEXT_PACK_INCLUDE_GRAPH
 
 	TokenEncoding         string        // H4R_TOKEN_ENCODING: cl100k_base or o200k_base
-	RequestTimeout        time.Duration // H4R_REQUEST_TIMEOUT_MS
-	GeneratorTimeout      time.Duration // H4R_GENERATOR_TIMEOUT_MS
+	RequestTimeout        time.Duration // H4R_REQUEST_TIMEOUT
+	GeneratorTimeout      time.Duration // H4R_GENERATOR_TIMEOUT
 	AmbientRelevance      float64       // H4R_AMBIENT_RELEVANCE
-	AmbientDebounce       time.Duration // H4R_AMBIENT_DEBOUNCE_MS
+	AmbientDebounce       time.Duration // H4R_AMBIENT_DEBOUNCE
 	AmbientMaxPerSession  int           // H4R_AMBIENT_MAX_PER_SESSION
 	AmbientMaxPerKey      int           // H4R_AMBIENT_MAX_PER_KEY
 	MaxBodyBytes          int64         // H4R_MAX_BODY_BYTES
@@ -67,6 +67,8 @@ type Config struct {
 	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error
 	LogFormat string // H4R_LOG_FORMAT: json or text
 
+	ConfigFile string // H4R_CONFIG: the YAML file read before the environment
+
 	WeightsFile string // H4R_WEIGHTS_FILE: tuned weights (h4r bench tune) that replace the H4R_WEIGHT_* values
 
 	// Who may ask.
@@ -74,7 +76,7 @@ type Config struct {
 	AnonymousAudit     bool          // H4R_ANONYMOUS_AUDIT: without keys, packs explain what policy hid
 	MCPAPIKey          string        // H4R_MCP_API_KEY: the key whose principal h4r mcp (stdio) answers for
 	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: requests per minute per key and route class
-	ShutdownGrace      time.Duration // H4R_SHUTDOWN_GRACE_MS: how long in-flight requests may finish on SIGTERM
+	ShutdownGrace      time.Duration // H4R_SHUTDOWN_GRACE: how long in-flight requests may finish on SIGTERM
 
 	// Vectors and hybrid relevance.
 	Embedder         string        // H4R_EMBEDDER: hash (built in, offline) or openai (an OpenAI-compatible /v1/embeddings server)
@@ -82,7 +84,7 @@ type Config struct {
 	EmbedModel       string        // H4R_EMBED_MODEL
 	EmbedAPIKey      string        // H4R_EMBED_API_KEY
 	EmbedDim         int           // H4R_EMBED_DIM: dimension of the built-in hashing embedder
-	EmbedTimeout     time.Duration // H4R_EMBED_TIMEOUT_MS: deadline of one embedding call
+	EmbedTimeout     time.Duration // H4R_EMBED_TIMEOUT: deadline of one embedding call
 	EmbedCacheSize   int           // H4R_EMBED_CACHE_SIZE: query embeddings kept (LRU); 0 turns the cache off
 	Fusion           string        // H4R_FUSION: relative (min-max) or rrf
 	AccessCounting   string        // H4R_ACCESS_COUNTING: use or delivery
@@ -97,7 +99,7 @@ type Config struct {
 	Neo4jDatabase string // NEO4J_DATABASE
 
 	// Policy authoring, reload, remote OPA, audit.
-	OPATimeout  time.Duration // SCS_OPA_TIMEOUT_MS: deadline of one call to a remote OPA
+	OPATimeout  time.Duration // SCS_OPA_TIMEOUT: deadline of one call to a remote OPA
 	PolicyWatch bool          // SCS_POLICY_WATCH: reload SCS_POLICY_DIR when it changes
 	PolicyNet   bool          // SCS_POLICY_NETWORK: embedded policies may call http.send, net.lookup_ip_addr, opa.runtime
 	DecisionLog string        // SCS_DECISION_LOG: where drop/redact decisions are logged: a file path, "stdout", or empty for none
@@ -114,7 +116,7 @@ type Config struct {
 	SummaryURL          string        // H4R_SUMMARY_URL: OpenAI-compatible chat server; empty: fallback summaries
 	SummaryModel        string        // H4R_SUMMARY_MODEL
 	SummaryAPIKey       string        // H4R_SUMMARY_API_KEY
-	SummaryTimeout      time.Duration // H4R_SUMMARY_TIMEOUT_MS
+	SummaryTimeout      time.Duration // H4R_SUMMARY_TIMEOUT
 	OTLPEndpoint        string        // OTEL_EXPORTER_OTLP_ENDPOINT: empty: no span export
 	// Agents: stored packs (POST /query, /feedback).
 	PackRetention int // H4R_PACK_RETENTION: packs kept for feedback; 0: all
@@ -125,9 +127,9 @@ type Config struct {
 	BridgeMinSimilarity float64       // H4R_BRIDGE_MIN_SIMILARITY
 	BridgeMaxMatches    int           // H4R_BRIDGE_MAX_MATCHES
 	BridgeCacheSize     int           // H4R_BRIDGE_CACHE_SIZE
-	BridgeTimeout       time.Duration // H4R_BRIDGE_TIMEOUT_MS
-	BridgeEmbedTimeout  time.Duration // H4R_BRIDGE_EMBED_TIMEOUT_MS
-	BridgeIndexRefresh  time.Duration // H4R_BRIDGE_INDEX_REFRESH_MS
+	BridgeTimeout       time.Duration // H4R_BRIDGE_TIMEOUT
+	BridgeEmbedTimeout  time.Duration // H4R_BRIDGE_EMBED_TIMEOUT
+	BridgeIndexRefresh  time.Duration // H4R_BRIDGE_INDEX_REFRESH
 	// Source ingestion (POST /ingest, h4r ingest-source).
 	IngestRoots              string // H4R_INGEST_ROOTS: comma-separated folders the server may ingest from
 	IngestMaxFileBytes       int64  // H4R_INGEST_MAX_FILE_BYTES
@@ -144,6 +146,14 @@ type Var struct {
 	Name        string
 	Default     string
 	Description string
+	// Aliases are other names the variable is read under (a duration's old
+	// _MS name, in milliseconds). The name wins when both are set.
+	Aliases []string
+	// Secret values are never printed (h4r config masks them).
+	Secret bool
+	// Essential variables are the ones a new deployment looks at first;
+	// the reference lists them apart from the tuning knobs.
+	Essential bool
 }
 
 // Vars returns every variable H4R reads, in a stable order (the order of
@@ -181,25 +191,11 @@ func Default() Config {
 // joined into one error; each part is an *h4r.Error whose Field is the
 // variable's name.
 func FromEnv(lookup func(string) (string, bool)) (Config, error) {
-	c := Default()
-	var errs []error
-	for _, v := range table() {
-		raw, ok := lookup(v.Name)
-		value := strings.TrimSpace(raw)
-		if !ok || value == "" {
-			continue
-		}
-		if err := v.parse(&c, value); err != nil {
-			errs = append(errs, err)
-		}
+	l, err := Load(lookup)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading configuration: %w", err)
 	}
-	if len(errs) > 0 {
-		return Config{}, fmt.Errorf("reading configuration from the environment: %w", errors.Join(errs...))
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("reading configuration from the environment: %w", err)
-	}
-	return c, nil
+	return l.Config, nil
 }
 
 // Validate checks every setting and the rules that tie settings together.
@@ -220,8 +216,8 @@ func (c Config) Validate() error {
 	// would time out first and the pack would lose every generator at once.
 	// A request timeout that is itself invalid was reported above.
 	if c.RequestTimeout > 0 && c.GeneratorTimeout > c.RequestTimeout {
-		errs = append(errs, h4r.Errorf(h4r.EINVALID, "H4R_GENERATOR_TIMEOUT_MS",
-			"want at most H4R_REQUEST_TIMEOUT_MS (%d), got %q", c.RequestTimeout.Milliseconds(), fmt.Sprint(c.GeneratorTimeout.Milliseconds())))
+		errs = append(errs, h4r.Errorf(h4r.EINVALID, "H4R_GENERATOR_TIMEOUT",
+			"want at most H4R_REQUEST_TIMEOUT (%s), got %q", fmtDuration(c.RequestTimeout), fmtDuration(c.GeneratorTimeout)))
 	}
 	return errors.Join(errs...)
 }
@@ -253,6 +249,9 @@ func UnknownVars(environ []string) []string {
 	known := map[string]bool{}
 	for _, v := range table() {
 		known[v.Name] = true
+		for _, a := range v.Aliases {
+			known[a] = true
+		}
 	}
 	var unknown []string
 	for _, entry := range environ {

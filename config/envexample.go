@@ -10,14 +10,18 @@ import (
 func EnvExample() string {
 	var b strings.Builder
 	b.WriteString("# H4R configuration: every environment variable H4R reads, set to its default.\n")
-	b.WriteString("# Copy to .env (or export the variables) and change what you need. An empty\n")
+	b.WriteString("# Copy to .env (or export the variables, or write them in the YAML file that\n# H4R_CONFIG names) and change what you need. An empty\n")
 	b.WriteString("# value means the default. Invalid values stop h4r at start, naming the variable.\n")
 	b.WriteString("#\n")
 	b.WriteString("# Generated from config.Vars(); do not edit by hand. After changing the table:\n")
 	b.WriteString("#   go test ./config -run TestEnvExampleFile -update\n")
 	for _, v := range Vars() {
 		b.WriteString("\n")
-		for _, line := range wrap(v.Description, 78) {
+		desc := v.Description
+		if len(v.Aliases) > 0 {
+			desc += " Also read as " + strings.Join(v.Aliases, ", ") + " (whole milliseconds)."
+		}
+		for _, line := range wrap(desc, 78) {
 			b.WriteString("# ")
 			b.WriteString(line)
 			b.WriteString("\n")

@@ -14,17 +14,31 @@ const (
 	tableEndMarker   = "<!-- end of config table -->"
 )
 
-// readmeTable is the configuration reference's table (docs/configuration.md), as Vars gives it.
+// readmeTable is the configuration reference's table (docs/configuration.md):
+// the essential variables first, then the tuning knobs, each with its
+// default, its aliases and its description.
 func readmeTable() string {
 	var b strings.Builder
-	b.WriteString("| variable | default | meaning |\n|---|---|---|\n")
-	for _, v := range config.Vars() {
-		def := v.Default
-		if def == "" {
-			def = "(unset)"
+	section := func(title string, essential bool) {
+		b.WriteString("### " + title + "\n\n| variable | default | meaning |\n|---|---|---|\n")
+		for _, v := range config.Vars() {
+			if v.Essential != essential {
+				continue
+			}
+			def := v.Default
+			if def == "" {
+				def = "(unset)"
+			}
+			desc := v.Description
+			if len(v.Aliases) > 0 {
+				desc += " Also read as `" + strings.Join(v.Aliases, "`, `") + "` (whole milliseconds)."
+			}
+			b.WriteString("| `" + v.Name + "` | `" + def + "` | " + desc + " |\n")
 		}
-		b.WriteString("| `" + v.Name + "` | `" + def + "` | " + v.Description + " |\n")
+		b.WriteString("\n")
 	}
+	section("Essentials", true)
+	section("Tuning and integrations", false)
 	return b.String()
 }
 

@@ -23,7 +23,12 @@ import (
 type variable struct {
 	Var
 	parse func(c *Config, value string) error
-	check func(c Config) error
+	// parseAlias reads the value of an alias (Var.Aliases), whose format
+	// may differ (a duration's _MS alias is whole milliseconds).
+	parseAlias func(c *Config, value string) error
+	check      func(c Config) error
+	// get reads the value back, for h4r config.
+	get func(c Config) any
 }
 
 // tuned ends the description of every default weight: where it came from.
@@ -37,7 +42,9 @@ func table() []variable {
 			"Ranking weight of the "+s.String()+" signal ("+what+")."+tuned,
 			func(c *Config) *float64 { return &c.Weights[s] }, 0, math.Inf(1))
 	}
-	return []variable{
+	return marked([]variable{
+		text("H4R_CONFIG", "", "YAML file of settings, read before the environment (which overrides it): a mapping from these variables' names, in any case, to values, e.g. h4r_addr: 127.0.0.1:9090 or h4r_request_timeout: 3s. An unknown key is an error naming it. Also --config FILE on any command. h4r config prints the effective settings and where each came from.",
+			func(c *Config) *string { return &c.ConfigFile }, nil),
 		text("H4R_ADDR", "127.0.0.1:8080", "Address the HTTP server listens on, host:port.",
 			func(c *Config) *string { return &c.Addr }, checkAddr),
 		text("H4R_DATA_DIR", "./data", "Directory of the embedded store; the SQLite file is h4r.db in it.",
@@ -74,7 +81,7 @@ func table() []variable {
 			func(c *Config) *int { return &c.PGMaxReadConns }, 1, 1000),
 		whole("H4R_PG_MAX_WRITE_CONNS", "2", "Connections of the Postgres pool that writes (ingest, delete, access counts) use, apart from the reads' pool so that writers waiting for the write lock never hold the connections reads need. Writes take the lock one at a time, so more than 2 rarely helps.",
 			func(c *Config) *int { return &c.PGMaxWriteConns }, 1, 1000),
-		millis("H4R_WRITE_TIMEOUT_MS", "5000", "Deadline of one store write (an ingest batch, a delete), in milliseconds: waiting for the writer behind other writes, and the write itself. A write past it is rolled back and answered 503 unavailable with Retry-After.",
+		duration("H4R_WRITE_TIMEOUT", "5s", "Deadline of one store write (an ingest batch, a delete): waiting for the writer behind other writes, and the write itself. A write past it is rolled back and answered 503 unavailable with Retry-After.",
 			func(c *Config) *time.Duration { return &c.WriteTimeout }, time.Millisecond, 10*time.Minute),
 		whole("H4R_VECTOR_ANN_THRESHOLD", "0", "Number of item vectors from which the in-process vector index (embedded store, and Postgres without QDRANT_URL) searches approximately: an inverted file of about √n lists, scanning the nearest, then rescoring exactly (recall@100 at least 0.95 against the exact scan; sources/internal/ann/PERFORMANCE.md). Below it every search scans every vector. 0, the default: always exact, because re-clustering when the count doubles stalls writes and searches for seconds at 100k items and the built-in embedder's vectors barely cluster (0.89× the exact scan at 1M).",
 			func(c *Config) *int { return &c.VectorANNThreshold }, 0, math.MaxInt),
@@ -96,7 +103,7 @@ func table() []variable {
 			func(c *Config) *bool { return &c.OPAFallbackLocal }),
 		whole("SCS_OPA_COMPILED_PREDICATES", "256", "How many compiled policy predicates the embedded policy keeps, one per distinct specialist as the policy sees it: partial evaluation with the item unknown, run as Go code, with OPA deciding whatever it cannot compile (policy/PERFORMANCE.md). 0 turns compilation off: every item is evaluated by OPA.",
 			func(c *Config) *int { return &c.OPACompiledPredicates }, 0, 1<<20),
-		millis("SCS_OPA_CACHE_TTL_MS", "5000", "How long a policy decision is cached (embedded or remote OPA; keyed by policy revision, specialist and item version), in milliseconds; 0 turns the cache off.",
+		duration("SCS_OPA_CACHE_TTL", "5s", "How long a policy decision is cached (embedded or remote OPA; keyed by policy revision, specialist and item version); 0 turns the cache off.",
 			func(c *Config) *time.Duration { return &c.OPACacheTTL }, 0, time.Hour),
 
 		whole("CONTEXT_PACK_TLDR_SENTENCES", "5", "Sentences in a pack's TL;DR when a request does not say; 0 leaves it out.",
@@ -106,9 +113,9 @@ func table() []variable {
 
 		oneOf("H4R_TOKEN_ENCODING", tokens.CL100K, "Tokenizer for token budgets, counted offline: cl100k_base (GPT-4) or o200k_base (GPT-4o).",
 			func(c *Config) *string { return &c.TokenEncoding }, tokens.CL100K, tokens.O200K),
-		millis("H4R_REQUEST_TIMEOUT_MS", "2000", "Deadline of one context request, in milliseconds.",
+		duration("H4R_REQUEST_TIMEOUT", "2s", "Deadline of one context request.",
 			func(c *Config) *time.Duration { return &c.RequestTimeout }, time.Millisecond, 10*time.Minute),
-		millis("H4R_GENERATOR_TIMEOUT_MS", "1000", "Deadline of each candidate generator, in milliseconds; at most H4R_REQUEST_TIMEOUT_MS. A late generator is skipped with a warning.",
+		duration("H4R_GENERATOR_TIMEOUT", "1s", "Deadline of each candidate generator; at most H4R_REQUEST_TIMEOUT. A late generator is skipped with a warning.",
 			func(c *Config) *time.Duration { return &c.GeneratorTimeout }, time.Millisecond, 10*time.Minute),
 		whole("H4R_MAX_BODY_BYTES", "4194304", "Largest request body accepted, in bytes (ingest batches included).",
 			func(c *Config) *int64 { return &c.MaxBodyBytes }, 1, 1<<30),
@@ -118,7 +125,7 @@ func table() []variable {
 			func(c *Config) *int { return &c.GCHeadroomMB }, 0, 1<<20),
 		number("H4R_AMBIENT_RELEVANCE", "0.75", "Relevance a precedent must exceed to be pushed on GET /v1/subscribe.",
 			func(c *Config) *float64 { return &c.AmbientRelevance }, 0, 1),
-		millis("H4R_AMBIENT_DEBOUNCE_MS", "30000", "Least time between two precedent pushes to one subscribe session, in milliseconds.",
+		duration("H4R_AMBIENT_DEBOUNCE", "30s", "Least time between two precedent pushes to one subscribe session.",
 			func(c *Config) *time.Duration { return &c.AmbientDebounce }, 0, 24*time.Hour),
 		whole("H4R_AMBIENT_MAX_PER_SESSION", "10", "Most WebSocket connections one subscribe session may hold; one more is closed (1008) with the reason.",
 			func(c *Config) *int { return &c.AmbientMaxPerSession }, 1, 10_000),
@@ -140,7 +147,7 @@ func table() []variable {
 			func(c *Config) *bool { return &c.AnonymousAudit }),
 		whole("H4R_RATE_LIMIT_PER_MINUTE", "60", "Requests per minute per API key and route class (read, ingest, admin; each class its own bucket), unless the key sets rateLimitPerMinute; more are answered resource_exhausted with Retry-After.",
 			func(c *Config) *int { return &c.RateLimitPerMinute }, 1, 1_000_000),
-		millis("H4R_SHUTDOWN_GRACE_MS", "10000", "On SIGTERM, how long in-flight requests may finish before the server closes, in milliseconds.",
+		duration("H4R_SHUTDOWN_GRACE", "10s", "On SIGTERM, how long in-flight requests may finish before the server closes.",
 			func(c *Config) *time.Duration { return &c.ShutdownGrace }, 0, 10*time.Minute),
 
 		oneOf("H4R_EMBEDDER", "hash", "Embedder for vector candidates: hash (built in, offline, feature hashing of words and character n-grams) or openai (an OpenAI-compatible /v1/embeddings server: OpenAI, Ollama, vLLM, text-embeddings-inference).",
@@ -153,7 +160,7 @@ func table() []variable {
 			func(c *Config) *string { return &c.EmbedAPIKey }, nil),
 		whole("H4R_EMBED_DIM", "512", "Dimension of the built-in hashing embedder's vectors.",
 			func(c *Config) *int { return &c.EmbedDim }, 16, 8192),
-		millis("H4R_EMBED_TIMEOUT_MS", "500", "Deadline of one embedding call, in milliseconds; a late or failed embedding degrades the request to full-text with a warning.",
+		duration("H4R_EMBED_TIMEOUT", "500ms", "Deadline of one embedding call; a late or failed embedding degrades the request to full-text with a warning.",
 			func(c *Config) *time.Duration { return &c.EmbedTimeout }, time.Millisecond, time.Minute),
 		whole("H4R_EMBED_CACHE_SIZE", "10000", "Query embeddings kept in memory (LRU, keyed by model and normalised text); 0 turns the cache off.",
 			func(c *Config) *int { return &c.EmbedCacheSize }, 0, 10_000_000),
@@ -173,7 +180,7 @@ func table() []variable {
 		text("NEO4J_DATABASE", "", "Neo4j database (empty: the server's default database).",
 			func(c *Config) *string { return &c.Neo4jDatabase }, nil),
 
-		millis("SCS_OPA_TIMEOUT_MS", "100", "Deadline of one call to a remote OPA (SCS_OPA_URL), in milliseconds; a late answer counts as OPA unreachable.",
+		duration("SCS_OPA_TIMEOUT", "100ms", "Deadline of one call to a remote OPA (SCS_OPA_URL); a late answer counts as OPA unreachable.",
 			func(c *Config) *time.Duration { return &c.OPATimeout }, time.Millisecond, time.Minute),
 		boolean("SCS_POLICY_WATCH", "true", "Watch SCS_POLICY_DIR (or the bundle file) and swap in a new policy when it changes; a policy that does not compile is refused and the old one stays.",
 			func(c *Config) *bool { return &c.PolicyWatch }),
@@ -202,7 +209,7 @@ func table() []variable {
 			func(c *Config) *string { return &c.SummaryModel }, nil),
 		text("H4R_SUMMARY_API_KEY", "", "API key sent as a bearer token to H4R_SUMMARY_URL (empty: none).",
 			func(c *Config) *string { return &c.SummaryAPIKey }, nil),
-		millis("H4R_SUMMARY_TIMEOUT_MS", "5000", "Deadline of one summary call, in milliseconds; a late or failed summary falls back to the built-in one, never failing the ingest.",
+		duration("H4R_SUMMARY_TIMEOUT", "5s", "Deadline of one summary call; a late or failed summary falls back to the built-in one, never failing the ingest.",
 			func(c *Config) *time.Duration { return &c.SummaryTimeout }, time.Millisecond, 10*time.Minute),
 		serviceURL("OTEL_EXPORTER_OTLP_ENDPOINT", "OpenTelemetry collector that spans (NATS message, ingest, store, search) are exported to over OTLP/HTTP, e.g. http://localhost:4318; empty: no export.",
 			func(c *Config) *string { return &c.OTLPEndpoint }, "http", "https"),
@@ -218,11 +225,11 @@ func table() []variable {
 			func(c *Config) *int { return &c.BridgeMaxMatches }, 1, 100),
 		whole("H4R_BRIDGE_CACHE_SIZE", "100", "Entries of the context bridge's LRU cache of matches, keyed by signature fingerprint and the caller's clearance.",
 			func(c *Config) *int { return &c.BridgeCacheSize }, 1, 1_000_000),
-		millis("H4R_BRIDGE_TIMEOUT_MS", "2000", "Deadline of one context-bridge enrichment, in milliseconds; past it the answer is context_bridge.status degraded, reason timeout.",
+		duration("H4R_BRIDGE_TIMEOUT", "2s", "Deadline of one context-bridge enrichment; past it the answer is context_bridge.status degraded, reason timeout.",
 			func(c *Config) *time.Duration { return &c.BridgeTimeout }, time.Millisecond, time.Minute),
-		millis("H4R_BRIDGE_EMBED_TIMEOUT_MS", "500", "Deadline of the context bridge's embedding step, in milliseconds (with H4R_EMBEDDER=openai); past it, or on any embedding error, matching is concept-only and says so.",
+		duration("H4R_BRIDGE_EMBED_TIMEOUT", "500ms", "Deadline of the context bridge's embedding step (with H4R_EMBEDDER=openai); past it, or on any embedding error, matching is concept-only and says so.",
 			func(c *Config) *time.Duration { return &c.BridgeEmbedTimeout }, time.Millisecond, time.Minute),
-		millis("H4R_BRIDGE_INDEX_REFRESH_MS", "60000", "How often the context bridge reloads its in-memory signature index of trajectories from the store, in milliseconds. This process's own writes are indexed at once; the reload catches writes by other replicas sharing the store.",
+		duration("H4R_BRIDGE_INDEX_REFRESH", "1m", "How often the context bridge reloads its in-memory signature index of trajectories from the store. This process's own writes are indexed at once; the reload catches writes by other replicas sharing the store.",
 			func(c *Config) *time.Duration { return &c.BridgeIndexRefresh }, time.Second, 24*time.Hour),
 		text("H4R_INGEST_ROOTS", "", "Comma-separated folders that POST /ingest may read local sources (git, fs, doc) from; a path outside them, or a symlink leaving them, is refused. Empty: no local source is allowed over HTTP (h4r ingest-source reads the path it is given).",
 			func(c *Config) *string { return &c.IngestRoots }, nil),
@@ -238,7 +245,26 @@ func table() []variable {
 			func(c *Config) *int { return &c.ChunkMaxTokens }, 16, 8000),
 		whole("H4R_CHUNK_OVERLAP_TOKENS", "50", "Tokens of a text chunk's end that the next text chunk repeats (whole lines; at most half the chunk budget).",
 			func(c *Config) *int { return &c.ChunkOverlapTokens }, 0, 4000),
+	})
+}
+
+// marked sets Secret and Essential on the rows those lists name.
+func marked(rows []variable) []variable {
+	// secretVars hold credentials: h4r config never prints them.
+	secretVars := []string{"H4R_MCP_API_KEY", "H4R_EMBED_API_KEY", "QDRANT_API_KEY", "NEO4J_PASSWORD",
+		"H4R_GITHUB_WEBHOOK_SECRET", "H4R_SUMMARY_API_KEY"}
+
+	// essentialVars are the settings a new deployment looks at first; the
+	// configuration reference lists them apart from the tuning knobs.
+	essentialVars := []string{"H4R_CONFIG", "H4R_ADDR", "H4R_DATA_DIR", "DATABASE_URL", "NATS_URL", "QDRANT_URL",
+		"NEO4J_URL", "H4R_API_KEYS_FILE", "SCS_POLICY_DIR", "SCS_OPA_URL", "SCS_MAX_TOKENS_DEFAULT",
+		"SCS_MAX_BYTES_DEFAULT", "H4R_REQUEST_TIMEOUT", "H4R_EMBEDDER", "H4R_EMBED_URL", "H4R_EMBED_MODEL",
+		"H4R_GITHUB_WEBHOOK_SECRET", "H4R_BRIDGE_ENABLED", "H4R_LOG_LEVEL", "H4R_RATE_LIMIT_PER_MINUTE"}
+	for i := range rows {
+		rows[i].Secret = slices.Contains(secretVars, rows[i].Name)
+		rows[i].Essential = slices.Contains(essentialVars, rows[i].Name)
 	}
+	return rows
 }
 
 // invalid is the error of every bad value: the variable, what it wants, and
@@ -256,6 +282,7 @@ func number(name, def, desc string, field func(*Config) *float64, lo, hi float64
 	ok := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) && x >= lo && x <= hi }
 	return variable{
 		Var: Var{Name: name, Default: def, Description: desc},
+		get: func(c Config) any { return *field(&c) },
 		parse: func(c *Config, s string) error {
 			x, err := strconv.ParseFloat(s, 64)
 			if err != nil || !ok(x) {
@@ -283,6 +310,7 @@ func whole[T int | int64](name, def, desc string, field func(*Config) *T, lo, hi
 	}
 	return variable{
 		Var: Var{Name: name, Default: def, Description: desc},
+		get: func(c Config) any { return *field(&c) },
 		parse: func(c *Config, s string) error {
 			x, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || x < int64(lo) || x > int64(hi) {
@@ -300,23 +328,39 @@ func whole[T int | int64](name, def, desc string, field func(*Config) *T, lo, hi
 	}
 }
 
-// millis is a duration variable written as whole milliseconds, in [lo, hi].
-// The upper bound also keeps ms·1e6 from overflowing a time.Duration.
-func millis(name, def, desc string, field func(*Config) *time.Duration, lo, hi time.Duration) variable {
-	want := fmt.Sprintf("a whole number of milliseconds from %d to %d", lo.Milliseconds(), hi.Milliseconds())
+// duration is a duration variable in [lo, hi], written as a Go duration
+// ("1500ms", "5s", "2m"). Its old name with _MS, written as whole
+// milliseconds, is kept as an alias, so that configurations written for
+// it keep working.
+func duration(name, def, desc string, field func(*Config) *time.Duration, lo, hi time.Duration) variable {
+	want := fmt.Sprintf("a duration such as 500ms, 5s or 2m, from %s to %s", fmtDuration(lo), fmtDuration(hi))
+	alias := name + "_MS"
+	wantMS := fmt.Sprintf("a whole number of milliseconds from %d to %d", lo.Milliseconds(), hi.Milliseconds())
 	return variable{
-		Var: Var{Name: name, Default: def, Description: desc},
+		Var: Var{Name: name, Default: def, Description: desc, Aliases: []string{alias}},
+		get: func(c Config) any { return *field(&c) },
 		parse: func(c *Config, s string) error {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < lo || d > hi {
+				if _, numErr := strconv.ParseInt(s, 10, 64); numErr == nil && s != "0" {
+					return invalid(name, want+" (a number needs a unit; "+alias+" takes milliseconds)", s)
+				}
+				return invalid(name, want, s)
+			}
+			*field(c) = d
+			return nil
+		},
+		parseAlias: func(c *Config, s string) error {
 			ms, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || ms < lo.Milliseconds() || ms > hi.Milliseconds() {
-				return invalid(name, want, s)
+				return invalid(alias, wantMS, s)
 			}
 			*field(c) = time.Duration(ms) * time.Millisecond
 			return nil
 		},
 		check: func(c Config) error {
 			if d := *field(&c); d < lo || d > hi {
-				return invalid(name, want, strconv.FormatInt(d.Milliseconds(), 10))
+				return invalid(name, want, fmtDuration(d))
 			}
 			return nil
 		},
@@ -328,6 +372,7 @@ func millis(name, def, desc string, field func(*Config) *time.Duration, lo, hi t
 func boolean(name, def, desc string, field func(*Config) *bool) variable {
 	return variable{
 		Var: Var{Name: name, Default: def, Description: desc},
+		get: func(c Config) any { return *field(&c) },
 		parse: func(c *Config, s string) error {
 			b, err := strconv.ParseBool(s)
 			if err != nil {
@@ -354,6 +399,7 @@ func text(name, def, desc string, field func(*Config) *string, problem func(stri
 	}
 	return variable{
 		Var: Var{Name: name, Default: def, Description: desc},
+		get: func(c Config) any { return *field(&c) },
 		parse: func(c *Config, s string) error {
 			if err := check(s); err != nil {
 				return err
@@ -371,6 +417,7 @@ func oneOf(name, def, desc string, field func(*Config) *string, allowed ...strin
 	want := "one of " + strings.Join(allowed, ", ")
 	return variable{
 		Var: Var{Name: name, Default: def, Description: desc},
+		get: func(c Config) any { return *field(&c) },
 		parse: func(c *Config, s string) error {
 			lower := strings.ToLower(s)
 			if !slices.Contains(allowed, lower) {

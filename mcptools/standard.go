@@ -32,7 +32,7 @@ type Deps struct {
 	Policy func() any
 	// Items counts the store's items, for h4r://stats.
 	Items func(ctx context.Context) (int, error)
-	// Timeout bounds one context_pack call (H4R_REQUEST_TIMEOUT_MS).
+	// Timeout bounds one context_pack call (H4R_REQUEST_TIMEOUT).
 	Timeout time.Duration
 }
 

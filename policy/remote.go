@@ -38,7 +38,7 @@ const (
 // its own deadline.
 //
 // Put a Cache in front of it (Cache.Wrap) to keep decisions for
-// SCS_OPA_CACHE_TTL_MS.
+// SCS_OPA_CACHE_TTL.
 type Remote struct {
 	base        string
 	client      *http.Client
@@ -57,7 +57,7 @@ type Remote struct {
 type RemoteOption func(*Remote)
 
 // WithTimeout sets the deadline of one call (default 100 ms,
-// SCS_OPA_TIMEOUT_MS).
+// SCS_OPA_TIMEOUT).
 func WithTimeout(d time.Duration) RemoteOption { return func(r *Remote) { r.timeout = d } }
 
 // WithHTTPClient sets the HTTP client (default: one with its own pooled

@@ -46,7 +46,7 @@ const StatusClientClosedRequest = 499
 
 // RetryAfterUnavailable is the Retry-After, in seconds, of an unavailable
 // answer: the store was busy with writes and this one passed its deadline
-// (H4R_WRITE_TIMEOUT_MS). A burst of writes drains in about that long;
+// (H4R_WRITE_TIMEOUT). A burst of writes drains in about that long;
 // clients that wait it out spread their retries instead of joining the
 // queue at once. (resource_exhausted sets its own, from the rate limit.)
 const RetryAfterUnavailable = 1

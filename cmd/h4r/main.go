@@ -29,12 +29,14 @@ Usage:
   h4r policy check|test|eval ...                compile, unit-test or try out a Rego policy (h4r policy help)
   h4r keys hash < KEY                           print the SHA-256 of an API key for the keys file
   h4r bench  quality|tune|gen|latency [flags]   measure ranking quality and latency, tune weights
+  h4r config [--changed] [--json]               the effective configuration, each value's source, secrets masked
   h4r version                                   print the version and the VCS revision
   h4r completion bash|zsh|fish                  print a shell completion script
 
 Every command takes --help.
 
-Configuration is read from the environment (see .env.example); flags override it.
+Configuration: defaults, then the YAML file of --config FILE (or H4R_CONFIG), then the
+environment (see .env.example), then flags. h4r config shows the result.
 `
 
 func main() {
@@ -96,7 +98,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		return usageError{"missing subcommand"}
 	}
-	err := dispatch(ctx, args, stdin, stdout, stderr, lookupEnv)
+	args, lookupEnv, err := withConfigFlag(args, lookupEnv)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{"missing subcommand"}
+	}
+	err = dispatch(ctx, args, stdin, stdout, stderr, lookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // --help: the usage is printed, and asking for it is no error
 	}
@@ -134,6 +144,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdVersion(args[1:], stdout, stderr)
 	case "completion":
 		return cmdCompletion(args[1:], stdout, stderr)
+	case "config":
+		return cmdConfig(args[1:], stdout, stderr, lookupEnv)
 	}
 	return unknownCommand{args[0]}
 }
@@ -142,7 +154,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // message and shell completion (TestCommandsAllDispatch keeps the two
 // lists equal).
 var commands = []string{"serve", "pack", "ingest", "query", "mcp", "ingest-source", "reindex", "migrate",
-	"policy", "keys", "bench", "version", "completion", "help"}
+	"policy", "keys", "bench", "config", "version", "completion", "help"}
 
 // unknownCommand is a first argument that names no command.
 type unknownCommand struct{ name string }

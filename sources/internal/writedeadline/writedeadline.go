@@ -31,5 +31,5 @@ func Within(ctx context.Context, d time.Duration) (context.Context, func(error) 
 
 // Busy is the error of a write that its deadline d ended.
 func Busy(d time.Duration) *h4r.Error {
-	return h4r.Errorf(h4r.EUNAVAILABLE, "", "the store is busy with other writes: this write did not finish within its deadline (%s, H4R_WRITE_TIMEOUT_MS) and was rolled back, nothing of it was written; retry after a pause", d)
+	return h4r.Errorf(h4r.EUNAVAILABLE, "", "the store is busy with other writes: this write did not finish within its deadline (%s, H4R_WRITE_TIMEOUT) and was rolled back, nothing of it was written; retry after a pause", d)
 }
