@@ -170,6 +170,8 @@ type Verdict struct {
 	// Err is why no decision could be made, or why an allowed item could
 	// not be delivered: for the decision log, never for Detail.
 	Err error
+	// cleared is the kept item as cleared (Cleared): made here only.
+	cleared Cleared
 }
 
 // decided is one item's policy outcome before budgets.
@@ -312,6 +314,7 @@ func (s *Slicer) fit(items []*h4r.Item, decisions []decided, limits Limits, out 
 		}
 		switch v.Reason {
 		case h4r.ReasonKept:
+			v.cleared = newCleared(item, *v.Delivered, v.RedactedFields, out.Stats.PolicyRevision)
 			out.Stats.TotalKept++
 			if v.Redacted {
 				out.Stats.TotalRedacted++
