@@ -214,7 +214,8 @@ func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.It
 // false when it is denied or its decision cannot be made (fail closed). No
 // budget applies and nothing is logged; the engine asks it about the
 // anchors of causal hops, so that links are never followed from an item
-// the caller may not see.
+// the caller may not see. It is no gate for output: build that from
+// Clear's or Slice's Cleared items (TestOneGate lists its callers).
 func (s *Slicer) Permitted(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []bool {
 	out := make([]bool, len(items))
 	if len(items) == 0 {
