@@ -69,7 +69,10 @@ func (c Cleared) Version() int { return c.version }
 
 // Cleared returns the verdict's item as cleared, when it was kept.
 func (v Verdict) Cleared() (Cleared, bool) {
-	return v.cleared, v.Reason == h4r.ReasonKept && v.cleared.item != nil
+	if v.Reason != h4r.ReasonKept || v.item == nil || v.Delivered == nil {
+		return Cleared{}, false
+	}
+	return newCleared(v.item, *v.Delivered, v.RedactedFields, v.revision), true
 }
 
 // Clear decides every item for spec, without budgets, and returns the

@@ -170,8 +170,10 @@ type Verdict struct {
 	// Err is why no decision could be made, or why an allowed item could
 	// not be delivered: for the decision log, never for Detail.
 	Err error
-	// cleared is the kept item as cleared (Cleared): made here only.
-	cleared Cleared
+	// item and revision make the kept item's Cleared when it is asked
+	// for (Cleared): the pack path never asks, and pays nothing for it.
+	item     *h4r.Item
+	revision string
 }
 
 // decided is one item's policy outcome before budgets.
@@ -315,7 +317,7 @@ func (s *Slicer) fit(items []*h4r.Item, decisions []decided, limits Limits, out 
 		}
 		switch v.Reason {
 		case h4r.ReasonKept:
-			v.cleared = newCleared(item, *v.Delivered, v.RedactedFields, out.Stats.PolicyRevision)
+			v.item, v.revision = item, out.Stats.PolicyRevision
 			out.Stats.TotalKept++
 			if v.Redacted {
 				out.Stats.TotalRedacted++
