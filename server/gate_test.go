@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/decision"
 )
 
 // sameAnswer fails unless two answers are the same byte for byte, once
@@ -77,4 +80,50 @@ func TestLinkEditsOnlySeeVisibleItems(t *testing.T) {
 			t.Errorf("the link to the hidden decision was not stored: %v", err)
 		}
 	})
+}
+
+// TestPushOverWebSocketIsRedacted: a decision trace whose rationale is PII
+// reaches a subscriber over /v1/subscribe with the rationale redacted in
+// the trace, the trigger and the suggestion alike, though the session's
+// task names the rationale's words.
+func TestPushOverWebSocketIsRedacted(t *testing.T) {
+	d := newAmbientStack(t, decision.WithPushDebounce(0), decision.WithPushThreshold(0.5))
+	c, err := wsDial(t, d.base, "s1", publicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsSend(t, c, `{"type": "context_update", "repo": "/repo", "areas": ["pkg/auth"], "current_task": "ask Rossi in Zanzibar about workers"}`)
+	if m := next(t, c, time.Second); m != nil {
+		t.Fatalf("push with nothing stored: %v", m)
+	}
+	pii := `{"id": "dt-pii", "decision_type": "file_assignment", "agent_name": "c", "project_key": "/repo", "decision": {"files": ["a"]},
+		"rationale": "Maria Rossi in Zanzibar split the workers",
+		"metadata": {"tags": ["pkg/auth"], "containsPII": true, "piiFields": ["$.content.rationale"]}}`
+	if r := post(t, d.base+"/v1/decision-traces", pii, bearer(ingestKey)...); r.status != http.StatusOK {
+		t.Fatal(string(r.body))
+	}
+	m := next(t, c, 10*time.Second)
+	if m == nil || m["trace"].(map[string]any)["id"] != "dt-pii" {
+		t.Fatalf("after ingest: %v, want dt-pii", m)
+	}
+	b, _ := json.Marshal(m)
+	for _, secret := range []string{"rossi", "zanzibar"} {
+		if bytes.Contains(bytes.ToLower(b), []byte(secret)) {
+			t.Errorf("the push names %q, which only the redacted rationale holds: %s", secret, b)
+		}
+	}
+	if s, _ := m["suggestion"].(string); !strings.Contains(s, h4r.RedactionMarker) {
+		t.Errorf("suggestion %q, want the redacted rationale", s)
+	}
+	// So does a prefetch: its match reasons are measured on the redacted
+	// trace.
+	r := post(t, d.base+"/v1/prefetch", `{"repo": "/repo", "areas": ["pkg/auth"], "task_description": "Rossi Zanzibar"}`, bearer(publicKey)...)
+	if r.status != http.StatusOK || !bytes.Contains(r.body, []byte("dt-pii")) {
+		t.Fatalf("prefetch: %d %s, want dt-pii", r.status, r.body)
+	}
+	for _, secret := range []string{"rossi", "zanzibar"} {
+		if bytes.Contains(bytes.ToLower(r.body), []byte(secret)) {
+			t.Errorf("the prefetch names %q, which only the redacted rationale holds: %s", secret, r.body)
+		}
+	}
 }
