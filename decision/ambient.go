@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/scs"
 )
 
 // Defaults of the ambient hub (document 000's push conditions).
@@ -265,7 +266,7 @@ func (h *Hub) Update(ctx context.Context, sub *Subscriber, u ContextUpdate) erro
 		if t.relevance <= h.threshold {
 			break // ranked: none after is above it
 		}
-		if s.surfaced[t.item.ID] {
+		if s.surfaced[t.item.ID()] {
 			continue
 		}
 		h.pushLocked(s, t)
@@ -313,27 +314,27 @@ func (h *Hub) notify(ctx context.Context, ids []string) {
 		h.mu.Lock()
 		sit, spec := *s.sit, s.spec
 		h.mu.Unlock()
-		var best *scored
+		var mine []*h4r.Item
 		for _, it := range items {
-			if it.Metadata.Extra["repo"] != sit.Repo && it.Metadata.Extra["project_key"] != sit.Repo {
-				continue
-			}
-			r, why := Relevance(sit, it)
-			if r > h.threshold && (best == nil || r > best.relevance) {
-				best = &scored{item: it, relevance: r, reason: why}
+			if it.Metadata.Extra["repo"] == sit.Repo || it.Metadata.Extra["project_key"] == sit.Repo {
+				mine = append(mine, it)
 			}
 		}
-		if best == nil {
+		if len(mine) == 0 {
 			continue
 		}
-		out := h.svc.slicer.Slice(ctx, spec, []*h4r.Item{best.item}, h.svc.limits)
-		v := out.Verdicts[0]
-		if v.Reason != h4r.ReasonKept || v.Delivered == nil {
-			continue // never pushed past policy
-		}
+		// Scored as the session's key may see them: never pushed past
+		// policy, nor chosen or described by a redacted value.
+		ranked := h.svc.rank(ctx, spec, sit, mine)
 		h.mu.Lock()
-		if !s.surfaced[best.item.ID] {
-			h.pushLocked(s, visibleTrace{scored: *best, wire: FromDelivered(*v.Delivered, nil)})
+		for _, t := range ranked {
+			if t.relevance <= h.threshold {
+				break // ranked: none after is above it
+			}
+			if !s.surfaced[t.item.ID()] {
+				h.pushLocked(s, t)
+				break
+			}
 		}
 		h.mu.Unlock()
 	}
@@ -347,7 +348,7 @@ func (h *Hub) pushLocked(s *ambientSession, t visibleTrace) {
 		return
 	}
 	s.lastPush = now
-	s.surfaced[t.item.ID] = true
+	s.surfaced[t.item.ID()] = true
 	p := Push{Type: "precedent", Trace: t.wire, Relevance: round3(t.relevance),
 		Trigger: triggerText(t, now), Suggestion: suggestionText(t.item)}
 	for sub := range s.conns {
@@ -359,8 +360,11 @@ func (h *Hub) pushLocked(s *ambientSession, t visibleTrace) {
 	}
 }
 
+// triggerText says why the precedent came, from the cleared trace and
+// the reason measured on it.
 func triggerText(t visibleTrace, now time.Time) string {
-	age := now.Sub(t.item.Metadata.CreatedAt)
+	it := t.item.Item()
+	age := now.Sub(it.Metadata.CreatedAt)
 	when := "today"
 	switch days := int(age.Hours() / 24); {
 	case days >= 60:
@@ -370,12 +374,14 @@ func triggerText(t visibleTrace, now time.Time) string {
 	case days == 1:
 		when = "yesterday"
 	}
-	return fmt.Sprintf("Your context matches a %s from %s: %s", strings.ReplaceAll(t.item.Kind, "_", " "), when, t.reason)
+	return fmt.Sprintf("Your context matches a %s from %s: %s", strings.ReplaceAll(it.Kind, "_", " "), when, t.reason)
 }
 
 // suggestionText is what the precedent teaches: a decision's rationale
-// and rejected alternatives, or a trace's summary and first decision.
-func suggestionText(it *h4r.Item) string {
+// and rejected alternatives, or a trace's summary and first decision, as
+// the slicer cleared them (redacted values read as the marker).
+func suggestionText(cleared scs.Cleared) string {
+	it := cleared.Item()
 	if r, _ := it.Content["rationale"].(string); r != "" {
 		return "That decision: " + r
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/scs"
 )
 
 // EscalationRequest is POST /v1/escalation's body (document 000).
@@ -107,20 +108,15 @@ func (s *Service) Escalation(ctx context.Context, spec h4r.Specialist, req Escal
 	if err != nil {
 		return nil, err
 	}
-	var inArea []*h4r.Item
-	for _, it := range cands {
-		if slices.Contains(traceAreas(it), req.Area) {
-			inArea = append(inArea, it)
-		}
-	}
-	permitted := s.slicer.Permitted(ctx, spec, inArea)
+	// Cases are read from the traces as cleared for the caller, the area
+	// included: a redacted value neither counts nor shows.
 	var cases []case_
-	for i, it := range inArea {
-		if !permitted[i] {
+	for _, c := range s.slicer.Clear(ctx, spec, cands) {
+		if !slices.Contains(traceAreas(c.Item()), req.Area) {
 			continue
 		}
-		if c, ok := readCase(it, req); ok {
-			cases = append(cases, c)
+		if cs, ok := readCase(c, req); ok {
+			cases = append(cases, cs)
 		}
 	}
 	slices.SortStableFunc(cases, func(a, b case_) int {
@@ -135,8 +131,10 @@ func (s *Service) Escalation(ctx context.Context, spec h4r.Specialist, req Escal
 	return recommend(req, cases), nil
 }
 
-// readCase reads a trace as a case for req, when it is similar enough.
-func readCase(it *h4r.Item, req EscalationRequest) (case_, bool) {
+// readCase reads a trace, as cleared for the caller, as a case for req,
+// when it is similar enough.
+func readCase(cleared scs.Cleared, req EscalationRequest) (case_, bool) {
+	it := cleared.Item()
 	if req.TaskType != "" {
 		tt, _ := it.Content["task_type"].(string)
 		if mt, ok := it.Metadata.Extra["task_type"].(string); ok && tt == "" {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/scs"
 )
 
 // KindCommitTrace is the kind of commit traces (document 000), written by
@@ -61,20 +61,27 @@ type Situation struct {
 	Text  string // task description, current task, recent decisions
 }
 
-// scored is a candidate trace with its relevance.
+// scored is a trace the caller may see, with its relevance measured on
+// the trace as cleared for it.
 type scored struct {
-	item      *h4r.Item
+	item      scs.Cleared
 	relevance float64
 	reason    string
 }
 
-// Relevance scores a commit trace against a situation, in [0, 1]: half
-// the share of the situation's areas the trace touched, three tenths the
-// share of its files, two tenths the overlap of words between the
-// situation's text and the trace's summary and decisions. When the
-// situation names no files (or no text), the other parts take its weight.
-// It returns a sentence saying why.
-func Relevance(s Situation, trace *h4r.Item) (float64, string) {
+// Relevance scores a commit trace, as the slicer cleared it for the
+// caller, against a situation, in [0, 1]: half the share of the
+// situation's areas the trace touched, three tenths the share of its
+// files, two tenths the overlap of words between the situation's text and
+// the trace's summary and decisions. When the situation names no files (or
+// no text), the other parts take its weight. It returns a sentence saying
+// why. It reads only the redacted trace: a word of a redacted value can
+// neither match nor be named.
+func Relevance(s Situation, cleared scs.Cleared) (float64, string) {
+	trace := cleared.Item()
+	if trace == nil {
+		return 0, "no trace"
+	}
 	areas := traceAreas(trace)
 	files := traceFiles(trace)
 	type part struct {
@@ -174,8 +181,7 @@ type visibleTrace struct {
 }
 
 // rankTraces finds the repo's commit traces in the situation's areas (and
-// the newest of the repo), scores them, and returns those the policy lets
-// spec see, most relevant first (ties: newest, then id).
+// the newest of the repo), and ranks them (rank).
 func (s *Service) rankTraces(ctx context.Context, spec h4r.Specialist, sit Situation) ([]visibleTrace, error) {
 	cands, err := s.commitTraces(ctx, sit.Repo, sit.Areas)
 	if err != nil {
@@ -185,34 +191,63 @@ func (s *Service) rankTraces(ctx context.Context, spec h4r.Specialist, sit Situa
 	if err != nil {
 		return nil, err
 	}
-	cands = append(cands, decisions...)
-	list := make([]scored, 0, len(cands))
+	return s.rank(ctx, spec, sit, append(cands, decisions...)), nil
+}
+
+// rank scores candidate traces against the situation as the slicer clears
+// them for spec, and returns those it delivers within the budget, most
+// relevant first (ties: newest, then id). Relevance is measured on the
+// redacted traces only: first to order the walk the budget takes, then
+// again on what Slice delivered, in case the policy changed in between.
+func (s *Service) rank(ctx context.Context, spec h4r.Specialist, sit Situation, cands []*h4r.Item) []visibleTrace {
+	byID := make(map[string]*h4r.Item, len(cands))
 	for _, it := range cands {
-		r, why := Relevance(sit, it)
-		list = append(list, scored{item: it, relevance: r, reason: why})
+		byID[it.ID] = it
 	}
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if a.relevance != b.relevance {
-			return a.relevance > b.relevance
-		}
-		if !a.item.Metadata.CreatedAt.Equal(b.item.Metadata.CreatedAt) {
-			return a.item.Metadata.CreatedAt.After(b.item.Metadata.CreatedAt)
-		}
-		return a.item.ID < b.item.ID
-	})
+	cleared := s.slicer.Clear(ctx, spec, cands)
+	list := make([]scored, 0, len(cleared))
+	for _, c := range cleared {
+		list = append(list, score(sit, c))
+	}
+	sortScored(list)
 	items := make([]*h4r.Item, len(list))
-	for i := range list {
-		items[i] = list[i].item
+	for i, sc := range list {
+		items[i] = byID[sc.item.ID()]
 	}
 	out := s.slicer.Slice(ctx, spec, items, s.limits)
-	var vis []visibleTrace
-	for i, v := range out.Verdicts {
-		if v.Reason == h4r.ReasonKept && v.Delivered != nil {
-			vis = append(vis, visibleTrace{scored: list[i], wire: FromDelivered(*v.Delivered, nil)})
+	vis := make([]visibleTrace, 0, len(list))
+	for _, v := range out.Verdicts {
+		if c, kept := v.Cleared(); kept {
+			vis = append(vis, visibleTrace{scored: score(sit, c), wire: FromCleared(c, nil)})
 		}
 	}
-	return vis, nil
+	slices.SortStableFunc(vis, func(a, b visibleTrace) int { return compareScored(a.scored, b.scored) })
+	return vis
+}
+
+func score(sit Situation, c scs.Cleared) scored {
+	r, why := Relevance(sit, c)
+	return scored{item: c, relevance: r, reason: why}
+}
+
+func sortScored(list []scored) { slices.SortStableFunc(list, compareScored) }
+
+// compareScored orders by relevance, then newest, then id.
+func compareScored(a, b scored) int {
+	ai, bi := a.item.Item(), b.item.Item()
+	switch {
+	case a.relevance != b.relevance:
+		if a.relevance > b.relevance {
+			return -1
+		}
+		return 1
+	case !ai.Metadata.CreatedAt.Equal(bi.Metadata.CreatedAt):
+		if ai.Metadata.CreatedAt.After(bi.Metadata.CreatedAt) {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(ai.ID, bi.ID)
 }
 
 // commitTraces reads the repo's commit traces tagged with any of areas,
@@ -317,10 +352,11 @@ func suggestions(traces []visibleTrace, now time.Time) []string {
 		if t.relevance == 0 {
 			continue
 		}
-		recent := now.Sub(t.item.Metadata.CreatedAt) <= 30*24*time.Hour
-		status, _ := t.item.Content["status"].(string)
-		esc, _ := t.item.Content["escalations"].([]any)
-		for _, a := range traceAreas(t.item) {
+		it := t.item.Item()
+		recent := now.Sub(it.Metadata.CreatedAt) <= 30*24*time.Hour
+		status, _ := it.Content["status"].(string)
+		esc, _ := it.Content["escalations"].([]any)
+		for _, a := range traceAreas(it) {
 			total[a]++
 			if status == "reverted" && recent {
 				reverted[a]++

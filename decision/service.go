@@ -18,10 +18,12 @@ type Store interface {
 	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
 }
 
-// Slicer applies policy and budgets (scs.Slicer): every answer passes it.
+// Slicer applies policy and budgets (scs.Slicer): every answer passes it,
+// and is built from the items as it cleared them (scs.Cleared), never
+// from the stored ones.
 type Slicer interface {
 	Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome
-	Permitted(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []bool
+	Clear(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []scs.Cleared
 }
 
 // Service records decision traces and events and answers the ADR's
@@ -226,8 +228,9 @@ func (s *Service) query(ctx context.Context, spec h4r.Specialist, q h4r.ItemQuer
 		}
 	}
 	ans := &Answer{DecisionTraces: []Wire{}}
-	for i, v := range out.Verdicts {
-		if v.Reason != h4r.ReasonKept || v.Delivered == nil {
+	for _, v := range out.Verdicts {
+		c, kept := v.Cleared()
+		if !kept {
 			if v.Reason == h4r.ReasonPolicy {
 				ans.Withheld++
 			}
@@ -236,9 +239,9 @@ func (s *Service) query(ctx context.Context, spec h4r.Specialist, q h4r.ItemQuer
 		if len(ans.DecisionTraces) == limit {
 			break
 		}
-		w := FromDelivered(*v.Delivered, s.visibleLinks(ctx, spec, items[i].Links))
+		w := FromCleared(c, s.visibleLinks(ctx, spec, c.Item().Links))
 		if withOutcome {
-			o, err := s.outcome(ctx, spec, items[i])
+			o, err := s.outcome(ctx, spec, c)
 			if err != nil {
 				return nil, err
 			}
@@ -264,9 +267,13 @@ func (s *Service) visibleLinks(ctx context.Context, spec h4r.Specialist, links [
 	if len(targets) == 0 {
 		return links
 	}
+	visible := map[string]bool{}
+	for _, c := range s.slicer.Clear(ctx, spec, targets) {
+		visible[c.ID()] = true
+	}
 	hidden := map[int]bool{}
-	for j, ok := range s.slicer.Permitted(ctx, spec, targets) {
-		if !ok {
+	for j, it := range targets {
+		if !visible[it.ID] {
 			hidden[at[j]] = true
 		}
 	}
@@ -279,12 +286,35 @@ func (s *Service) visibleLinks(ctx context.Context, spec h4r.Specialist, links [
 	return out
 }
 
+// VisibleLinks is links without those to items spec may not see.
+func (s *Service) VisibleLinks(ctx context.Context, spec h4r.Specialist, links []h4r.Link) []h4r.Link {
+	return s.visibleLinks(ctx, spec, links)
+}
+
+// Visible returns item id as spec may see it; one it may not see is
+// not_found, with the answer of one that does not exist.
+func (s *Service) Visible(ctx context.Context, spec h4r.Specialist, id string) (scs.Cleared, error) {
+	notFound := h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
+	it, err := s.store.Get(ctx, id)
+	switch {
+	case h4r.ErrorCode(err) == h4r.ENOTFOUND:
+		return scs.Cleared{}, notFound
+	case err != nil:
+		return scs.Cleared{}, fmt.Errorf("reading item %q: %w", id, err)
+	}
+	cleared := s.slicer.Clear(ctx, spec, []*h4r.Item{it})
+	if len(cleared) == 0 {
+		return scs.Cleared{}, notFound
+	}
+	return cleared[0], nil
+}
+
 // outcome is the decision's outcome event as the caller may see it: the
-// one outcome_event_id names, else the newest event linked outcome_of to
-// it; nil when there is none or policy withholds it.
-func (s *Service) outcome(ctx context.Context, spec h4r.Specialist, trace *h4r.Item) (Wire, error) {
+// one outcome_event_id names (unless redacted), else the newest event
+// linked outcome_of to it; nil when there is none or policy withholds it.
+func (s *Service) outcome(ctx context.Context, spec h4r.Specialist, trace scs.Cleared) (Wire, error) {
 	var ev *h4r.Item
-	if id, _ := trace.Content["outcome_event_id"].(string); id != "" {
+	if id, _ := trace.Item().Content["outcome_event_id"].(string); id != "" {
 		it, err := s.store.Get(ctx, id)
 		if err != nil && h4r.ErrorCode(err) != h4r.ENOTFOUND {
 			return nil, err
@@ -293,7 +323,7 @@ func (s *Service) outcome(ctx context.Context, spec h4r.Specialist, trace *h4r.I
 	}
 	if ev == nil {
 		found, err := s.store.Find(ctx, h4r.ItemQuery{Filters: h4r.Filters{Kinds: []string{KindEvent}}, Limit: 1,
-			Linked: &h4r.LinkMatch{Target: trace.ID, Types: []string{h4r.LinkOutcomeOf}}})
+			Linked: &h4r.LinkMatch{Target: trace.ID(), Types: []string{h4r.LinkOutcomeOf}}})
 		if err != nil {
 			return nil, err
 		}
@@ -303,8 +333,8 @@ func (s *Service) outcome(ctx context.Context, spec h4r.Specialist, trace *h4r.I
 		ev = found[0]
 	}
 	out := s.slicer.Slice(ctx, spec, []*h4r.Item{ev}, s.limits)
-	if v := out.Verdicts[0]; v.Reason == h4r.ReasonKept && v.Delivered != nil {
-		return FromDelivered(*v.Delivered, nil), nil
+	if c, kept := out.Verdicts[0].Cleared(); kept {
+		return FromCleared(c, nil), nil
 	}
 	return nil, nil
 }
@@ -327,23 +357,25 @@ type WithContext struct {
 
 // Get answers "one decision with its links and outcome"
 // (getDecisionTraceWithContext). A decision the caller may not see is
-// not_found, as one that does not exist.
+// not_found, with the very answer of one that does not exist.
 func (s *Service) Get(ctx context.Context, spec h4r.Specialist, id string) (*WithContext, error) {
-	it, err := s.store.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
 	notFound := h4r.Errorf(h4r.ENOTFOUND, "id", "no decision trace with id %q", id)
-	if it.Kind != KindTrace {
+	it, err := s.store.Get(ctx, id)
+	switch {
+	case h4r.ErrorCode(err) == h4r.ENOTFOUND:
+		return nil, notFound
+	case err != nil:
+		return nil, fmt.Errorf("reading decision trace %q: %w", id, err)
+	case it.Kind != KindTrace:
 		return nil, notFound
 	}
 	out := s.slicer.Slice(ctx, spec, []*h4r.Item{it}, s.limits)
-	v := out.Verdicts[0]
-	if v.Reason != h4r.ReasonKept || v.Delivered == nil {
+	c, kept := out.Verdicts[0].Cleared()
+	if !kept {
 		return nil, notFound
 	}
-	links := s.visibleLinks(ctx, spec, it.Links)
-	wc := &WithContext{Trace: FromDelivered(*v.Delivered, nil), Links: []EntityLink{}}
+	links := s.visibleLinks(ctx, spec, c.Item().Links)
+	wc := &WithContext{Trace: FromCleared(c, nil), Links: []EntityLink{}}
 	for _, l := range links {
 		el := EntityLink{EntityType: l.TargetType, EntityID: l.Target, LinkType: l.Type, Strength: l.Strength}
 		if el.EntityType == "" {
@@ -354,7 +386,7 @@ func (s *Service) Get(ctx context.Context, spec h4r.Specialist, id string) (*Wit
 		}
 		wc.Links = append(wc.Links, el)
 	}
-	if wc.Outcome, err = s.outcome(ctx, spec, it); err != nil {
+	if wc.Outcome, err = s.outcome(ctx, spec, c); err != nil {
 		return nil, err
 	}
 	return wc, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/scs"
 )
 
 // Item kinds this package writes.
@@ -346,9 +347,11 @@ func toMap(v any) (map[string]any, error) {
 // links.
 type Wire map[string]any
 
-// FromDelivered is the wire form of a delivered item: its content, with
-// id; links come from the stored item (links are not redacted content).
-func FromDelivered(d h4r.Delivered, links []h4r.Link) Wire {
+// FromCleared is the wire form of an item as the slicer cleared it: its
+// redacted content, with id; links are given apart (links are not
+// redacted content, but the caller drops those to hidden items).
+func FromCleared(c scs.Cleared, links []h4r.Link) Wire {
+	d := c.Delivery()
 	w := Wire{}
 	for k, v := range d.Content {
 		w[k] = v

@@ -50,10 +50,11 @@ type Store interface {
 	AddLink(ctx context.Context, id string, l h4r.Link) (bool, error)
 }
 
-// Slicer is the policy slicer (scs.Slicer).
+// Slicer is the policy slicer (scs.Slicer). Whatever the tools answer is
+// built from the memories as it cleared them (scs.Cleared).
 type Slicer interface {
 	Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome
-	Permitted(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []bool
+	Clear(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []scs.Cleared
 }
 
 // Service runs the memory tools. Create it with New.
@@ -267,12 +268,13 @@ func (s *Service) Read(ctx context.Context, spec h4r.Specialist, req ReadRequest
 	out := s.slicer.Slice(ctx, spec, items, limits)
 	res := ReadResult{Items: []Memory{}, Warnings: out.Warnings}
 	var used []string
-	for i, v := range out.Verdicts {
-		if v.Reason != h4r.ReasonKept || v.Delivered == nil {
+	for _, v := range out.Verdicts {
+		c, kept := v.Cleared()
+		if !kept {
 			continue
 		}
-		res.Items = append(res.Items, memoryOf(items[i], v, scores[items[i].ID]))
-		used = append(used, v.Delivered.ID)
+		res.Items = append(res.Items, memoryOf(c, scores[c.ID()]))
+		used = append(used, c.ID())
 	}
 	if n := out.Stats.TotalDroppedPolicy; n > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d memories in this scope are not visible to this key", n))
@@ -310,13 +312,13 @@ func (s *Service) Link(ctx context.Context, spec h4r.Specialist, req LinkRequest
 	if n != 1 {
 		return LinkResult{}, h4r.Errorf(h4r.EINVALID, "related", "give exactly one of file_path, commit_sha, context_pack_id (got %d)", n)
 	}
-	it, err := s.visible(ctx, spec, req.MemoryID)
+	c, err := s.visible(ctx, spec, req.MemoryID)
 	if err != nil {
 		return LinkResult{}, err
 	}
 	// One atomic add in the store (a link held already is no error): a
 	// read of the memory and an upsert of it would lose a concurrent link.
-	if _, err := s.store.AddLink(ctx, it.ID, h4r.Link{Type: req.Relation, Target: target}); err != nil {
+	if _, err := s.store.AddLink(ctx, c.ID(), h4r.Link{Type: req.Relation, Target: target}); err != nil {
 		if e, ok := errors.AsType[*h4r.Error](err); ok && (e.Field == "links" || strings.HasPrefix(e.Field, "link.")) {
 			return LinkResult{}, h4r.Errorf(h4r.EINVALID, field, "%s", e.Message)
 		}
@@ -336,11 +338,8 @@ func (s *Service) Stats(ctx context.Context, spec h4r.Specialist, req StatsReque
 		return StatsResult{}, fmt.Errorf("listing memories: %w", err)
 	}
 	res := StatsResult{Counts: map[string]int{}}
-	for i, ok := range s.slicer.Permitted(ctx, spec, items) {
-		if !ok {
-			continue
-		}
-		it := items[i]
+	for _, c := range s.slicer.Clear(ctx, spec, items) {
+		it := c.Item()
 		typ, _ := it.Metadata.Extra[KeyType].(string)
 		res.Counts[typ]++
 		res.Total++
@@ -351,20 +350,22 @@ func (s *Service) Stats(ctx context.Context, spec h4r.Specialist, req StatsReque
 	return res, nil
 }
 
-// visible returns a memory the caller may see; one it may not is
-// not_found, as one that does not exist (its existence is not told).
-func (s *Service) visible(ctx context.Context, spec h4r.Specialist, id string) (*h4r.Item, error) {
+// visible returns a memory as the caller may see it; one it may not see
+// is not_found, as one that does not exist (its existence is not told).
+func (s *Service) visible(ctx context.Context, spec h4r.Specialist, id string) (scs.Cleared, error) {
+	notFound := h4r.Errorf(h4r.ENOTFOUND, "memory_id", "no memory with id %q", id)
 	it, err := s.store.Get(ctx, id)
 	if h4r.ErrorCode(err) == h4r.ENOTFOUND || (err == nil && it.Kind != Kind) {
-		return nil, h4r.Errorf(h4r.ENOTFOUND, "memory_id", "no memory with id %q", id)
+		return scs.Cleared{}, notFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading memory %q: %w", id, err)
+		return scs.Cleared{}, fmt.Errorf("reading memory %q: %w", id, err)
 	}
-	if ok := s.slicer.Permitted(ctx, spec, []*h4r.Item{it}); !ok[0] {
-		return nil, h4r.Errorf(h4r.ENOTFOUND, "memory_id", "no memory with id %q", id)
+	cleared := s.slicer.Clear(ctx, spec, []*h4r.Item{it})
+	if len(cleared) == 0 {
+		return scs.Cleared{}, notFound
 	}
-	return it, nil
+	return cleared[0], nil
 }
 
 // filters are the store filters of a scope and a filter: kind memory,
@@ -480,11 +481,12 @@ func text(typ string, payload map[string]any) string {
 	return strings.Join(parts, "\n")
 }
 
-// memoryOf is a delivered memory as memory.read returns it: what policy
+// memoryOf is a cleared memory as memory.read returns it: what policy
 // left of its content.
-func memoryOf(it *h4r.Item, v scs.Verdict, score float64) Memory {
-	m := Memory{ID: it.ID, CreatedAt: it.Metadata.CreatedAt, Tags: it.Metadata.Tags, Score: score, Redacted: v.Redacted}
-	if c := v.Delivered.Content; c != nil {
+func memoryOf(cleared scs.Cleared, score float64) Memory {
+	it := cleared.Item()
+	m := Memory{ID: it.ID, CreatedAt: it.Metadata.CreatedAt, Tags: it.Metadata.Tags, Score: score, Redacted: cleared.Redacted()}
+	if c := it.Content; c != nil {
 		m.Type, _ = c["type"].(string)
 		m.Payload = c["payload"]
 		m.Scope, _ = c["scope"].(map[string]any)

@@ -36,4 +36,13 @@
 //
 // Redaction never changes the input items, which are shared across
 // requests: redacted content is a deep copy.
+//
+// One gate. Whatever leaves H4R, and whatever text is derived from an item
+// (a suggestion, a match reason, a summary), is built from a Cleared: the
+// redacted copy of an item the policy allowed, with the policy revision and
+// the item version it was decided at. Only this package makes one: a kept
+// Verdict carries it, and Slicer.Clear returns the allowed items as Cleared
+// without budgets. Permitted, which says only allow or deny, is for graph
+// traversal inside the engine; a test (TestOneGate) lists the packages
+// that may call it or build an item's unredacted delivered form.
 package scs

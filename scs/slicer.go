@@ -170,6 +170,10 @@ type Verdict struct {
 	// Err is why no decision could be made, or why an allowed item could
 	// not be delivered: for the decision log, never for Detail.
 	Err error
+	// item and revision make the kept item's Cleared when it is asked
+	// for (Cleared): the pack path never asks, and pays nothing for it.
+	item     *h4r.Item
+	revision string
 }
 
 // decided is one item's policy outcome before budgets.
@@ -212,7 +216,8 @@ func (s *Slicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.It
 // false when it is denied or its decision cannot be made (fail closed). No
 // budget applies and nothing is logged; the engine asks it about the
 // anchors of causal hops, so that links are never followed from an item
-// the caller may not see.
+// the caller may not see. It is no gate for output: build that from
+// Clear's or Slice's Cleared items (TestOneGate lists its callers).
 func (s *Slicer) Permitted(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []bool {
 	out := make([]bool, len(items))
 	if len(items) == 0 {
@@ -312,6 +317,7 @@ func (s *Slicer) fit(items []*h4r.Item, decisions []decided, limits Limits, out 
 		}
 		switch v.Reason {
 		case h4r.ReasonKept:
+			v.item, v.revision = item, out.Stats.PolicyRevision
 			out.Stats.TotalKept++
 			if v.Redacted {
 				out.Stats.TotalRedacted++

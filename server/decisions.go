@@ -13,6 +13,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/internal/jsonstrict"
+	"github.com/h4r/h4r/scs"
 )
 
 // DecisionService records decision traces and events and answers the
@@ -24,6 +25,11 @@ type DecisionService interface {
 	Get(ctx context.Context, spec h4r.Specialist, id string) (*decision.WithContext, error)
 	Prefetch(ctx context.Context, spec h4r.Specialist, req decision.PrefetchRequest) (*decision.PrefetchResult, error)
 	Escalation(ctx context.Context, spec h4r.Specialist, req decision.EscalationRequest) (*decision.EscalationHint, error)
+	// Visible is item id as spec may see it: not_found, alike, when it
+	// does not exist or spec may not see it.
+	Visible(ctx context.Context, spec h4r.Specialist, id string) (scs.Cleared, error)
+	// VisibleLinks drops the links to items spec may not see.
+	VisibleLinks(ctx context.Context, spec h4r.Specialist, links []h4r.Link) []h4r.Link
 }
 
 // WithDecisions serves decision traces, events and precedent queries

@@ -60,6 +60,7 @@ func (k *keyedLocks) lock(key string) (unlock func()) {
 	}
 }
 
+// decodeLinks reads the item id and the links of a link edit.
 func (s *Server) decodeLinks(c *echo.Context) (string, []h4r.Link, error) {
 	id, err := itemID(c)
 	if err != nil {
@@ -79,10 +80,32 @@ func (s *Server) decodeLinks(c *echo.Context) (string, []h4r.Link, error) {
 	return id, b.Links, nil
 }
 
+// visibleItem checks that the caller may see item id before it edits the
+// item's links: one it may not see is not_found, as one that does not
+// exist. It returns the decision service and the caller.
+func (s *Server) visibleItem(c *echo.Context, id string) (DecisionService, h4r.Specialist, error) {
+	d, err := s.decisionService()
+	if err != nil {
+		return nil, h4r.Specialist{}, err
+	}
+	spec, err := s.identity(c, "", nil)
+	if err != nil {
+		return nil, h4r.Specialist{}, err
+	}
+	if _, err := d.Visible(c.Request().Context(), spec, id); err != nil {
+		return nil, h4r.Specialist{}, err
+	}
+	return d, spec, nil
+}
+
 // addLinks appends links to an item without re-sending it. A link to a
 // decision (targetType decision) must name one that exists.
 func (s *Server) addLinks(c *echo.Context) error {
 	id, links, err := s.decodeLinks(c)
+	if err != nil {
+		return err
+	}
+	d, spec, err := s.visibleItem(c, id)
 	if err != nil {
 		return err
 	}
@@ -110,7 +133,7 @@ func (s *Server) addLinks(c *echo.Context) error {
 		return h4r.Errorf(h4r.EINVALID, "links", "the item would hold %d links, the limit is %d", n, h4r.MaxLinks)
 	}
 	it.Links = append(it.Links, links...)
-	return s.writeLinks(c, it)
+	return s.writeLinks(c, d, spec, it)
 }
 
 // removeLinks removes the item's links that match each given link by
@@ -118,6 +141,10 @@ func (s *Server) addLinks(c *echo.Context) error {
 // none is not_found, and nothing is removed.
 func (s *Server) removeLinks(c *echo.Context) error {
 	id, links, err := s.decodeLinks(c)
+	if err != nil {
+		return err
+	}
+	d, spec, err := s.visibleItem(c, id)
 	if err != nil {
 		return err
 	}
@@ -138,17 +165,20 @@ func (s *Server) removeLinks(c *echo.Context) error {
 	it.Links = slices.DeleteFunc(it.Links, func(have h4r.Link) bool {
 		return slices.ContainsFunc(links, func(give h4r.Link) bool { return matches(have, give) })
 	})
-	return s.writeLinks(c, it)
+	return s.writeLinks(c, d, spec, it)
 }
 
-func (s *Server) writeLinks(c *echo.Context, it *h4r.Item) error {
+// writeLinks stores the edited item and answers with its links, less
+// those to items the caller may not see.
+func (s *Server) writeLinks(c *echo.Context, d DecisionService, spec h4r.Specialist, it *h4r.Item) error {
 	if err := it.Validate(""); err != nil {
 		return err
 	}
-	if _, err := s.store.Upsert(c.Request().Context(), []h4r.Item{*it}); err != nil {
+	ctx := c.Request().Context()
+	if _, err := s.store.Upsert(ctx, []h4r.Item{*it}); err != nil {
 		return unbatched(err)
 	}
-	links := it.Links
+	links := d.VisibleLinks(ctx, spec, it.Links)
 	if links == nil {
 		links = []h4r.Link{}
 	}
