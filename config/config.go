@@ -252,6 +252,9 @@ func UnknownVars(environ []string) []string {
 		for _, a := range v.Aliases {
 			known[a] = true
 		}
+		if v.Secret {
+			known[v.Name+"_FILE"] = true
+		}
 	}
 	var unknown []string
 	for _, entry := range environ {

@@ -82,8 +82,23 @@ func Load(lookup func(string) (string, bool)) (Loaded, error) {
 }
 
 // apply sets v from lookup, if lookup has its name or an alias, and
-// records src. The name wins over an alias.
+// records src. The name wins over an alias. A secret may also be given as
+// NAME_FILE, the path of a file holding it (as container secrets are
+// mounted), so that it never sits in the environment.
 func apply(out *Loaded, v variable, src Source, lookup func(string) (string, bool)) error {
+	if path, ok := lookup(v.Name + "_FILE"); ok && v.Secret && strings.TrimSpace(path) != "" {
+		if raw, ok := lookup(v.Name); !ok || strings.TrimSpace(raw) == "" {
+			data, err := os.ReadFile(strings.TrimSpace(path))
+			if err != nil {
+				return h4r.Errorf(h4r.EINVALID, v.Name+"_FILE", "reading the secret's file: %v", err)
+			}
+			if err := v.parse(&out.Config, strings.TrimSpace(string(data))); err != nil {
+				return err
+			}
+			out.Sources[v.Name] = src
+			return nil
+		}
+	}
 	if raw, ok := lookup(v.Name); ok && strings.TrimSpace(raw) != "" {
 		if err := v.parse(&out.Config, strings.TrimSpace(raw)); err != nil {
 			return err

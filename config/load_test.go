@@ -108,6 +108,28 @@ func TestFileErrors(t *testing.T) {
 	}
 }
 
+// TestSecretFromFile: a secret given as NAME_FILE is read from the file,
+// and a file that is not there is an error naming NAME_FILE.
+func TestSecretFromFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte("hush\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := config.Load(env(map[string]string{"H4R_GITHUB_WEBHOOK_SECRET_FILE": path}))
+	if err != nil || l.Config.GitHubWebhookSecret != "hush" {
+		t.Fatalf("secret %q, error %v; want hush", l.Config.GitHubWebhookSecret, err)
+	}
+	_, err = config.Load(env(map[string]string{"H4R_GITHUB_WEBHOOK_SECRET_FILE": path + ".missing"}))
+	if err == nil || !strings.Contains(err.Error(), "H4R_GITHUB_WEBHOOK_SECRET_FILE") {
+		t.Errorf("error = %v, want one naming H4R_GITHUB_WEBHOOK_SECRET_FILE", err)
+	}
+	// Only secrets take _FILE: another variable's is not read.
+	l, err = config.Load(env(map[string]string{"H4R_ADDR_FILE": path}))
+	if err != nil || l.Config.Addr != config.Default().Addr {
+		t.Errorf("H4R_ADDR_FILE changed the address to %q (error %v)", l.Config.Addr, err)
+	}
+}
+
 // TestMissingFile: a file that is not there is an error naming H4R_CONFIG.
 func TestMissingFile(t *testing.T) {
 	_, err := config.Load(env(map[string]string{"H4R_CONFIG": filepath.Join(t.TempDir(), "nope.yaml")}))

@@ -74,3 +74,16 @@ func TestConfigMasksSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestHealth: h4r health exits 0 against a live server and fails against
+// an address nothing listens on.
+func TestHealth(t *testing.T) {
+	base, _ := docsServer(t)
+	addr := strings.TrimPrefix(base, "http://")
+	if err := run(context.Background(), []string{"health", "--addr", addr}, nil, io.Discard, io.Discard, env(nil)); err != nil {
+		t.Errorf("against a live server: %v", err)
+	}
+	if err := run(context.Background(), []string{"health", "--addr", "127.0.0.1:1", "--timeout", "1s"}, nil, io.Discard, io.Discard, env(nil)); err == nil {
+		t.Error("against a closed port: no error")
+	}
+}

@@ -36,6 +36,11 @@ func describeFlags(fs *flag.FlagSet, synopsis string) {
 	}
 }
 
+// releaseVersion is set by scripts/release.sh (-ldflags -X) to the tag or
+// commit the archives are built from; a go build or go install leaves it
+// empty and the module version is printed.
+var releaseVersion string
+
 // versionLine is what h4r version prints: the module version and the VCS
 // revision the binary was built from, as the build recorded them.
 func versionLine() string {
@@ -44,6 +49,9 @@ func versionLine() string {
 		return "h4r (no build information)"
 	}
 	version := info.Main.Version
+	if releaseVersion != "" {
+		version = releaseVersion
+	}
 	if version == "" {
 		version = "(devel)"
 	}

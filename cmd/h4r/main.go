@@ -30,6 +30,7 @@ Usage:
   h4r keys hash < KEY                           print the SHA-256 of an API key for the keys file
   h4r bench  quality|tune|gen|latency [flags]   measure ranking quality and latency, tune weights
   h4r config [--changed] [--json]               the effective configuration, each value's source, secrets masked
+  h4r health [--addr HOST:PORT] [--ready]       exit 0 when a running server is live (container health checks)
   h4r version                                   print the version and the VCS revision
   h4r completion bash|zsh|fish                  print a shell completion script
 
@@ -146,6 +147,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdCompletion(args[1:], stdout, stderr)
 	case "config":
 		return cmdConfig(args[1:], stdout, stderr, lookupEnv)
+	case "health":
+		return cmdHealth(ctx, args[1:], stdout, stderr, lookupEnv)
 	}
 	return unknownCommand{args[0]}
 }
@@ -154,7 +157,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // message and shell completion (TestCommandsAllDispatch keeps the two
 // lists equal).
 var commands = []string{"serve", "pack", "ingest", "query", "mcp", "ingest-source", "reindex", "migrate",
-	"policy", "keys", "bench", "config", "version", "completion", "help"}
+	"policy", "keys", "bench", "config", "health", "version", "completion", "help"}
 
 // unknownCommand is a first argument that names no command.
 type unknownCommand struct{ name string }
