@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -227,6 +228,56 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 				saved[c.save] = savedValue(t, r, c.from)
 			}
 		})
+	}
+}
+
+// TestOpenAPIExamplesMatch checks every example the description gives,
+// of a request body or an answer, against the schema beside it (closed as
+// TestOpenAPIResponsesMatch closes them), so that an example cannot
+// drift from the fields it shows.
+func TestOpenAPIExamplesMatch(t *testing.T) {
+	spec := loadOpenAPI(t, newStack(t).serve(t))
+	n := 0
+	paths, _ := spec.doc["paths"].(map[string]any)
+	for _, path := range slices.Sorted(maps.Keys(paths)) {
+		item, _ := paths[path].(map[string]any)
+		for _, method := range slices.Sorted(maps.Keys(item)) {
+			op, ok := item[method].(map[string]any)
+			if !ok {
+				continue
+			}
+			media := map[string]any{}
+			if body, ok := op["requestBody"].(map[string]any); ok {
+				media["request"] = body["content"]
+			}
+			responses, _ := op["responses"].(map[string]any)
+			for status, r := range responses {
+				if r, ok := r.(map[string]any); ok {
+					media[status] = r["content"]
+				}
+			}
+			for _, where := range slices.Sorted(maps.Keys(media)) {
+				content, _ := media[where].(map[string]any)
+				for ct, m := range content {
+					m, _ := m.(map[string]any)
+					examples, _ := m["examples"].(map[string]any)
+					for name, ex := range examples {
+						n++
+						value := ex.(map[string]any)["value"]
+						resolved, err := spec.compile(m["schema"])
+						if err != nil {
+							t.Fatalf("%s %s %s: %v", method, path, where, err)
+						}
+						if err := resolved.Validate(value); err != nil {
+							t.Errorf("%s %s, %s %s, example %q does not match its schema: %v", strings.ToUpper(method), path, where, ct, name, err)
+						}
+					}
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("the description gives no examples")
 	}
 }
 
