@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,6 +229,43 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 				saved[c.save] = savedValue(t, r, c.from)
 			}
 		})
+	}
+}
+
+// TestOpenAPIOperationIDs checks what generated clients and validators
+// rely on: the 3.1 dialect the schemas are written in, a server, and on
+// every operation a unique camelCase operationId (a client's method name).
+func TestOpenAPIOperationIDs(t *testing.T) {
+	spec := loadOpenAPI(t, newStack(t).serve(t))
+	if v, _ := spec.doc["openapi"].(string); !strings.HasPrefix(v, "3.1.") {
+		t.Errorf("openapi %q: the schemas use 3.1 (type arrays with null, const), so the document must declare 3.1.x", v)
+	}
+	if servers, _ := spec.doc["servers"].([]any); len(servers) == 0 {
+		t.Error("no servers: clients need a base URL")
+	}
+	camel := regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+	seen := map[string]string{}
+	paths, _ := spec.doc["paths"].(map[string]any)
+	for _, path := range slices.Sorted(maps.Keys(paths)) {
+		item, _ := paths[path].(map[string]any)
+		for _, method := range slices.Sorted(maps.Keys(item)) {
+			op, ok := item[method].(map[string]any)
+			if !ok || method == "parameters" {
+				continue
+			}
+			route := strings.ToUpper(method) + " " + path
+			id, _ := op["operationId"].(string)
+			switch {
+			case id == "":
+				t.Errorf("%s has no operationId: add a camelCase one (verb first, as getItem) to its file in server/openapi/", route)
+			case !camel.MatchString(id):
+				t.Errorf("%s: operationId %q is not camelCase", route, id)
+			case seen[id] != "":
+				t.Errorf("%s: operationId %q is %s's too", route, id, seen[id])
+			default:
+				seen[id] = route
+			}
+		}
 	}
 }
 
