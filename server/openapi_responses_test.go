@@ -199,6 +199,7 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 		{name: "mcp stream without session", route: "GET /mcp", header: mcpAccept, status: 400},
 	}
 	checkCoverage(t, spec, calls, srv.Routes())
+	calls = append(calls, badCalls(srv)...)
 
 	saved := map[string]string{}
 	fill := func(s string) string {
@@ -317,6 +318,37 @@ func TestOpenAPIExamplesMatch(t *testing.T) {
 	if n == 0 {
 		t.Error("the description gives no examples")
 	}
+}
+
+// badCalls are, for every route, the requests any route may be sent
+// wrongly, so that each route's error answers are checked too: without a
+// key (401, unless the route is public), with a method it does not serve
+// (405), and, for a POST, with a body that is not JSON (400, or what
+// notJSON says the route answers instead).
+func badCalls(srv *server.Server) []apiCall {
+	notJSON := map[string]int{
+		// JSON-RPC answers a parse error in a 200 (the JSON-RPC error).
+		"POST /v1/a2a/rpc": http.StatusOK,
+		// The signature is checked before the body is read.
+		"POST /webhook/github": http.StatusUnauthorized,
+	}
+	var out []apiCall
+	for _, route := range srv.Routes() {
+		method, path, _ := strings.Cut(route, " ")
+		concrete := strings.NewReplacer("{id}", "mem-root", "{owner}", "acme", "{name}", "gateway", "{sha}", "9f2c4e1a7b3d5f60812c4e6a8b0d2f4a6c8e0b1d").Replace(path)
+		if public, _ := srv.RouteAccess(route); !public {
+			out = append(out, apiCall{name: route + " without a key", route: route, path: concrete, body: "{}", header: []string{"Authorization", ""}, status: http.StatusUnauthorized})
+		}
+		out = append(out, apiCall{name: route + " by PATCH", route: route, method: http.MethodPatch, path: concrete, status: http.StatusMethodNotAllowed})
+		if method == http.MethodPost {
+			status, ok := notJSON[route]
+			if !ok {
+				status = http.StatusBadRequest
+			}
+			out = append(out, apiCall{name: route + " with a body that is not JSON", route: route, path: concrete, body: "{", status: status})
+		}
+	}
+	return out
 }
 
 // checkCoverage fails for a served route no call exercises with a
