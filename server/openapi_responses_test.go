@@ -308,7 +308,7 @@ func TestOpenAPIExamplesMatch(t *testing.T) {
 							t.Fatalf("%s %s %s: %v", method, path, where, err)
 						}
 						if err := resolved.Validate(value); err != nil {
-							t.Errorf("%s %s, %s %s, example %q does not match its schema: %v", strings.ToUpper(method), path, where, ct, name, err)
+							t.Errorf("%s %s, %s %s, example %q does not match its schema: %v%s", strings.ToUpper(method), path, where, ct, name, err, spec.undocumentedNote(m["schema"], value))
 						}
 					}
 				}
@@ -553,8 +553,99 @@ func (s openAPISpec) check(t *testing.T, route string, r response) {
 		t.Fatalf("%s %d: compiling the documented schema: %v", route, r.status, err)
 	}
 	if err := resolved.Validate(body); err != nil {
-		t.Errorf("%s %d: the answer does not match /openapi.json (fix the handler or the description in server/openapi/): %v\nbody: %.2000s", route, r.status, err, r.body)
+		t.Errorf("%s %d: the answer does not match /openapi.json (fix the handler or the description in server/openapi/): %v%s\nbody: %.2000s", route, r.status, err, s.undocumentedNote(schema, body), r.body)
 	}
+}
+
+// undocumentedNote names the fields of v its schema does not list, for a
+// failure message (the validator's own error does not name them).
+func (s openAPISpec) undocumentedNote(schema, v any) string {
+	var out []string
+	s.undocumented(schema, v, "$", &out)
+	if len(out) == 0 {
+		return ""
+	}
+	return "\nfields the description does not list: " + strings.Join(out, ", ")
+}
+
+// undocumented appends to out the paths of v's object fields that the
+// schema, as closeSchema closes it, does not allow. Of a oneOf or anyOf,
+// the branch that leaves the fewest counts.
+func (s openAPISpec) undocumented(schema, v any, at string, out *[]string) {
+	sch := s.deref(schema)
+	if sch == nil {
+		return
+	}
+	for _, k := range []string{"oneOf", "anyOf"} {
+		if branches, ok := sch[k].([]any); ok && len(branches) > 0 {
+			var best []string
+			for i, b := range branches {
+				var got []string
+				s.undocumented(b, v, at, &got)
+				if i == 0 || len(got) < len(best) {
+					best = got
+				}
+			}
+			*out = append(*out, best...)
+		}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		props := s.propertiesOf(sch)
+		for _, key := range slices.Sorted(maps.Keys(v)) {
+			switch addl := sch["additionalProperties"].(type) {
+			case map[string]any:
+				if props[key] == nil {
+					s.undocumented(addl, v[key], at+"."+key, out)
+					continue
+				}
+			case bool:
+				if addl && props[key] == nil {
+					continue
+				}
+			}
+			if p, ok := props[key]; ok {
+				s.undocumented(p, v[key], at+"."+key, out)
+			} else if len(props) > 0 {
+				*out = append(*out, at+"."+key)
+			}
+		}
+	case []any:
+		if items, ok := sch["items"]; ok {
+			for i, e := range v {
+				s.undocumented(items, e, fmt.Sprintf("%s[%d]", at, i), out)
+			}
+		}
+	}
+}
+
+// deref follows a schema's $ref to the component it names.
+func (s openAPISpec) deref(schema any) map[string]any {
+	m, _ := schema.(map[string]any)
+	for range 16 {
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			break
+		}
+		comps, _ := s.doc["components"].(map[string]any)
+		schemas, _ := comps["schemas"].(map[string]any)
+		m, _ = schemas[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
+	}
+	return m
+}
+
+// propertiesOf is a schema's properties with those of its allOf branches.
+func (s openAPISpec) propertiesOf(sch map[string]any) map[string]any {
+	out := map[string]any{}
+	if props, ok := sch["properties"].(map[string]any); ok {
+		maps.Copy(out, props)
+	}
+	if all, ok := sch["allOf"].([]any); ok {
+		for _, b := range all {
+			maps.Copy(out, s.propertiesOf(s.deref(b)))
+		}
+	}
+	return out
 }
 
 // pointer returns the part of the document a local $ref names.
