@@ -127,6 +127,7 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 
 		{name: "pack", route: "POST /v1/context-pack", body: healerBody, header: bearer(healerKey), status: 200},
 		{name: "pack with graph", route: "POST /v1/context-pack", body: `{"query": {"type": "causal", "text": "login"}, "anchors": ["mem-root"], "max_hops": 2, "include_graph": true, "tldr_sentences": 2}`, status: 200},
+		{name: "pack without graph", route: "POST /v1/context-pack", body: `{"query": {"text": "checkout"}, "include_graph": false, "tldr_sentences": 0}`, status: 200},
 		{name: "pack bad query type", route: "POST /v1/context-pack", body: `{"query": {"type": "fuzzy", "text": "x"}}`, status: 400},
 		{name: "pack malformed JSON", route: "POST /v1/context-pack", body: `{"query": `, status: 400},
 		{name: "pack as text", route: "POST /v1/context-pack", body: healerBody, header: []string{"Content-Type", "text/plain"}, status: 415},
