@@ -62,6 +62,9 @@ func (s *Server) a2aRPC(c *echo.Context, rpc http.Handler) error {
 	ctx := context.WithValue(c.Request().Context(), a2aCallerKey{}, a2aCaller{spec: spec, audit: s.mayAudit(c)})
 	req := c.Request().WithContext(ctx)
 	req.Body = http.MaxBytesReader(c.Response(), req.Body, s.maxBodyBytes)
+	// The SDK writes JSON-RPC answers without a Content-Type, which
+	// net/http would sniff as text/plain; a stream sets its own.
+	c.Response().Header().Set("Content-Type", "application/json")
 	rpc.ServeHTTP(c.Response(), req)
 	return nil
 }
