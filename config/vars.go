@@ -212,7 +212,7 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.A2ATaskTTL }, time.Second, 7*24*time.Hour),
 		whole("H4R_A2A_TASK_MAX", "1000", "Most A2A tasks kept in memory; past it the oldest are dropped.",
 			func(c *Config) *int { return &c.A2ATaskMax }, 1, 1_000_000),
-		whole("H4R_A2A_TASK_MAX_BYTES", "67108864", "Most bytes of A2A tasks (packs and messages, as encoded) kept in memory; past it the oldest are dropped.",
+		whole("H4R_A2A_TASK_MAX_BYTES", "67108864", "Most bytes of A2A tasks (packs and messages) kept in memory, counted as their JSON encoding (held decoded, they take about 1.5 times that); past it the oldest are dropped.",
 			func(c *Config) *int64 { return &c.A2ATaskMaxBytes }, 1<<20, 1<<40),
 		whole("H4R_PACK_RETENTION", "10000", "How many packs POST /query keeps (the newest) so that POST /feedback can name them; older ones are pruned as new ones are stored, and feedback on them answers 404. 0 keeps every pack.",
 			func(c *Config) *int { return &c.PackRetention }, 0, math.MaxInt),
