@@ -47,9 +47,12 @@ func (a *a2aService) send(ctx context.Context, caller a2aCaller, msg *a2a.Messag
 	defer close(done)
 	msgSize, _ := json.Marshal(&m)
 	a.tasks.add(&a2aTask{owner: caller.owner, task: task, cancel: cancel, done: done, size: int64(len(msgSize)) + a2aTaskOverhead})
+	var emitErr error
 	if emit != nil {
-		if err := emit(task); err != nil {
-			return a2a.Task{}, err
+		// A client gone mid-stream still gets its task ended (failed, as
+		// its context is canceled), never left working.
+		if emitErr = emit(task); emitErr != nil {
+			emit = nil
 		}
 	}
 
@@ -85,6 +88,9 @@ func (a *a2aService) send(ctx context.Context, caller a2aCaller, msg *a2a.Messag
 		} else if err == nil {
 			a.tasks.resize(caller.owner, task.ID, size+int64(len(msgSize))+a2aTaskOverhead)
 		}
+	}
+	if emitErr != nil {
+		return a2a.Task{}, emitErr
 	}
 	if emit != nil {
 		if len(final.Artifacts) > 0 {
