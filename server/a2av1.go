@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -299,7 +300,9 @@ func (a *a2aService) listV1(c *echo.Context, caller a2aCaller, p v1ListRequest) 
 	if end < len(match) {
 		res.NextPageToken = strconv.Itoa(end)
 	}
-	ctx := c.Request().Context()
+	// One request deadline for the page, however many packs are stale.
+	ctx, cancel := context.WithTimeout(c.Request().Context(), a.s.requestTimeout)
+	defer cancel()
 	for _, t := range match[offset:end] {
 		if p.IncludeArtifacts {
 			fresh, err := a.get(ctx, caller, t.ID)
