@@ -42,12 +42,13 @@ H4R_DATA_DIR="$work/data" H4R_API_KEYS_FILE="$work/keys.json" H4R_LOG_LEVEL=warn
 pid=$!
 
 url="http://127.0.0.1:$port"
+ready() { node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$url/health/ready"; }
 for _ in $(seq 1 150); do
-  if curl -fsS "$url/health/ready" >/dev/null 2>&1; then break; fi
+  if ready; then break; fi
   if ! kill -0 "$pid" 2>/dev/null; then cat "$work/serve.log"; echo "h4r serve exited"; exit 1; fi
   sleep 0.2
 done
-curl -fsS "$url/health/ready" >/dev/null || { cat "$work/serve.log"; echo "h4r serve is not ready"; exit 1; }
+ready || { cat "$work/serve.log"; echo "h4r serve is not ready"; exit 1; }
 
 status=0
 for script in v1.mjs v03.mjs; do
