@@ -78,6 +78,12 @@ type Config struct {
 	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: requests per minute per key and route class
 	ShutdownGrace      time.Duration // H4R_SHUTDOWN_GRACE: how long in-flight requests may finish on SIGTERM
 
+	// The A2A protocol endpoint.
+	A2APublicURL    string        // H4R_A2A_PUBLIC_URL: base URL the agent card advertises
+	A2ATaskTTL      time.Duration // H4R_A2A_TASK_TTL: how long an A2A task may be read
+	A2ATaskMax      int           // H4R_A2A_TASK_MAX: A2A tasks kept at most
+	A2ATaskMaxBytes int64         // H4R_A2A_TASK_MAX_BYTES: bytes of A2A tasks kept at most
+
 	// Vectors and hybrid relevance.
 	Embedder         string        // H4R_EMBEDDER: hash (built in, offline) or openai (an OpenAI-compatible /v1/embeddings server)
 	EmbedURL         string        // H4R_EMBED_URL: base URL of the embeddings server

@@ -213,6 +213,14 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.SummaryTimeout }, time.Millisecond, 10*time.Minute),
 		serviceURL("OTEL_EXPORTER_OTLP_ENDPOINT", "OpenTelemetry collector that spans (NATS message, ingest, store, search) are exported to over OTLP/HTTP, e.g. http://localhost:4318; empty: no export.",
 			func(c *Config) *string { return &c.OTLPEndpoint }, "http", "https"),
+		text("H4R_A2A_PUBLIC_URL", "", "Base URL clients reach this server at (http or https, optional path prefix, e.g. https://h4r.example.com); the A2A agent card advertises its JSON-RPC endpoint under it. Empty: the address the connection came in on. Request headers (Host, X-Forwarded-*) never choose it.",
+			func(c *Config) *string { return &c.A2APublicURL }, checkPublicURL),
+		duration("H4R_A2A_TASK_TTL", "1h", "How long an A2A task (its pack) may be read with GetTask or tasks/get after it was made; then it is not found.",
+			func(c *Config) *time.Duration { return &c.A2ATaskTTL }, time.Second, 7*24*time.Hour),
+		whole("H4R_A2A_TASK_MAX", "1000", "Most A2A tasks kept in memory; past it the oldest are dropped.",
+			func(c *Config) *int { return &c.A2ATaskMax }, 1, 1_000_000),
+		whole("H4R_A2A_TASK_MAX_BYTES", "67108864", "Most bytes of A2A tasks (packs and messages) kept in memory, counted as their JSON encoding (held decoded, they take about 1.5 times that); past it the oldest are dropped.",
+			func(c *Config) *int64 { return &c.A2ATaskMaxBytes }, 1<<20, 1<<40),
 		whole("H4R_PACK_RETENTION", "10000", "How many packs POST /query keeps (the newest) so that POST /feedback can name them; older ones are pruned as new ones are stored, and feedback on them answers 404. 0 keeps every pack.",
 			func(c *Config) *int { return &c.PackRetention }, 0, math.MaxInt),
 		boolean("H4R_BRIDGE_ENABLED", "false", "Feature flag of the context bridge (POST /v1/bridge): when false the bridge returns the tool result unchanged, without context_bridge.",
@@ -537,6 +545,26 @@ func checkStopWords(s string) string {
 func checkNotEmpty(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "want a directory, got an empty value"
+	}
+	return ""
+}
+
+// checkPublicURL accepts an empty value or an absolute http(s) URL with a
+// host and no user, query or fragment.
+func checkPublicURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("want an http or https URL such as https://h4r.example.com, got %q", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("want an http or https URL, got scheme %q", u.Scheme)
+	case u.Host == "":
+		return fmt.Sprintf("want a URL with a host, got %q", s)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Sprintf("want a base URL without user, query or fragment, got %q", s)
 	}
 	return ""
 }

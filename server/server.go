@@ -83,6 +83,7 @@ type Server struct {
 	rag            *rag.Service   // POST /query and /feedback (query.go); nil: not served
 	bridge         *bridge.Bridge // POST /v1/bridge (bridge.go); nil: results unchanged
 	jobs           Jobs           // nil: no ingestion or background jobs (ingest.go)
+	a2aOpts        A2AOptions     // the A2A protocol endpoint (a2aproto.go)
 }
 
 // readinessCheck is one backend /health/ready checks.

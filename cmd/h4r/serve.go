@@ -170,6 +170,7 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithDecisions(a.Decisions),
 		server.WithMemory(a.Memory),
 		server.WithMCP(mcpRegistry(cfg, a, b)),
+		server.WithA2A(server.A2AOptions{PublicURL: cfg.A2APublicURL, TaskTTL: cfg.A2ATaskTTL, TaskMax: cfg.A2ATaskMax, TaskMaxBytes: cfg.A2ATaskMaxBytes}),
 	}
 	// fanout nil: pushes stay within this process (no NATS_URL).
 	hub, err := decision.NewHub(a.Decisions, fanout, decision.WithHubLogger(log),
