@@ -222,7 +222,7 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.BridgeTimeout }, time.Millisecond, time.Minute),
 		millis("H4R_BRIDGE_EMBED_TIMEOUT_MS", "500", "Deadline of the context bridge's embedding step, in milliseconds (with H4R_EMBEDDER=openai); past it, or on any embedding error, matching is concept-only and says so.",
 			func(c *Config) *time.Duration { return &c.BridgeEmbedTimeout }, time.Millisecond, time.Minute),
-		millis("H4R_BRIDGE_INDEX_REFRESH_MS", "60000", "How often the context bridge reloads its in-memory signature index of trajectories from the store, in milliseconds. This process's own writes are indexed at once; the reload catches writes by other replicas sharing the store.",
+		millis("H4R_BRIDGE_INDEX_REFRESH_MS", "60000", "How often the context bridge reloads its in-memory signature index of trajectories from an embedded (SQLite) store, in milliseconds, to catch writes by other processes sharing the file. This process's own writes are indexed at once; on Postgres the index follows every replica's writes through the store's log of item changes (within about 250 ms) and is not reloaded. Either way each answer is checked against the stored versions of its matches before it is served.",
 			func(c *Config) *time.Duration { return &c.BridgeIndexRefresh }, time.Second, 24*time.Hour),
 		text("H4R_INGEST_ROOTS", "", "Comma-separated folders that POST /ingest may read local sources (git, fs, doc) from; a path outside them, or a symlink leaving them, is refused. Empty: no local source is allowed over HTTP (h4r ingest-source reads the path it is given).",
 			func(c *Config) *string { return &c.IngestRoots }, nil),
