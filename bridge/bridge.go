@@ -311,7 +311,10 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 	if leads {
 		go func() {
 			a := b.match(readCtx, spec, sig)
-			if a.err == nil && a.cacheable && b.changes != nil {
+			// Kept only if the policy did not change during the read: an
+			// answer decided by another revision must not be filed under
+			// this one, which may come back.
+			if a.err == nil && a.cacheable && b.changes != nil && (b.revision == nil || b.revision() == rev) {
 				b.cache.Add(key, cached{matches: a.blk.Matches, versions: a.versions, mode: a.blk.SimilarityMode, gen: gen})
 			}
 			// The slot is freed before the callers are woken, not after:
