@@ -28,9 +28,10 @@ func indexTrajectories(a *App, cfg config.Config) {
 }
 
 // trajectoryFeedPoll is how often the signature index reads the store's
-// log of item changes (Postgres): a trajectory written or deleted through
-// another replica is in step here within about this
-// (TestBridgeAcrossReplicas measures it).
+// log of item changes (Postgres) at the latest: it reads it at once when
+// the store notifies a change, and this bounds how late a trajectory
+// written or deleted through another replica is in step here when a
+// notification is lost (TestBridgeAcrossReplicas measures both).
 const trajectoryFeedPoll = 250 * time.Millisecond
 
 // itemFeed is a store that logs its item changes for every replica
@@ -38,6 +39,9 @@ const trajectoryFeedPoll = 250 * time.Millisecond
 type itemFeed interface {
 	ItemChangeMark(ctx context.Context) (int64, error)
 	ItemChangesSince(ctx context.Context, mark int64, kinds []string) (ids []string, next int64, reload bool, err error)
+	// ListenItemChanges calls signal when item changes commit, until ctx
+	// ends.
+	ListenItemChanges(ctx context.Context, signal func()) error
 }
 
 // Bridge returns the context bridge (document 001) configured by the
@@ -96,10 +100,20 @@ func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 
 // followTrajectories loads the signature index, then keeps it in step
 // with every replica's writes by reading the store's log of item changes
-// every trajectoryFeedPoll, in the background until Close. The mark is
-// read before the load, so that a change committed during the load is
-// read again after it (Sync reads the item as it is then).
+// when the store notifies a change, and every trajectoryFeedPoll, in the
+// background until Close. The mark is read before the load, so that a
+// change committed during the load is read again after it (Sync reads the
+// item as it is then).
 func (a *App) followTrajectories(feed itemFeed, log *slog.Logger) {
+	wake := make(chan struct{}, 1)
+	a.background(func(ctx context.Context) {
+		_ = feed.ListenItemChanges(ctx, func() {
+			select {
+			case wake <- struct{}{}:
+			default: // a read is due already
+			}
+		})
+	})
 	a.background(func(ctx context.Context) {
 		tick := time.NewTicker(trajectoryFeedPoll)
 		defer tick.Stop()
@@ -134,6 +148,7 @@ func (a *App) followTrajectories(feed itemFeed, log *slog.Logger) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+			case <-wake:
 			}
 		}
 	})

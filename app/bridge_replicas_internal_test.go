@@ -103,7 +103,7 @@ func TestBridgeAcrossReplicas(t *testing.T) {
 	}
 	slices.Sort(appear)
 	slices.Sort(indexed)
-	t.Logf("over %d trials: B's first call after a delete was acknowledged never named it; B's index held it for median %v, max %v; B named a new trajectory after median %v, max %v (feed poll %v)",
+	t.Logf("over %d trials: B's first call after a delete was acknowledged never named it; B's index held it for median %v, max %v; B named a new trajectory after median %v, max %v (the feed is read when notified, and every %v)",
 		trials, indexed[trials/2], indexed[trials-1], appear[trials/2], appear[trials-1], trajectoryFeedPoll)
 }
 

@@ -108,3 +108,61 @@ func (s *Store) pruneItemChanges(ctx context.Context, keep time.Duration) error 
 	}
 	return nil
 }
+
+// itemChangesChannel is the channel the log's trigger notifies, with the
+// schema as payload.
+const itemChangesChannel = "h4r_item_changes"
+
+// listenRetry is how long ListenItemChanges waits before connecting again.
+const listenRetry = time.Second
+
+// ListenItemChanges calls signal whenever a transaction that logged item
+// changes in this store's schema commits, so that a follower reads the
+// log at once rather than at its next poll, until ctx ends (it returns
+// nil then). It listens on a connection of its own, outside the pools,
+// and connects again after a failure (logged), calling signal on each
+// (re)connection since changes may have been missed meanwhile: a follower
+// keeps polling as well.
+func (s *Store) ListenItemChanges(ctx context.Context, signal func()) error {
+	for {
+		err := s.listenItemChanges(ctx, signal)
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.WarnContext(ctx, "listening for item changes failed; followers poll until it connects again", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(listenRetry):
+		}
+	}
+}
+
+func (s *Store) listenItemChanges(ctx context.Context, signal func()) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("connecting to listen for item changes: %w", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+		defer cancel()
+		_ = conn.Close(ctx)
+	}()
+	var schema string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return fmt.Errorf("reading the schema to listen for: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+itemChangesChannel); err != nil {
+		return fmt.Errorf("listening for item changes: %w", err)
+	}
+	signal()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for item changes: %w", err)
+		}
+		if n.Payload == schema {
+			signal()
+		}
+	}
+}

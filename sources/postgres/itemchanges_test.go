@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -101,5 +102,44 @@ func TestItemChangesAcrossReplicas(t *testing.T) {
 	}
 	if ids, _, reload, err := b.ItemChangesSince(t.Context(), mark, nil); err != nil || reload || len(ids) != 0 {
 		t.Fatalf("at the pruned mark: %v, reload %v, error %v; want nothing", ids, reload, err)
+	}
+}
+
+// A store listening for item changes is signalled when another replica's
+// write commits, and not for a write in another schema.
+func TestListenItemChanges(t *testing.T) {
+	dsn := newSchema(t)
+	a, b := openAt(t, dsn), openAt(t, dsn)
+	other := newStore(t)
+	signals := make(chan struct{}, 16)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.ListenItemChanges(ctx, func() { signals <- struct{}{} }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ListenItemChanges: %v", err)
+		}
+	}()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-signals:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no signal %s", what)
+		}
+	}
+	wait("on connecting")
+	if _, err := other.Upsert(t.Context(), []h4r.Item{{ID: "x", Kind: "note", Text: "elsewhere"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Upsert(t.Context(), []h4r.Item{{ID: "t1", Kind: "trajectory", Text: "one"}}); err != nil {
+		t.Fatal(err)
+	}
+	wait("after a write")
+	select {
+	case <-signals:
+		t.Fatal("a second signal: the other schema's write, or one write signalled twice")
+	case <-time.After(100 * time.Millisecond):
 	}
 }

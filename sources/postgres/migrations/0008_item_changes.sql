@@ -10,7 +10,9 @@
 -- replica that has applied every change up to generation N reads those
 -- after N and misses none. Writers take the corpus_stats lock first
 -- (lockStats). Changes up to pruned have been deleted; a replica further
--- behind reloads.
+-- behind reloads. Each logging transaction also notifies channel
+-- h4r_item_changes with its schema, so that followers read the log at
+-- once rather than at their next poll.
 CREATE TABLE item_change_state (
     id     integer PRIMARY KEY CHECK (id = 1),
     gen    bigint NOT NULL,
@@ -35,6 +37,8 @@ BEGIN
     END IF;
     UPDATE item_change_state SET gen = gen + 1 WHERE id = 1 RETURNING gen INTO g;
     INSERT INTO item_changes (gen, item_id, kind) SELECT DISTINCT g, u.id, u.kind FROM unnest(ids, kinds) AS u (id, kind);
+    -- Wakes the followers listening (at commit; one per transaction).
+    PERFORM pg_notify('h4r_item_changes', current_schema());
 END $$;
 
 CREATE FUNCTION item_changes_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
