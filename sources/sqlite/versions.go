@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 )
@@ -19,8 +18,9 @@ func (s *Store) ItemVersions(ctx context.Context, ids []string) (map[string]int,
 	for i, id := range ids {
 		args[i] = id
 	}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, version FROM items WHERE id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`)`, args...)
+	// One statement reads one snapshot: no transaction around it.
+	err := func() error {
+		rows, err := s.readers.QueryContext(ctx, `SELECT id, version FROM items WHERE id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`)`, args...)
 		if err != nil {
 			return err
 		}
@@ -34,7 +34,7 @@ func (s *Store) ItemVersions(ctx context.Context, ids []string) (map[string]int,
 			out[id] = version
 		}
 		return rows.Err()
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("reading the versions of %d items: %w", len(ids), err)
 	}
