@@ -225,3 +225,32 @@ func TestJoinerKeepsItsOwnDeadline(t *testing.T) {
 		t.Errorf("%d reads, want 1 shared by both calls", n)
 	}
 }
+
+// cancelSource reports when its read's context ends.
+type cancelSource struct{ cancelled chan struct{} }
+
+func (s *cancelSource) Candidates(ctx context.Context, _ h4r.Specialist, _ *bridge.Signature, _ int) ([]bridge.Candidate, error) {
+	<-ctx.Done()
+	close(s.cancelled)
+	return nil, ctx.Err()
+}
+
+// TestReadStopsWhenEveryCallerLeft: a read no call waits for any more (its
+// only caller timed out) is cancelled, rather than left running.
+func TestReadStopsWhenEveryCallerLeft(t *testing.T) {
+	src := &cancelSource{cancelled: make(chan struct{})}
+	cfg := enabled()
+	cfg.Timeout = 30 * time.Millisecond
+	b, err := bridge.New(cfg, src, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blk := b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning"}, nil).ContextBridge; blk == nil || blk.Reason != "timeout" {
+		t.Fatalf("context_bridge = %+v, want a timeout", blk)
+	}
+	select {
+	case <-src.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read goes on after its only caller left")
+	}
+}
