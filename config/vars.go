@@ -216,7 +216,7 @@ func table() []variable {
 			func(c *Config) *float64 { return &c.BridgeMinSimilarity }, 0, 1),
 		whole("H4R_BRIDGE_MAX_MATCHES", "3", "Most matches the context bridge returns.",
 			func(c *Config) *int { return &c.BridgeMaxMatches }, 1, 100),
-		whole("H4R_BRIDGE_CACHE_SIZE", "100", "Entries of the context bridge's LRU cache of matches, keyed by signature fingerprint and the caller's clearance.",
+		whole("H4R_BRIDGE_CACHE_SIZE", "100", "Entries of the context bridge's LRU cache of matches, keyed by signature fingerprint, the caller's identity and clearance, and the policy revision; an entry is used only while no trajectory was written or deleted since it was read, and its matches are checked against their stored versions before each answer.",
 			func(c *Config) *int { return &c.BridgeCacheSize }, 1, 1_000_000),
 		millis("H4R_BRIDGE_TIMEOUT_MS", "2000", "Deadline of one context-bridge enrichment, in milliseconds; past it the answer is context_bridge.status degraded, reason timeout.",
 			func(c *Config) *time.Duration { return &c.BridgeTimeout }, time.Millisecond, time.Minute),
