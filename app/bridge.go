@@ -27,14 +27,37 @@ func indexTrajectories(a *App, cfg config.Config) {
 	}})
 }
 
-// Bridge returns the context bridge (document 001) configured by the
+// trajectoryFeedPoll is how often the signature index reads the store's
+// log of item changes (Postgres) at the latest: it reads it at once when
+// the store notifies a change, and this bounds how late a trajectory
+// written or deleted through another replica is in step here when a
+// notification is lost (TestBridgeAcrossReplicas measures both).
+const trajectoryFeedPoll = 250 * time.Millisecond
+
+// itemFeed is a store that logs its item changes for every replica
+// (sources/postgres.Store).
+type itemFeed interface {
+	ItemChangeMark(ctx context.Context) (int64, error)
+	ItemChangesSince(ctx context.Context, mark int64, kinds []string) (ids []string, next int64, reload bool, err error)
+	// ListenItemChanges calls signal when item changes commit, until ctx
+	// ends.
+	ListenItemChanges(ctx context.Context, signal func()) error
+}
+
+// Bridge returns the context bridge configured by the
 // H4R_BRIDGE_* variables. A cache miss looks the call up in the signature
 // index and passes the best trajectories through the policy slicer and
-// the default budgets; until the index has loaded (in the background,
-// then again every H4R_BRIDGE_INDEX_REFRESH) it reads them with a pack
-// through the engine. Similarity is hybrid when an embedding server is
-// configured (H4R_EMBEDDER=openai); the built-in hashing embedder is
-// lexical, so with it matching is concept-only.
+// the default budgets; until the index has loaded (in the background) it
+// reads them with a pack through the engine. The index follows the
+// store's writes: this process's at once (a mirror), other replicas'
+// through the store's log of item changes on Postgres, or by a reload
+// every H4R_BRIDGE_INDEX_REFRESH on SQLite. Answers are cached per
+// caller and policy revision until the index changes, and every answer is
+// checked against the stored versions of its matches at delivery, so that
+// a trajectory deleted or written again is not served from a copy.
+// Similarity is hybrid when an embedding server is configured
+// (H4R_EMBEDDER=openai); the built-in hashing embedder is lexical, so
+// with it matching is concept-only.
 func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 	c := a.Config
 	cfg := bridge.Config{Enabled: c.BridgeEnabled, MinSimilarity: c.BridgeMinSimilarity, MaxMatches: c.BridgeMaxMatches,
@@ -45,6 +68,12 @@ func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 		}
 	}
 	opts := []bridge.Option{bridge.WithLogger(log)}
+	if a.Policy != nil {
+		opts = append(opts, bridge.WithPolicyRevision(a.Policy.Revision))
+	}
+	if v, ok := a.base.(bridge.VersionReader); ok {
+		opts = append(opts, bridge.WithVersions(v))
+	}
 	if c.Embedder == "openai" {
 		_, queries, err := embedders(c, log)
 		if err != nil {
@@ -60,18 +89,76 @@ func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 			idx.Floor = c.BridgeMinSimilarity // concept-only: nothing below can match
 		}
 		source = idx
-		a.refreshTrajectories(log)
+		if feed, ok := a.base.(itemFeed); ok {
+			a.followTrajectories(feed, log)
+		} else {
+			a.refreshTrajectories(log)
+		}
 	}
 	return bridge.New(cfg, source, opts...)
 }
 
+// followTrajectories loads the signature index, then keeps it in step
+// with every replica's writes by reading the store's log of item changes
+// when the store notifies a change, and every trajectoryFeedPoll, in the
+// background until Close. The mark is read before the load, so that a
+// change committed during the load is read again after it (Sync reads the
+// item as it is then).
+func (a *App) followTrajectories(feed itemFeed, log *slog.Logger) {
+	wake := make(chan struct{}, 1)
+	a.background(func(ctx context.Context) {
+		_ = feed.ListenItemChanges(ctx, func() {
+			select {
+			case wake <- struct{}{}:
+			default: // a read is due already
+			}
+		})
+	})
+	a.background(func(ctx context.Context) {
+		tick := time.NewTicker(trajectoryFeedPoll)
+		defer tick.Stop()
+		var mark int64
+		loaded := false
+		for {
+			var err error
+			if !loaded {
+				if mark, err = feed.ItemChangeMark(ctx); err == nil {
+					err = a.trajectories.Load(ctx, a.base)
+				}
+				loaded = err == nil
+			} else {
+				var ids []string
+				var next int64
+				var reload bool
+				switch ids, next, reload, err = feed.ItemChangesSince(ctx, mark, []string{bridge.KindTrajectory}); {
+				case err != nil:
+				case reload: // further behind than the log: load again now
+					loaded = false
+					continue
+				default:
+					if err = a.trajectories.Sync(ctx, a.base, ids); err == nil {
+						mark = next
+					}
+				}
+			}
+			if err != nil && ctx.Err() == nil {
+				log.WarnContext(ctx, "context bridge: following the store's trajectory writes failed; retrying (answers are still checked against the store)", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-wake:
+			}
+		}
+	})
+}
+
 // refreshTrajectories loads the signature index now and then every
-// H4R_BRIDGE_INDEX_REFRESH in the background, until Close.
+// H4R_BRIDGE_INDEX_REFRESH in the background, until Close: for a
+// store without a log of changes, it catches other processes' writes.
 func (a *App) refreshTrajectories(log *slog.Logger) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	a.background(func(ctx context.Context) {
 		tick := time.NewTicker(a.Config.BridgeIndexRefresh)
 		defer tick.Stop()
 		for {
@@ -84,6 +171,17 @@ func (a *App) refreshTrajectories(log *slog.Logger) {
 			case <-tick.C:
 			}
 		}
+	})
+}
+
+// background runs fn in a goroutine until Close, which cancels its
+// context and waits for it to return.
+func (a *App) background(fn func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
 	}()
 	a.closers = append(a.closers, func() error {
 		cancel()

@@ -27,18 +27,32 @@ import (
 // LRU cache answers). It reports p50 and p99 of one call and the heap in
 // use, and the CPU time of the whole process per call (proc-cpu-ns/op:
 // with 100 calls in flight on few cores, p99 is mostly the queue that CPU
-// makes). The engine baseline is slow: run it with -benchtime=200x.
+// makes). "/checked" checks each answer's matches against their stored
+// versions at delivery (WithVersions, as the service does). The engine
+// baseline is slow: run it with -benchtime=200x.
 func BenchmarkEnrich10k(b *testing.B) {
 	a := load10k(b)
+	store, ok := a.Store.(bridge.VersionReader)
+	if !ok {
+		b.Fatalf("store %T reads no versions", a.Store)
+	}
 	for _, mode := range []struct {
 		name     string
 		via      string
 		problems int
-	}{{"miss/engine", "engine", 1 << 30}, {"miss/index", "index", 1 << 30}, {"hit", "index", 50}} {
+		checked  bool
+	}{
+		{"miss/engine", "engine", 1 << 30, false}, {"miss/index", "index", 1 << 30, false}, {"hit", "index", 50, false},
+		{"miss/index/checked", "index", 1 << 30, true}, {"hit/checked", "index", 50, true},
+	} {
 		b.Run(mode.name, func(b *testing.B) {
 			cfg := enabled()
 			cfg.Timeout = time.Minute // measure, do not degrade
-			br, err := bridge.New(cfg, source(b, a, mode.via), bridge.WithLogger(slog.New(slog.DiscardHandler)))
+			opts := []bridge.Option{bridge.WithLogger(slog.New(slog.DiscardHandler))}
+			if mode.checked {
+				opts = append(opts, bridge.WithVersions(store))
+			}
+			br, err := bridge.New(cfg, source(b, a, mode.via), opts...)
 			if err != nil {
 				b.Fatal(err)
 			}

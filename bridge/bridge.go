@@ -8,12 +8,12 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
@@ -68,6 +68,9 @@ type Candidate struct {
 	ToolSequence []string
 	SuccessScore float64
 	QualityScore float64
+	// Version is the version of the item the candidate was read from (0:
+	// unknown), which delivery checks is still the stored one.
+	Version int
 	// sig, when set, is the signature of exactly these fields made by
 	// sigBy (the index's, read-only): Bridge.match uses it instead of
 	// extracting concepts again when its own extractor is the same.
@@ -84,6 +87,20 @@ type Candidate struct {
 // them: it must pass the policy slicer.
 type Source interface {
 	Candidates(ctx context.Context, spec h4r.Specialist, sig *Signature, limit int) ([]Candidate, error)
+}
+
+// Changes numbers the states of the trajectories a Source reads: the
+// number moves on whenever a trajectory is written, changes version or is
+// deleted (Index.Generation). A cached answer is used only at the number
+// it was read at.
+type Changes interface {
+	Generation() uint64
+}
+
+// VersionReader reads the stored version of items; an id not stored is
+// absent from the map (the stores' ItemVersions).
+type VersionReader interface {
+	ItemVersions(ctx context.Context, ids []string) (map[string]int, error)
 }
 
 // Embedder embeds texts (embed.Embedder).
@@ -143,7 +160,10 @@ type Bridge struct {
 	embedder  Embedder // nil: concept-only
 	extractor ConceptExtractor
 	cache     *lru.Cache[string, cached]
-	flight    singleflight.Group // one store read per key at a time
+	flight    flight // one store read per key at a time
+	changes   Changes
+	revision  func() string // the policy's revision; nil: one policy forever
+	versions  VersionReader // nil: matches are not checked at delivery
 	metrics   *Metrics
 	log       *slog.Logger
 	// slots bounds how many enrichments run at once; a full channel's
@@ -151,9 +171,13 @@ type Bridge struct {
 	slots chan struct{}
 }
 
+// cached is an answer and what it was read at: the version of each match
+// (beside matches) and the generation of the trajectories (Changes).
 type cached struct {
-	matches []Match
-	mode    string
+	matches  []Match
+	versions []int
+	mode     string
+	gen      uint64
 }
 
 // Option configures New.
@@ -177,6 +201,22 @@ func WithExtractor(x ConceptExtractor) Option { return func(b *Bridge) { b.extra
 func WithMaxInFlight(n int) Option {
 	return func(b *Bridge) { b.slots = make(chan struct{}, max(n, 1)) }
 }
+
+// WithChanges sets the generation of the trajectories the source reads;
+// by default it is the source's own, when it has one (IndexSource). A
+// bridge without one caches nothing: it could not tell when a cached
+// answer no longer holds.
+func WithChanges(c Changes) Option { return func(b *Bridge) { b.changes = c } }
+
+// WithPolicyRevision sets the revision of the policy the source's slicer
+// applies (the policy's Revision): answers are cached per revision.
+func WithPolicyRevision(rev func() string) Option { return func(b *Bridge) { b.revision = rev } }
+
+// WithVersions makes every answer, cached or not, checked against the
+// store at delivery: a match whose trajectory is gone or is at another
+// version than the one read is left out (a copy read earlier, by this
+// replica's index or cache, is never served after the store moved on).
+func WithVersions(v VersionReader) Option { return func(b *Bridge) { b.versions = v } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(b *Bridge) { b.log = l } }
@@ -205,6 +245,9 @@ func New(cfg Config, source Source, opts ...Option) (*Bridge, error) {
 	}
 	if b.slots == nil {
 		b.slots = make(chan struct{}, DefaultInFlightPerCPU*runtime.GOMAXPROCS(0))
+	}
+	if c, ok := source.(Changes); ok && b.changes == nil {
+		b.changes = c
 	}
 	return b, nil
 }
@@ -245,44 +288,73 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 		return out
 	}
 	b.metrics.Enrichments.Add(1)
-	key := cacheKey(sig.Fingerprint, spec)
-	if c, ok := b.cache.Get(key); ok {
-		b.metrics.CacheHits.Add(1)
-		out.ContextBridge = b.block(c.matches, c.mode)
-		return out
+	rev := ""
+	if b.revision != nil {
+		rev = b.revision()
+	}
+	key := cacheKey(sig.Fingerprint, spec, rev)
+	var gen uint64
+	if b.changes != nil {
+		gen = b.changes.Generation()
+		if c, ok := b.cache.Get(key); ok && c.gen == gen {
+			b.metrics.CacheHits.Add(1)
+			return b.deliver(ctx, out, tool, start, key, answer{blk: b.block(c.matches, c.mode), versions: c.versions})
+		}
 	}
 	b.metrics.CacheMisses.Add(1)
-	type answer struct {
-		blk *Block
-		err error
-	}
-	done := make(chan answer, 1)
+	// Calls with one key at once (an agent retrying, many agents on one
+	// problem) share one read, if it started at the generation they see.
+	fkey := key + "\x00" + strconv.FormatUint(gen, 10)
+	call, readCtx, leads := b.flight.join(ctx, fkey)
+	defer b.flight.leave(fkey, call)
 	slotHeld = false
-	go func() {
-		// Calls with one key at once (an agent retrying, many agents on
-		// one problem) share one read; each gets its own copy.
-		v, err, _ := b.flight.Do(key, func() (any, error) { return b.match(ctx, spec, sig, key) })
-		a := answer{err: err}
-		if err == nil {
-			blk := *v.(*Block)
-			blk.Matches = slices.Clone(blk.Matches)
-			a.blk = &blk
-		}
-		// The slot is freed before the caller is woken, not after: the
-		// goroutine woken last runs next on this processor (the
-		// scheduler's runnext), ahead of its run queue. Woken first, the
-		// caller was displaced by the next in line, who made its own
-		// read and woke the next, and so on: callers with their answer
-		// waited for that chain to use up a time slice (10 ms), and p99
-		// was 4-7 times p50 with 100 calls at once.
-		<-b.slots
-		done <- a
-	}()
+	if leads {
+		go func() {
+			a := b.match(readCtx, spec, sig)
+			// Kept only if the policy did not change during the read: an
+			// answer decided by another revision must not be filed under
+			// this one, which may come back.
+			if a.err == nil && a.cacheable && b.changes != nil && (b.revision == nil || b.revision() == rev) {
+				b.cache.Add(key, cached{matches: a.blk.Matches, versions: a.versions, mode: a.blk.SimilarityMode, gen: gen})
+			}
+			// The slot is freed before the callers are woken, not after:
+			// the goroutine woken last runs next on this processor (the
+			// scheduler's runnext), ahead of its run queue. Woken first, a
+			// caller was displaced by the next in line, who made its own
+			// read and woke the next, and so on: callers with their answer
+			// waited for that chain to use up a time slice (10 ms), and p99
+			// was 4-7 times p50 with 100 calls at once.
+			<-b.slots
+			b.flight.finish(fkey, call, a.answer)
+		}()
+	} else {
+		<-b.slots // a call that joins a read does no work of its own
+	}
 	var a answer
 	select {
-	case a = <-done:
+	case <-call.done:
+		a = call.ans
 	case <-ctx.Done():
 		a.err = ctx.Err()
+	}
+	return b.deliver(ctx, out, tool, start, key, a)
+}
+
+// deliver answers with a, after checking its matches are current
+// (WithVersions), or with the degraded block or nothing when a or the
+// check failed.
+func (b *Bridge) deliver(ctx context.Context, out Response, tool string, start time.Time, key string, a answer) Response {
+	if a.err == nil {
+		var matches []Match
+		matches, a.err = b.current(ctx, a.blk.Matches, a.versions)
+		if a.err == nil {
+			if len(matches) < len(a.blk.Matches) {
+				b.cache.Remove(key) // read from a copy the store has moved past
+			}
+			blk := *a.blk // each caller its own block, of its own checked matches
+			blk.Matches, blk.Recommendation = matches, recommendation(matches)
+			a.blk = &blk
+		}
 	}
 	elapsed := time.Since(start)
 	switch {
@@ -296,6 +368,35 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 		out.ContextBridge = a.blk
 	}
 	return out
+}
+
+// current is matches (read at versions, beside them; 0 unknown) less
+// those whose trajectory the store no longer holds at that version:
+// deleted, or written again (restricted, say) since it was read. It is a
+// new slice.
+func (b *Bridge) current(ctx context.Context, matches []Match, versions []int) ([]Match, error) {
+	out := slices.Clone(matches)
+	if out == nil {
+		out = []Match{}
+	}
+	if b.versions == nil || len(out) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(out))
+	for i, m := range out {
+		ids[i] = m.TrajectoryID
+	}
+	now, err := b.versions.ItemVersions(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("checking that the matched trajectories are current: %w", err)
+	}
+	kept := out[:0]
+	for i, m := range out {
+		if v, ok := now[m.TrajectoryID]; ok && (i >= len(versions) || versions[i] == 0 || versions[i] == v) {
+			kept = append(kept, m)
+		}
+	}
+	return kept, nil
 }
 
 // timedOut is document 001's degraded answer when the enrichment, its
@@ -316,11 +417,20 @@ func (b *Bridge) mode() string {
 }
 
 // cacheKey is the fingerprint and everything that decides what the caller
-// may see, so that a cached answer never crosses clearances.
-func cacheKey(fingerprint string, spec h4r.Specialist) string {
+// may see, the policy's revision included, so that a cached answer never
+// crosses clearances nor outlives the policy it was decided by. Each part
+// is length-prefixed, so that no two keys' parts run together.
+func cacheKey(fingerprint string, spec h4r.Specialist, revision string) string {
 	groups := slices.Clone(spec.AuthorizedGroups)
 	slices.Sort(groups)
-	return fingerprint + "\x00" + spec.ID + "\x00" + spec.SecurityLevel.String() + "\x00" + strings.Join(groups, ",")
+	groups = slices.Compact(groups)
+	var k strings.Builder
+	for _, part := range append([]string{fingerprint, revision, spec.Type, spec.ID, spec.SecurityLevel.String()}, groups...) {
+		k.WriteString(strconv.Itoa(len(part)))
+		k.WriteByte(':')
+		k.WriteString(part)
+	}
+	return k.String()
 }
 
 // earlyReader is a Source that can stop reading once it has delivered
@@ -331,8 +441,15 @@ type earlyReader interface {
 	scoredBy() ConceptExtractor
 }
 
-// match reads candidates, scores them and caches a complete answer.
-func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature, key string) (*Block, error) {
+// read is match's answer, and whether it may be cached (complete: the
+// embedding did not fail).
+type read struct {
+	answer
+	cacheable bool
+}
+
+// match reads candidates and scores them.
+func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature) read {
 	var cands []Candidate
 	var err error
 	// The best MaxMatches candidates delivered unredacted are the answer
@@ -344,7 +461,7 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 		cands, err = b.source.Candidates(ctx, spec, sig, candidateLimit)
 	}
 	if err != nil {
-		return nil, err
+		return read{answer: answer{err: err}}
 	}
 	sigs := make([]*Signature, len(cands))
 	for i, c := range cands {
@@ -391,13 +508,21 @@ func (b *Bridge) match(ctx context.Context, spec h4r.Specialist, sig *Signature,
 				Summary: c.Description, SuccessScore: c.SuccessScore, QualityScore: c.QualityScore}
 		})
 	}
+	versions := make([]int, len(matches))
+	for i, m := range matches {
+		for _, c := range cands {
+			if c.TrajectoryID == m.TrajectoryID {
+				versions[i] = c.Version
+				break
+			}
+		}
+	}
 	blk := b.block(matches, mode)
 	if embErr != nil {
 		blk.EmbeddingStatus, blk.EmbeddingError = "failed", embErr.Error()
-		return blk, nil // not cached: the next call may embed
+		return read{answer: answer{blk: blk, versions: versions}} // not cached: the next call may embed
 	}
-	b.cache.Add(key, cached{matches: matches, mode: mode})
-	return blk, nil
+	return read{answer: answer{blk: blk, versions: versions}, cacheable: true}
 }
 
 // insertBest puts the match of similarity sim (made by match) into best,

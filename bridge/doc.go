@@ -13,7 +13,11 @@
 // may not see is never a match.
 //
 // The bridge is off unless enabled, answers only allow-listed tools, caches
-// matches by fingerprint and clearance (LRU), and follows the document's
+// matches by fingerprint, caller and policy revision (LRU) for as long as
+// the trajectories it read from have not changed (Changes: the index's
+// generation), checks every answer's matches against their stored
+// versions at delivery (WithVersions), lets calls that join a read in
+// flight wait under their own deadline, and follows the document's
 // degradation contract: a timeout gives status "degraded" with reason
 // "timeout"; a failed embedding falls back to concept-only similarity and
 // says so; a storage failure leaves context_bridge out and is logged at

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/scs"
@@ -22,8 +23,9 @@ import (
 // are visited), not a pack: see IndexSource, which still passes what it
 // finds through the policy slicer and budgets.
 //
-// It is filled by Load (all trajectories, at start and on each refresh)
-// and kept in step by Sync (the ids a write touched). It is safe for
+// It is filled by Load (all trajectories, at start and when a follower
+// falls behind) and kept in step by Sync (the ids a write touched, here
+// or, through the store's change log, on another replica). It is safe for
 // concurrent use; entries are never changed in place, so a lookup holds
 // the lock only while it scores.
 type Index struct {
@@ -69,6 +71,8 @@ type Index struct {
 	// that a write indexed during a Load is not lost by its swap.
 	loading int
 	replay  []func(*Index)
+	// gen moves on with every change of what is indexed (Generation).
+	gen atomic.Uint64
 }
 
 // indexEntry is one trajectory: the stored item (what the policy decides
@@ -194,6 +198,7 @@ func (x *Index) Load(ctx context.Context, store Finder) error {
 	x.shapes, x.few, x.conceptIDs, x.slotConcepts = fresh.shapes, fresh.few, fresh.conceptIDs, fresh.slotConcepts
 	x.slots, x.briefs, x.byID, x.postings, x.dead, x.loaded = fresh.slots, fresh.briefs, fresh.byID, fresh.postings, fresh.dead, true
 	x.conceptless, x.byFingerprint, x.domains, x.tools, x.repeats = fresh.conceptless, fresh.byFingerprint, fresh.domains, fresh.tools, fresh.repeats
+	x.gen.Add(1)
 	return nil
 }
 
@@ -221,6 +226,7 @@ func (x *Index) Put(it *h4r.Item) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.put(it)
+	x.gen.Add(1)
 	if x.loading > 0 {
 		x.replay = append(x.replay, func(f *Index) { f.put(it) })
 	}
@@ -230,11 +236,19 @@ func (x *Index) Put(it *h4r.Item) {
 func (x *Index) Remove(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if _, ok := x.byID[id]; ok {
+		x.gen.Add(1)
+	}
 	x.remove(id)
 	if x.loading > 0 {
 		x.replay = append(x.replay, func(f *Index) { f.remove(id) })
 	}
 }
+
+// Generation is a number that moves on whenever what is indexed changes
+// (Load, Put, or the Remove of an indexed id), after the change: an answer
+// read from the index at one generation holds only while it is current.
+func (x *Index) Generation() uint64 { return x.gen.Load() }
 
 // Len is how many trajectories are indexed.
 func (x *Index) Len() int {
@@ -847,6 +861,10 @@ func (s IndexSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *S
 	return s.candidatesUpTo(ctx, spec, sig, limit, 0)
 }
 
+// Generation is the index's (Changes): a cached answer of this source is
+// used only while the index has not changed.
+func (s IndexSource) Generation() uint64 { return s.Index.Generation() }
+
 // scoredBy is the extractor of the index's signatures and scores.
 func (s IndexSource) scoredBy() ConceptExtractor { return s.Index.extractor }
 
@@ -945,11 +963,16 @@ func unanswered(err error) bool {
 // candidate, which comes with e's signature; redacted, it is read from
 // what was delivered and its signature is made anew by Bridge.match.
 func (x *Index) delivered(e *indexEntry, v scs.Verdict) Candidate {
-	if v.Redacted || v.Delivered.ID != e.item.ID {
+	if v.Delivered.ID != e.item.ID {
 		return candidateOf(v.Delivered.ID, v.Delivered.Text, v.Delivered.Content)
 	}
+	if v.Redacted {
+		c := candidateOf(v.Delivered.ID, v.Delivered.Text, v.Delivered.Content)
+		c.Version = e.item.Metadata.Version
+		return c
+	}
 	c := e.cand
-	c.sig, c.sigBy = e.sig, x.extractor
+	c.sig, c.sigBy, c.Version = e.sig, x.extractor, e.item.Metadata.Version
 	return c
 }
 

@@ -137,7 +137,9 @@ func (s EngineSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *
 	}
 	out := make([]Candidate, 0, len(p.Results))
 	for _, r := range p.Results {
-		out = append(out, candidateOf(r.ID, r.Text, r.Content))
+		c := candidateOf(r.ID, r.Text, r.Content)
+		c.Version = r.Metadata.Version
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -85,6 +85,9 @@ func (s *Store) WarmGraph(ctx context.Context) error {
 			if err := s.pruneGraphChanges(ctx, graphChangesKept); err != nil && ctx.Err() == nil {
 				s.log.WarnContext(ctx, "pruning the log of graph changes failed; retrying later", "error", err)
 			}
+			if err := s.pruneItemChanges(ctx, itemChangesKept); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "pruning the log of item changes failed; retrying later", "error", err)
+			}
 			continue
 		case <-poll.C:
 		case <-s.graph.nudge:
