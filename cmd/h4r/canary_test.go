@@ -1010,7 +1010,9 @@ func checkRouteRegistry(t errorer, served []string, surfaces []surface) {
 func report(t *testing.T, h *harness) {
 	t.Helper()
 	fs := h.det.all()
-	slices.SortFunc(fs, func(a, b finding) int { return strings.Compare(a.surface+a.key+a.c.kind+a.c.class, b.surface+b.key+b.c.kind+b.c.class) })
+	slices.SortFunc(fs, func(a, b finding) int {
+		return strings.Compare(a.surface+a.key+a.c.kind+a.c.class, b.surface+b.key+b.c.kind+b.c.class)
+	})
 	for _, f := range fs {
 		t.Error(f.String())
 	}
@@ -1133,8 +1135,10 @@ type errorer interface {
 
 type recordingT struct{ errs []string }
 
-func (r *recordingT) Helper()                           {}
-func (r *recordingT) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+func (r *recordingT) Helper() {}
+func (r *recordingT) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
 
 func keysOf(m map[string]string) []string {
 	var out []string
@@ -1143,4 +1147,3 @@ func keysOf(m map[string]string) []string {
 	}
 	return out
 }
-
