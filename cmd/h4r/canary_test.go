@@ -1078,15 +1078,25 @@ func TestCanaryNoLeakPostgresTwoReplicas(t *testing.T) {
 	report(t, h)
 }
 
-// plantedPath is the self-test's fake route: it answers any caller with
-// the raw stored item, as a surface that skipped the slicer would.
+// plantedPath prefixes the self-test's fake routes, registered only by
+// the test's handler wrapper: each answers any caller from the raw store,
+// as a surface that skipped the slicer would.
 const plantedPath = "/cnry-planted/"
 
+// plantLeak serves plantedPath/{body,header,exists}/{id}: body is the raw
+// item, from a cache that outlives the delete; header is its text in a
+// header; exists is 200 for a stored item and 404 for another.
 func plantLeak(a *app.App, next http.Handler) http.Handler {
+	var cache sync.Map
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := strings.CutPrefix(r.URL.Path, plantedPath)
+		rest, ok := strings.CutPrefix(r.URL.Path, plantedPath)
 		if !ok {
 			next.ServeHTTP(w, r)
+			return
+		}
+		how, id, _ := strings.Cut(rest, "/")
+		if c, ok := cache.Load(id); ok && how == "body" {
+			_, _ = w.Write(c.([]byte))
 			return
 		}
 		it, err := a.Store.Get(r.Context(), id)
@@ -1094,23 +1104,56 @@ func plantLeak(a *app.App, next http.Handler) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(it)
+		switch how {
+		case "body":
+			b, _ := json.Marshal(it)
+			cache.Store(id, b)
+			_, _ = w.Write(b)
+		case "header":
+			w.Header().Set("X-Item", it.Text)
+			_, _ = w.Write([]byte("{}"))
+		default:
+			_, _ = w.Write([]byte("{}"))
+		}
 	})
 }
 
-// TestCanaryDetectsAPlantedLeak: a surface that echoes the raw item is
-// caught for every key class, for the restricted and the redacted
-// canaries, with the surface, key, class and marker named; and the
-// harness finds nothing on a surface that only serves the health probes.
+// TestCanaryDetectsAPlantedLeak: the harness fails on planted leaks, each
+// with the surface, key class, canary and marker named: a raw item in a
+// body (restricted, redacted, and deleted from a stale cache), an item's
+// text in a header, and an existence oracle (the store read after the
+// delete: only the restricted item tells); and it finds nothing on the
+// health probes, which carry no item data.
 func TestCanaryDetectsAPlantedLeak(t *testing.T) {
-	planted := surface{"planted-raw-item", nil, func(p *probe) {
-		for _, id := range []string{"cnry-item-r", "cnry-item-p"} {
-			p.http("GET", plantedPath+id, nil)
-		}
-	}}
+	ids := []string{"cnry-item-r", "cnry-item-p", "cnry-item-d"}
+	plants := []struct {
+		surface surface
+		want    []string // class, for every key class but those in skip
+		skip    string   // a key class the plant is not checked for
+	}{
+		{surface{"planted-body", nil, func(p *probe) {
+			for _, id := range ids {
+				p.http("GET", plantedPath+"body/"+id, nil)
+			}
+		}}, []string{classRestricted, classRedacted, classDeleted}, ""},
+		{surface{"planted-header", nil, func(p *probe) {
+			for _, id := range ids {
+				p.http("GET", plantedPath+"header/"+id, nil)
+			}
+		}}, []string{classRestricted, classRedacted}, ""},
+		{surface{"planted-exists", nil, func(p *probe) {
+			p.existence("GET "+plantedPath+"exists/{id}", ids, func(id string) httpResult {
+				return p.http("GET", plantedPath+"exists/"+id, nil)
+			})
+		}}, []string{classRestricted}, keyAdmin.name},
+	}
 	health := canarySurfaces()[3]
 	if health.name != "health" {
 		t.Fatalf("canarySurfaces()[3] is %s, want health", health.name)
+	}
+	surfaces := []surface{health}
+	for _, pl := range plants {
+		surfaces = append(surfaces, pl.surface)
 	}
 	vars := canaryVars(t, t.TempDir(), "")
 	h := &harness{t: t, det: newDetector(), vars: vars}
@@ -1118,25 +1161,31 @@ func TestCanaryDetectsAPlantedLeak(t *testing.T) {
 	h.writer = h.replicas[0]
 	h.seed()
 	h.queries = []string{topic}
+	h.probeAll(surfaces) // warm: the body plant caches the item to be deleted
 	h.deleteCanaries()
-	h.probeAll([]surface{planted, health})
+	h.probeAll(surfaces)
 	got := map[string]bool{}
 	for _, f := range h.det.all() {
-		if f.surface != planted.name {
+		if f.surface == health.name {
 			t.Errorf("a finding on a surface without a leak: %s", f)
 			continue
 		}
-		if !strings.Contains(f.String(), f.c.marker) || f.snippet == "" || !strings.Contains(f.snippet, f.c.marker) {
-			t.Errorf("a finding without its marker in the snippet: %s", f)
+		if f.c.kind != "item" || f.snippet == "" || !strings.Contains(f.String(), f.c.marker) {
+			t.Errorf("a finding that does not name its item canary, marker and snippet: %s", f)
 		}
-		got[strings.TrimSuffix(f.key, "@A")+"/"+f.c.kind+"/"+f.c.class] = true
+		got[f.surface+"/"+strings.TrimSuffix(f.key, "@A")+"/"+f.c.class] = true
 	}
-	for _, k := range probeKeys {
-		for _, class := range []string{classRestricted, classRedacted} {
-			if !got[k.name+"/item/"+class] {
-				t.Errorf("the planted leak of the %s item to key %s was not detected (findings: %v)", class, k.name, got)
+	for _, pl := range plants {
+		for _, k := range probeKeys {
+			for _, class := range pl.want {
+				if k.name != pl.skip && !got[pl.surface.name+"/"+k.name+"/"+class] {
+					t.Errorf("%s: the %s item's leak to key %s was not detected", pl.surface.name, class, k.name)
+				}
 			}
 		}
+	}
+	if t.Failed() {
+		t.Logf("findings: %v", got)
 	}
 }
 
