@@ -457,7 +457,9 @@ func (p *probe) sameAsMissing(where, hiddenID string, send func(id string) httpR
 	}
 	if (c.class == classDeleted && !p.h.deletedYet) || slices.Contains(p.k.routes, "admin") {
 		// An admin key reads every item raw (GET /v1/items/{id}) and every
-		// job: existence is no secret to it. What it is shown still is.
+		// job: existence is no secret to it. What it is shown still is, so
+		// the hidden id is asked about all the same.
+		send(hiddenID)
 		return
 	}
 	missing := neverWas(hiddenID)
