@@ -28,7 +28,7 @@ const (
 	MaxFindLimit     = 10000
 )
 
-// Finder answers item queries (sources/sqlite and sources/postgres).
+// Finder answers item queries (store/sqlite and store/postgres).
 type Finder interface {
 	Find(ctx context.Context, q ItemQuery) ([]*Item, error)
 }

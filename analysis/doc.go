@@ -8,7 +8,7 @@
 // from the query only — the indexes are untouched — and a word asked twice
 // counts twice (query-term frequency, as in Robertson's BM25 and Lucene).
 //
-// It lives at the root of the module, not under sources/internal, because
+// It lives at the root of the module, not under store/internal, because
 // the configuration (H4R_STOP_WORDS) and the service wiring in app/ name its
 // stop lists as well as the stores.
 package analysis

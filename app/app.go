@@ -18,12 +18,12 @@ import (
 	"github.com/h4r/h4r/memory"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/sources/neo4j"
+	"github.com/h4r/h4r/store/neo4j"
 	"github.com/h4r/h4r/tokens"
 )
 
-// Store is what the service needs of a store (sources/sqlite.Store; the
-// Postgres store implements the same contract, sources/storetest).
+// Store is what the service needs of a store (store/sqlite.Store; the
+// Postgres store implements the same contract, store/storetest).
 type Store interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
 	// Replace upserts items and deletes ids in one transaction.

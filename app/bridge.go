@@ -35,7 +35,7 @@ func indexTrajectories(a *App, cfg config.Config) {
 const trajectoryFeedPoll = 250 * time.Millisecond
 
 // itemFeed is a store that logs its item changes for every replica
-// (sources/postgres.Store).
+// (store/postgres.Store).
 type itemFeed interface {
 	ItemChangeMark(ctx context.Context) (int64, error)
 	ItemChangesSince(ctx context.Context, mark int64, kinds []string) (ids []string, next int64, reload bool, err error)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/h4r/h4r/sources/neo4j/bolttest"
-	"github.com/h4r/h4r/sources/qdrant/qdranttest"
+	"github.com/h4r/h4r/store/neo4j/bolttest"
+	"github.com/h4r/h4r/store/qdrant/qdranttest"
 )
 
 // TestReadinessChecks: each configured backend besides the store has a

@@ -9,7 +9,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources/neo4j"
+	"github.com/h4r/h4r/store/neo4j"
 )
 
 // graphCloseTimeout bounds the last retry of pending mirror writes, and

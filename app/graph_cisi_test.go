@@ -15,7 +15,7 @@ import (
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/bench"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources/neo4j/bolttest"
+	"github.com/h4r/h4r/store/neo4j/bolttest"
 )
 
 // cisiDir is the shared CISI collection, beside the project.

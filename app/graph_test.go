@@ -13,8 +13,8 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources/neo4j"
-	"github.com/h4r/h4r/sources/neo4j/bolttest"
+	"github.com/h4r/h4r/store/neo4j"
+	"github.com/h4r/h4r/store/neo4j/bolttest"
 )
 
 // patient is a deadline no test machine misses: these tests are about

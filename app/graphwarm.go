@@ -6,7 +6,7 @@ import (
 )
 
 // graphWarmer is a store that keeps its link graph in memory for hops
-// (sources/sqlite.Store, which loads it and returns; sources/postgres.Store,
+// (store/sqlite.Store, which loads it and returns; store/postgres.Store,
 // which loads it, then follows other replicas' writes until ctx ends).
 type graphWarmer interface {
 	WarmGraph(ctx context.Context) error

@@ -6,8 +6,8 @@ import (
 
 	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources/postgres"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/postgres"
+	"github.com/h4r/h4r/store/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/internal/pgtest"
-	"github.com/h4r/h4r/sources/postgres"
+	"github.com/h4r/h4r/store/postgres"
 )
 
 // postgresURL returns a database URL whose search_path is a schema of

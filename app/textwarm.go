@@ -6,7 +6,7 @@ import (
 )
 
 // fullTextWarmer is a store that keeps a full-text index in memory
-// (sources/sqlite.Store: built from the file at open, never persisted).
+// (store/sqlite.Store: built from the file at open, never persisted).
 type fullTextWarmer interface {
 	WarmFullText(ctx context.Context) error
 }

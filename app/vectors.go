@@ -11,9 +11,9 @@ import (
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/rank"
-	"github.com/h4r/h4r/sources/postgres"
-	"github.com/h4r/h4r/sources/qdrant"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/postgres"
+	"github.com/h4r/h4r/store/qdrant"
+	"github.com/h4r/h4r/store/sqlite"
 )
 
 // Vector settings without a variable of their own.
@@ -31,7 +31,7 @@ const (
 )
 
 // vectorStore is a store that keeps vectors itself and searches them in
-// process (sources/sqlite.Store, sources/postgres.Store).
+// process (store/sqlite.Store, store/postgres.Store).
 type vectorStore interface {
 	SearchVectors(ctx context.Context, model string, vector []float32, filters h4r.Filters, limit int, minScore float64) ([]h4r.Hit, error)
 	MissingVectors(ctx context.Context, model string) (int, error)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/sqlite"
 )
 
 // plainStore hides the vector methods of the store it wraps, as the

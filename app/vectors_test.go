@@ -18,8 +18,8 @@ import (
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/embed"
-	"github.com/h4r/h4r/sources/qdrant/qdranttest"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/qdrant/qdranttest"
+	"github.com/h4r/h4r/store/sqlite"
 )
 
 var quiet = slog.New(slog.DiscardHandler)

@@ -225,7 +225,7 @@ func Latency(ctx context.Context, cfg config.Config, o LatencyOptions, logOpts .
 }
 
 // textIndexSearcher is a store whose full-text index can be searched
-// without reading the hits' rows (sources/sqlite).
+// without reading the hits' rows (store/sqlite).
 type textIndexSearcher interface {
 	SearchTextIndex(ctx context.Context, text string, k int) (int, error)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
 

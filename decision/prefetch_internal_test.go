@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
 

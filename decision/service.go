@@ -10,8 +10,8 @@ import (
 	"github.com/h4r/h4r/scs"
 )
 
-// Store is what the service needs of an item store (sources/sqlite,
-// sources/postgres, or the app's mirrored store).
+// Store is what the service needs of an item store (store/sqlite,
+// store/postgres, or the app's mirrored store).
 type Store interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)

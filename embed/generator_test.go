@@ -11,7 +11,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/sqlite"
 )
 
 // brokenEmbedder fails every call, as an unreachable server does.

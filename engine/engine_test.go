@@ -19,7 +19,7 @@ import (
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/h4r/h4r/chunk"
 	"github.com/h4r/h4r/ingest"
 	"github.com/h4r/h4r/jobs"
-	"github.com/h4r/h4r/sources/sqlite"
+	"github.com/h4r/h4r/store/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
 

@@ -15,8 +15,8 @@ import (
 // DefaultRetention is how many packs are kept when no limit is set.
 const DefaultRetention = 10000
 
-// Store keeps delivered packs and feedback (sources/sqlite.Store,
-// sources/postgres.Store).
+// Store keeps delivered packs and feedback (store/sqlite.Store,
+// store/postgres.Store).
 type Store interface {
 	SavePack(ctx context.Context, p h4r.StoredPack, keep int) error
 	Pack(ctx context.Context, id string) (*h4r.StoredPack, error)

@@ -28,10 +28,10 @@ var (
 	deliveredCallers = []string{
 		".",   // package h4r defines it
 		"scs", // redacts it
-		"sources/sqlite",
-		"sources/postgres",
-		"sources/internal/recount",
-		"sources/storetest",
+		"store/sqlite",
+		"store/postgres",
+		"store/internal/sqlkit",
+		"store/storetest",
 	}
 )
 
@@ -127,7 +127,7 @@ func f(s S, it *h4r.Item) {
 	}{
 		{"decision", 3},
 		{"engine", 1},
-		{"sources/sqlite", 2},
+		{"store/sqlite", 2},
 		{"scs", 0},
 	}
 	for _, tt := range tests {

@@ -41,7 +41,7 @@ type ContextPacker interface {
 	Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4r.Pack, error)
 }
 
-// ItemStore keeps items (sources/sqlite.Store).
+// ItemStore keeps items (store/sqlite.Store).
 type ItemStore interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
 	Get(ctx context.Context, id string) (*h4r.Item, error)

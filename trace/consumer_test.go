@@ -24,7 +24,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/internal/natstest"
 	"github.com/h4r/h4r/internal/pgtest"
-	"github.com/h4r/h4r/sources/postgres"
+	"github.com/h4r/h4r/store/postgres"
 	"github.com/h4r/h4r/trace"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Store keeps items (sources/sqlite.Store, sources/postgres.Store).
+// Store keeps items (store/sqlite.Store, store/postgres.Store).
 type Store interface {
 	Upsert(ctx context.Context, items []h4r.Item) ([]string, error)
 	// ReplaceIf writes items and deletes ids only if check holds in the

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/h4r/h4r/app"
-	"github.com/h4r/h4r/sources/postgres"
+	"github.com/h4r/h4r/store/postgres"
 )
 
 // cmdMigrate applies the Postgres store's schema migrations (DATABASE_URL)

@@ -25,7 +25,7 @@ func TestMigrateTwice(t *testing.T) {
 	vars := env(map[string]string{"DATABASE_URL": pgtest.Schema(t, "h4r_cmd_migrate_test"), "H4R_LOG_LEVEL": "warn"})
 
 	// The latest version is the number of the last embedded migration.
-	entries, err := os.ReadDir("../../sources/postgres/migrations")
+	entries, err := os.ReadDir("../../store/postgres/migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/h4r/h4r/sources/qdrant/qdranttest"
+	"github.com/h4r/h4r/store/qdrant/qdranttest"
 )
 
 const reindexItems = `{"id": "a", "text": "authentication token expired"}

@@ -1,0 +1,106 @@
+package bm25_test
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/h4r/h4r/analysis"
+	"github.com/h4r/h4r/index/bm25"
+)
+
+func TestAnalyze(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"empty", "", nil},
+		{"only punctuation and spaces", " ,.;!? -- \t\n", nil},
+		{"lower-cases", "ERROR Timeout", []string{"error", "timeout"}},
+		{"stems inflections to one term", "running runs", []string{"run", "run"}},
+		{"stems plurals", "caresses ponies", []string{"caress", "poni"}},
+		{"keeps stop words, stemmed", "the and of", []string{"the", "and", "of"}},
+		{"splits on punctuation", "login-page/checkout_flow", []string{"login", "page", "checkout", "flow"}},
+		{"splits on apostrophes", "don't", []string{"don", "t"}},
+		{"keeps digits, splits decimals", "x86_64 3.14 1990s", []string{"x86", "64", "3", "14", "1990s"}},
+		{"removes Latin diacritics", "Café naïve ÅNGSTRÖM", []string{"cafe", "naiv", "angstrom"}},
+		{"decomposed accent equals composed", "cafe\u0301", []string{"cafe"}},
+		{"dotted capital I folds to i", "İstanbul", []string{"istanbul"}},
+		{"lone diacritic is no term", "a \u0301 b", []string{"a", "b"}},
+		{"keeps marks outside the diacritics block", "\u0915\u093f", []string{"\u0915\u093f"}},
+		{"a CJK run is one term", "日本語のテキスト 中文", []string{"日本語のテキスト", "中文"}},
+		{"Greek is lower-cased", "ΣΟΦΙΑ", []string{"σοφια"}},
+		{"invalid UTF-8 splits words", "ab\xffcd", []string{"ab", "cd"}},
+		{"repeats are kept in order", "cache miss cache", []string{"cach", "miss", "cach"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := bm25.Analyze(nil, tc.text); !slices.Equal(got, tc.want) {
+				t.Errorf("Analyze(%q) = %q, want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAnalyzeAppends(t *testing.T) {
+	got := bm25.Analyze([]string{"kept"}, "Tests")
+	if want := []string{"kept", "test"}; !slices.Equal(got, want) {
+		t.Errorf("Analyze appended %q, want %q", got, want)
+	}
+}
+
+func TestQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop []string
+		text string
+		want map[string]int
+	}{
+		{"repeats counted", nil, "the cat and the hat, and THE bat", map[string]int{"the": 3, "cat": 1, "and": 2, "hat": 1, "bat": 1}},
+		{"stop words left out", analysis.English(), "the cat and the hat, and THE bat", map[string]int{"cat": 1, "hat": 1, "bat": 1}},
+		{"stemmed forms add their counts", nil, "Connect connected connection", map[string]int{"connect": 3}},
+		{"diacritics folded as in documents", nil, "Café cafe\u0301 cafe", map[string]int{"cafe": 3}},
+		{"a lone diacritic is no term", nil, "a \u0301 b", map[string]int{"a": 1, "b": 1}},
+		{"no words", nil, "?! --", map[string]int{}},
+		{"only stop words", analysis.English(), "to be or not to be", map[string]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := bm25.Query(analysis.New(tc.stop).Terms(tc.text)); !maps.Equal(got, tc.want) {
+				t.Errorf("Query(%q) = %v, want %v", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzAnalyze checks the analysis of arbitrary input: it never panics, and
+// every term is non-empty, valid UTF-8, made of word characters only, and
+// what Query counts of the text's words (below analysis's caps).
+func FuzzAnalyze(f *testing.F) {
+	for _, s := range []string{"", "Running tests failed", "Café cafe\u0301", "\xff\xfe", "İ\u0307", "日本語", "a\u0301\u0301\u0301", "ﬁ ß ǅ", "yyyy ies sses"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		terms := bm25.Analyze(nil, text)
+		for _, term := range terms {
+			if term == "" || !utf8.ValidString(term) {
+				t.Fatalf("Analyze(%q) gave term %q", text, term)
+			}
+			for _, r := range term {
+				if !bm25.IsTermRune(r) {
+					t.Fatalf("Analyze(%q) gave term %q holding %q", text, term, r)
+				}
+			}
+		}
+		if len(analysis.Words(text)) > analysis.MaxTerms {
+			return // the caps cut the query
+		}
+		qtf := bm25.Query(analysis.New(nil).Terms(text))
+		n := 0
+		for _, c := range qtf {
+			n += c
+		}
+		if n != len(terms) {
+			t.Fatalf("Query(%q) counts %d terms, Analyze gave %d", text, n, len(terms))
+		}
+	})
+}

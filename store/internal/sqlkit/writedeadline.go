@@ -1,0 +1,35 @@
+package sqlkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/h4r/h4r"
+)
+
+// WriteWithin returns ctx bounded by d (not bounded when d <= 0) and finish,
+// which releases the deadline's timer and returns the write's error: as an
+// unavailable *h4r.Error, wrapping err, when d ended the write rather than
+// the caller's own context. Call finish exactly once, with the write's
+// result, after the write has rolled back or committed.
+func WriteWithin(ctx context.Context, d time.Duration) (context.Context, func(error) error) {
+	if d <= 0 {
+		return ctx, func(err error) error { return err }
+	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	return wctx, func(err error) error {
+		expired := errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		cancel()
+		if err == nil || !expired || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", WriteBusy(d), err)
+	}
+}
+
+// WriteBusy is the error of a write that its deadline d ended.
+func WriteBusy(d time.Duration) *h4r.Error {
+	return h4r.Errorf(h4r.EUNAVAILABLE, "", "the store is busy with other writes: this write did not finish within its deadline (%s, H4R_WRITE_TIMEOUT) and was rolled back, nothing of it was written; retry after a pause", d)
+}

@@ -1,0 +1,91 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/store/internal/sqlkit"
+)
+
+// SavePack stores a delivered pack and prunes the oldest packs past keep
+// (the retention limit; keep <= 0 keeps every pack), in one transaction.
+// Saving a pack whose id exists already does nothing: the id is a hash of
+// everything the pack is.
+func (s *Store) SavePack(ctx context.Context, p h4r.StoredPack, keep int) error {
+	return s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO packs (id, principal_id, query, request, result_ids, policy_revision, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
+			p.ID, p.PrincipalID, p.Query, sqlkit.PackRequest(p), sqlkit.PackIDs(p.ResultIDs), p.PolicyRevision, p.CreatedAt.UTC()); err != nil {
+			return fmt.Errorf("saving pack %s: %w", p.ID, err)
+		}
+		if keep <= 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM packs WHERE seq <= (SELECT max(seq) FROM packs) - $1`, keep); err != nil {
+			return fmt.Errorf("pruning packs past the retention limit (%d): %w", keep, err)
+		}
+		return nil
+	})
+}
+
+// Pack returns the stored pack with the given id, or a not_found
+// *h4r.Error naming context_pack_id.
+func (s *Store) Pack(ctx context.Context, id string) (*h4r.StoredPack, error) {
+	var p h4r.StoredPack
+	var req string
+	err := s.read(ctx, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT id, principal_id, query, request, result_ids, policy_revision, created_at FROM packs WHERE id = $1`, id).
+			Scan(&p.ID, &p.PrincipalID, &p.Query, &req, &p.ResultIDs, &p.PolicyRevision, &p.CreatedAt)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, sqlkit.PackNotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading pack %q: %w", id, err)
+	}
+	p.Request = []byte(req)
+	p.CreatedAt = p.CreatedAt.UTC()
+	return &p, nil
+}
+
+// AddFeedback stores a verdict on a pack.
+func (s *Store) AddFeedback(ctx context.Context, f h4r.Feedback) error {
+	return s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO pack_feedback (pack_id, principal_id, verdict, notes, query, result_ids, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			f.PackID, f.PrincipalID, f.Verdict, f.Notes, f.Query, sqlkit.PackIDs(f.ResultIDs), f.CreatedAt.UTC()); err != nil {
+			return fmt.Errorf("saving feedback on pack %s: %w", f.PackID, err)
+		}
+		return nil
+	})
+}
+
+// EachFeedback visits every stored verdict, oldest first.
+func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) error {
+	var all []h4r.Feedback
+	err := s.read(ctx, func(ctx context.Context) error {
+		all = all[:0]
+		rows, err := s.pool.Query(ctx, `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback ORDER BY seq`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f h4r.Feedback
+			if err := rows.Scan(&f.PackID, &f.PrincipalID, &f.Verdict, &f.Notes, &f.Query, &f.ResultIDs, &f.CreatedAt); err != nil {
+				return err
+			}
+			f.CreatedAt = f.CreatedAt.UTC()
+			all = append(all, f)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("reading feedback: %w", err)
+	}
+	return sqlkit.VisitFeedback(all, fn)
+}
