@@ -66,8 +66,11 @@ func (s *Server) HTTPServer() *http.Server {
 // plain text (a malformed request line, a bad percent-escape in the path,
 // headers over MaxHeaderBytes, no Host), into the error shape.
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	l := &listener{Listener: ln, max: int64(s.maxConns), s: s, refusing: make(chan struct{}, maxRefusing)}
+	l := &listener{Listener: ln, max: int64(s.maxConns), s: s, refusing: make(chan struct{}, maxRefusing),
+		addrs: newAddrConns(s.limits.maxConnsPerAddr)}
 	l.refusal = rawAnswer(h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is serving its limit of %d connections; retry after a pause", s.maxConns),
+		"Retry-After: 1\r\n")
+	l.addrRefusal = rawAnswer(h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is serving its limit of %d connections from one address; retry after a pause", s.limits.maxConnsPerAddr),
 		"Retry-After: 1\r\n")
 	return l
 }
@@ -79,6 +82,10 @@ type listener struct {
 	open     atomic.Int64
 	refusing chan struct{} // the connections over the cap being answered
 	refusal  []byte
+	// addrs counts the connections of each remote address, so that one
+	// address holding connections open cannot fill the cap.
+	addrs       *addrConns
+	addrRefusal []byte
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -89,16 +96,22 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		if n := l.open.Add(1); l.max > 0 && n > l.max {
 			l.open.Add(-1)
-			l.refuse(c)
+			l.refuse(c, l.refusal)
 			continue
 		}
-		return &conn{Conn: c, l: l}, nil
+		host := remoteHost(c)
+		if !l.addrs.take(host) {
+			l.open.Add(-1)
+			l.refuse(c, l.addrRefusal)
+			continue
+		}
+		return &conn{Conn: c, l: l, host: host}, nil
 	}
 }
 
 // refuse answers a connection over the cap and closes it, without holding
 // up Accept.
-func (l *listener) refuse(c net.Conn) {
+func (l *listener) refuse(c net.Conn, answer []byte) {
 	l.s.metrics.Rejected(h4r.EUNAVAILABLE)
 	select {
 	case l.refusing <- struct{}{}:
@@ -110,7 +123,7 @@ func (l *listener) refuse(c net.Conn) {
 		defer func() { <-l.refusing }()
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(refuseTimeout))
-		if _, err := c.Write(l.refusal); err != nil {
+		if _, err := c.Write(answer); err != nil {
 			return
 		}
 		// Closing with the request unread would reset the connection,
@@ -130,12 +143,16 @@ type closeWriter interface{ CloseWrite() error }
 type conn struct {
 	net.Conn
 	l      *listener
+	host   string // the remote address, as addrs counts it
 	closed sync.Once
 }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.closed.Do(func() { c.l.open.Add(-1) })
+	c.closed.Do(func() {
+		c.l.open.Add(-1)
+		c.l.addrs.release(c.host)
+	})
 	return err
 }
 

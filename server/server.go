@@ -83,6 +83,7 @@ type Server struct {
 	rag            *rag.Service   // POST /query and /feedback (query.go); nil: not served
 	bridge         *bridge.Bridge // POST /v1/bridge (bridge.go); nil: results unchanged
 	jobs           Jobs           // nil: no ingestion or background jobs (ingest.go)
+	limits         limits         // work per key, unauthenticated clients (rpclimit.go)
 }
 
 // readinessCheck is one backend /health/ready checks.
@@ -171,6 +172,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 		log: slog.Default(), now: time.Now,
 		slots:    make(chan struct{}, DefaultPacksPerCPU*runtime.GOMAXPROCS(0)),
 		maxConns: DefaultMaxConnections, readTimeout: DefaultReadTimeout,
+		limits: defaultLimits(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -261,7 +263,7 @@ func (s *Server) writeError(c *echo.Context, err error, replyTo string) error {
 		// The client reads "busy"; the operator needs where it waited.
 		s.log.WarnContext(c.Request().Context(), "request shed: the store is busy", "path", c.Request().URL.Path, "error", err)
 	}
-	if secs := retryAfter(herr.Code); secs != "" && c.Response().Header().Get("Retry-After") == "" {
+	if secs := retryAfter(err, herr.Code); secs != "" && c.Response().Header().Get("Retry-After") == "" {
 		c.Response().Header().Set("Retry-After", secs)
 	}
 	if c.Path() != a2aPath {
