@@ -60,8 +60,10 @@ func (s *Server) HTTPServer() *http.Server {
 }
 
 // Listener wraps ln for HTTPServer. It serves at most the configured
-// number of connections at once (WithMaxConnections): one over the cap is
-// answered 503 unavailable in the error shape and closed. And it rewrites
+// number of connections at once (WithMaxConnections), and at most
+// WithMaxConnectionsPerAddr of them from one remote address, so that one
+// client holding connections open cannot take them all: one over either
+// cap is answered 503 unavailable in the error shape and closed. And it rewrites
 // the answers net/http writes itself, before any handler runs and in
 // plain text (a malformed request line, a bad percent-escape in the path,
 // headers over MaxHeaderBytes, no Host), into the error shape.
