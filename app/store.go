@@ -34,7 +34,7 @@ func openStore(ctx context.Context, cfg config.Config, counter *tokens.Counter, 
 	path := cfg.SQLitePath()
 	store, err := sqlite.Open(ctx, path, sqlite.WithStopWords(stop), sqlite.WithTokenCounter(counter), sqlite.WithLogger(o.log), sqlite.WithClock(o.now),
 		sqlite.WithWriteTimeout(cfg.WriteTimeout), sqlite.WithItemCacheBytes(int64(cfg.ItemCacheMB)<<20),
-		sqlite.WithVectorANNThreshold(cfg.VectorANNThreshold))
+		sqlite.WithVectorANNThreshold(cfg.VectorANNThreshold), sqlite.WithSync(cfg.SQLiteSync))
 	if err != nil {
 		return nil, fmt.Errorf("opening the embedded store %s: %w", path, err)
 	}

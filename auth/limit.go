@@ -23,6 +23,12 @@ type Limiter struct {
 // its own class), only a bucket of its own.
 const RouteMCP Route = "mcp"
 
+// RouteWSMessage is the rate-limit bucket of the messages a key sends on
+// its WebSocket subscriptions (GET /v1/subscribe): opening the socket is
+// one read request, and each message after it is counted here, so that a
+// socket is not a way around the limit.
+const RouteWSMessage Route = "ws-message"
+
 type bucketKey struct {
 	key   string
 	class Route
@@ -37,10 +43,26 @@ func NewLimiter(perMinute int) *Limiter {
 // Allow takes one request from p's bucket of class. When the bucket is
 // empty it returns false and how long until a request would be allowed.
 func (l *Limiter) Allow(p *Principal, class Route, now time.Time) (bool, time.Duration) {
-	n := p.RateLimitPerMinute
-	if n <= 0 {
-		n = l.perMinute
+	return l.AllowN(p, class, now, 1)
+}
+
+// PerMinute is p's limit per minute and class: its own, or the default.
+func (l *Limiter) PerMinute(p *Principal) int {
+	if p.RateLimitPerMinute > 0 {
+		return p.RateLimitPerMinute
 	}
+	return l.perMinute
+}
+
+// AllowN takes count requests at once from p's bucket of class (the calls
+// of a JSON-RPC batch), all or none. When they are not all allowed it
+// returns false and how long until they would be; a count over the
+// bucket's size is never allowed (false, a minute).
+func (l *Limiter) AllowN(p *Principal, class Route, now time.Time, count int) (bool, time.Duration) {
+	if count <= 0 {
+		return true, 0
+	}
+	n := l.PerMinute(p)
 	l.mu.Lock()
 	k := bucketKey{p.KeyID, class}
 	b, ok := l.buckets[k]
@@ -49,7 +71,7 @@ func (l *Limiter) Allow(p *Principal, class Route, now time.Time) (bool, time.Du
 		l.buckets[k] = b
 	}
 	l.mu.Unlock()
-	r := b.ReserveN(now, 1)
+	r := b.ReserveN(now, count)
 	if !r.OK() {
 		return false, time.Minute
 	}

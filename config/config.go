@@ -34,6 +34,7 @@ type Config struct {
 	PGMaxWriteConns int           // H4R_PG_MAX_WRITE_CONNS: the Postgres pool writes use
 	WriteTimeout    time.Duration // H4R_WRITE_TIMEOUT: deadline of one store write
 	ItemCacheMB     int           // H4R_ITEM_CACHE_MB: memory of the store's decoded-item cache
+	SQLiteSync      string        // H4R_SQLITE_SYNC: full or normal (PRAGMA synchronous)
 
 	// VectorANNThreshold is H4R_VECTOR_ANN_THRESHOLD: vectors from which
 	// the in-process vector index is approximate (0: never).
@@ -52,17 +53,22 @@ type Config struct {
 	TLDRSentences int  // CONTEXT_PACK_TLDR_SENTENCES
 	IncludeGraph  bool // CONTEXT_PACK_INCLUDE_GRAPH
 
-	TokenEncoding         string        // H4R_TOKEN_ENCODING: cl100k_base or o200k_base
-	RequestTimeout        time.Duration // H4R_REQUEST_TIMEOUT
-	GeneratorTimeout      time.Duration // H4R_GENERATOR_TIMEOUT
-	AmbientRelevance      float64       // H4R_AMBIENT_RELEVANCE
-	AmbientDebounce       time.Duration // H4R_AMBIENT_DEBOUNCE
-	AmbientMaxPerSession  int           // H4R_AMBIENT_MAX_PER_SESSION
-	AmbientMaxPerKey      int           // H4R_AMBIENT_MAX_PER_KEY
-	MaxBodyBytes          int64         // H4R_MAX_BODY_BYTES
-	MaxConnections        int           // H4R_MAX_CONNECTIONS: HTTP connections served at once
-	GCHeadroomMB          int           // H4R_GC_HEADROOM_MB: garbage allowed above the live heap; 0: Go's GOGC pacing alone
-	LowRelevanceThreshold float64       // H4R_LOW_RELEVANCE_THRESHOLD: best relevance under it → request_more_context
+	TokenEncoding        string        // H4R_TOKEN_ENCODING: cl100k_base or o200k_base
+	RequestTimeout       time.Duration // H4R_REQUEST_TIMEOUT
+	GeneratorTimeout     time.Duration // H4R_GENERATOR_TIMEOUT
+	AmbientRelevance     float64       // H4R_AMBIENT_RELEVANCE
+	AmbientDebounce      time.Duration // H4R_AMBIENT_DEBOUNCE
+	AmbientMaxPerSession int           // H4R_AMBIENT_MAX_PER_SESSION
+	AmbientMaxPerKey     int           // H4R_AMBIENT_MAX_PER_KEY
+	MaxBodyBytes         int64         // H4R_MAX_BODY_BYTES
+	MaxConnections       int           // H4R_MAX_CONNECTIONS: HTTP connections served at once
+	// H4R_MAX_CONNECTIONS_PER_ADDR: connections of one remote address; 0: no cap
+	MaxConnectionsPerAddr int
+	// H4R_UNAUTHENTICATED_BODY_BYTES: bytes of bodies read before authentication; 0: no bound
+	UnauthenticatedBodyBytes int64
+	MCPMaxBatch              int     // H4R_MCP_MAX_BATCH: calls in one JSON-RPC batch on /mcp
+	GCHeadroomMB             int     // H4R_GC_HEADROOM_MB: garbage allowed above the live heap; 0: Go's GOGC pacing alone
+	LowRelevanceThreshold    float64 // H4R_LOW_RELEVANCE_THRESHOLD: best relevance under it → request_more_context
 
 	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error
 	LogFormat string // H4R_LOG_FORMAT: json or text

@@ -60,14 +60,19 @@ func (s *Server) HTTPServer() *http.Server {
 }
 
 // Listener wraps ln for HTTPServer. It serves at most the configured
-// number of connections at once (WithMaxConnections): one over the cap is
-// answered 503 unavailable in the error shape and closed. And it rewrites
+// number of connections at once (WithMaxConnections), and at most
+// WithMaxConnectionsPerAddr of them from one remote address, so that one
+// client holding connections open cannot take them all: one over either
+// cap is answered 503 unavailable in the error shape and closed. And it rewrites
 // the answers net/http writes itself, before any handler runs and in
 // plain text (a malformed request line, a bad percent-escape in the path,
 // headers over MaxHeaderBytes, no Host), into the error shape.
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	l := &listener{Listener: ln, max: int64(s.maxConns), s: s, refusing: make(chan struct{}, maxRefusing)}
+	l := &listener{Listener: ln, max: int64(s.maxConns), s: s, refusing: make(chan struct{}, maxRefusing),
+		addrs: newAddrConns(s.limits.maxConnsPerAddr)}
 	l.refusal = rawAnswer(h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is serving its limit of %d connections; retry after a pause", s.maxConns),
+		"Retry-After: 1\r\n")
+	l.addrRefusal = rawAnswer(h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is serving its limit of %d connections from one address; retry after a pause", s.limits.maxConnsPerAddr),
 		"Retry-After: 1\r\n")
 	return l
 }
@@ -79,6 +84,10 @@ type listener struct {
 	open     atomic.Int64
 	refusing chan struct{} // the connections over the cap being answered
 	refusal  []byte
+	// addrs counts the connections of each remote address, so that one
+	// address holding connections open cannot fill the cap.
+	addrs       *addrConns
+	addrRefusal []byte
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -89,16 +98,22 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		if n := l.open.Add(1); l.max > 0 && n > l.max {
 			l.open.Add(-1)
-			l.refuse(c)
+			l.refuse(c, l.refusal)
 			continue
 		}
-		return &conn{Conn: c, l: l}, nil
+		host := remoteHost(c)
+		if !l.addrs.take(host) {
+			l.open.Add(-1)
+			l.refuse(c, l.addrRefusal)
+			continue
+		}
+		return &conn{Conn: c, l: l, host: host}, nil
 	}
 }
 
 // refuse answers a connection over the cap and closes it, without holding
 // up Accept.
-func (l *listener) refuse(c net.Conn) {
+func (l *listener) refuse(c net.Conn, answer []byte) {
 	l.s.metrics.Rejected(h4r.EUNAVAILABLE)
 	select {
 	case l.refusing <- struct{}{}:
@@ -110,7 +125,7 @@ func (l *listener) refuse(c net.Conn) {
 		defer func() { <-l.refusing }()
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(refuseTimeout))
-		if _, err := c.Write(l.refusal); err != nil {
+		if _, err := c.Write(answer); err != nil {
 			return
 		}
 		// Closing with the request unread would reset the connection,
@@ -130,12 +145,16 @@ type closeWriter interface{ CloseWrite() error }
 type conn struct {
 	net.Conn
 	l      *listener
+	host   string // the remote address, as addrs counts it
 	closed sync.Once
 }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.closed.Do(func() { c.l.open.Add(-1) })
+	c.closed.Do(func() {
+		c.l.open.Add(-1)
+		c.l.addrs.release(c.host)
+	})
 	return err
 }
 

@@ -54,7 +54,7 @@ func (s *Server) routeTables() [][]route {
 		s.traceRoutes(),
 		s.decisionRoutes(),
 		s.memoryRoutes(),
-		s.mcpRoutes(),
+		s.countBatches(s.mcpRoutes()),
 		s.ragRoutes(),
 		s.a2aProtoRoutes(),
 		s.bridgeRoutes(),

@@ -84,6 +84,7 @@ type Server struct {
 	bridge         *bridge.Bridge // POST /v1/bridge (bridge.go); nil: results unchanged
 	jobs           Jobs           // nil: no ingestion or background jobs (ingest.go)
 	a2aOpts        A2AOptions     // the A2A protocol endpoint (a2aproto.go)
+	limits         limits         // work per key, unauthenticated clients (rpclimit.go)
 }
 
 // readinessCheck is one backend /health/ready checks.
@@ -172,6 +173,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 		log: slog.Default(), now: time.Now,
 		slots:    make(chan struct{}, DefaultPacksPerCPU*runtime.GOMAXPROCS(0)),
 		maxConns: DefaultMaxConnections, readTimeout: DefaultReadTimeout,
+		limits: defaultLimits(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -262,7 +264,7 @@ func (s *Server) writeError(c *echo.Context, err error, replyTo string) error {
 		// The client reads "busy"; the operator needs where it waited.
 		s.log.WarnContext(c.Request().Context(), "request shed: the store is busy", "path", c.Request().URL.Path, "error", err)
 	}
-	if secs := retryAfter(herr.Code); secs != "" && c.Response().Header().Get("Retry-After") == "" {
+	if secs := retryAfter(err, herr.Code); secs != "" && c.Response().Header().Get("Retry-After") == "" {
 		c.Response().Header().Set("Retry-After", secs)
 	}
 	if c.Path() != a2aPath {

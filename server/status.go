@@ -1,8 +1,10 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/h4r/h4r"
 )
@@ -48,14 +50,29 @@ const StatusClientClosedRequest = 499
 // answer: the store was busy with writes and this one passed its deadline
 // (H4R_WRITE_TIMEOUT). A burst of writes drains in about that long;
 // clients that wait it out spread their retries instead of joining the
-// queue at once. (resource_exhausted sets its own, from the rate limit.)
+// queue at once.
 const RetryAfterUnavailable = 1
 
-// retryAfter returns the Retry-After header of an error code whose answer
-// says to retry later, or "".
-func retryAfter(code string) string {
-	if code == h4r.EUNAVAILABLE {
+// RetryAfterExhausted is the Retry-After, in seconds, of a
+// resource_exhausted answer whose error does not say when to retry (every
+// 429 carries one): a rate limit's own wait is set where it is known.
+const RetryAfterExhausted = 60
+
+// retryAfter returns the Retry-After header of an error whose answer says
+// to retry later, or "": the error's own wait (a RetryAfter method in its
+// chain, as the webhook's rate window has), else the code's default.
+func retryAfter(err error, code string) string {
+	if ra, ok := errors.AsType[interface {
+		error
+		RetryAfter() time.Duration
+	}](err); ok {
+		return strconv.Itoa(retrySeconds(ra.RetryAfter()))
+	}
+	switch code {
+	case h4r.EUNAVAILABLE:
 		return strconv.Itoa(RetryAfterUnavailable)
+	case h4r.EEXHAUSTED:
+		return strconv.Itoa(RetryAfterExhausted)
 	}
 	return ""
 }

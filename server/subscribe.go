@@ -119,13 +119,24 @@ func (s *Server) subscribe(c *echo.Context) error {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	go s.wsWriter(ctx, cancel, conn, sub)
+	p, refused := principal(c), 0
 	for {
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
 			conn.CloseNow()
 			return nil
 		}
-		if herr := s.wsMessage(ctx, sub, typ, data); herr != nil {
+		// Each message counts against the key's limit (rpclimit.go); a
+		// client that keeps sending over it is closed.
+		herr := s.allowMessage(p)
+		if herr == nil {
+			refused = 0
+			herr = s.wsMessage(ctx, sub, typ, data)
+		} else if refused++; refused > wsMaxRefused {
+			conn.Close(websocket.StatusPolicyViolation, "rate limit of this key's WebSocket messages exceeded")
+			return nil
+		}
+		if herr != nil {
 			if werr := wsWrite(ctx, conn, wsError{Type: "error", Error: herr}); werr != nil {
 				conn.CloseNow()
 				return nil

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v5"
@@ -164,10 +163,14 @@ func (s *Server) githubWebhook(c *echo.Context) error {
 		return trace.VerifySignature(nil, nil, "")
 	}
 	r := c.Request()
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxWebhookBytes))
+	// The body is read before anyone vouches for it: it takes its room
+	// from the bound on unauthenticated bytes (connlimit.go) until the
+	// delivery is answered.
+	body, release, err := s.limits.unauthBytes.readAll(r.Context(), http.MaxBytesReader(c.Response(), r.Body, MaxWebhookBytes))
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := trace.VerifySignature(s.traceOpts.WebhookSecret, body, r.Header.Get("X-Hub-Signature-256")); err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ type traceStack struct {
 	app  *app.App
 }
 
-func newTraceStack(t testing.TB, secret string) *traceStack {
+func newTraceStack(t testing.TB, secret string, opts ...server.Option) *traceStack {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
@@ -44,8 +44,9 @@ func newTraceStack(t testing.TB, secret string) *traceStack {
 		t.Fatal(err)
 	}
 	svc := trace.NewService(a.Store, trace.WithClock(clock), trace.WithLogger(quiet), trace.WithSearch(a.Engine, a.Slicer))
-	srv := server.New(a.Engine, a.Store, server.WithLogger(quiet), server.WithAuthenticator(keys), server.WithClock(clock),
-		server.WithRequestTimeout(cfg.RequestTimeout), server.WithTraces(svc, server.TraceOptions{WebhookSecret: []byte(secret)}))
+	opts = append([]server.Option{server.WithLogger(quiet), server.WithAuthenticator(keys), server.WithClock(clock),
+		server.WithRequestTimeout(cfg.RequestTimeout), server.WithTraces(svc, server.TraceOptions{WebhookSecret: []byte(secret)})}, opts...)
+	srv := server.New(a.Engine, a.Store, opts...)
 	st := &stack{srv: srv, store: a.Store}
 	return &traceStack{base: st.serve(t), app: a}
 }
@@ -348,19 +349,27 @@ func TestGitHubPushLandsAndReverts(t *testing.T) {
 	}
 }
 
+// landingPush is the n-th push to repo's default branch, of a commit no
+// trace records: a delivery of its own (its body differs from every
+// other's) that counts against the repository's rate limit.
+func landingPush(repo string, n int) []byte {
+	return fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"commits":[{"id":"%040x"}]}`, n, repo, n)
+}
+
 func TestGitHubWebhookRateLimitPerRepo(t *testing.T) {
 	s := newTraceStack(t, webhookSecret)
-	body := githubPayload(t, "push_other_branch") // counted, applies nothing
 	for i := range trace.WebhookPerRepoPerMinute {
+		body := landingPush("acme/gateway", i)
 		if r := s.webhook(t, "push", fmt.Sprintf("rl-%d", i), body, sign(webhookSecret, body)); r.status != http.StatusOK {
 			t.Fatalf("delivery %d: %d %s", i, r.status, r.body)
 		}
 	}
-	r := s.webhook(t, "push", "rl-last", body, sign(webhookSecret, body))
+	last := landingPush("acme/gateway", trace.WebhookPerRepoPerMinute)
+	r := s.webhook(t, "push", "rl-last", last, sign(webhookSecret, last))
 	if r.status != http.StatusTooManyRequests {
 		t.Fatalf("delivery %d: %d, want 429", trace.WebhookPerRepoPerMinute+1, r.status)
 	}
-	other := bytes.ReplaceAll(body, []byte(`"acme/gateway"`), []byte(`"acme/other"`))
+	other := landingPush("acme/other", 0)
 	if r := s.webhook(t, "push", "rl-other", other, sign(webhookSecret, other)); r.status != http.StatusOK {
 		t.Fatalf("another repository is limited too: %d", r.status)
 	}

@@ -218,7 +218,9 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 			field = herr.Field
 		}
 		c.metrics.rejectedMessage(reason)
-		c.log.WarnContext(ctx, "acknowledged a commit trace that cannot be stored", "reason", reason, "field", field, "error", h4r.ErrorMessage(err), "subject", msg.Subject(), "delivered", delivered)
+		// The field and the message quote the message's own keys: clipped,
+		// so that a crafted message cannot write a log line of its size.
+		c.log.WarnContext(ctx, "acknowledged a commit trace that cannot be stored", "reason", reason, "field", clip(field), "error", clip(h4r.ErrorMessage(err)), "subject", msg.Subject(), "delivered", delivered)
 		span.RecordError(err)
 		if aerr := msg.Ack(); aerr != nil {
 			c.log.WarnContext(ctx, "acknowledging a rejected trace", "error", aerr)

@@ -26,8 +26,9 @@ const maxRateAttempts = 100
 // its version, so the limit holds across replicas, not per replica. It is
 // a fixed window: it opens at a repository's first delivery and holds
 // WebhookPerRepoPerMinute deliveries for one minute (so at most twice that
-// in any 60 s straddling two windows).
-func (s *Service) allowDelivery(ctx context.Context, repo string) (bool, error) {
+// in any 60 s straddling two windows). A refusal comes with the time until
+// the window reopens.
+func (s *Service) allowDelivery(ctx context.Context, repo string) (bool, time.Duration, error) {
 	id := "github-rate:" + repo
 	for attempt := 1; ; attempt++ {
 		now := s.now().UTC()
@@ -40,10 +41,10 @@ func (s *Service) allowDelivery(ctx context.Context, repo string) (bool, error) 
 				start, count = t, n
 			}
 		case h4r.ErrorCode(err) != h4r.ENOTFOUND:
-			return false, fmt.Errorf("reading the webhook rate window of %s: %w", repo, err)
+			return false, 0, fmt.Errorf("reading the webhook rate window of %s: %w", repo, err)
 		}
 		if count >= WebhookPerRepoPerMinute {
-			return false, nil
+			return false, start.Add(time.Minute).Sub(now), nil
 		}
 		zero, one := 0.0, 1.0
 		next := h4r.Item{
@@ -57,17 +58,17 @@ func (s *Service) allowDelivery(ctx context.Context, repo string) (bool, error) 
 		}
 		_, err = s.store.ReplaceIf(ctx, h4r.VersionCheck{ID: id, Version: version}, []h4r.Item{next}, nil)
 		if err == nil {
-			return true, nil
+			return true, 0, nil
 		}
 		if !errors.Is(err, h4r.ErrVersionConflict) {
-			return false, fmt.Errorf("counting a webhook delivery of %s: %w", repo, err)
+			return false, 0, fmt.Errorf("counting a webhook delivery of %s: %w", repo, err)
 		}
 		if attempt == maxRateAttempts {
-			return false, h4r.Errorf(h4r.EUNAVAILABLE, "", "the webhook rate window of %s is contended; retry", repo)
+			return false, 0, h4r.Errorf(h4r.EUNAVAILABLE, "", "the webhook rate window of %s is contended; retry", repo)
 		}
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return false, 0, ctx.Err()
 		case <-time.After(time.Duration(1+rand.IntN(min(attempt, 10)*2)) * time.Millisecond):
 		}
 	}

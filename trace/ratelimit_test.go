@@ -13,10 +13,11 @@ import (
 	"github.com/h4r/h4r/trace"
 )
 
-// pushElsewhere is a push to a branch other than the default: it changes
-// no outcome, but counts against the repository's rate limit.
-func pushElsewhere(repo string) []byte {
-	return []byte(`{"ref":"refs/heads/feature","after":"` + fmt.Sprintf("%040x", 1) + `","repository":{"full_name":"` + repo + `","default_branch":"main"},"commits":[]}`)
+// pushLanding is the n-th push to repo's default branch, of a commit no
+// trace records: each is a delivery of its own (its body differs) that
+// counts against the repository's rate limit and changes nothing.
+func pushLanding(repo string, n int) []byte {
+	return []byte(`{"ref":"refs/heads/main","after":"` + fmt.Sprintf("%040x", n) + `","repository":{"full_name":"` + repo + `","default_branch":"main"},"commits":[{"id":"` + fmt.Sprintf("%040x", n) + `"}]}`)
 }
 
 // TestWebhookRateLimitHoldsAcrossReplicas: two replicas on one Postgres
@@ -33,7 +34,7 @@ func TestWebhookRateLimitHoldsAcrossReplicas(t *testing.T) {
 	for i := range 120 {
 		svc := []*trace.Service{svcA, svcB}[i%2]
 		wg.Go(func() {
-			_, err := svc.HandleGitHub(context.Background(), "push", fmt.Sprintf("d-%d", i), pushElsewhere("acme/gateway"))
+			_, err := svc.HandleGitHub(context.Background(), "push", fmt.Sprintf("d-%d", i), pushLanding("acme/gateway", i))
 			switch {
 			case err == nil:
 				accepted.Add(1)
@@ -52,7 +53,7 @@ func TestWebhookRateLimitHoldsAcrossReplicas(t *testing.T) {
 	if accepted.Load() != trace.WebhookPerRepoPerMinute || refused.Load() != 20 {
 		t.Fatalf("accepted %d, refused %d; want %d and 20 across both replicas", accepted.Load(), refused.Load(), trace.WebhookPerRepoPerMinute)
 	}
-	if _, err := svcB.HandleGitHub(context.Background(), "push", "other-repo", pushElsewhere("acme/billing")); err != nil {
+	if _, err := svcB.HandleGitHub(context.Background(), "push", "other-repo", pushLanding("acme/billing", 0)); err != nil {
 		t.Fatalf("another repository was refused: %v", err)
 	}
 }
@@ -64,7 +65,7 @@ func TestWebhookRateWindowReopens(t *testing.T) {
 	h := newHarness(t)
 	svc := trace.NewService(h.app.Store, trace.WithClock(func() time.Time { return at }), trace.WithLogger(quiet))
 	send := func(i int) error {
-		_, err := svc.HandleGitHub(context.Background(), "push", fmt.Sprintf("w-%d", i), pushElsewhere("acme/gateway"))
+		_, err := svc.HandleGitHub(context.Background(), "push", fmt.Sprintf("w-%d", i), pushLanding("acme/gateway", i))
 		return err
 	}
 	for i := range trace.WebhookPerRepoPerMinute {

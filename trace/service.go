@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -51,6 +52,9 @@ type Service struct {
 	landedSubject  string
 	runner         Runner // nil: no search
 	slicer         Slicer // nil: no reads
+	deliveryTTL    time.Duration
+	pruneMu        sync.Mutex
+	lastPrune      time.Time // of the delivery records (deliveries.go)
 }
 
 // ServiceOption configures a Service.
@@ -93,7 +97,7 @@ func WithSearch(r Runner, s Slicer) ServiceOption {
 // NewService returns a Service over store.
 func NewService(store Store, opts ...ServiceOption) *Service {
 	s := &Service{
-		store: store, summaryTimeout: DefaultSummaryTimeout,
+		store: store, summaryTimeout: DefaultSummaryTimeout, deliveryTTL: DefaultDeliveryTTL,
 		tracer: noop.NewTracerProvider().Tracer(""), log: slog.Default(), now: time.Now,
 	}
 	for _, o := range opts {

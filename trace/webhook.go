@@ -94,10 +94,15 @@ var revertPattern = regexp.MustCompile(`This reverts commit ([0-9a-fA-F]{7,64})`
 // lands its traces, a push to the default branch lands its commits and
 // marks the commits its reverts name as reverted. Other events, and
 // pull_request and push deliveries that change no outcome, are answered
-// processed: false; pull_request and push deliveries count against their
-// repository's rate limit either way. A delivery id already applied (by any
-// replica: the ids are items in the shared store) is answered processed
-// with nothing updated.
+// processed: false and cost nothing more than their parse.
+//
+// A delivery that would change outcomes is recognised by the SHA-256 of
+// its body, which the signature covers, not by its X-GitHub-Delivery id,
+// which it does not: a captured body sent again under a fresh id is the
+// same delivery. One already applied (by any replica: the records are
+// items in the shared store) within DeliveryTTL is answered processed with
+// nothing updated and is not counted; only new ones count against their
+// repository's rate limit.
 func (s *Service) HandleGitHub(ctx context.Context, event, delivery string, body []byte) (_ *WebhookResult, err error) {
 	ctx, span := s.tracer.Start(ctx, "webhook.github")
 	defer func() { endSpan(span, err) }()
@@ -135,24 +140,27 @@ func (s *Service) HandleGitHub(ctx context.Context, event, delivery string, body
 		s.metrics.delivery(event, "ignored")
 		return &WebhookResult{}, nil
 	}
-	allowed, err := s.allowDelivery(ctx, repo)
+	if updates == nil { // an open or unmerged pull request, a push to another branch
+		s.metrics.delivery(event, "ignored")
+		return &WebhookResult{}, nil
+	}
+	deliveryID := DeliveryItemID(body)
+	if applied, err := s.deliveryApplied(ctx, deliveryID); err != nil {
+		return nil, fmt.Errorf("checking delivery %s: %w", delivery, err)
+	} else if applied {
+		s.metrics.delivery(event, "duplicate")
+		return &WebhookResult{Processed: true}, nil
+	}
+	allowed, wait, err := s.allowDelivery(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	if !allowed {
 		s.metrics.delivery(event, "refused")
-		return nil, h4r.Errorf(h4r.EEXHAUSTED, "repository.full_name", "rate limit of %d webhook deliveries a minute for %s reached", WebhookPerRepoPerMinute, repo)
-	}
-	if updates == nil { // an open or unmerged pull request, a push to another branch
-		s.metrics.delivery(event, "ignored")
-		return &WebhookResult{}, nil
-	}
-	deliveryID := "github-delivery:" + delivery
-	if _, err := s.store.Get(ctx, deliveryID); err == nil {
-		s.metrics.delivery(event, "duplicate")
-		return &WebhookResult{Processed: true}, nil
-	} else if h4r.ErrorCode(err) != h4r.ENOTFOUND {
-		return nil, fmt.Errorf("checking delivery %s: %w", delivery, err)
+		return nil, &RateLimitError{
+			Err:  h4r.Errorf(h4r.EEXHAUSTED, "repository.full_name", "rate limit of %d webhook deliveries a minute for %s reached", WebhookPerRepoPerMinute, repo),
+			Wait: wait,
+		}
 	}
 	n, err := updates(ctx)
 	if err != nil {
@@ -161,12 +169,24 @@ func (s *Service) HandleGitHub(ctx context.Context, event, delivery string, body
 	// Recorded after the outcomes: a crash in between applies the delivery
 	// again on GitHub's redelivery, which changes nothing (ApplyOutcome is
 	// idempotent).
-	if err := s.recordDelivery(ctx, deliveryID, event, repo, n); err != nil {
+	if err := s.recordDelivery(ctx, deliveryID, delivery, event, repo, n); err != nil {
 		return nil, err
 	}
 	s.metrics.delivery(event, "applied")
+	s.pruneEvery(ctx)
 	return &WebhookResult{Processed: true, TracesUpdated: n}, nil
 }
+
+// RateLimitError is a delivery refused by its repository's rate window,
+// with the time until the window reopens (the answer's Retry-After).
+type RateLimitError struct {
+	Err  *h4r.Error
+	Wait time.Duration
+}
+
+func (e *RateLimitError) Error() string             { return e.Err.Error() }
+func (e *RateLimitError) Unwrap() error             { return e.Err }
+func (e *RateLimitError) RetryAfter() time.Duration { return e.Wait }
 
 func validDelivery(id string) error {
 	if id == "" {
@@ -328,22 +348,22 @@ func (s *Service) landPush(ctx context.Context, repo string, p *ghPush) (int, er
 	return n, nil
 }
 
-// recordDelivery stores the delivery id as an item, so that every replica
-// on the store sees it applied. Trust 0 and a group of its own keep the
-// default policy from ever delivering it.
-func (s *Service) recordDelivery(ctx context.Context, id, event, repo string, updated int) error {
+// recordDelivery stores the delivery, under the hash of its body, as an
+// item, so that every replica on the store sees it applied. Trust 0 and a
+// group of its own keep the default policy from ever delivering it.
+func (s *Service) recordDelivery(ctx context.Context, id, delivery, event, repo string, updated int) error {
 	zero, one := 0.0, 1.0
 	it := h4r.Item{
 		ID: id, Kind: KindDelivery,
 		Text:    fmt.Sprintf("GitHub %s delivery for %s", event, repo),
-		Content: map[string]any{"event": event, "repo": repo, "traces_updated": updated},
+		Content: map[string]any{"event": event, "repo": repo, "delivery": delivery, "traces_updated": updated},
 		Metadata: h4r.Metadata{
 			CreatedAt: s.now().UTC(), Trust: &zero, Sensitivity: &one,
 			RestrictedToGroups: []string{"h4r-webhook-deliveries"}, Source: "github",
 		},
 	}
 	if _, err := s.store.Upsert(ctx, []h4r.Item{it}); err != nil {
-		return fmt.Errorf("recording delivery %s: %w", id, err)
+		return fmt.Errorf("recording delivery %s: %w", delivery, err)
 	}
 	return nil
 }

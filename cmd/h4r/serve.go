@@ -162,6 +162,9 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	sopts := []server.Option{
 		server.WithMaxBodyBytes(cfg.MaxBodyBytes),
 		server.WithMaxConnections(cfg.MaxConnections),
+		server.WithMaxConnectionsPerAddr(cfg.MaxConnectionsPerAddr),
+		server.WithUnauthenticatedBytes(cfg.UnauthenticatedBodyBytes),
+		server.WithMaxBatch(cfg.MCPMaxBatch),
 		server.WithRequestTimeout(cfg.RequestTimeout),
 		server.WithLogger(log),
 		server.WithRateLimit(cfg.RateLimitPerMinute),

@@ -409,8 +409,8 @@ func TestNULIsRejectedWithItsField(t *testing.T) {
 		{"kind", h4r.Item{ID: "a", Kind: "k\x00", Text: "a"}, "items[0].kind"},
 		{"tag", h4r.Item{ID: "a", Text: "a", Metadata: h4r.Metadata{Tags: []string{"ok", "b\x00d"}}}, "items[0].metadata.tags[1]"},
 		{"link target", h4r.Item{ID: "a", Text: "a", Links: []h4r.Link{{Type: "fixes", Target: "\x00"}}}, "items[0].links[0].target"},
-		{"content", h4r.Item{ID: "a", Text: "a", Content: map[string]any{"k": "v\x00"}}, "items[0].content"},
-		{"metadata", h4r.Item{ID: "a", Text: "a", Metadata: h4r.Metadata{Extra: map[string]any{"k": "\x00"}}}, "items[0].metadata"},
+		{"content", h4r.Item{ID: "a", Text: "a", Content: map[string]any{"k": "v\x00"}}, "items[0].content.k"},
+		{"metadata", h4r.Item{ID: "a", Text: "a", Metadata: h4r.Metadata{Extra: map[string]any{"k": "\x00"}}}, "items[0].metadata.k"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

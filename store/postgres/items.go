@@ -67,7 +67,7 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		if err := items[i].Validate(fmt.Sprintf("items[%d]", i)); err != nil {
 			return nil, err
 		}
-		if err := checkNUL(&items[i], fmt.Sprintf("items[%d]", i)); err != nil {
+		if err := items[i].CheckNUL(fmt.Sprintf("items[%d]", i)); err != nil {
 			return nil, err
 		}
 	}
@@ -199,34 +199,6 @@ func deleteItems(ctx context.Context, tx pgx.Tx, ids []string) error {
 	}
 	if _, err := tx.Exec(ctx, `UPDATE corpus_stats SET n_docs = $1, total_len = $2`, stats.nDocs, stats.totalLen); err != nil {
 		return fmt.Errorf("updating the corpus statistics: %w", err)
-	}
-	return nil
-}
-
-// checkNUL rejects NUL characters, which Postgres text and jsonb cannot
-// hold, naming the field. (The embedded store takes them; JSON clients
-// rarely send them.)
-func checkNUL(it *h4r.Item, field string) error {
-	bad := func(name, v string) error {
-		if strings.IndexByte(v, 0) >= 0 {
-			return h4r.Errorf(h4r.EINVALID, field+"."+name, "contains a NUL character, which the Postgres store cannot hold")
-		}
-		return nil
-	}
-	checks := []struct{ name, v string }{{"id", it.ID}, {"kind", it.Kind}, {"text", it.Text}, {"metadata.source", it.Metadata.Source}}
-	for i, tag := range it.Metadata.Tags {
-		checks = append(checks, struct{ name, v string }{fmt.Sprintf("metadata.tags[%d]", i), tag})
-	}
-	for i, l := range it.Links {
-		checks = append(checks, struct{ name, v string }{fmt.Sprintf("links[%d].target", i), l.Target},
-			struct{ name, v string }{fmt.Sprintf("links[%d].type", i), l.Type},
-			struct{ name, v string }{fmt.Sprintf("links[%d].targetType", i), l.TargetType},
-			struct{ name, v string }{fmt.Sprintf("links[%d].context", i), l.Context})
-	}
-	for _, c := range checks {
-		if err := bad(c.name, c.v); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -269,3 +269,31 @@ func BenchmarkUpsertBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
 }
+
+// BenchmarkUpsertSync measures what each sync mode costs ingest: batches
+// of 1 (one commit an item, where the sync at each commit shows most) and
+// of 100 new items.
+func BenchmarkUpsertSync(b *testing.B) {
+	c := newCorpus(3)
+	templates := c.items("t", 1000, true)
+	for _, mode := range []string{sqlite.SyncNormal, sqlite.SyncFull} {
+		for _, size := range []int{1, 100} {
+			b.Run(fmt.Sprintf("%s/batch=%d", mode, size), func(b *testing.B) {
+				s := openAt(b, filepath.Join(b.TempDir(), "h4r.db"), sqlite.WithSync(mode))
+				batch := make([]h4r.Item, size)
+				n := 0
+				for b.Loop() {
+					for j := range batch {
+						batch[j] = templates[(n+j)%len(templates)]
+						batch[j].ID = fmt.Sprintf("b%d-%d", n, j)
+					}
+					if _, err := s.Upsert(b.Context(), batch); err != nil {
+						b.Fatal(err)
+					}
+					n += size
+				}
+				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
+			})
+		}
+	}
+}

@@ -50,7 +50,7 @@ func newTestStore(t *testing.T, opts ...Option) (*Store, string) {
 // would, for looking at or tampering with it.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", dsn(path, false, busyTimeout))
+	db, err := sql.Open("sqlite", dsn(path, false, busyTimeout, SyncFull))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,11 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		if err := items[i].Validate(fmt.Sprintf("items[%d]", i)); err != nil {
 			return nil, err
 		}
+		// What Postgres cannot hold is refused here too, so that an item
+		// is stored the same by either store.
+		if err := items[i].CheckNUL(fmt.Sprintf("items[%d]", i)); err != nil {
+			return nil, err
+		}
 	}
 	now := s.now().UTC()
 	encoded, err := s.encodeAll(items, now)

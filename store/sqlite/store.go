@@ -83,6 +83,7 @@ type options struct {
 	// itemCacheBytes bounds the decoded-item cache; nil: the default.
 	itemCacheBytes *int64
 	annAbove       int
+	sync           string // SyncFull or SyncNormal
 }
 
 // WithTokenCounter sets the counter that measures items' tokens at ingest.
@@ -118,6 +119,20 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // lock is waited for at most this long too.
 func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeAfter = d } }
 
+// Sync modes of WithSync: SQLite's PRAGMA synchronous in WAL mode.
+const (
+	// SyncFull syncs the write-ahead log at every commit: a write that
+	// was answered survives a process crash and a power loss or OS crash.
+	SyncFull = "full"
+	// SyncNormal syncs the log only at checkpoints: a write that was
+	// answered survives a process crash, but a power loss or OS crash may
+	// roll back the last commits (never corrupting the file).
+	SyncNormal = "normal"
+)
+
+// WithSync sets how durable a commit is (default SyncFull).
+func WithSync(mode string) Option { return func(o *options) { o.sync = mode } }
+
 // WithVectorANNThreshold sets the number of vectors from which vector
 // search scans only the lists of an inverted file nearest the query
 // instead of every vector (default ann.DefaultThreshold; 0: always exact).
@@ -126,7 +141,7 @@ func WithVectorANNThreshold(n int) Option { return func(o *options) { o.annAbove
 // Open opens the store file at path, creating it and its parent directory
 // when missing, and applies the schema migrations it has not seen yet.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), writeAfter: defaultWriteTimeout, annAbove: ann.DefaultThreshold}
+	o := options{now: time.Now, flushEvery: defaultFlushEvery, log: slog.Default(), writeAfter: defaultWriteTimeout, annAbove: ann.DefaultThreshold, sync: SyncFull}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -147,6 +162,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, "writeTimeout", "write timeout must be positive, got %v", o.writeAfter)
 	case o.annAbove < 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "vectorANNThreshold", "vector ANN threshold must not be negative, got %d", o.annAbove)
+	case o.sync != SyncFull && o.sync != SyncNormal:
+		return nil, h4r.Errorf(h4r.EINVALID, "sync", "sync must be %s or %s, got %q", SyncFull, SyncNormal, o.sync)
 	case o.itemCacheBytes != nil && *o.itemCacheBytes < 0:
 		return nil, h4r.Errorf(h4r.EINVALID, "itemCacheBytes", "item cache size must not be negative, got %d", *o.itemCacheBytes)
 	}
@@ -169,7 +186,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("creating the store's directory: %w", err)
 	}
 
-	writer, err := sql.Open("sqlite", dsn(abs, false, min(busyTimeout, o.writeAfter)))
+	writer, err := sql.Open("sqlite", dsn(abs, false, min(busyTimeout, o.writeAfter), o.sync))
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", abs, err)
 	}
@@ -184,7 +201,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := migrate(ctx, writer, migrations, o.now, o.log); err != nil {
 		return nil, errors.Join(fmt.Errorf("migrating store %s: %w", abs, err), writer.Close())
 	}
-	readers, err := sql.Open("sqlite", dsn(abs, true, busyTimeout))
+	readers, err := sql.Open("sqlite", dsn(abs, true, busyTimeout, ""))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("opening store %s for reading: %w", abs, err), writer.Close())
 	}
@@ -211,8 +228,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 // busy timeout (how long it waits for another process's lock; the writer's
 // is at most the write timeout) and foreign keys; the writer sets WAL (a
 // property of the file) and begins transactions IMMEDIATE, so that it takes
-// the write lock up front instead of failing to upgrade a read lock later.
-func dsn(path string, readOnly bool, busy time.Duration) string {
+// the write lock up front instead of failing to upgrade a read lock later,
+// and syncs commits as sync says (WithSync).
+func dsn(path string, readOnly bool, busy time.Duration, sync string) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", max(busy.Milliseconds(), 1)))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -220,7 +238,7 @@ func dsn(path string, readOnly bool, busy time.Duration) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(NORMAL)") // safe in WAL mode; durable at checkpoints
+		q.Add("_pragma", "synchronous("+strings.ToUpper(sync)+")")
 		q.Set("_txlock", "immediate")
 	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
