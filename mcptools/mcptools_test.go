@@ -3,12 +3,14 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/h4r/h4r"
@@ -137,8 +139,59 @@ func TestToolsList(t *testing.T) {
 	for _, r := range rs.Resources {
 		uris = append(uris, r.URI)
 	}
-	if !slices.Contains(uris, "h4r://policy") || !slices.Contains(uris, "h4r://stats") {
-		t.Errorf("resources %v, want h4r://policy and h4r://stats", uris)
+	if !slices.Equal(uris, []string{"h4r://stats"}) {
+		t.Errorf("resources %v, want h4r://stats (h4r://policy is for admin keys)", uris)
+	}
+}
+
+// TestResourcesListedToReaders: a resource is listed only to callers who
+// may read it, and reading one the caller may not is the JSON-RPC error
+// of a resource that does not exist (-32602), as for an unknown URI; a
+// protocol error never has code 0.
+func TestResourcesListedToReaders(t *testing.T) {
+	admin := mcptools.CallerOf(&auth.Principal{Specialist: h4r.Anonymous(), Routes: []auth.Route{auth.RouteRead, auth.RouteAdmin}})
+	tests := []struct {
+		name       string
+		caller     mcptools.Caller
+		listed     []string
+		policyCode int64 // of reading h4r://policy; 0: it reads
+	}{
+		{"read and ingest key", publicCaller(), []string{"h4r://stats"}, mcp.CodeResourceNotFound},
+		{"admin key", admin, []string{"h4r://policy", "h4r://stats"}, 0},
+		{"no keys configured", mcptools.CallerOf(nil), []string{"h4r://policy", "h4r://stats"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := connect(t, openRegistry(t), tt.caller)
+			rs, err := cs.ListResources(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var uris []string
+			for _, r := range rs.Resources {
+				uris = append(uris, r.URI)
+			}
+			slices.Sort(uris)
+			if !slices.Equal(uris, tt.listed) {
+				t.Errorf("resources/list = %v, want %v", uris, tt.listed)
+			}
+			for _, uri := range []string{"h4r://policy", "h4r://nope"} {
+				_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
+				want := tt.policyCode
+				if uri == "h4r://nope" {
+					want = mcp.CodeResourceNotFound
+				}
+				var code int64
+				if rerr, ok := errors.AsType[*jsonrpc.Error](err); ok {
+					code = rerr.Code
+				} else if err != nil {
+					t.Fatalf("reading %s: %v, not a JSON-RPC error", uri, err)
+				}
+				if code != want {
+					t.Errorf("reading %s: error %v (code %d), want code %d", uri, err, code, want)
+				}
+			}
+		})
 	}
 }
 
