@@ -1,14 +1,17 @@
 package mcptools_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/h4r/h4r/mcptools"
 	"github.com/h4r/h4r/trace"
@@ -140,4 +143,59 @@ func strictProblems(s any, path, keyword string) []string {
 		}
 	}
 	return out
+}
+
+type looseIn struct {
+	Params map[string]any `json:"params"`
+}
+
+type looseOut struct {
+	Result any `json:"result"`
+}
+
+// TestUpstreamSchemasAreStrict: an upstream server's tools whose schemas
+// hold boolean schemas (a Go any, a map of any) are re-exposed without
+// them, so that one upstream cannot make strict clients refuse H4R's
+// whole tools/list.
+func TestUpstreamSchemasAreStrict(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	mcp.AddTool(up, &mcp.Tool{Name: "loose", Description: "takes and gives anything"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in looseIn) (*mcp.CallToolResult, looseOut, error) {
+			return nil, looseOut{Result: in.Params}, nil
+		})
+	serverT, clientT := mcp.NewInMemoryTransports()
+	ss, err := up.Connect(t.Context(), serverT, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "h4r", Version: "test"}, nil).Connect(t.Context(), clientT, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = session.Close() })
+
+	r := mcptools.NewRegistry("h4r", "test")
+	if _, err := mcptools.AddUpstream(t.Context(), r, session, mcptools.UpstreamOptions{Prefix: "up_"}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, r, publicCaller())
+	listed, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(listed.Tools) != 1 {
+		t.Fatalf("tools/list: %v %+v", err, listed)
+	}
+	for which, schema := range map[string]any{"input": listed.Tools[0].InputSchema, "output": listed.Tools[0].OutputSchema} {
+		b, _ := json.Marshal(schema)
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, problem := range strictProblems(doc, "", "") {
+			t.Errorf("up_loose: %s schema: %s", which, problem)
+		}
+	}
+	text, isErr := call(t, cs, "up_loose", map[string]any{"params": map[string]any{"a": 1}})
+	if isErr || !strings.Contains(text, `"result":{"a":1}`) {
+		t.Errorf("up_loose answered %s (isError %v)", text, isErr)
+	}
 }
