@@ -58,7 +58,11 @@ func (s *Server) serveMCP(c *echo.Context) error {
 		// The SDK refused in plain text: answer in the one error shape,
 		// keeping its status (a client re-initialises on 404).
 		w.ResponseWriter.Header().Del("Content-Type")
-		herr := &h4r.Error{Code: mcpRefusalCode(w.status), Message: strings.TrimSpace(w.body.String())}
+		msg := strings.TrimSpace(w.body.String())
+		if msg == "session user mismatch" {
+			msg = "this MCP session was opened with another API key: open a session of your own (initialize without Mcp-Session-Id)"
+		}
+		herr := &h4r.Error{Code: mcpRefusalCode(w.status), Message: msg}
 		if herr.Code == h4r.EINTERNAL {
 			s.log.ErrorContext(r.Context(), "the MCP transport failed", "error", herr.Message)
 			herr.Message = "internal error"

@@ -167,14 +167,15 @@ func TestMCPRefusalsAreJSON(t *testing.T) {
 		t.Fatalf("initialize: %d %s, session %q", opened.status, opened.body, session)
 	}
 	tests := []struct {
-		name   string
-		header []string
-		status int
-		code   string
+		name    string
+		header  []string
+		status  int
+		code    string
+		message string
 	}{
-		{"the session of another key", headers(publicKey, "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18"), http.StatusForbidden, h4r.EFORBIDDEN},
-		{"an unknown session", headers(adminKey, "Mcp-Session-Id", "no-such-session", "Mcp-Protocol-Version", "2025-06-18"), http.StatusNotFound, h4r.ENOTFOUND},
-		{"no event stream accepted", append(bearer(adminKey), "Content-Type", "application/json", "Accept", "application/json"), http.StatusBadRequest, h4r.EINVALID},
+		{"the session of another key", headers(publicKey, "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18"), http.StatusForbidden, h4r.EFORBIDDEN, "opened with another API key"},
+		{"an unknown session", headers(adminKey, "Mcp-Session-Id", "no-such-session", "Mcp-Protocol-Version", "2025-06-18"), http.StatusNotFound, h4r.ENOTFOUND, "session not found"},
+		{"no event stream accepted", append(bearer(adminKey), "Content-Type", "application/json", "Accept", "application/json"), http.StatusBadRequest, h4r.EINVALID, "text/event-stream"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,8 +186,8 @@ func TestMCPRefusalsAreJSON(t *testing.T) {
 			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				t.Errorf("Content-Type %q, want JSON: %s", ct, r.body)
 			}
-			if e := errorOf(t, "/mcp", r); e.Code != tt.code || e.Message == "" {
-				t.Errorf("%+v, want %s with a message", e, tt.code)
+			if e := errorOf(t, "/mcp", r); e.Code != tt.code || !strings.Contains(e.Message, tt.message) {
+				t.Errorf("%+v, want %s with a message holding %q", e, tt.code, tt.message)
 			}
 		})
 	}
