@@ -156,7 +156,7 @@ func TestResourcesListedToReaders(t *testing.T) {
 		listed     []string
 		policyCode int64 // of reading h4r://policy; 0: it reads
 	}{
-		{"read and ingest key", publicCaller(), []string{"h4r://stats"}, mcp.CodeResourceNotFound},
+		{"read and ingest key", publicCaller(), []string{"h4r://stats"}, jsonrpc.CodeInvalidParams},
 		{"admin key", admin, []string{"h4r://policy", "h4r://stats"}, 0},
 		{"no keys configured", mcptools.CallerOf(nil), []string{"h4r://policy", "h4r://stats"}, 0},
 	}
@@ -179,7 +179,7 @@ func TestResourcesListedToReaders(t *testing.T) {
 				_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
 				want := tt.policyCode
 				if uri == "h4r://nope" {
-					want = mcp.CodeResourceNotFound
+					want = jsonrpc.CodeInvalidParams
 				}
 				var code int64
 				if rerr, ok := errors.AsType[*jsonrpc.Error](err); ok {

@@ -114,7 +114,8 @@ func AddTool[In, Out any](r *Registry, name, description string, class auth.Rout
 // AddResource adds a resource whose JSON read returns for the caller. A
 // caller whose key does not allow class does not see it in
 // resources/list, and reading it answers as for a resource that does not
-// exist (mcp.CodeResourceNotFound, -32602), so that the list and the reads agree.
+// exist (-32602, invalid params, as the MCP specification has it), so that
+// the list and the reads agree.
 func (r *Registry) AddResource(uri, name, description string, class auth.Route, read func(ctx context.Context, c Caller) (any, error)) {
 	if r.resourceClass == nil {
 		r.resourceClass = map[string]auth.Route{}
