@@ -307,3 +307,40 @@ func TestToolClasses(t *testing.T) {
 		t.Errorf("h4r://stats: %v %+v", err, res)
 	}
 }
+
+// TestResourceReadFailures: a read that fails is a JSON-RPC error with a
+// code the spec defines; an internal failure's text is logged, never sent
+// (an *h4r.Error's message is).
+func TestResourceReadFailures(t *testing.T) {
+	var logged strings.Builder
+	r := mcptools.NewRegistry("h4r", "test")
+	r.SetLogger(slog.New(slog.NewTextHandler(&logged, nil)))
+	r.AddResource("h4r://internal", "internal", "fails inside", auth.RouteRead,
+		func(context.Context, mcptools.Caller) (any, error) {
+			return nil, errors.New("opening /var/lib/h4r-secret/h4r.db: disk I/O error")
+		})
+	r.AddResource("h4r://busy", "busy", "fails with a reason", auth.RouteRead,
+		func(context.Context, mcptools.Caller) (any, error) {
+			return nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "the store is busy; retry")
+		})
+	cs := connect(t, r, publicCaller())
+	tests := []struct {
+		uri, message, hidden string
+	}{
+		{"h4r://internal", "internal error", "h4r-secret"},
+		{"h4r://busy", "the store is busy; retry", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.uri, func(t *testing.T) {
+			_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: tt.uri})
+			rerr, ok := errors.AsType[*jsonrpc.Error](err)
+			if !ok || rerr.Code != jsonrpc.CodeInternalError || !strings.Contains(rerr.Message, tt.message) ||
+				tt.hidden != "" && strings.Contains(err.Error()+string(rerr.Data), tt.hidden) {
+				t.Fatalf("reading %s: %v, want code %d saying %q and not %q", tt.uri, err, jsonrpc.CodeInternalError, tt.message, tt.hidden)
+			}
+		})
+	}
+	if !strings.Contains(logged.String(), "h4r-secret") {
+		t.Errorf("the internal failure was not logged: %q", logged.String())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"time"
@@ -49,12 +50,25 @@ type Registry struct {
 	tools         []func(*mcp.Server, callerFunc)
 	resources     []func(*mcp.Server, callerFunc)
 	resourceClass map[string]auth.Route // by URI
+	log           *slog.Logger
 }
 
 // NewRegistry returns an empty registry for a server that names itself
 // name and version in the MCP handshake.
 func NewRegistry(name, version string) *Registry {
-	return &Registry{name: name, version: version}
+	return &Registry{name: name, version: version, log: slog.Default()}
+}
+
+// SetLogger sets where internal errors of tools and resources are logged
+// (their callers are told only "internal error"); slog.Default otherwise.
+func (r *Registry) SetLogger(l *slog.Logger) { r.log = l }
+
+// logInternal logs err when it is internal: not an *h4r.Error, whose
+// message the caller sees anyway.
+func (r *Registry) logInternal(ctx context.Context, what string, err error) {
+	if _, ok := errors.AsType[*h4r.Error](err); !ok {
+		r.log.ErrorContext(ctx, "MCP "+what+" failed", "error", err)
+	}
 }
 
 // callerFunc says who a request comes from.
@@ -104,6 +118,7 @@ func AddTool[In, Out any](r *Registry, name, description string, class auth.Rout
 				}
 				out, err := run(ctx, c, in)
 				if err != nil {
+					r.logInternal(ctx, "tool "+name, err)
 					return nil, zero, toolError(err)
 				}
 				return nil, out, nil
@@ -128,17 +143,27 @@ func (r *Registry) AddResource(uri, name, description string, class auth.Route, 
 				if !c.Allows(class) {
 					return nil, mcp.ResourceNotFoundError(uri)
 				}
-				v, err := read(ctx, c)
+				text, err := readJSON(ctx, c, read)
 				if err != nil {
+					r.logInternal(ctx, "resource "+uri, err)
 					return nil, resourceError(uri, err)
 				}
-				b, err := json.Marshal(v)
-				if err != nil {
-					return nil, resourceError(uri, fmt.Errorf("encoding %s: %w", uri, err))
-				}
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: text}}}, nil
 			})
 	})
+}
+
+// readJSON is what read returns for c, as JSON.
+func readJSON(ctx context.Context, c Caller, read func(ctx context.Context, c Caller) (any, error)) (string, error) {
+	v, err := read(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encoding the resource: %w", err)
+	}
+	return string(b), nil
 }
 
 // resourceError is a failed read as a JSON-RPC internal error, whose
