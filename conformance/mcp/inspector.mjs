@@ -7,7 +7,7 @@
 // the Inspector finds not portable across hosts. Exit status 1 on any
 // failure, each printed.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -15,10 +15,13 @@ import { dirname, join } from "node:path";
 const [url, adminKey, bin, dataDir] = process.argv.slice(2);
 const require = createRequire(import.meta.url);
 const launcher = join(dirname(require.resolve("@modelcontextprotocol/inspector/package.json")), "clients/launcher/build/index.js");
-// The Inspector keeps a catalog and client settings under ~ unless told.
+// The Inspector keeps a catalog, client settings and storage under
+// ~/.mcp-inspector: a home of this run's own, removed at the end.
 const home = mkdtempSync(join(tmpdir(), "h4r-inspector-"));
+process.on("exit", () => rmSync(home, { recursive: true, force: true }));
 const env = {
   ...process.env,
+  HOME: home,
   MCP_CATALOG_PATH: join(home, "mcp.json"),
   MCP_CLIENT_CONFIG_PATH: join(home, "client.json"),
   H4R_DATA_DIR: dataDir,
