@@ -15,5 +15,11 @@
 // as the REST routes are. Arguments that fail a tool's JSON schema, and
 // every error of the tool itself, are tool results with isError set whose
 // text is H4R's error shape {"error": {"code", "message", "field"}}: never
-// a protocol error.
+// a protocol error. A resource is listed only to callers whose key may read
+// it; protocol errors carry JSON-RPC codes.
+//
+// Tool schemas hold no boolean schemas (schemaFor): the TypeScript SDK's
+// client, and so most hosts, refuses a whole tools/list over one. The
+// conformance suite in conformance/mcp checks the server with the
+// official TypeScript SDK and the Inspector CLI.
 package mcptools

@@ -3,12 +3,14 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/h4r/h4r"
@@ -137,8 +139,59 @@ func TestToolsList(t *testing.T) {
 	for _, r := range rs.Resources {
 		uris = append(uris, r.URI)
 	}
-	if !slices.Contains(uris, "h4r://policy") || !slices.Contains(uris, "h4r://stats") {
-		t.Errorf("resources %v, want h4r://policy and h4r://stats", uris)
+	if !slices.Equal(uris, []string{"h4r://stats"}) {
+		t.Errorf("resources %v, want h4r://stats (h4r://policy is for admin keys)", uris)
+	}
+}
+
+// TestResourcesListedToReaders: a resource is listed only to callers who
+// may read it, and reading one the caller may not is the JSON-RPC error
+// of a resource that does not exist (-32602), as for an unknown URI; a
+// protocol error never has code 0.
+func TestResourcesListedToReaders(t *testing.T) {
+	admin := mcptools.CallerOf(&auth.Principal{Specialist: h4r.Anonymous(), Routes: []auth.Route{auth.RouteRead, auth.RouteAdmin}})
+	tests := []struct {
+		name       string
+		caller     mcptools.Caller
+		listed     []string
+		policyCode int64 // of reading h4r://policy; 0: it reads
+	}{
+		{"read and ingest key", publicCaller(), []string{"h4r://stats"}, jsonrpc.CodeInvalidParams},
+		{"admin key", admin, []string{"h4r://policy", "h4r://stats"}, 0},
+		{"no keys configured", mcptools.CallerOf(nil), []string{"h4r://policy", "h4r://stats"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := connect(t, openRegistry(t), tt.caller)
+			rs, err := cs.ListResources(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var uris []string
+			for _, r := range rs.Resources {
+				uris = append(uris, r.URI)
+			}
+			slices.Sort(uris)
+			if !slices.Equal(uris, tt.listed) {
+				t.Errorf("resources/list = %v, want %v", uris, tt.listed)
+			}
+			for _, uri := range []string{"h4r://policy", "h4r://nope"} {
+				_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
+				want := tt.policyCode
+				if uri == "h4r://nope" {
+					want = jsonrpc.CodeInvalidParams
+				}
+				var code int64
+				if rerr, ok := errors.AsType[*jsonrpc.Error](err); ok {
+					code = rerr.Code
+				} else if err != nil {
+					t.Fatalf("reading %s: %v, not a JSON-RPC error", uri, err)
+				}
+				if code != want {
+					t.Errorf("reading %s: error %v (code %d), want code %d", uri, err, code, want)
+				}
+			}
+		})
 	}
 }
 
@@ -252,5 +305,42 @@ func TestToolClasses(t *testing.T) {
 	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "h4r://stats"})
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"items":2`) {
 		t.Errorf("h4r://stats: %v %+v", err, res)
+	}
+}
+
+// TestResourceReadFailures: a read that fails is a JSON-RPC error with a
+// code the spec defines; an internal failure's text is logged, never sent
+// (an *h4r.Error's message is).
+func TestResourceReadFailures(t *testing.T) {
+	var logged strings.Builder
+	r := mcptools.NewRegistry("h4r", "test")
+	r.SetLogger(slog.New(slog.NewTextHandler(&logged, nil)))
+	r.AddResource("h4r://internal", "internal", "fails inside", auth.RouteRead,
+		func(context.Context, mcptools.Caller) (any, error) {
+			return nil, errors.New("opening /var/lib/h4r-secret/h4r.db: disk I/O error")
+		})
+	r.AddResource("h4r://busy", "busy", "fails with a reason", auth.RouteRead,
+		func(context.Context, mcptools.Caller) (any, error) {
+			return nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "the store is busy; retry")
+		})
+	cs := connect(t, r, publicCaller())
+	tests := []struct {
+		uri, message, hidden string
+	}{
+		{"h4r://internal", "internal error", "h4r-secret"},
+		{"h4r://busy", "the store is busy; retry", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.uri, func(t *testing.T) {
+			_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: tt.uri})
+			rerr, ok := errors.AsType[*jsonrpc.Error](err)
+			if !ok || rerr.Code != jsonrpc.CodeInternalError || !strings.Contains(rerr.Message, tt.message) ||
+				tt.hidden != "" && strings.Contains(err.Error()+string(rerr.Data), tt.hidden) {
+				t.Fatalf("reading %s: %v, want code %d saying %q and not %q", tt.uri, err, jsonrpc.CodeInternalError, tt.message, tt.hidden)
+			}
+		})
+	}
+	if !strings.Contains(logged.String(), "h4r-secret") {
+		t.Errorf("the internal failure was not logged: %q", logged.String())
 	}
 }

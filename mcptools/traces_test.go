@@ -2,10 +2,12 @@ package mcptools_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/mcptools"
 	"github.com/h4r/h4r/trace"
 )
@@ -67,6 +69,40 @@ func TestSearchTracesAndPrecedentsPassPolicy(t *testing.T) {
 			}
 			if tt.wantErr != "" && (!isErr || !strings.Contains(text, tt.wantErr)) {
 				t.Fatalf("precedents: error %v %s, want one naming %s", isErr, text, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestSearchTracesBadArguments: a value the input schema lets through but
+// the Go type refuses (a date that is no RFC 3339 time) is a tool error in
+// the error shape naming the argument, as POST /v1/search answers it, not
+// encoding/json's message.
+func TestSearchTracesBadArguments(t *testing.T) {
+	a := openApp(t)
+	r := mcptools.NewRegistry("h4r", "test")
+	mcptools.AddTraces(r, trace.NewService(a.Store, trace.WithSearch(a.Engine, a.Slicer)), a.Decisions)
+	cs := connect(t, r, publicCaller())
+	tests := []struct {
+		name  string
+		args  map[string]any
+		field string
+	}{
+		{"since a date without a time", map[string]any{"query": "q", "filters": map[string]any{"since": "2026-01-01"}}, "filters.since"},
+		{"since not a time", map[string]any{"query": "q", "filters": map[string]any{"since": "yesterday"}}, "filters.since"},
+		{"since of the wrong type", map[string]any{"query": "q", "filters": map[string]any{"since": 5}}, "filters.since"},
+		{"unknown filter", map[string]any{"query": "q", "filters": map[string]any{"branch": "main"}}, "filters.branch"},
+		{"missing query", map[string]any{}, "query"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, isErr := call(t, cs, "search_traces", tt.args)
+			var body struct {
+				Error *h4r.Error `json:"error"`
+			}
+			if !isErr || json.Unmarshal([]byte(text), &body) != nil || body.Error == nil ||
+				body.Error.Code != h4r.EINVALID || body.Error.Field != tt.field {
+				t.Errorf("search_traces(%v) = %s (isError %v), want invalid_argument naming %s", tt.args, text, isErr, tt.field)
 			}
 		})
 	}

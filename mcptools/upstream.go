@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/h4r/h4r"
@@ -31,9 +32,10 @@ type UpstreamOptions struct {
 }
 
 // AddUpstream is document 001's middleware: it re-exposes every tool the
-// upstream server lists (name, description and input schema as listed),
-// forwards each call to it, and attaches the context bridge's block for
-// the caller to a successful result: one more text content holding
+// upstream server lists (name, description and schemas as listed, but
+// for boolean schemas, made objects as AddTool does), forwards each call
+// to it, and attaches the context bridge's block for the caller to a
+// successful result: one more text content holding
 // {"context_bridge": …} and the same block in the result's _meta, the
 // upstream's own content and structured content unchanged. The block is
 // computed for the caller's specialist (its reads pass the policy
@@ -64,6 +66,8 @@ func AddUpstream(ctx context.Context, r *Registry, up Upstream, o UpstreamOption
 	for _, t := range tools {
 		exposed := *t
 		exposed.Name = o.Prefix + t.Name
+		exposed.InputSchema = portable(t.InputSchema)
+		exposed.OutputSchema = portable(t.OutputSchema)
 		names = append(names, exposed.Name)
 		upstreamName := t.Name
 		r.tools = append(r.tools, func(s *mcp.Server, who callerFunc) {
@@ -73,6 +77,25 @@ func AddUpstream(ctx context.Context, r *Registry, up Upstream, o UpstreamOption
 		})
 	}
 	return names, nil
+}
+
+// portable is an upstream's tool schema as schemaFor makes H4R's own:
+// without boolean schemas, which would make strict clients refuse H4R's
+// whole tools/list. A schema that does not parse is kept as listed.
+func portable(schema any) any {
+	if schema == nil {
+		return nil
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return schema
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return schema
+	}
+	noBooleans(&s)
+	return &s
 }
 
 // forward calls the upstream tool for c and enriches its result.

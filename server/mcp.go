@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 
@@ -51,6 +52,85 @@ func (s *Server) serveMCP(c *echo.Context) error {
 	if p := principal(c); p != nil {
 		r = r.WithContext(context.WithValue(r.Context(), mcpPrincipal{}, p))
 	}
-	s.mcp.ServeHTTP(c.Response(), r)
+	w := &mcpRefusals{ResponseWriter: c.Response()}
+	s.mcp.ServeHTTP(w, r)
+	if w.status != 0 {
+		// The SDK refused in plain text: answer in the one error shape,
+		// keeping its status (a client re-initialises on 404).
+		w.ResponseWriter.Header().Del("Content-Type")
+		msg := strings.TrimSpace(w.body.String())
+		if msg == "session user mismatch" {
+			msg = "this MCP session was opened with another API key: open a session of your own (initialize without Mcp-Session-Id)"
+		}
+		herr := &h4r.Error{Code: mcpRefusalCode(w.status), Message: msg}
+		if herr.Code == h4r.EINTERNAL {
+			s.log.ErrorContext(r.Context(), "the MCP transport failed", "error", herr.Message)
+			herr.Message = "internal error"
+		}
+		return c.JSON(w.status, errorBody{herr})
+	}
 	return nil
+}
+
+// mcpRefusals holds back a refusal the MCP SDK writes as plain text
+// (http.Error: "session user mismatch", "session not found", a missing
+// Accept), so that serveMCP can answer it as JSON; everything else,
+// JSON-RPC and event streams, passes through.
+type mcpRefusals struct {
+	http.ResponseWriter
+	status int // the held-back refusal's, 0 when none
+	body   strings.Builder
+}
+
+func (w *mcpRefusals) WriteHeader(status int) {
+	if status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.status = status
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *mcpRefusals) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		if w.body.Len() < maxRefusalBytes {
+			w.body.Write(b[:min(len(b), maxRefusalBytes-w.body.Len())])
+		}
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// maxRefusalBytes bounds the refusal text kept (the SDK's are one line).
+const maxRefusalBytes = 1 << 10
+
+func (w *mcpRefusals) Flush() {
+	if w.status == 0 {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+func (w *mcpRefusals) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// mcpRefusalCode is the error code of an HTTP status the MCP SDK refused
+// with.
+func mcpRefusalCode(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusNotAcceptable, http.StatusRequestEntityTooLarge, http.StatusConflict:
+		return h4r.EINVALID
+	case http.StatusUnauthorized:
+		return h4r.EUNAUTH
+	case http.StatusForbidden:
+		return h4r.EFORBIDDEN
+	case http.StatusNotFound:
+		return h4r.ENOTFOUND
+	case http.StatusMethodNotAllowed:
+		return h4r.EMETHOD
+	case http.StatusUnsupportedMediaType:
+		return h4r.EMEDIATYPE
+	case http.StatusTooManyRequests:
+		return h4r.EEXHAUSTED
+	case http.StatusServiceUnavailable:
+		return h4r.EUNAVAILABLE
+	}
+	return h4r.EINTERNAL
 }

@@ -150,3 +150,45 @@ func TestMCPRateLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPRefusalsAreJSON: what the MCP transport refuses (a session used
+// with another key, an unknown session, a missing Accept) is answered in
+// the one error shape with the transport's status, never plain text.
+func TestMCPRefusalsAreJSON(t *testing.T) {
+	base := newAuthStack(t).serve(t)
+	initialize := []byte(`{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}`)
+	list := []byte(`{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}`)
+	headers := func(key string, more ...string) []string {
+		return append(append(bearer(key), "Content-Type", "application/json", "Accept", "application/json, text/event-stream"), more...)
+	}
+	opened := do(t, http.MethodPost, base+"/mcp", initialize, headers(adminKey)...)
+	session := opened.header.Get("Mcp-Session-Id")
+	if opened.status != http.StatusOK || session == "" {
+		t.Fatalf("initialize: %d %s, session %q", opened.status, opened.body, session)
+	}
+	tests := []struct {
+		name    string
+		header  []string
+		status  int
+		code    string
+		message string
+	}{
+		{"the session of another key", headers(publicKey, "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18"), http.StatusForbidden, h4r.EFORBIDDEN, "opened with another API key"},
+		{"an unknown session", headers(adminKey, "Mcp-Session-Id", "no-such-session", "Mcp-Protocol-Version", "2025-06-18"), http.StatusNotFound, h4r.ENOTFOUND, "session not found"},
+		{"no event stream accepted", append(bearer(adminKey), "Content-Type", "application/json", "Accept", "application/json"), http.StatusBadRequest, h4r.EINVALID, "text/event-stream"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, http.MethodPost, base+"/mcp", list, tt.header...)
+			if r.status != tt.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tt.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type %q, want JSON: %s", ct, r.body)
+			}
+			if e := errorOf(t, "/mcp", r); e.Code != tt.code || !strings.Contains(e.Message, tt.message) {
+				t.Errorf("%+v, want %s with a message holding %q", e, tt.code, tt.message)
+			}
+		})
+	}
+}

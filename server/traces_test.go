@@ -374,3 +374,69 @@ func TestGitHubWebhookRateLimitPerRepo(t *testing.T) {
 		t.Fatalf("another repository is limited too: %d", r.status)
 	}
 }
+
+// TestTraceShortSHA: GET /v1/trace accepts, as git does, the start of a
+// commit's SHA (7 digits or more) that exactly one trace the key may see
+// starts with; when several do, 400 naming sha and listing them. A trace
+// the key may not see neither answers a short SHA nor makes one
+// ambiguous.
+func TestTraceShortSHA(t *testing.T) {
+	s := newTraceStack(t, webhookSecret)
+	const (
+		shaA   = "abcdef1000000000000000000000000000000001"
+		shaB   = "abcdef1100000000000000000000000000000002"
+		hidden = "abcdef1900000000000000000000000000000003"
+	)
+	for _, v := range []struct {
+		sha    string
+		groups []string
+	}{{traceSHA, nil}, {shaA, nil}, {shaB, nil}, {hidden, []string{"ops"}}} {
+		body := traceFixture(t, func(m map[string]any) {
+			m["sha"] = v.sha
+			if v.groups != nil {
+				m["restricted_to_groups"] = v.groups
+			}
+		})
+		if r := post(t, s.base+"/v1/traces", string(body), bearer(ingestKey)...); r.status != http.StatusOK {
+			t.Fatalf("ingest %s: %d %s", v.sha, r.status, r.body)
+		}
+	}
+	tests := []struct {
+		name, path, key string
+		status          int
+		sha             string // of the trace answered (200)
+		message         string // in the error (otherwise)
+	}{
+		{"7 digits, one commit", "/v1/trace/acme/gateway/" + traceSHA[:7], publicKey, 200, traceSHA, ""},
+		{"7 digits, upper case", "/v1/trace/acme/gateway/" + strings.ToUpper(traceSHA[:7]), publicKey, 200, traceSHA, ""},
+		{"7 digits without the repository", "/v1/trace/" + traceSHA[:7], publicKey, 200, traceSHA, ""},
+		{"8 digits tell two apart", "/v1/trace/acme/gateway/abcdef10", publicKey, 200, shaA, ""},
+		{"ambiguous", "/v1/trace/acme/gateway/abcdef1", publicKey, 400, "", "ambiguous: 2 traced commits in acme/gateway start with it (acme/gateway@" + shaA + ", acme/gateway@" + shaB + ")"},
+		{"ambiguous without the repository", "/v1/trace/abcdef1", publicKey, 400, "", "ambiguous: 2 traced commits"},
+		{"ambiguous to a key that sees the third", "/v1/trace/acme/gateway/abcdef1", restrictedKey, 400, "", "3 traced commits"},
+		{"a hidden trace's start", "/v1/trace/acme/gateway/abcdef19", publicKey, 404, "", "trace not found"},
+		{"a hidden trace's start, to a key that may see it", "/v1/trace/acme/gateway/abcdef19", restrictedKey, 200, hidden, ""},
+		{"another repository", "/v1/trace/acme/fork/" + traceSHA[:7], publicKey, 404, "", "trace not found"},
+		{"6 digits", "/v1/trace/acme/gateway/" + traceSHA[:6], publicKey, 400, "", "7 to 64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, http.MethodGet, s.base+tt.path, nil, bearer(tt.key)...)
+			if r.status != tt.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tt.status, r.body)
+			}
+			if tt.status == http.StatusOK {
+				var out struct {
+					Trace map[string]any `json:"trace"`
+				}
+				if err := json.Unmarshal(r.body, &out); err != nil || out.Trace["sha"] != tt.sha {
+					t.Fatalf("answered %s, want the trace of %s", r.body, tt.sha)
+				}
+				return
+			}
+			if e := checkErrorShape(t, r); e.Field != "sha" || !strings.Contains(e.Message, tt.message) || strings.Contains(e.Message, hidden) && tt.key == publicKey {
+				t.Fatalf("error %+v, want field sha and a message with %q", e, tt.message)
+			}
+		})
+	}
+}

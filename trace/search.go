@@ -321,7 +321,10 @@ func (s *Service) deliver(ctx context.Context, spec h4r.Specialist, items []*h4r
 }
 
 // Get returns the trace of (repo, sha) as policy delivers it to spec. A
-// trace spec may not see is not_found, like one that does not exist.
+// trace spec may not see is not_found, like one that does not exist. As
+// in git, sha may be the start of a commit's SHA (7 digits or more) when
+// exactly one trace spec may see in repo starts with it; when several do,
+// the answer is invalid_argument naming sha and listing them.
 func (s *Service) Get(ctx context.Context, spec h4r.Specialist, repo, sha string) (map[string]any, error) {
 	sha = strings.ToLower(sha)
 	if err := ValidRepo(repo, "repo"); err != nil {
@@ -335,13 +338,65 @@ func (s *Service) Get(ctx context.Context, spec h4r.Specialist, repo, sha string
 	if err != nil {
 		return nil, err
 	}
+	if len(kept) == 0 && len(sha) < maxSHADigits {
+		if kept, err = s.startingWith(ctx, spec, repo, sha); err != nil {
+			return nil, err
+		}
+		if len(kept) > 1 {
+			return nil, ambiguous(sha, " in "+repo, kept)
+		}
+	}
 	if len(kept) == 0 || kept[0].Kind != KindTrace {
 		return nil, h4r.Errorf(h4r.ENOTFOUND, "sha", "trace not found: no trace of commit %s in %s", sha, repo)
 	}
 	return kept[0].Content, nil
 }
 
-// GetBySHA returns the trace of sha when exactly one repository spec may
+// maxSHADigits is the length of a SHA-256 commit id: a shorter sha may
+// be the start of a longer one.
+const maxSHADigits = 64
+
+// startingWith returns the traces, as policy delivers them to spec, of
+// the commits whose SHA starts with prefix, in repo ("": any). Only
+// traces spec may see count, so that an ambiguity never tells of a trace
+// policy hides. It reads every trace, as GetBySHA does.
+func (s *Service) startingWith(ctx context.Context, spec h4r.Specialist, repo, prefix string) ([]h4r.Delivered, error) {
+	var items []*h4r.Item
+	err := s.store.Each(ctx, func(it *h4r.Item) error {
+		itemRepo, itemSHA, _ := strings.Cut(it.ID, "@")
+		if it.Kind == KindTrace && strings.HasPrefix(itemSHA, prefix) && (repo == "" || itemRepo == repo) {
+			items = append(items, it)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("looking for the traces of commits starting with %s: %w", prefix, err)
+	}
+	kept, err := s.deliver(ctx, spec, items)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(kept, func(d h4r.Delivered) bool { return d.Kind != KindTrace }), nil
+}
+
+// ambiguous is the error of a short sha that several traced commits
+// start with (where: " in org/repo", or "").
+func ambiguous(sha, where string, kept []h4r.Delivered) error {
+	const shown = 5
+	ids := make([]string, 0, len(kept))
+	for _, d := range kept {
+		ids = append(ids, d.ID)
+	}
+	slices.Sort(ids)
+	list := strings.Join(ids[:min(len(ids), shown)], ", ")
+	if len(ids) > shown {
+		list += fmt.Sprintf(" and %d more", len(ids)-shown)
+	}
+	return h4r.Errorf(h4r.EINVALID, "sha", "the short SHA %s is ambiguous: %d traced commits%s start with it (%s): send more digits", sha, len(ids), where, list)
+}
+
+// GetBySHA returns the trace of sha (or of the one commit spec may see
+// whose SHA starts with it, as Get) when exactly one repository spec may
 // see has it. It reads every trace (there is no index by sha alone), so it
 // is for people and tools, not for hot paths: those name the repository.
 func (s *Service) GetBySHA(ctx context.Context, spec h4r.Specialist, sha string) (map[string]any, error) {
@@ -349,19 +404,21 @@ func (s *Service) GetBySHA(ctx context.Context, spec h4r.Specialist, sha string)
 	if err := ValidSHA(sha, "sha"); err != nil {
 		return nil, err
 	}
-	var items []*h4r.Item
-	err := s.store.Each(ctx, func(it *h4r.Item) error {
-		if it.Kind == KindTrace && it.Metadata.Extra["sha"] == sha {
-			items = append(items, it)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("looking for the traces of commit %s: %w", sha, err)
-	}
-	kept, err := s.deliver(ctx, spec, items)
+	kept, err := s.startingWith(ctx, spec, "", sha)
 	if err != nil {
 		return nil, err
+	}
+	// The commit named in full wins over longer ones it starts; the same
+	// commit in several repositories is asked of one below.
+	commits := map[string][]h4r.Delivered{}
+	for _, d := range kept {
+		_, full, _ := strings.Cut(d.ID, "@")
+		commits[full] = append(commits[full], d)
+	}
+	if exact, ok := commits[sha]; ok {
+		kept = exact
+	} else if len(commits) > 1 {
+		return nil, ambiguous(sha, "", kept)
 	}
 	switch len(kept) {
 	case 0:
