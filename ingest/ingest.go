@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -153,6 +152,7 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 	if err != nil {
 		return err
 	}
+	defer l.close()
 	key := sourceKey(typ, l)
 	p.FilesTotal += len(l.files)
 	// One run per source at a time: two would race on its file index.
@@ -221,29 +221,46 @@ func (in *Ingester) list(ctx context.Context, src Source) (listing, string, erro
 			return l, TypeGit, err
 		}
 	}
-	root, err := resolveRoot(src.location(), in.roots, "path")
+	root, allowed, err := resolveRoot(src.location(), in.roots, "path")
 	if err != nil {
 		return listing{}, "", err
 	}
-	switch src.Type {
-	case TypeGit:
-		l, err := listGit(ctx, root, src.Ref)
-		return l, TypeGit, err
-	case TypeDoc:
-		// root is the document itself, its symlinks resolved inside the roots.
-		info, err := os.Stat(root)
+	if src.Type == TypeDoc {
+		// root is the document itself, its symlinks resolved inside the
+		// roots; it is read through its folder, opened beneath the root.
+		dir, err := openBeneath(allowed, filepath.Dir(root))
+		if err != nil {
+			return listing{}, "", h4r.Errorf(h4r.EINVALID, "path", "opening the folder of %s: %v", src.location(), err)
+		}
+		name := filepath.Base(root)
+		info, err := dir.Stat(name)
 		if err != nil || !info.Mode().IsRegular() {
+			dir.Close()
 			return listing{}, "", h4r.Errorf(h4r.EINVALID, "path", "%s is not a regular file", src.location())
 		}
-		f := file{path: filepath.Base(root), size: info.Size(), mtime: info.ModTime().UnixNano(),
-			read: func() ([]byte, error) { return readLimited(root, info.Size()) }}
-		return listing{files: []file{f}, root: root, single: true}, TypeDoc, nil
+		f := file{path: name, size: info.Size(), mtime: info.ModTime().UnixNano(),
+			read: func() ([]byte, error) { return readInRoot(dir, name, info.Size()) }}
+		return listing{files: []file{f}, root: root, single: true, dir: dir}, TypeDoc, nil
 	}
-	files, issues, err := listDir(ctx, root)
+	dir, err := openBeneath(allowed, root)
 	if err != nil {
+		return listing{}, "", h4r.Errorf(h4r.EINVALID, "path", "opening %s: %v", src.location(), err)
+	}
+	if src.Type == TypeGit {
+		l, err := listGit(ctx, root, dir, src.Ref)
+		if err != nil {
+			dir.Close()
+			return listing{}, "", err
+		}
+		l.dir = dir
+		return l, TypeGit, nil
+	}
+	files, issues, err := listDir(ctx, dir)
+	if err != nil {
+		dir.Close()
 		return listing{}, "", err
 	}
-	l := listing{files: files, issues: issues, root: root, repo: filepath.Base(root)}
+	l := listing{files: files, issues: issues, root: root, repo: filepath.Base(root), dir: dir}
 	if repo, err := openRepo(root); err == nil {
 		l.repo = repoName(repo, root)
 		if head, err := repo.Head(); err == nil {
