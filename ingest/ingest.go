@@ -37,7 +37,9 @@ const (
 const DefaultMaxFileBytes = 1 << 20
 
 // DefaultCredentialPatterns are the file names (path.Match patterns, on
-// the base name) that hold credentials.
+// the base name or the path, matched case-insensitively) that hold
+// credentials, besides the names and content rules every Ingester applies
+// (credentialNames, gitleaks' rules: secretScanner).
 var DefaultCredentialPatterns = []string{".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".npmrc", ".pgpass", "credentials.json", "*.keystore"}
 
 // Credential handling modes.
@@ -69,7 +71,9 @@ type Ingester struct {
 	roots        []string
 	maxFileBytes int64
 	credPatterns []string
-	creds        credMatcher
+	creds        credMatcher // the configured patterns, lower-cased
+	secrets      *secretScanner
+	secretsErr   error // the rule set could not be compiled: every run fails rather than let secrets through
 	credMode     string
 	allowPrivate bool
 	contextual   bool
@@ -107,7 +111,9 @@ func WithAllowedRoots(roots ...string) Option {
 // WithMaxFileBytes sets the size limit of one file.
 func WithMaxFileBytes(n int64) Option { return func(in *Ingester) { in.maxFileBytes = n } }
 
-// WithCredentialPatterns sets the credential file name patterns.
+// WithCredentialPatterns sets the credential file name patterns, matched
+// case-insensitively. The built-in names and the content rules apply
+// whatever they are.
 func WithCredentialPatterns(p ...string) Option {
 	return func(in *Ingester) { in.credPatterns = append([]string(nil), p...) }
 }
@@ -135,7 +141,12 @@ func New(store Store, index Index, splitter *chunk.Splitter, opts ...Option) *In
 		o(in)
 	}
 	in.client = httpClient(in.allowPrivate)
-	in.creds = newCredMatcher(in.credPatterns)
+	lower := make([]string, len(in.credPatterns))
+	for i, p := range in.credPatterns {
+		lower[i] = strings.ToLower(p)
+	}
+	in.creds = newCredMatcher(lower)
+	in.secrets, in.secretsErr = newSecretScanner()
 	return in
 }
 
@@ -147,6 +158,9 @@ func New(store Store, index Index, splitter *chunk.Splitter, opts ...Option) *In
 func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.Progress, report func(jobs.Progress)) error {
 	if err := src.Validate("source"); err != nil {
 		return err
+	}
+	if in.secretsErr != nil {
+		return fmt.Errorf("ingesting: the credential rules cannot be used: %w", in.secretsErr)
 	}
 	l, typ, err := in.list(ctx, src)
 	if err != nil {
@@ -318,7 +332,7 @@ func (w *writer) drop(path, msg string, skip bool) {
 func (w *writer) file(ctx context.Context, f file) error {
 	cred := w.in.isCredential(f.path)
 	if cred && w.in.credMode == CredentialsSkip {
-		w.drop(f.path, "matches a credential pattern: not ingested", true)
+		w.drop(f.path, "its name says it holds credentials: not ingested", true)
 		return nil
 	}
 	if f.size > w.in.maxFileBytes {
@@ -364,6 +378,18 @@ func (w *writer) file(ctx context.Context, f file) error {
 		var sk errSkip
 		w.drop(f.path, err.Error(), errors.As(err, &sk))
 		return nil
+	}
+	if !cred {
+		// The whole file is flagged, not only the chunks holding the
+		// secret: a key cut across two chunks would leave one half unseen.
+		if rule := w.in.secrets.scan(f.path, text); rule != "" {
+			cred = true
+			w.in.log.InfoContext(ctx, "ingest: a file holds credentials", "source", w.key, "path", f.path, "rule", rule)
+			if w.in.credMode == CredentialsSkip {
+				w.drop(f.path, fmt.Sprintf("holds credentials (rule %s): not ingested", rule), true)
+				return nil
+			}
+		}
 	}
 	chunks := w.in.splitter.Split(w.chunkName(f.path), text)
 	if len(chunks) == 0 {
@@ -460,7 +486,11 @@ func (w *writer) chunkName(p string) string {
 	return p
 }
 
-func (in *Ingester) isCredential(p string) bool { return in.creds.match(p) }
+// isCredential reports whether p's name says it holds credentials: a
+// built-in name or a configured pattern, in any case.
+func (in *Ingester) isCredential(p string) bool {
+	return matchTails(in.creds, strings.ToLower(p)) || (in.secrets != nil && in.secrets.nameMatch(p))
+}
 
 // credMatcher answers whether a path matches a credential pattern, on its
 // base name or whole, as path.Match does (matchCredentialSlow). It runs
