@@ -32,8 +32,12 @@
 // or 6to4 forms of them: specialRanges) are refused unless allowed
 // (checked at connection time, so a DNS answer cannot smuggle one in); binary files, files over
 // the size limit and unreadable or corrupted files are skipped and
-// reported, and the run goes on. Files whose names match the credential
-// patterns are flagged hasCredentials (policy then withholds them from
-// every caller) or skipped. A source may set default metadata for its
+// reported, and the run goes on. Files that hold credentials, by their
+// name (built-in names and the configured patterns, in any case) or by
+// their content (gitleaks' default rules: secretScanner), are flagged
+// hasCredentials, every item of them (policy then withholds them from
+// every caller), or skipped. A file ingested unchanged is not read again,
+// so a file ingested before a rule existed is checked when it changes or
+// a run asks for rechunk. A source may set default metadata for its
 // items: sensitivity, restrictedToGroups, trust.
 package ingest

@@ -26,6 +26,8 @@ type secretScanner struct {
 	// without keywords always run.
 	byKeyword map[string][]int
 	always    []int
+	windowed  []bool   // by rule: windowedRules
+	keywords  []string // the trie's patterns, by index
 	trie      *ahocorasick.Trie
 	global    []*config.Allowlist
 }
@@ -110,6 +112,7 @@ func newSecretScanner() (*secretScanner, error) {
 		}
 		i := len(s.rules)
 		s.rules = append(s.rules, r)
+		s.windowed = append(s.windowed, windowedRules[r.RuleID] && len(r.Keywords) > 0)
 		if len(r.Keywords) == 0 {
 			s.always = append(s.always, i)
 		}
@@ -118,11 +121,10 @@ func newSecretScanner() (*secretScanner, error) {
 			s.byKeyword[k] = append(s.byKeyword[k], i)
 		}
 	}
-	kws := make([]string, 0, len(s.byKeyword))
 	for k := range s.byKeyword {
-		kws = append(kws, k)
+		s.keywords = append(s.keywords, k)
 	}
-	s.trie = ahocorasick.NewTrieBuilder().AddStrings(kws).Build()
+	s.trie = ahocorasick.NewTrieBuilder().AddStrings(s.keywords).Build()
 	return s, nil
 }
 
@@ -160,6 +162,20 @@ func notCredential(lp string) bool {
 	return false
 }
 
+// windowedRules run on the text around their keywords rather than on the
+// whole text: gitleaks' generic rule, whose keywords ("key", "token",
+// "api", "auth") are on most lines of code, and whose unanchored regex is
+// most of a scan's cost on the whole text. Its match holds a keyword, does
+// not start before that keyword's line nor more than 50 bytes before it,
+// and is at most about 250 bytes long (but for an unbounded base64 run,
+// which a window cuts, still matching).
+var windowedRules = map[string]bool{"generic-api-key": true}
+
+const (
+	windowBefore = 64  // bytes before a keyword a window starts, at most (and not before its line)
+	windowAfter  = 512 // bytes after a keyword a window ends
+)
+
 // scan returns the id of the first rule that finds a secret in text (p is
 // its path, for path rules and allowlists), or "".
 func (s *secretScanner) scan(p, text string) string {
@@ -168,24 +184,50 @@ func (s *secretScanner) scan(p, text string) string {
 			return ""
 		}
 	}
-	lower := strings.ToLower(text)
 	var run []bool
-	for _, m := range s.trie.MatchString(lower) {
-		for _, i := range s.byKeyword[m.MatchString()] {
+	var windows map[int][][2]int // rule → merged windows, in order
+	// Lower-cased byte for byte (ASCII only), so that a keyword's position
+	// is its position in text.
+	s.trie.Walk(lowerASCII(text), func(end, n, pattern int64) bool {
+		for _, i := range s.byKeyword[s.keywords[pattern]] {
 			if run == nil {
 				run = make([]bool, len(s.rules))
 			}
-			run[i] = true
+			if !s.windowed[i] {
+				run[i] = true
+				continue
+			}
+			if windows == nil {
+				windows = map[int][][2]int{}
+			}
+			pos := int(end - n + 1)
+			lo := max(pos-windowBefore, strings.LastIndexByte(text[:pos], '\n')+1)
+			hi := min(len(text), int(end)+1+windowAfter)
+			ws := windows[i]
+			if n := len(ws); n > 0 && lo <= ws[n-1][1] {
+				ws[n-1][1] = max(ws[n-1][1], hi)
+			} else {
+				ws = append(ws, [2]int{lo, hi})
+			}
+			windows[i] = ws
 		}
-	}
+		return true
+	})
 	for _, i := range s.always {
-		if id := s.rule(&s.rules[i], p, text); id != "" {
+		if id := s.rule(&s.rules[i], p, text, 0, len(text)); id != "" {
 			return id
 		}
 	}
 	for i, ok := range run {
 		if ok {
-			if id := s.rule(&s.rules[i], p, text); id != "" {
+			if id := s.rule(&s.rules[i], p, text, 0, len(text)); id != "" {
+				return id
+			}
+		}
+	}
+	for i := range s.rules {
+		for _, w := range windows[i] {
+			if id := s.rule(&s.rules[i], p, text, w[0], w[1]); id != "" {
 				return id
 			}
 		}
@@ -193,8 +235,19 @@ func (s *secretScanner) scan(p, text string) string {
 	return ""
 }
 
-// rule applies one rule as gitleaks' detectRule does.
-func (s *secretScanner) rule(r *config.Rule, p, text string) string {
+// lowerASCII lower-cases the ASCII letters of s, keeping its length.
+func lowerASCII(s string) []byte {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return b
+}
+
+// rule applies one rule, as gitleaks' detectRule does, to text[lo:hi].
+func (s *secretScanner) rule(r *config.Rule, p, text string, lo, hi int) string {
 	for _, a := range r.Allowlists {
 		if a.MatchCondition == config.AllowlistMatchOr && a.PathAllowed(p) {
 			return ""
@@ -208,8 +261,9 @@ func (s *secretScanner) rule(r *config.Rule, p, text string) string {
 			return r.RuleID // a path-only rule
 		}
 	}
-	for _, loc := range r.Regex.FindAllStringIndex(text, -1) {
-		match := strings.Trim(text[loc[0]:loc[1]], "\n")
+	for _, loc := range r.Regex.FindAllStringIndex(text[lo:hi], -1) {
+		start, end := lo+loc[0], lo+loc[1]
+		match := strings.Trim(text[start:end], "\n")
 		secret := match
 		if groups := r.Regex.FindStringSubmatch(match); len(groups) >= 2 {
 			if r.SecretGroup > 0 && r.SecretGroup < len(groups) {
@@ -226,7 +280,7 @@ func (s *secretScanner) rule(r *config.Rule, p, text string) string {
 		if r.Entropy != 0 && shannonEntropy(secret) <= r.Entropy {
 			continue
 		}
-		line := lineAround(text, loc[0], loc[0]+len(match))
+		line := lineAround(text, start, start+len(match))
 		if allowed(s.global, p, secret, match, line) || allowed(r.Allowlists, p, secret, match, line) {
 			continue
 		}
