@@ -68,3 +68,54 @@ func TestIngestFlagsCredentialFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestIngestRechecksUnchangedFilesWhenRulesChange: a file ingested by a
+// version that did not see its secret is not read again while unchanged,
+// unless the credential rules changed since: then the next run reads it,
+// finds the secret and rewrites its items flagged, once.
+func TestIngestRechecksUnchangedFilesWhenRulesChange(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	root := t.TempDir()
+	const secretPath = "conf/config.txt"
+	write(t, root, secretPath, ingest.CredentialCases()[secretPath])
+	write(t, root, "docs/guide.md", "# Guide\n\nThe slicer enforces the token budget in rank order.\n")
+	src := ingest.Source{Type: ingest.TypeFS, Path: root}
+	flagged := func() (n int) {
+		t.Helper()
+		err := e.store.Each(ctx, func(it *h4r.Item) error {
+			if it.Metadata.HasCredentials {
+				if it.Metadata.Extra["path"] != secretPath {
+					t.Errorf("%s is flagged", it.ID)
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	before := ingest.New(e.store, e.index, e.split, ingest.WithAllowedRoots(root))
+	ingest.UseNameRulesOnly(before)
+	if p := run(t, before, src, ingest.Options{}); p.FilesChanged != 2 || flagged() != 0 {
+		t.Fatalf("with names only: %+v, %d flagged", p, flagged())
+	}
+	if p := run(t, before, src, ingest.Options{}); p.FilesUnchanged != 2 {
+		t.Fatalf("unchanged with the same rules: %+v", p)
+	}
+
+	now := ingest.New(e.store, e.index, e.split, ingest.WithAllowedRoots(root))
+	p := run(t, now, src, ingest.Options{})
+	if p.FilesChanged != 1 || p.FilesUnchanged != 1 {
+		t.Errorf("after the rules changed: %+v, want the secret's file rewritten and the guide unchanged", p)
+	}
+	if n := flagged(); n < 2 {
+		t.Errorf("after the rules changed, %d items flagged; want the document and its chunks", n)
+	}
+	if p := run(t, now, src, ingest.Options{}); p.FilesUnchanged != 2 || p.FilesChanged != 0 {
+		t.Errorf("the run after: %+v, want nothing read again", p)
+	}
+}

@@ -73,7 +73,8 @@ type Ingester struct {
 	credPatterns []string
 	creds        credMatcher // the configured patterns, lower-cased
 	secrets      *secretScanner
-	secretsErr   error // the rule set could not be compiled: every run fails rather than let secrets through
+	secretsErr   error  // the rule set could not be compiled: every run fails rather than let secrets through
+	credVersion  string // names the credential rules and settings, kept in each source's file index (credRulesPath)
 	credMode     string
 	allowPrivate bool
 	contextual   bool
@@ -147,6 +148,7 @@ func New(store Store, index Index, splitter *chunk.Splitter, opts ...Option) *In
 	}
 	in.creds = newCredMatcher(lower)
 	in.secrets, in.secretsErr = newSecretScanner()
+	in.credVersion = credentialRulesVersion(lower, in.credMode)
 	return in
 }
 
@@ -183,7 +185,14 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 	if err != nil {
 		return err
 	}
-	w := writer{in: in, src: src, typ: typ, key: key, l: l, opts: opts, p: p, index: index}
+	// Files ingested unchanged are not read again; when the credential
+	// rules changed since the source's files were last checked (or they
+	// were checked by a version without content rules), they are read and
+	// checked once more, and those found are written again, flagged.
+	rules, checked := index[credRulesPath]
+	delete(index, credRulesPath)
+	rescan := !checked || rules.SHA != in.credVersion
+	w := writer{in: in, src: src, typ: typ, key: key, l: l, opts: opts, p: p, index: index, rescan: rescan}
 	seen := make(map[string]bool, len(l.files))
 	for _, f := range l.files {
 		if err := ctx.Err(); err != nil {
@@ -208,6 +217,11 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 				p.FilesDeleted++
 			}
 			report(*p)
+		}
+	}
+	if rescan {
+		if err := in.index.PutFile(ctx, key, jobs.FileState{Path: credRulesPath, SHA: in.credVersion}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -306,6 +320,7 @@ type writer struct {
 	p       *jobs.Progress
 	index   map[string]jobs.FileState
 	dropped map[string]bool // listed but no longer ingested (skipped now): their old items go
+	rescan  bool            // read unchanged files too, to check them against changed credential rules
 	// Built by layoutOnce when a file is first chunked.
 	paths  map[string]bool
 	module string              // go.mod's module path, to resolve imports
@@ -343,7 +358,7 @@ func (w *writer) file(ctx context.Context, f file) error {
 	force := w.opts.Rechunk || w.opts.Reembed
 	// Unchanged without reading: a git object's sha, or a local file's
 	// size and mtime as recorded with its sha.
-	if had && old.SHA != "" && !force && !w.l.single {
+	if had && old.SHA != "" && !force && !w.l.single && !w.rescan {
 		if (f.sha != "" && f.sha == old.SHA) || (f.sha == "" && f.mtime != 0 && f.mtime == old.MTime && f.size == old.Size) {
 			w.p.FilesUnchanged++
 			return nil
@@ -365,7 +380,7 @@ func (w *writer) file(ctx context.Context, f file) error {
 	if sha == "" {
 		sha = plumbing.ComputeHash(plumbing.BlobObject, raw).String()
 	}
-	if had && old.SHA == sha && !force {
+	unchanged := func() error {
 		w.p.FilesUnchanged++
 		if old.MTime != f.mtime || old.Size != f.size { // touched, not changed: remember the new stat
 			old.MTime, old.Size = f.mtime, f.size
@@ -373,11 +388,18 @@ func (w *writer) file(ctx context.Context, f file) error {
 		}
 		return nil
 	}
+	same := had && old.SHA == sha && !force
+	if same && !w.rescan {
+		return unchanged()
+	}
 	text, err := w.text(f.path, raw)
 	if err != nil {
 		var sk errSkip
 		w.drop(f.path, err.Error(), errors.As(err, &sk))
 		return nil
+	}
+	if same && !cred && w.in.secrets.scan(f.path, text) == "" {
+		return unchanged()
 	}
 	if !cred {
 		// The whole file is flagged, not only the chunks holding the

@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"path"
@@ -77,6 +79,28 @@ var notCredentialNames = []string{"*.pub", "*.go", "*.py", "*.js", "*.ts", "*.ja
 // ("H4R_LOW_RELEVANCE_THRESHOLD"), a lower-case slug ("ci-env-dump-18342").
 // gitleaks lets only names without digits go.
 var identifierLike = regexp.MustCompile(`^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:-(?:[a-z]+|[0-9]+))+)$`)
+
+// credRulesPath is the file index entry (a path no listed file has: they
+// are relative) whose sha names the credential rules a source's files were
+// last checked with.
+const credRulesPath = "/h4r/credential-rules"
+
+// credentialRulesVersion names the credential rules and settings in
+// force: gitleaks' rule set, the built-in names and exceptions, the
+// configured patterns and the mode. When it changes, a source's unchanged
+// files are checked again.
+func credentialRulesVersion(patterns []string, mode string) string {
+	h := sha256.New()
+	for _, part := range [][]string{{config.DefaultConfig, identifierLike.String(), mode, fmt.Sprint(windowBefore, windowAfter)},
+		credentialNames, secretConfigNames, notCredentialNames, patterns} {
+		for _, s := range part {
+			h.Write([]byte(s))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte{1})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
 
 // secretRules is gitleaks' default configuration, compiled once: it is
 // read-only after, and every Ingester shares it.
