@@ -36,8 +36,8 @@
 // name (built-in names and the configured patterns, in any case) or by
 // their content (gitleaks' default rules: secretScanner), are flagged
 // hasCredentials, every item of them (policy then withholds them from
-// every caller), or skipped. A file ingested unchanged is not read again,
-// so a file ingested before a rule existed is checked when it changes or
-// a run asks for rechunk. A source may set default metadata for its
+// every caller), or skipped. A file ingested unchanged is not read again
+// unless the credential rules or settings changed since the source's last
+// run: then every file is read and checked once more. A source may set default metadata for its
 // items: sensitivity, restrictedToGroups, trust.
 package ingest
