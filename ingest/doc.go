@@ -25,12 +25,19 @@
 // (their metadata sha says so).
 //
 // Safety: local paths must lie in an allowed root (H4R_INGEST_ROOTS);
-// symlinks that leave the root are refused; URLs to private, loopback and
-// link-local addresses are refused unless allowed (checked at connection
-// time, so a DNS answer cannot smuggle one in); binary files, files over
+// symlinks that leave the root are refused, and every file is opened
+// through the root (os.Root), so one swapped for such a symlink after it
+// was listed is refused too; URLs to addresses that are not public
+// (private, loopback, link-local, shared, reserved, multicast, and NAT64
+// or 6to4 forms of them: specialRanges) are refused unless allowed
+// (checked at connection time, so a DNS answer cannot smuggle one in); binary files, files over
 // the size limit and unreadable or corrupted files are skipped and
-// reported, and the run goes on. Files whose names match the credential
-// patterns are flagged hasCredentials (policy then withholds them from
-// every caller) or skipped. A source may set default metadata for its
+// reported, and the run goes on. Files that hold credentials, by their
+// name (built-in names and the configured patterns, in any case) or by
+// their content (gitleaks' default rules: secretScanner), are flagged
+// hasCredentials, every item of them (policy then withholds them from
+// every caller), or skipped. A file ingested unchanged is not read again
+// unless the credential rules or settings changed since the source's last
+// run: then every file is read and checked once more. A source may set default metadata for its
 // items: sensitivity, restrictedToGroups, trust.
 package ingest

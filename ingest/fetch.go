@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
@@ -21,22 +20,6 @@ import (
 
 // fetchTimeout bounds one page fetch.
 const fetchTimeout = 30 * time.Second
-
-// refusePrivate is a dialer Control that refuses loopback, private,
-// link-local and unspecified addresses: checked on the address actually
-// dialled, after DNS, so that a name resolving to one is refused too.
-func refusePrivate(network, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() {
-		return fmt.Errorf("%s is a private, loopback or link-local address, and H4R_INGEST_ALLOW_PRIVATE_URLS is off", host)
-	}
-	return nil
-}
 
 // httpClient returns the client of url sources.
 func httpClient(allowPrivate bool) *http.Client {

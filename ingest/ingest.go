@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -38,7 +37,9 @@ const (
 const DefaultMaxFileBytes = 1 << 20
 
 // DefaultCredentialPatterns are the file names (path.Match patterns, on
-// the base name) that hold credentials.
+// the base name or the path, matched case-insensitively) that hold
+// credentials, besides the names and content rules every Ingester applies
+// (credentialNames, gitleaks' rules: secretScanner).
 var DefaultCredentialPatterns = []string{".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".npmrc", ".pgpass", "credentials.json", "*.keystore"}
 
 // Credential handling modes.
@@ -70,7 +71,10 @@ type Ingester struct {
 	roots        []string
 	maxFileBytes int64
 	credPatterns []string
-	creds        credMatcher
+	creds        credMatcher // the configured patterns, lower-cased
+	secrets      *secretScanner
+	secretsErr   error  // the rule set could not be compiled: every run fails rather than let secrets through
+	credVersion  string // names the credential rules and settings, kept in each source's file index (credRulesPath)
 	credMode     string
 	allowPrivate bool
 	contextual   bool
@@ -108,7 +112,9 @@ func WithAllowedRoots(roots ...string) Option {
 // WithMaxFileBytes sets the size limit of one file.
 func WithMaxFileBytes(n int64) Option { return func(in *Ingester) { in.maxFileBytes = n } }
 
-// WithCredentialPatterns sets the credential file name patterns.
+// WithCredentialPatterns sets the credential file name patterns, matched
+// case-insensitively. The built-in names and the content rules apply
+// whatever they are.
 func WithCredentialPatterns(p ...string) Option {
 	return func(in *Ingester) { in.credPatterns = append([]string(nil), p...) }
 }
@@ -136,7 +142,13 @@ func New(store Store, index Index, splitter *chunk.Splitter, opts ...Option) *In
 		o(in)
 	}
 	in.client = httpClient(in.allowPrivate)
-	in.creds = newCredMatcher(in.credPatterns)
+	lower := make([]string, len(in.credPatterns))
+	for i, p := range in.credPatterns {
+		lower[i] = strings.ToLower(p)
+	}
+	in.creds = newCredMatcher(lower)
+	in.secrets, in.secretsErr = newSecretScanner()
+	in.credVersion = credentialRulesVersion(lower, in.credMode)
 	return in
 }
 
@@ -149,10 +161,14 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 	if err := src.Validate("source"); err != nil {
 		return err
 	}
+	if in.secretsErr != nil {
+		return fmt.Errorf("ingesting: the credential rules cannot be used: %w", in.secretsErr)
+	}
 	l, typ, err := in.list(ctx, src)
 	if err != nil {
 		return err
 	}
+	defer l.close()
 	key := sourceKey(typ, l)
 	p.FilesTotal += len(l.files)
 	// One run per source at a time: two would race on its file index.
@@ -169,7 +185,14 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 	if err != nil {
 		return err
 	}
-	w := writer{in: in, src: src, typ: typ, key: key, l: l, opts: opts, p: p, index: index}
+	// Files ingested unchanged are not read again; when the credential
+	// rules changed since the source's files were last checked (or they
+	// were checked by a version without content rules), they are read and
+	// checked once more, and those found are written again, flagged.
+	rules, checked := index[credRulesPath]
+	delete(index, credRulesPath)
+	rescan := !checked || rules.SHA != in.credVersion
+	w := writer{in: in, src: src, typ: typ, key: key, l: l, opts: opts, p: p, index: index, rescan: rescan}
 	seen := make(map[string]bool, len(l.files))
 	for _, f := range l.files {
 		if err := ctx.Err(); err != nil {
@@ -194,6 +217,11 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 				p.FilesDeleted++
 			}
 			report(*p)
+		}
+	}
+	if rescan {
+		if err := in.index.PutFile(ctx, key, jobs.FileState{Path: credRulesPath, SHA: in.credVersion}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -221,29 +249,46 @@ func (in *Ingester) list(ctx context.Context, src Source) (listing, string, erro
 			return l, TypeGit, err
 		}
 	}
-	root, err := resolveRoot(src.location(), in.roots, "path")
+	root, allowed, err := resolveRoot(src.location(), in.roots, "path")
 	if err != nil {
 		return listing{}, "", err
 	}
-	switch src.Type {
-	case TypeGit:
-		l, err := listGit(ctx, root, src.Ref)
-		return l, TypeGit, err
-	case TypeDoc:
-		// root is the document itself, its symlinks resolved inside the roots.
-		info, err := os.Stat(root)
+	if src.Type == TypeDoc {
+		// root is the document itself, its symlinks resolved inside the
+		// roots; it is read through its folder, opened beneath the root.
+		dir, err := openBeneath(allowed, filepath.Dir(root))
+		if err != nil {
+			return listing{}, "", h4r.Errorf(h4r.EINVALID, "path", "opening the folder of %s: %v", src.location(), err)
+		}
+		name := filepath.Base(root)
+		info, err := dir.Stat(name)
 		if err != nil || !info.Mode().IsRegular() {
+			dir.Close()
 			return listing{}, "", h4r.Errorf(h4r.EINVALID, "path", "%s is not a regular file", src.location())
 		}
-		f := file{path: filepath.Base(root), size: info.Size(), mtime: info.ModTime().UnixNano(),
-			read: func() ([]byte, error) { return readLimited(root, info.Size()) }}
-		return listing{files: []file{f}, root: root, single: true}, TypeDoc, nil
+		f := file{path: name, size: info.Size(), mtime: info.ModTime().UnixNano(),
+			read: func() ([]byte, error) { return readInRoot(dir, name, info.Size()) }}
+		return listing{files: []file{f}, root: root, single: true, dir: dir}, TypeDoc, nil
 	}
-	files, issues, err := listDir(ctx, root)
+	dir, err := openBeneath(allowed, root)
 	if err != nil {
+		return listing{}, "", h4r.Errorf(h4r.EINVALID, "path", "opening %s: %v", src.location(), err)
+	}
+	if src.Type == TypeGit {
+		l, err := listGit(ctx, root, dir, src.Ref)
+		if err != nil {
+			dir.Close()
+			return listing{}, "", err
+		}
+		l.dir = dir
+		return l, TypeGit, nil
+	}
+	files, issues, err := listDir(ctx, dir)
+	if err != nil {
+		dir.Close()
 		return listing{}, "", err
 	}
-	l := listing{files: files, issues: issues, root: root, repo: filepath.Base(root)}
+	l := listing{files: files, issues: issues, root: root, repo: filepath.Base(root), dir: dir}
 	if repo, err := openRepo(root); err == nil {
 		l.repo = repoName(repo, root)
 		if head, err := repo.Head(); err == nil {
@@ -275,6 +320,7 @@ type writer struct {
 	p       *jobs.Progress
 	index   map[string]jobs.FileState
 	dropped map[string]bool // listed but no longer ingested (skipped now): their old items go
+	rescan  bool            // read unchanged files too, to check them against changed credential rules
 	// Built by layoutOnce when a file is first chunked.
 	paths  map[string]bool
 	module string              // go.mod's module path, to resolve imports
@@ -301,7 +347,7 @@ func (w *writer) drop(path, msg string, skip bool) {
 func (w *writer) file(ctx context.Context, f file) error {
 	cred := w.in.isCredential(f.path)
 	if cred && w.in.credMode == CredentialsSkip {
-		w.drop(f.path, "matches a credential pattern: not ingested", true)
+		w.drop(f.path, "its name says it holds credentials: not ingested", true)
 		return nil
 	}
 	if f.size > w.in.maxFileBytes {
@@ -312,7 +358,7 @@ func (w *writer) file(ctx context.Context, f file) error {
 	force := w.opts.Rechunk || w.opts.Reembed
 	// Unchanged without reading: a git object's sha, or a local file's
 	// size and mtime as recorded with its sha.
-	if had && old.SHA != "" && !force && !w.l.single {
+	if had && old.SHA != "" && !force && !w.l.single && !w.rescan {
 		if (f.sha != "" && f.sha == old.SHA) || (f.sha == "" && f.mtime != 0 && f.mtime == old.MTime && f.size == old.Size) {
 			w.p.FilesUnchanged++
 			return nil
@@ -334,7 +380,7 @@ func (w *writer) file(ctx context.Context, f file) error {
 	if sha == "" {
 		sha = plumbing.ComputeHash(plumbing.BlobObject, raw).String()
 	}
-	if had && old.SHA == sha && !force {
+	unchanged := func() error {
 		w.p.FilesUnchanged++
 		if old.MTime != f.mtime || old.Size != f.size { // touched, not changed: remember the new stat
 			old.MTime, old.Size = f.mtime, f.size
@@ -342,11 +388,30 @@ func (w *writer) file(ctx context.Context, f file) error {
 		}
 		return nil
 	}
+	same := had && old.SHA == sha && !force
+	if same && !w.rescan {
+		return unchanged()
+	}
 	text, err := w.text(f.path, raw)
 	if err != nil {
 		var sk errSkip
 		w.drop(f.path, err.Error(), errors.As(err, &sk))
 		return nil
+	}
+	if same && !cred && w.in.secrets.scan(f.path, text) == "" {
+		return unchanged()
+	}
+	if !cred {
+		// The whole file is flagged, not only the chunks holding the
+		// secret: a key cut across two chunks would leave one half unseen.
+		if rule := w.in.secrets.scan(f.path, text); rule != "" {
+			cred = true
+			w.in.log.InfoContext(ctx, "ingest: a file holds credentials", "source", w.key, "path", f.path, "rule", rule)
+			if w.in.credMode == CredentialsSkip {
+				w.drop(f.path, fmt.Sprintf("holds credentials (rule %s): not ingested", rule), true)
+				return nil
+			}
+		}
 	}
 	chunks := w.in.splitter.Split(w.chunkName(f.path), text)
 	if len(chunks) == 0 {
@@ -443,7 +508,11 @@ func (w *writer) chunkName(p string) string {
 	return p
 }
 
-func (in *Ingester) isCredential(p string) bool { return in.creds.match(p) }
+// isCredential reports whether p's name says it holds credentials: a
+// built-in name or a configured pattern, in any case.
+func (in *Ingester) isCredential(p string) bool {
+	return matchTails(in.creds, strings.ToLower(p)) || (in.secrets != nil && in.secrets.nameMatch(p))
+}
 
 // credMatcher answers whether a path matches a credential pattern, on its
 // base name or whole, as path.Match does (matchCredentialSlow). It runs

@@ -40,11 +40,19 @@ type file struct {
 // listing is what a source holds.
 type listing struct {
 	files  []file
-	issues []issue // files refused while listing (symlinks leaving the root)
-	repo   string  // repository name, for metadata and the contextual prefix
-	commit string  // git commit read, or HEAD of a worktree
-	root   string  // the resolved root, for the source key
-	single bool    // one document (doc, url): no deletions of other files
+	issues []issue  // files refused while listing (symlinks leaving the root)
+	repo   string   // repository name, for metadata and the contextual prefix
+	commit string   // git commit read, or HEAD of a worktree
+	root   string   // the resolved root, for the source key
+	single bool     // one document (doc, url): no deletions of other files
+	dir    *os.Root // a local source's folder, which its files are read through; closed after the run
+}
+
+// close releases the listing's folder.
+func (l listing) close() {
+	if l.dir != nil {
+		_ = l.dir.Close()
+	}
 }
 
 type issue struct {
@@ -52,18 +60,19 @@ type issue struct {
 	skip      bool // a skip (reported, not an error)
 }
 
-// resolveRoot returns the real path of p, which must lie in one of roots.
-func resolveRoot(p string, roots []string, field string) (string, error) {
+// resolveRoot returns the real path of p, which must lie in one of roots,
+// and the real path of that root.
+func resolveRoot(p string, roots []string, field string) (real, allowed string, err error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return "", h4r.Errorf(h4r.EINVALID, field, "resolving %q: %v", p, err)
+		return "", "", h4r.Errorf(h4r.EINVALID, field, "resolving %q: %v", p, err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	real, err = filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", h4r.Errorf(h4r.EINVALID, field, "%q does not exist or cannot be read", p)
+		return "", "", h4r.Errorf(h4r.EINVALID, field, "%q does not exist or cannot be read", p)
 	}
 	if len(roots) == 0 {
-		return "", h4r.Errorf(h4r.EFORBIDDEN, field, "no ingest roots are configured: list the folders the server may read in H4R_INGEST_ROOTS")
+		return "", "", h4r.Errorf(h4r.EFORBIDDEN, field, "no ingest roots are configured: list the folders the server may read in H4R_INGEST_ROOTS")
 	}
 	for _, r := range roots {
 		ra, err := filepath.Abs(r)
@@ -75,10 +84,30 @@ func resolveRoot(p string, roots []string, field string) (string, error) {
 			continue
 		}
 		if within(rr, real) {
-			return real, nil
+			return real, rr, nil
 		}
 	}
-	return "", h4r.Errorf(h4r.EFORBIDDEN, field, "%q is outside the allowed ingest roots (H4R_INGEST_ROOTS)", p)
+	return "", "", h4r.Errorf(h4r.EFORBIDDEN, field, "%q is outside the allowed ingest roots (H4R_INGEST_ROOTS)", p)
+}
+
+// openBeneath opens the folder dir, which lies in the allowed root,
+// through that root: a folder on the way swapped for a symlink since dir
+// was resolved cannot lead out of it. Every file of a local source is then
+// read through the returned Root, which follows no symlink out of it
+// either, so what was checked when listing is what is read.
+func openBeneath(allowed, dir string) (*os.Root, error) {
+	rel, err := filepath.Rel(allowed, dir)
+	if err != nil || !within(allowed, dir) {
+		// A document that is itself the allowed root: its folder is opened
+		// as it is, and the file is still opened beneath it.
+		return os.OpenRoot(dir)
+	}
+	ar, err := os.OpenRoot(allowed)
+	if err != nil {
+		return nil, err
+	}
+	defer ar.Close()
+	return ar.OpenRoot(rel)
 }
 
 // within reports whether p is root or below it (both cleaned, absolute).
@@ -93,6 +122,9 @@ func within(root, p string) bool {
 // listDir lists the files under root, skipping .git and what .gitignore
 // files (and .git/info/exclude) ignore. A symlink to a file inside root is
 // followed; one leaving root is refused; a symlinked directory is skipped.
+// Every file is read later through root (readInRoot), never by its path:
+// a file swapped for a symlink leaving root between listing and reading
+// is refused then too.
 //
 // The ignore files are read during the walk itself, as each folder is
 // entered, rather than by a first walk of their own
@@ -100,17 +132,22 @@ func within(root, p string) bool {
 // its file, and a pre-order walk has read every ancestor's file before it
 // reaches a path, so the answer is the same (TestListDirMatchesReadPatterns)
 // and a re-ingest walks the tree once.
-func listDir(ctx context.Context, root string) ([]file, []issue, error) {
+func listDir(ctx context.Context, root *os.Root) ([]file, []issue, error) {
 	var patterns []gitignore.Pattern
 	ignore := gitignore.NewMatcher(nil)
 	var files []file
 	var issues []issue
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	// Symlinks are resolved by path to learn where they lead (os.Root
+	// refuses absolute links, even to a file inside it); the file is still
+	// opened through root.
+	rootPath, err := filepath.EvalSymlinks(root.Name())
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolving %s: %w", root.Name(), err)
+	}
+	err = fs.WalkDir(root.FS(), ".", func(slash string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		rel, _ := filepath.Rel(root, p)
-		slash := filepath.ToSlash(rel)
 		if err != nil {
 			issues = append(issues, issue{path: slash, msg: fmt.Sprintf("cannot be read: %v", errors.Unwrap(err))})
 			if d != nil && d.IsDir() {
@@ -119,17 +156,17 @@ func listDir(ctx context.Context, root string) ([]file, []issue, error) {
 			return nil
 		}
 		var parts []string
-		if rel != "." {
+		if slash != "." {
 			parts = strings.Split(slash, "/")
 		}
 		if d.IsDir() {
-			if rel != "." && (d.Name() == ".git" || ignore.Match(parts, true)) {
+			if slash != "." && (d.Name() == ".git" || ignore.Match(parts, true)) {
 				return fs.SkipDir
 			}
 			// As gitignore.ReadPatterns: the folder's .git/info/exclude, then its .gitignore.
 			added := false
 			for _, name := range [...]string{".git/info/exclude", ".gitignore"} {
-				ps, err := readIgnoreFile(filepath.Join(p, filepath.FromSlash(name)), parts)
+				ps, err := readIgnoreFile(root, path.Join(slash, name), parts)
 				if err != nil {
 					issues = append(issues, issue{path: path.Join(slash, name), msg: fmt.Sprintf("cannot be read: %v", err)})
 				}
@@ -145,36 +182,41 @@ func listDir(ctx context.Context, root string) ([]file, []issue, error) {
 		if ignore.Match(parts, false) {
 			return nil
 		}
-		target := p
+		target := slash
+		var info fs.FileInfo
 		if d.Type()&fs.ModeSymlink != 0 {
-			t, err := filepath.EvalSymlinks(p)
+			t, err := filepath.EvalSymlinks(filepath.Join(rootPath, filepath.FromSlash(slash)))
 			if err != nil {
 				issues = append(issues, issue{path: slash, msg: "a broken symlink", skip: true})
 				return nil
 			}
-			if !within(root, t) {
+			if !within(rootPath, t) {
 				issues = append(issues, issue{path: slash, msg: "a symlink that leaves the source's root: refused"})
 				return nil
 			}
-			target = t
+			rel, _ := filepath.Rel(rootPath, t)
+			target = filepath.ToSlash(rel)
+			info, err = root.Stat(target)
+			if err != nil {
+				issues = append(issues, issue{path: slash, msg: fmt.Sprintf("cannot be read: %v", err)})
+				return nil
+			}
+			if info.IsDir() {
+				issues = append(issues, issue{path: slash, msg: "a symlinked directory: not followed", skip: true})
+				return nil
+			}
 		} else if !d.Type().IsRegular() {
 			return nil // sockets, devices
-		}
-		info, err := os.Stat(target)
-		if err != nil {
+		} else if info, err = d.Info(); err != nil {
 			issues = append(issues, issue{path: slash, msg: fmt.Sprintf("cannot be read: %v", err)})
 			return nil
 		}
-		if info.IsDir() {
-			issues = append(issues, issue{path: slash, msg: "a symlinked directory: not followed", skip: true})
-			return nil
-		}
 		files = append(files, file{path: slash, size: info.Size(), mtime: info.ModTime().UnixNano(),
-			read: func() ([]byte, error) { return readLimited(target, info.Size()) }})
+			read: func() ([]byte, error) { return readInRoot(root, target, info.Size()) }})
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s: %w", root, err)
+		return nil, nil, fmt.Errorf("listing %s: %w", root.Name(), err)
 	}
 	return files, issues, nil
 }
@@ -182,8 +224,8 @@ func listDir(ctx context.Context, root string) ([]file, []issue, error) {
 // readIgnoreFile reads the patterns of one ignore file whose folder is
 // domain (nil for the root), as go-git's reader does: one pattern a line,
 // blank lines and # comments left out. A file that does not exist has none.
-func readIgnoreFile(name string, domain []string) ([]gitignore.Pattern, error) {
-	b, err := os.ReadFile(name)
+func readIgnoreFile(root *os.Root, name string, domain []string) ([]gitignore.Pattern, error) {
+	b, err := root.ReadFile(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, nil
@@ -200,14 +242,25 @@ func readIgnoreFile(name string, domain []string) ([]gitignore.Pattern, error) {
 	return ps, nil
 }
 
-// readLimited reads a file expected to be size bytes, never more (a file
-// that grew since it was listed is cut, and its sha says what was read).
-func readLimited(p string, size int64) ([]byte, error) {
-	f, err := os.Open(p)
+// readInRoot reads the regular file name beneath root, expected to be
+// size bytes, never more (a file that grew since it was listed is cut, and
+// its sha says what was read). root follows no symlink out of itself, so a
+// file swapped for one since it was listed is refused, not read; it is
+// opened without blocking and checked to be a regular file, so a FIFO
+// swapped in cannot hang the run.
+func readInRoot(root *os.Root, name string, size int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is no longer a regular file (%s)", name, info.Mode().Type())
+	}
 	return io.ReadAll(io.LimitReader(f, size))
 }
 
@@ -220,7 +273,7 @@ func openRepo(root string) (*git.Repository, error) {
 // listGit lists a git source: with a ref, the files of that commit (blob
 // shas from the tree, so nothing is read to learn what changed); without
 // one, the working tree as listDir reads it, with HEAD as the commit.
-func listGit(ctx context.Context, root, ref string) (listing, error) {
+func listGit(ctx context.Context, root string, dir *os.Root, ref string) (listing, error) {
 	repo, err := openRepo(root)
 	if err != nil {
 		return listing{}, h4r.Errorf(h4r.EINVALID, "path", "%s is not a git repository: %v", root, err)
@@ -230,7 +283,7 @@ func listGit(ctx context.Context, root, ref string) (listing, error) {
 		if head, err := repo.Head(); err == nil {
 			l.commit = head.Hash().String()
 		}
-		l.files, l.issues, err = listDir(ctx, root)
+		l.files, l.issues, err = listDir(ctx, dir)
 		return l, err
 	}
 	return listCommit(ctx, repo, ref, l)

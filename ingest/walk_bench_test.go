@@ -22,8 +22,13 @@ func BenchmarkListDir5000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
 	for b.Loop() {
-		files, _, err := listDir(context.Background(), root)
+		files, _, err := listDir(context.Background(), r)
 		if err != nil || len(files) != 5000 {
 			b.Fatal(len(files), err)
 		}

@@ -104,7 +104,7 @@ func TestListDirMatchesReadPatterns(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, issues, err := listDir(context.Background(), root)
+			got, issues, err := listDir(context.Background(), openRootT(t, root))
 			if err != nil || len(issues) != 0 {
 				t.Fatalf("listDir: %v %v", err, issues)
 			}
@@ -195,7 +195,7 @@ func FuzzListDirMatchesReadPatterns(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		got, _, err := listDir(context.Background(), root)
+		got, _, err := listDir(context.Background(), openRootT(t, root))
 		if err != nil {
 			t.Fatal(err)
 		}

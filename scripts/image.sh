@@ -13,5 +13,5 @@ CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o dist/h4r ./cmd/h4r
 if command -v file >/dev/null && ! file dist/h4r | grep -q "statically linked"; then
   echo "dist/h4r is not statically linked" >&2; exit 1
 fi
-buildah --storage-driver vfs build --isolation chroot -f Containerfile -t "$tag" .
-buildah --storage-driver vfs inspect --type image --format '{{.OCIv1.Config.User}} {{.OCIv1.Config.Entrypoint}} {{.OCIv1.Config.Volumes}}' "$tag"
+buildah --storage-driver vfs build --format docker --isolation chroot -f Containerfile -t "$tag" .
+buildah --storage-driver vfs inspect --type image --format 'user={{.Docker.Config.User}} entrypoint={{.Docker.Config.Entrypoint}} volumes={{.Docker.Config.Volumes}} healthcheck={{.Docker.Config.Healthcheck}}' "$tag"
