@@ -50,7 +50,7 @@ type Options struct {
 	// Reembed rewrites unchanged files too, so that the store embeds them
 	// again (with the embedder configured now).
 	Reembed bool `json:"reembed,omitempty"`
-	// Schedule is document 004's optional field, which the document names
+	// Schedule is the retrieval contract's optional field, which the document names
 	// without a format or a meaning: it is refused rather than silently run
 	// once (README, "Sources", for why it is not built).
 	Schedule string `json:"schedule,omitempty"`
@@ -114,12 +114,12 @@ func (s Source) location() string {
 // Validate checks options.
 func (o Options) Validate(field string) error {
 	if o.Schedule != "" {
-		return h4r.Errorf(h4r.EINVALID, field+".schedule", "scheduled re-ingestion is not supported (document 004 defines no format for it): run the ingest again, for example from cron; an unchanged re-run writes nothing")
+		return h4r.Errorf(h4r.EINVALID, field+".schedule", "scheduled re-ingestion is not supported (the retrieval contract defines no format for it): run the ingest again, for example from cron; an unchanged re-run writes nothing")
 	}
 	return nil
 }
 
-// Request is POST /ingest's body (document 004) and an ingest job's
+// Request is POST /ingest's body and an ingest job's
 // stored request.
 type Request struct {
 	Sources []Source `json:"sources"`

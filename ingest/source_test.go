@@ -9,7 +9,7 @@ import (
 	"github.com/h4r/h4r/ingest"
 )
 
-// TestRequestValidateSchedule: opts.schedule, which document 004 names
+// TestRequestValidateSchedule: opts.schedule, which the retrieval contract names
 // without defining, is refused with an error naming the field and saying
 // what to do instead, whatever its value; without it the request passes.
 func TestRequestValidateSchedule(t *testing.T) {

@@ -3,7 +3,7 @@
 // stdio (h4r mcp) and streamable HTTP (/mcp on the API server).
 //
 // A Registry holds the tools and resources. Standard adds H4R's own:
-// context_pack and document 004's memory_write, memory_read, memory_link
+// context_pack and the retrieval contract's memory_write, memory_read, memory_link
 // and memory_stats, and the resources h4r://policy and h4r://stats. Other
 // features add theirs with AddTool (rag_query, rag_feedback,
 // search_traces, precedents) before a server is built from the registry.

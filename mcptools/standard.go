@@ -15,7 +15,7 @@ type Packer interface {
 	Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4r.Pack, error)
 }
 
-// Memory is document 004's memory tools (memory.Service).
+// Memory is the retrieval contract's memory tools (memory.Service).
 type Memory interface {
 	Write(ctx context.Context, req memory.WriteRequest) (memory.WriteResult, error)
 	Read(ctx context.Context, spec h4r.Specialist, req memory.ReadRequest) (memory.ReadResult, error)
@@ -36,7 +36,7 @@ type Deps struct {
 	Timeout time.Duration
 }
 
-// ContextPackArgs are context_pack's arguments: DESIGN.md's request
+// ContextPackArgs are context_pack's arguments: the item contract's request
 // payload (no specialist: the caller is the key's principal) and compact.
 type ContextPackArgs struct {
 	Query         h4r.Query          `json:"query" jsonschema:"what to find: text, and optionally type (semantic, keyword, hybrid, causal) and filters"`
@@ -96,19 +96,19 @@ func Standard(r *Registry, d Deps) {
 			}
 			return compact(p), nil
 		})
-	AddTool(r, "memory_write", "memory.write (document 004): store a memory {scope{session_id, agent_id, repo?, files?, commit_sha?}, type, payload, tags?}; returns {memory_id}.", auth.RouteIngest,
+	AddTool(r, "memory_write", "memory.write: store a memory {scope{session_id, agent_id, repo?, files?, commit_sha?}, type, payload, tags?}; returns {memory_id}.", auth.RouteIngest,
 		func(ctx context.Context, _ Caller, in memory.WriteRequest) (memory.WriteResult, error) {
 			return d.Memory.Write(ctx, in)
 		})
-	AddTool(r, "memory_read", "memory.read (document 004): the memories of a scope this key may see, newest first, or by relevance to filter.text.", auth.RouteRead,
+	AddTool(r, "memory_read", "memory.read: the memories of a scope this key may see, newest first, or by relevance to filter.text.", auth.RouteRead,
 		func(ctx context.Context, c Caller, in memory.ReadRequest) (memory.ReadResult, error) {
 			return d.Memory.Read(ctx, c.Specialist, in)
 		})
-	AddTool(r, "memory_link", "memory.link (document 004): link a memory to a file, a commit or a context pack {memory_id, related{file_path | commit_sha | context_pack_id}, relation}.", auth.RouteIngest,
+	AddTool(r, "memory_link", "memory.link: link a memory to a file, a commit or a context pack {memory_id, related{file_path | commit_sha | context_pack_id}, relation}.", auth.RouteIngest,
 		func(ctx context.Context, c Caller, in memory.LinkRequest) (memory.LinkResult, error) {
 			return d.Memory.Link(ctx, c.Specialist, in)
 		})
-	AddTool(r, "memory_stats", "memory.stats (document 004): the memories of a scope this key may see, counted by type, and the last write.", auth.RouteRead,
+	AddTool(r, "memory_stats", "memory.stats: the memories of a scope this key may see, counted by type, and the last write.", auth.RouteRead,
 		func(ctx context.Context, c Caller, in memory.StatsRequest) (memory.StatsResult, error) {
 			return d.Memory.Stats(ctx, c.Specialist, in)
 		})

@@ -1,4 +1,4 @@
-// Package memory implements document 004's memory tools — memory.write,
+// Package memory implements the retrieval contract's memory tools — memory.write,
 // memory.read, memory.link and memory.stats — over the item store.
 //
 // A memory is an item of kind "memory": its type, payload and scope in

@@ -85,7 +85,7 @@ func New(store Store, slicer Slicer, opts ...Option) *Service {
 	return s
 }
 
-// Scope says whose memory it is and where it applies (document 004).
+// Scope says whose memory it is and where it applies.
 type Scope struct {
 	SessionID string   `json:"session_id,omitempty" jsonschema:"the agent session the memory belongs to"`
 	AgentID   string   `json:"agent_id,omitempty" jsonschema:"the agent that wrote or reads the memory"`

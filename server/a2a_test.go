@@ -83,7 +83,7 @@ func TestA2ASeedEnvelope(t *testing.T) {
 	// meta.from is internal without groups, and the filters keep only
 	// failed e2e items: of the matching ones policy leaves mem-pii (found
 	// by full text and vectors) and mem-checkout (by vectors: the semantic
-	// query is answered by the built-in embedder since c0a2302).
+	// query is answered by the built-in embedder).
 	var ids []string
 	for _, res := range p.Results {
 		ids = append(ids, res.ID)

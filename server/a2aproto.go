@@ -19,7 +19,7 @@ import (
 	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
-// The open Agent2Agent protocol, beside DESIGN.md's own envelopes at
+// The open Agent2Agent protocol, beside the item contract's own envelopes at
 // /v1/a2a: an agent card at the well-known path, and JSON-RPC at
 // a2aRPCPath in two versions of the protocol. 1.0 (methods SendMessage,
 // GetTask…, the A2A-Version: 1.0 header) is what current SDKs speak; 0.3
@@ -122,7 +122,7 @@ const (
 	a2aCardName        = "H4R context engine"
 	a2aCardDescription = "Builds context packs for agents: ranked, policy-sliced, budgeted evidence with citations and explanations."
 	a2aSkillName       = "Context pack"
-	a2aSkillText       = "Send the query as a text part, or a ContextRequest (DESIGN.md: query{type, text, filters}, limit, budget, anchors…) as a data part; " +
+	a2aSkillText       = "Send the query as a text part, or a ContextRequest (docs/concepts.md: query{type, text, filters}, limit, budget, anchors…) as a data part; " +
 		"the answer is a completed task whose artifact context_pack holds the pack as data. Clearance comes from the API key."
 	a2aBearerText = "an H4R API key (H4R_API_KEYS_FILE); the key's principal is the specialist"
 )

@@ -21,7 +21,7 @@ import (
 // credential item (always denied).
 var secrets = []string{"jane.doe@example.com", "Jane Doe", "sk-live-TOPSECRET-4242"}
 
-// signalKeys are the eight signal keys of DESIGN.md.
+// signalKeys are the eight signal keys of docs/concepts.md.
 var signalKeys = []string{"relevance", "recency", "frequency", "importance", "causality", "novelty", "trust", "sensitivity"}
 
 // TestContextPackPolicy: each specialist gets the items policy allows it;

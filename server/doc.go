@@ -13,6 +13,6 @@
 //
 // Handlers are thin: they decode strictly (unknown fields are errors that name
 // the field), resolve the specialist, call the engine or the store, and
-// encode. Every error leaves through one handler that writes DESIGN.md's
+// encode. Every error leaves through one handler that writes the item contract's
 // error shape with the status from HTTPStatus (status.go).
 package server

@@ -270,7 +270,7 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 		return nil, err
 	}
 	if in.Meta.ID == "" {
-		// Document 003's request example has no meta.id: the message is
+		// The context-pack contract's request example has no meta.id: the message is
 		// named here, and the reply's reply_to tells the sender its name.
 		in.Meta.ID = newMessageID()
 	}

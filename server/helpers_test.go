@@ -173,7 +173,7 @@ func post(t testing.TB, url string, body string, header ...string) response {
 	return do(t, http.MethodPost, url, []byte(body), header...)
 }
 
-// errorResponse is DESIGN.md's error shape, decoded strictly: any other key
+// errorResponse is the item contract's error shape, decoded strictly: any other key
 // fails the decode.
 type errorResponse struct {
 	Error *h4r.Error `json:"error"`
@@ -187,7 +187,7 @@ var codes = map[string]bool{
 }
 
 // checkErrorShape returns the error of an error response, failing the test
-// unless the body is exactly DESIGN.md's error shape with a known code, a
+// unless the body is exactly the item contract's error shape with a known code, a
 // message, and the status HTTPStatus gives that code.
 func checkErrorShape(t testing.TB, r response) *h4r.Error {
 	t.Helper()
@@ -225,7 +225,7 @@ func decodePack(t testing.TB, r response) *h4r.Pack {
 	return &p
 }
 
-// healer is the specialist of the DESIGN.md examples, with the qa group.
+// healer is the specialist of the docs/concepts.md examples, with the qa group.
 const healer = `{"id": "playwright_healer", "securityLevel": "internal", "authorizedGroups": ["qa"]}`
 
 // healerBody is a context-pack request of the healer for the fixture's

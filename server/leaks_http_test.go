@@ -1,6 +1,6 @@
 package server_test
 
-// Regression tests of issue 12, "close the leaks": the probes of an
+// Regression tests of the leaks an adversarial client found: the probes of an
 // adversarial client, repeated through real HTTP on loopback against the
 // server as cmd/h4r serves it. Every test here failed before its fix (each
 // says what the probe got then).
@@ -98,7 +98,7 @@ const (
 	plantedItem  = `{"id": "planted", "text": "written by a web page"}`
 )
 
-// Issue 12, item 4. Without keys, a web page could write items with a
+// Without keys, a web page could write items with a
 // cross-site POST (fetch with mode no-cors sends text/plain and its
 // Origin) and read everything by DNS rebinding (its own name resolving to
 // 127.0.0.1: any Host was served). Before the fix every case refused here
@@ -206,7 +206,7 @@ func TestBrowserGuardWithKeys(t *testing.T) {
 	}
 }
 
-// Issue 12, item 4: a body in any media type was read as JSON. Every
+// A body in any media type was read as JSON. Every
 // request with a body must now say application/json (parameters such as
 // charset=utf-8 allowed), or gets 415 naming the header. Before the fix
 // each 415 here was served.
@@ -263,7 +263,7 @@ func TestContentTypeRequired(t *testing.T) {
 	}
 }
 
-// Issue 12, item 7: net/http answers some requests itself, before any
+// net/http answers some requests itself, before any
 // handler, in plain text ("400 Bad Request", "431 Request Header Fields
 // Too Large"). Server.Listener rewrites them into the error shape. Before
 // the fix each answer here was plain text.
@@ -296,7 +296,7 @@ func TestErrorShapeBeforeRouting(t *testing.T) {
 	}
 }
 
-// Issue 12, item 7: a method a route does not serve was 400
+// a method a route does not serve was 400
 // invalid_argument; it is 405 method_not_allowed with the Allow header,
 // and on /v1/a2a a ContextError envelope.
 func TestMethodNotAllowed(t *testing.T) {
@@ -345,7 +345,7 @@ func TestMethodNotAllowed(t *testing.T) {
 	}
 }
 
-// Issue 12, item 7: on /v1/a2a, a missing or unknown key (401), a key
+// on /v1/a2a, a missing or unknown key (401), a key
 // that may not read (403) and a used-up rate limit (429) were answered in
 // the plain error shape; an agent speaking A2A gets ContextError
 // envelopes, as for every other error there.
@@ -401,7 +401,7 @@ var stores = []struct {
 	}},
 }
 
-// Issue 12, item 7: a NUL byte in a filter value (or an anchor) reached
+// a NUL byte in a filter value (or an anchor) reached
 // Postgres, which refused it, and the answer was a degraded pack carrying
 // the database's message. Requests are planned once for every store, so
 // the NUL is a 400 naming the field on both (before the fix: 200 on both).
@@ -440,7 +440,7 @@ func TestFilterNUL(t *testing.T) {
 	}
 }
 
-// Issue 12, item 7: the store names the items of a write "items[i]", and
+// the store names the items of a write "items[i]", and
 // a single item (not {"items": [...]}) got errors prefixed "items[0]",
 // though the README says its fields are named without it.
 func TestSingleItemErrorFields(t *testing.T) {
@@ -484,7 +484,7 @@ func list(prefix string, n int) string {
 	return "[" + strings.Join(s, ", ") + "]"
 }
 
-// Issue 12, item 8: lists and ids that had no bound (filter lists, an
+// lists and ids that had no bound (filter lists, an
 // item's groups, a specialist's groups, anchor ids, link targets, an
 // envelope's id) are capped, and the error names the field and the cap.
 // Before the fix each of these was accepted.
@@ -547,7 +547,7 @@ func keepAlive(t *testing.T, conn net.Conn, br *bufio.Reader) {
 	}
 }
 
-// Issue 12, item 8: connections were not capped. With a cap of 2, two
+// connections were not capped. With a cap of 2, two
 // open connections make a third one answered 503 in the error shape (it
 // was served before the fix); once one closes, a new one is served.
 func TestConnectionCap(t *testing.T) {
@@ -582,7 +582,7 @@ func TestConnectionCap(t *testing.T) {
 	}
 }
 
-// Issue 12, item 8: a client that sends its body too slowly was cut off
+// a client that sends its body too slowly was cut off
 // when the read deadline passed: the handler saw an i/o timeout, logged an
 // internal failure and answered 500 internal (before the fix, here), or the
 // client saw the connection reset. It now gets 408 request_timeout in the
@@ -630,7 +630,7 @@ func TestSlowBody(t *testing.T) {
 	}
 }
 
-// Issue 12, item 8: only context routes were rate-limited; a key could
+// only context routes were rate-limited; a key could
 // ingest, delete and read raw items without bound. Each route class now
 // has a bucket of its own per key (rateLimitPerMinute each), so ingest
 // cannot use up a key's context requests. slow-admin-key may make 2

@@ -1,6 +1,6 @@
 package server_test
 
-// Regression tests of issue 12 ("close the leaks"), through the HTTP API on
+// Regression tests of policy leaks, through the HTTP API on
 // loopback. Each failed before its fix:
 //   - TestDeniedItemsAreOnlyCounted: explainability.items listed the id,
 //     reason and signals of every item policy denied, to every key, so that

@@ -9,7 +9,7 @@ import (
 	"github.com/h4r/h4r/memory"
 )
 
-// MemoryTools are document 004's memory tools (memory.Service). Writes
+// MemoryTools are the retrieval contract's memory tools (memory.Service). Writes
 // take no specialist: clearance only decides what reads return.
 type MemoryTools interface {
 	Write(ctx context.Context, req memory.WriteRequest) (memory.WriteResult, error)
@@ -21,7 +21,7 @@ type MemoryTools interface {
 // WithMemory serves the memory tools at /v1/memory/* (app.App.Memory).
 func WithMemory(m MemoryTools) Option { return func(s *Server) { s.memory = m } }
 
-// memoryRoutes are document 004's memory.write, memory.read, memory.link
+// memoryRoutes are the retrieval contract's memory.write, memory.read, memory.link
 // and memory.stats as HTTP routes: writing and linking are ingest, reading
 // and counting are read (policy-sliced).
 func (s *Server) memoryRoutes() []route {

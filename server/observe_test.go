@@ -193,7 +193,7 @@ func TestReady(t *testing.T) {
 	}
 }
 
-// TestMetrics checks /metrics after real traffic: DESIGN.md's names are
+// TestMetrics checks /metrics after real traffic: the item contract's names are
 // all there, with values that the traffic must have moved.
 func TestMetrics(t *testing.T) {
 	base := newAuthStack(t).serve(t)

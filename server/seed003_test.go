@@ -11,11 +11,11 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// The two files testdata/seed003_*.json are document 003's request and
+// The two files testdata/seed003_*.json are the context-pack contract's request and
 // response examples, copied as they are written there (the response with
 // its "{...}" and "[...]" placeholders).
 
-// TestSeed003RequestVerbatim sends document 003's request example as it is
+// TestSeed003RequestVerbatim sends the context-pack contract's request example as it is
 // written (no meta.id) and checks that the answer holds every field of the
 // document's response example, with the example's JSON type: a client
 // written against the document finds what it reads.
@@ -103,7 +103,7 @@ func seedExample(t *testing.T, doc []byte) any {
 
 // sameShape lists where got lacks a field of want or holds it with another
 // JSON type. A list in want checks each element of got's list against its
-// first element; null in want admits null or an object (document 003's
+// first element; null in want admits null or an object (the context-pack contract's
 // causalGraph is null unless asked for).
 func sameShape(path string, want, got any) []string {
 	switch w := want.(type) {

@@ -210,7 +210,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// errorBody is DESIGN.md's error shape.
+// errorBody is the item contract's error shape.
 type errorBody struct {
 	Error *h4r.Error `json:"error"`
 }
