@@ -194,3 +194,38 @@ func TestEscalationCasesFromRedactedTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestPrecedentReasonsOfARedactedTrace: a cited precedent's reason becomes
+// the context of a cites_precedent link; when the trace is redacted, every
+// read of it (by id, and each preset that finds it) carries the marker in
+// place of that context, never the reason.
+func TestPrecedentReasonsOfARedactedTrace(t *testing.T) {
+	r := newRig(t)
+	tr := trace("dt-pii-cites", decision.TypeFileAssignment, "mj7", 0, `,"decision":{"files":["pkg/auth/limits.go"]},"precedent_cited":[{"epic_id":"mj3","reason":"Rossi of zanzibar asked for it"}]`)
+	tr.Metadata = &h4r.Metadata{ContainsPII: true}
+	if _, err := r.svc.RecordTraces(t.Context(), []decision.Trace{tr}, "", true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.svc.Get(t.Context(), public(), "dt-pii-cites")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoSecret(t, "the trace read by id", got)
+	if ctx := got.Links[0].Context; got.Links[0].LinkType != h4r.LinkCitesPrecedent || ctx == nil || *ctx != h4r.RedactionMarker {
+		t.Errorf("the precedent's link %+v, want its context redacted", got.Links[0])
+	}
+	for _, q := range []decision.PresetQuery{
+		{Preset: decision.PresetByEpic, Epic: "mj7"},
+		{Preset: decision.PresetByPrecedent, Epic: "mj3"},
+		{Preset: decision.PresetFileHistory, File: "pkg/auth/limits.go"},
+	} {
+		ans, err := r.svc.Preset(t.Context(), public(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ans.DecisionTraces) != 1 {
+			t.Fatalf("%s: %d traces, want the redacted one", q.Preset, len(ans.DecisionTraces))
+		}
+		checkNoSecret(t, q.Preset, ans)
+	}
+}

@@ -16,8 +16,13 @@ import (
 // Its fields are unexported so that only this package makes one: a raw
 // item cannot be passed where a Cleared is wanted. The zero value holds no
 // item.
+//
+// A link's context is free text written about the item, as its text is:
+// when the policy redacts any value of an item, the contexts of its links
+// are replaced by the marker too, since nothing tells whether they repeat
+// what was redacted.
 type Cleared struct {
-	item     *h4r.Item // a copy: Text and Content redacted, metadata and links the item's
+	item     *h4r.Item // a copy: Text, Content and (when redacted) link contexts redacted, metadata the item's
 	redacted []string
 	revision string
 	version  int
@@ -26,10 +31,28 @@ type Cleared struct {
 // newCleared makes the Cleared of item from its redacted delivery d. Metadata,
 // links and the content maps are shared with item when not redacted: the
 // copy is read-only, as the item is.
-func newCleared(item *h4r.Item, d h4r.Delivered, redacted []string, revision string) Cleared {
+func newCleared(item *h4r.Item, d h4r.Delivered, redacted []string, revision, marker string) Cleared {
 	cp := *item
 	cp.Text, cp.Content = d.Text, d.Content
+	if len(redacted) > 0 {
+		cp.Links = redactLinkContexts(item.Links, marker)
+	}
 	return Cleared{item: &cp, redacted: redacted, revision: revision, version: item.Metadata.Version}
+}
+
+// redactLinkContexts returns links with every non-empty context replaced
+// by marker, copied when one is (links is the stored item's).
+func redactLinkContexts(links []h4r.Link, marker string) []h4r.Link {
+	if !slices.ContainsFunc(links, func(l h4r.Link) bool { return l.Context != "" }) {
+		return links
+	}
+	out := slices.Clone(links)
+	for i := range out {
+		if out[i].Context != "" {
+			out[i].Context = marker
+		}
+	}
+	return out
 }
 
 // ID is the item's id ("" for the zero value).
@@ -40,8 +63,8 @@ func (c Cleared) ID() string {
 	return c.item.ID
 }
 
-// Item is the redacted copy: Text and Content as delivered, metadata and
-// links as stored. It is read-only (its maps may be the stored item's);
+// Item is the redacted copy: Text and Content as delivered, metadata as
+// stored, links as stored but for their contexts when the item is redacted. It is read-only (its maps may be the stored item's);
 // nil for the zero value.
 func (c Cleared) Item() *h4r.Item { return c.item }
 
@@ -72,7 +95,7 @@ func (v Verdict) Cleared() (Cleared, bool) {
 	if v.Reason != h4r.ReasonKept || v.item == nil || v.Delivered == nil {
 		return Cleared{}, false
 	}
-	return newCleared(v.item, *v.Delivered, v.RedactedFields, v.revision), true
+	return newCleared(v.item, *v.Delivered, v.RedactedFields, v.revision, v.marker), true
 }
 
 // Clear decides every item for spec, without budgets, and returns the
@@ -97,7 +120,7 @@ func (s *Slicer) Clear(ctx context.Context, spec h4r.Specialist, items []*h4r.It
 		if err != nil {
 			continue
 		}
-		out = append(out, newCleared(items[i], delivered, applied, snap.Stats.PolicyRevision))
+		out = append(out, newCleared(items[i], delivered, applied, snap.Stats.PolicyRevision, s.marker))
 	}
 	return out
 }

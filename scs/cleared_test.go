@@ -88,3 +88,55 @@ func TestClearedIsTheRedactedCopy(t *testing.T) {
 		t.Error("the zero Cleared holds an item")
 	}
 }
+
+// TestClearedRedactsLinkContexts: a link's context is free text about the
+// item (a decision trace's precedent reason), so a redacted item's cleared
+// copy carries the marker in place of each context, from Clear and from a
+// Slice verdict alike; the stored links are left as they were, and an item
+// nothing of which is redacted keeps its contexts.
+func TestClearedRedactsLinkContexts(t *testing.T) {
+	const marker = "[withheld]"
+	links := []h4r.Link{
+		{Type: h4r.LinkCitesPrecedent, Target: "epic-7", TargetType: h4r.TargetEpic, Strength: 1, Context: "ada@example.com asked for it"},
+		{Type: h4r.LinkAssignsFile, Target: "pkg/login.go", TargetType: h4r.TargetFile, Strength: 1},
+	}
+	tests := []struct {
+		name string
+		id   string
+		want []string // the cleared contexts, in order
+	}{
+		{"redacted item", "pii", []string{marker, ""}},
+		{"item with nothing redacted", "plain-a", []string{links[0].Context, ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(defaultEngine(t), counter(t), WithRedactionMarker(marker))
+			item := *pick(t, tt.id)[0]
+			item.Links = slices.Clone(links)
+			items := []*h4r.Item{&item}
+			cleared := s.Clear(t.Context(), internalQA, items)
+			if len(cleared) != 1 {
+				t.Fatalf("Clear = %d items, want 1", len(cleared))
+			}
+			fromSlice, ok := s.Slice(t.Context(), internalQA, items, Limits{MaxBytes: unlimited, MaxTokens: unlimited, MaxItems: 10}).Verdicts[0].Cleared()
+			if !ok {
+				t.Fatal("Slice kept no cleared item")
+			}
+			for from, c := range map[string]Cleared{"Clear": cleared[0], "Slice": fromSlice} {
+				var got []string
+				for _, l := range c.Item().Links {
+					got = append(got, l.Context)
+				}
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("%s: link contexts %q, want %q", from, got, tt.want)
+				}
+				if l := c.Item().Links; len(l) != 2 || l[0].Target != "epic-7" || l[1].Target != "pkg/login.go" {
+					t.Errorf("%s: links %+v, want the item's targets", from, l)
+				}
+			}
+			if !reflect.DeepEqual(item.Links, links) {
+				t.Errorf("the stored item's links became %+v", item.Links)
+			}
+		})
+	}
+}

@@ -170,10 +170,11 @@ type Verdict struct {
 	// Err is why no decision could be made, or why an allowed item could
 	// not be delivered: for the decision log, never for Detail.
 	Err error
-	// item and revision make the kept item's Cleared when it is asked
-	// for (Cleared): the pack path never asks, and pays nothing for it.
+	// item, revision and marker make the kept item's Cleared when it is
+	// asked for (Cleared): the pack path never asks, and pays nothing for it.
 	item     *h4r.Item
 	revision string
+	marker   string
 }
 
 // decided is one item's policy outcome before budgets.
@@ -317,7 +318,7 @@ func (s *Slicer) fit(items []*h4r.Item, decisions []decided, limits Limits, out 
 		}
 		switch v.Reason {
 		case h4r.ReasonKept:
-			v.item, v.revision = item, out.Stats.PolicyRevision
+			v.item, v.revision, v.marker = item, out.Stats.PolicyRevision, s.marker
 			out.Stats.TotalKept++
 			if v.Redacted {
 				out.Stats.TotalRedacted++

@@ -82,6 +82,36 @@ func TestLinkEditsOnlySeeVisibleItems(t *testing.T) {
 	})
 }
 
+// TestLinkEditsOfARedactedItem: the links an edit of a PII item answers
+// with are read from its redacted copy: a cited precedent's reason (a link
+// context) is the marker, in the answer to adding a link and to removing
+// one alike.
+func TestLinkEditsOfARedactedItem(t *testing.T) {
+	d := newDecisionStack(t)
+	r := post(t, d.base+"/v1/decision-traces", `{"decision_traces": [{"id": "dt-pii", "decision_type": "decomposition_strategy", "agent_name": "c",
+		"project_key": "/repo", "decision": {"strategy": "file-based"}, "rationale": "split the workers",
+		"precedent_cited": [{"epic_id": "mj9", "reason": "Maria Rossi in Zanzibar asked for it"}], "timestamp": 1772366400000,
+		"metadata": {"containsPII": true}}]}`, bearer(ingestKey)...)
+	if r.status != http.StatusOK {
+		t.Fatalf("recording: %d %s", r.status, r.body)
+	}
+	link := `{"links": [{"type": "similar_to", "target": "mj1", "targetType": "epic"}]}`
+	for _, method := range []string{http.MethodPost, http.MethodDelete} {
+		t.Run(method, func(t *testing.T) {
+			r := do(t, method, d.base+"/v1/items/dt-pii/links", []byte(link), bearer(ingestKey)...)
+			var got struct {
+				Links []h4r.Link `json:"links"`
+			}
+			if err := json.Unmarshal(r.body, &got); err != nil || r.status != http.StatusOK {
+				t.Fatalf("%s links: %d %s", method, r.status, r.body)
+			}
+			if strings.Contains(string(r.body), "Rossi") || len(got.Links) == 0 || got.Links[0].Context != h4r.RedactionMarker {
+				t.Errorf("%s links answered %s: want the precedent's context redacted", method, r.body)
+			}
+		})
+	}
+}
+
 // TestPushOverWebSocketIsRedacted: a decision trace whose rationale is PII
 // reaches a subscriber over /v1/subscribe with the rationale redacted in
 // the trace, the trigger and the suggestion alike, though the session's
