@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,6 +49,12 @@ const (
 	drainWithin     = 150 * time.Second // covers the consumer's 30 s ack wait after the replica's kill
 	readyWithin     = 2 * time.Minute
 	requestDeadline = 30 * time.Second
+	// publishDeadline and probeDeadline are short so that the publish gap
+	// and the NATS server's recovery are measured to within a second, not
+	// to a timeout: a retried publish is safe (its message id) and a probe
+	// is asked again.
+	publishDeadline = time.Second
+	probeDeadline   = time.Second
 )
 
 // TestScaleOut runs H4R as it is deployed to scale out: three replicas
@@ -107,7 +114,7 @@ func TestScaleOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	ld := &load{run: run, js: js, subject: subject, trace: tmpl, replicas: replicas, cl: cl,
-		items: map[string]string{}, deleted: map[string]time.Time{}}
+		items: map[string]string{}, deleted: map[string]time.Time{}, pubAt: map[string]time.Time{}}
 
 	ctx, stopLoad := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -197,11 +204,19 @@ func TestScaleOut(t *testing.T) {
 	if n, want := countRows(t, db, `SELECT count(*) FROM items WHERE kind = 'decision'`), 2*len(stored); n != want {
 		t.Errorf("%d decision items, want %d (two per stored trace)", n, want)
 	}
-	redelivered := 0
-	for _, v := range stored {
+	// Where the traces handled more than once were published, as offsets
+	// from the start of the load: which fault redelivered them.
+	redelivered, firstRedelivered, lastRedelivered := 0, time.Duration(math.MaxInt64), time.Duration(0)
+	for id, v := range stored {
 		if v > 1 {
 			redelivered++
+			at := ld.publishedAt(id).Sub(start)
+			firstRedelivered, lastRedelivered = min(firstRedelivered, at), max(lastRedelivered, at)
 		}
+	}
+	redeliveredSpan := ""
+	if redelivered > 0 {
+		redeliveredSpan = fmt.Sprintf(" (published %s to %s into the load)", firstRedelivered.Round(time.Second/10), lastRedelivered.Round(time.Second/10))
 	}
 
 	// Every acknowledged item readable from every replica; every deleted
@@ -234,8 +249,9 @@ func TestScaleOut(t *testing.T) {
 	}
 	secs := loadTime.Seconds()
 	t.Logf("load: %s; drained (all acknowledged traces stored, consumer empty) %s after the start", loadTime.Round(time.Millisecond), drained.Round(time.Millisecond))
-	t.Logf("traces: %d acknowledged by JetStream (%.1f/s), %d stored (%.1f/s end to end), %d handled more than once (redelivered, one copy kept), longest gap between publish acks %s",
-		len(ackedTraces), float64(len(ackedTraces))/secs, len(stored), float64(len(stored))/drained.Seconds(), redelivered, ld.maxAckGap.Round(time.Millisecond))
+	t.Logf("traces: %d acknowledged by JetStream (%.1f/s), %d stored (%.1f/s end to end), %d handled more than once%s (redelivered, one copy kept), longest gap between publish acks %s",
+		len(ackedTraces), float64(len(ackedTraces))/secs, len(stored), float64(len(stored))/drained.Seconds(), redelivered, redeliveredSpan, ld.maxAckGap.Round(time.Millisecond))
+	t.Logf("faults: replica killed %s and NATS server killed %s into the load", killReplicaAt, killNATSAt)
 	t.Logf("items: %d acknowledged (%.1f/s), %d deleted; %d reads from 3 replicas checked", len(live)+len(gone), float64(len(live)+len(gone))/secs, len(gone), 3*(len(live)+len(gone)))
 	t.Logf("packs: %d answered (%.1f/s), %d packs checked for deleted items (%d items found by their word before the delete), %d violations",
 		ld.packs, float64(ld.packs)/secs, ld.deleteChecks, ld.foundBeforeDelete, len(ld.violations))
@@ -256,6 +272,7 @@ type load struct {
 
 	mu          sync.Mutex
 	published   []string             // trace item ids, in order of publishing
+	pubAt       map[string]time.Time // trace item id → when it was first published
 	acked       int                  // the first acked of published were acknowledged
 	lastAck     time.Time            //
 	maxAckGap   time.Duration        // longest time between two publish acks
@@ -300,9 +317,10 @@ func (l *load) publishTraces(ctx context.Context) {
 		id := "acme/gateway@" + sha
 		l.mu.Lock()
 		l.published = append(l.published, id)
+		l.pubAt[id] = time.Now()
 		l.mu.Unlock()
 		for ctx.Err() == nil {
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			pctx, cancel := context.WithTimeout(ctx, publishDeadline)
 			_, err := l.js.Publish(pctx, l.subject, body, jetstream.WithMsgID(sha))
 			cancel()
 			if err == nil {
@@ -333,6 +351,13 @@ func (l *load) ackedTraces() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.published[:l.acked])
+}
+
+// publishedAt returns when a trace was first published.
+func (l *load) publishedAt(id string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pubAt[id]
 }
 
 // publishedTraces returns every trace id published, acknowledged or not.
@@ -629,7 +654,7 @@ func streamLeader(t *testing.T, js jetstream.JetStream, stream string) string {
 }
 
 func streamInfo(js jetstream.JetStream, stream string) (*jetstream.StreamInfo, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), probeDeadline)
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
@@ -639,7 +664,7 @@ func streamInfo(js jetstream.JetStream, stream string) (*jetstream.StreamInfo, e
 }
 
 func consumerInfo(js jetstream.JetStream, stream, durable string) (*jetstream.ConsumerInfo, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), probeDeadline)
 	defer cancel()
 	c, err := js.Consumer(ctx, stream, durable)
 	if err != nil {
