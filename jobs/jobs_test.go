@@ -210,3 +210,29 @@ func TestFileIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenPostgresConcurrently: replicas starting together over one fresh
+// schema all open the jobs tables; concurrent CREATE TABLE IF NOT EXISTS
+// alone fails one of them on the catalog's unique index.
+func TestOpenPostgresConcurrently(t *testing.T) {
+	dsn := pgtest.Schema(t, "jobs")
+	const replicas = 8
+	errs := make(chan error, replicas)
+	start := make(chan struct{})
+	for range replicas {
+		go func() {
+			<-start
+			s, err := jobs.OpenPostgres(context.Background(), dsn)
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range replicas {
+		if err := <-errs; err != nil {
+			t.Errorf("a replica opening the jobs tables alongside others: %v", err)
+		}
+	}
+}

@@ -63,7 +63,29 @@ func OpenPostgres(ctx context.Context, url string) (*SQLStore, error) {
 		return nil, fmt.Errorf("opening the jobs tables in Postgres: %w", err)
 	}
 	db.SetMaxOpenConns(2)
-	return newSQLStore(ctx, db, "Postgres")
+	if err := createPostgresTables(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating the jobs tables in Postgres: %w", err)
+	}
+	return &SQLStore{db: db}, nil
+}
+
+// createPostgresTables creates the tables under an advisory lock keyed by
+// the schema: replicas starting together would otherwise race their CREATE
+// TABLE IF NOT EXISTS, and all but one fail on the catalog's unique index.
+func createPostgresTables(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('h4r.jobs:' || current_schema()))`); err != nil {
+		return fmt.Errorf("taking the lock: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 func newSQLStore(ctx context.Context, db *sql.DB, where string) (*SQLStore, error) {
