@@ -2,6 +2,8 @@ package ingest_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/h4r/h4r"
@@ -117,5 +119,45 @@ func TestIngestRechecksUnchangedFilesWhenRulesChange(t *testing.T) {
 	}
 	if p := run(t, now, src, ingest.Options{}); p.FilesUnchanged != 2 || p.FilesChanged != 0 {
 		t.Errorf("the run after: %+v, want nothing read again", p)
+	}
+}
+
+// TestLinkedKeyAndTruncatedKeyAreFlagged: a symlink inside the root with
+// an ordinary name, pointing at a key file, is judged by its target's name
+// too; and a file holding a private key's armour line is a credential
+// even when no real key body follows it.
+func TestLinkedKeyAndTruncatedKeyAreFlagged(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	root := t.TempDir()
+	write(t, root, "keys/deploy.pem", "-----BEGIN PRIVATE KEY-----\nnot-a-real-key\n-----END PRIVATE KEY-----\n")
+	write(t, root, "notes/rotation.txt", "Rotate yearly.\n-----BEGIN OPENSSH PRIVATE KEY-----\nredacted\n-----END OPENSSH PRIVATE KEY-----\n")
+	write(t, root, "docs/guide.md", "# Guide\n\nKeys are rotated yearly.\n")
+	if err := os.Symlink(filepath.Join(root, "keys", "deploy.pem"), filepath.Join(root, "docs", "deploy-notes.md")); err != nil {
+		t.Fatal(err)
+	}
+	in := ingest.New(e.store, e.index, e.split, ingest.WithAllowedRoots(root))
+	run(t, in, ingest.Source{Type: ingest.TypeFS, Path: root}, ingest.Options{})
+	want := map[string]bool{"keys/deploy.pem": true, "docs/deploy-notes.md": true, "notes/rotation.txt": true, "docs/guide.md": false}
+	seen := map[string]bool{}
+	err := e.store.Each(ctx, func(it *h4r.Item) error {
+		pth, _ := it.Metadata.Extra["path"].(string)
+		w, ok := want[pth]
+		if !ok {
+			return nil
+		}
+		seen[pth] = true
+		if it.Metadata.HasCredentials != w {
+			t.Errorf("%s (%s): hasCredentials = %v, want %v", it.ID, pth, it.Metadata.HasCredentials, w)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pth := range want {
+		if !seen[pth] {
+			t.Errorf("%s was not ingested", pth)
+		}
 	}
 }

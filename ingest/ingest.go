@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -345,7 +346,7 @@ func (w *writer) drop(path, msg string, skip bool) {
 // run (the store or the index failed); a problem with the file itself is
 // recorded and nil returned.
 func (w *writer) file(ctx context.Context, f file) error {
-	cred := w.in.isCredential(f.path)
+	cred := w.in.isCredential(f.path) || (f.target != "" && w.in.isCredential(f.target))
 	if cred && w.in.credMode == CredentialsSkip {
 		w.drop(f.path, "its name says it holds credentials: not ingested", true)
 		return nil
@@ -398,13 +399,16 @@ func (w *writer) file(ctx context.Context, f file) error {
 		w.drop(f.path, err.Error(), errors.As(err, &sk))
 		return nil
 	}
-	if same && !cred && w.in.secrets.scan(f.path, text) == "" {
+	if same && !cred && w.in.secrets.scan(f.path, text) == "" && !privateKeyHeader.MatchString(text) {
 		return unchanged()
 	}
 	if !cred {
 		// The whole file is flagged, not only the chunks holding the
 		// secret: a key cut across two chunks would leave one half unseen.
-		if rule := w.in.secrets.scan(f.path, text); rule != "" {
+		if rule := w.in.secrets.scan(f.path, text); rule != "" || privateKeyHeader.MatchString(text) {
+			if rule == "" {
+				rule = "private-key-header"
+			}
 			cred = true
 			w.in.log.InfoContext(ctx, "ingest: a file holds credentials", "source", w.key, "path", f.path, "rule", rule)
 			if w.in.credMode == CredentialsSkip {
@@ -507,6 +511,11 @@ func (w *writer) chunkName(p string) string {
 	}
 	return p
 }
+
+// privateKeyHeader is the armour line of a private key. A file that holds
+// one is a credential whatever follows it: gitleaks' rule wants a key's
+// body too, and a truncated or redacted key still names what it was.
+var privateKeyHeader = regexp.MustCompile(`-----BEGIN[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----`)
 
 // isCredential reports whether p's name says it holds credentials: a
 // built-in name or a configured pattern, in any case.

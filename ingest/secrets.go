@@ -86,12 +86,13 @@ var identifierLike = regexp.MustCompile(`^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]
 const credRulesPath = "/h4r/credential-rules"
 
 // credentialRulesVersion names the credential rules and settings in
-// force: gitleaks' rule set, the built-in names and exceptions, the
+// force: gitleaks' rule set, the private-key header, link targets
+// judged by name, the built-in names and exceptions, the
 // configured patterns and the mode. When it changes, a source's unchanged
 // files are checked again.
 func credentialRulesVersion(patterns []string, mode string) string {
 	h := sha256.New()
-	for _, part := range [][]string{{config.DefaultConfig, identifierLike.String(), mode, fmt.Sprint(windowBefore, windowAfter)},
+	for _, part := range [][]string{{config.DefaultConfig, identifierLike.String(), privateKeyHeader.String(), "link targets", mode, fmt.Sprint(windowBefore, windowAfter)},
 		credentialNames, secretConfigNames, notCredentialNames, patterns} {
 		for _, s := range part {
 			h.Write([]byte(s))

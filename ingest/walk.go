@@ -34,7 +34,12 @@ type file struct {
 	size  int64
 	mtime int64  // unix ns; 0 when unknown (git objects)
 	sha   string // known without reading (git objects); else computed from the content
-	read  func() ([]byte, error)
+	// target is the path a symlink inside the root points at (slash-
+	// separated, relative to the root), "" for a plain file: a file's
+	// credentials are judged by both names, so that a link named
+	// notes.md does not carry a key file past the name check.
+	target string
+	read   func() ([]byte, error)
 }
 
 // listing is what a source holds.
@@ -211,7 +216,11 @@ func listDir(ctx context.Context, root *os.Root) ([]file, []issue, error) {
 			issues = append(issues, issue{path: slash, msg: fmt.Sprintf("cannot be read: %v", err)})
 			return nil
 		}
-		files = append(files, file{path: slash, size: info.Size(), mtime: info.ModTime().UnixNano(),
+		linked := ""
+		if target != slash {
+			linked = target
+		}
+		files = append(files, file{path: slash, target: linked, size: info.Size(), mtime: info.ModTime().UnixNano(),
 			read: func() ([]byte, error) { return readInRoot(root, target, info.Size()) }})
 		return nil
 	})
