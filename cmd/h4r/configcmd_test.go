@@ -87,3 +87,41 @@ func TestHealth(t *testing.T) {
 		t.Error("against a closed port: no error")
 	}
 }
+
+// TestBackupCommand: h4r backup copies the demo store into a file that
+// opens as a store with the same items, refuses to overwrite, and refuses
+// a Postgres configuration.
+func TestBackupCommand(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	vars := map[string]string{"H4R_DATA_DIR": dir}
+	if err := run(ctx, []string{"pack", "login", "--demo"}, nil, io.Discard, io.Discard, env(vars)); err != nil {
+		t.Fatalf("loading the demo: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "copy.db")
+	var stdout strings.Builder
+	if err := run(ctx, []string{"backup", out}, nil, &stdout, io.Discard, env(vars)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "backed up") {
+		t.Errorf("output %q", stdout.String())
+	}
+	copyDir := t.TempDir()
+	if err := os.Rename(out, filepath.Join(copyDir, "h4r.db")); err != nil {
+		t.Fatal(err)
+	}
+	var packOut strings.Builder
+	if err := run(ctx, []string{"pack", "login test failures", "--json"}, nil, &packOut, io.Discard, env(map[string]string{"H4R_DATA_DIR": copyDir})); err != nil {
+		t.Fatalf("a pack from the backup: %v", err)
+	}
+	if !strings.Contains(packOut.String(), `"results"`) || strings.Contains(packOut.String(), `"results": []`) {
+		t.Errorf("the backup answers no results:\n%.400s", packOut.String())
+	}
+	if err := run(ctx, []string{"backup", filepath.Join(copyDir, "h4r.db")}, nil, io.Discard, io.Discard, env(vars)); err == nil {
+		t.Error("a backup over an existing file: no error")
+	}
+	vars["DATABASE_URL"] = "postgres://h4r@127.0.0.1:1/h4r"
+	if err := run(ctx, []string{"backup", out}, nil, io.Discard, io.Discard, env(vars)); err == nil || !strings.Contains(err.Error(), "pg_dump") {
+		t.Errorf("with DATABASE_URL: %v, want a pointer to pg_dump", err)
+	}
+}

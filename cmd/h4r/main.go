@@ -31,6 +31,7 @@ Usage:
   h4r bench  quality|tune|gen|latency [flags]   measure ranking quality and latency, tune weights
   h4r config [--changed] [--json]               the effective configuration, each value's source, secrets masked
   h4r health [--addr HOST:PORT] [--ready]       exit 0 when a running server is live (container health checks)
+  h4r backup FILE                               a consistent copy of the embedded store, taken while it serves
   h4r version                                   print the version and the VCS revision
   h4r completion bash|zsh|fish                  print a shell completion script
 
@@ -149,6 +150,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdConfig(args[1:], stdout, stderr, lookupEnv)
 	case "health":
 		return cmdHealth(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "backup":
+		return cmdBackup(ctx, args[1:], stdout, stderr, lookupEnv)
 	}
 	return unknownCommand{args[0]}
 }
@@ -157,7 +160,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // message and shell completion (TestCommandsAllDispatch keeps the two
 // lists equal).
 var commands = []string{"serve", "pack", "ingest", "query", "mcp", "ingest-source", "reindex", "migrate",
-	"policy", "keys", "bench", "config", "health", "version", "completion", "help"}
+	"policy", "keys", "bench", "config", "health", "backup", "version", "completion", "help"}
 
 // unknownCommand is a first argument that names no command.
 type unknownCommand struct{ name string }

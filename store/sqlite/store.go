@@ -46,6 +46,7 @@ func parseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
 // Store keeps memory items in one SQLite file. It is safe for concurrent
 // use. Create it with Open and release it with Close.
 type Store struct {
+	path    string  // the file, absolute (Backup opens a connection of its own)
 	writer  *sql.DB // one connection: SQLite has one writer
 	readers *sql.DB // a pool of query_only connections
 	counter *tokens.Counter
@@ -211,7 +212,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if o.analyzer == nil {
 		o.analyzer = analysis.Default()
 	}
-	s := &Store{writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
+	s := &Store{path: abs, writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
 	s.vectors.embedder = o.embedder
 	s.items = newItemCache(cacheBytes)
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
