@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -127,7 +126,7 @@ func writeVectors(ctx context.Context, tx pgx.Tx, model string, ids []string, ve
 	exact := make([][]byte, len(ids))
 	for i, vec := range vecs {
 		c, sc := vecindex.Quantize(vec)
-		scales[i], codes[i], exact[i] = sc, encodeCodes(c), encodeVector(vec)
+		scales[i], codes[i], exact[i] = sc, encodeCodes(c), vecindex.EncodeFloat32(vec)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO item_vectors (item_id, model, scale, code, vector)
 		SELECT u.id, $2, u.scale, u.code, u.vector
@@ -140,25 +139,6 @@ func writeVectors(ctx context.Context, tx pgx.Tx, model string, ids []string, ve
 		return fmt.Errorf("writing %d vectors: %w", len(ids), err)
 	}
 	return nil
-}
-
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-	}
-	return b
-}
-
-func decodeVector(blob []byte) ([]float32, error) {
-	if len(blob) == 0 || len(blob)%4 != 0 {
-		return nil, fmt.Errorf("blob of %d bytes is not a list of float32", len(blob))
-	}
-	out := make([]float32, len(blob)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:]))
-	}
-	return out, nil
 }
 
 func encodeCodes(c []int8) []byte {
@@ -463,7 +443,7 @@ func (s *Store) rescoreAndRead(ctx context.Context, model string, q []float32, c
 		var id string
 		var blob []byte
 		_, err = pgx.ForEachRow(rows, []any{&id, &blob}, func() error {
-			vec, err := decodeVector(blob)
+			vec, err := vecindex.DecodeFloat32(nil, blob)
 			if err != nil {
 				return fmt.Errorf("vector of item %q: %w", id, err)
 			}

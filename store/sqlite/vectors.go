@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -171,14 +170,6 @@ func readGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return g, nil
 }
 
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-	}
-	return b
-}
-
 // embedItems returns the vectors of the items' texts, or nil when the store
 // has no embedder or embedding failed. A failed embedding does not fail the
 // write: the store is the source of truth, the items are written without
@@ -240,7 +231,7 @@ func putVectors(ctx context.Context, tx *sql.Tx, model string, ids []string, vec
 	args := make([]any, 0, 3*len(last))
 	for i, id := range ids {
 		if last[id] == i {
-			args = append(args, id, model, encodeVector(vecs[i]))
+			args = append(args, id, model, vecindex.EncodeFloat32(vecs[i]))
 		}
 	}
 	// SQLite needs the WHERE to tell an upsert's ON from a join's.
@@ -274,7 +265,7 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 		if err := rows.Scan(&id, &blob); err != nil {
 			return fmt.Errorf("reading a vector row: %w", err)
 		}
-		if vec, err = decodeVector(vec, blob); err != nil {
+		if vec, err = vecindex.DecodeFloat32(vec, blob); err != nil {
 			return fmt.Errorf("vector of item %q: %w", id, err)
 		}
 		if d := v.ix.Dim(); d != 0 && len(vec) != d {
@@ -287,18 +278,6 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 	}
 	v.loaded, v.gen = true, gen
 	return nil
-}
-
-// decodeVector decodes a blob of little-endian float32 into dst's memory.
-func decodeVector(dst []float32, blob []byte) ([]float32, error) {
-	if len(blob) == 0 || len(blob)%4 != 0 {
-		return dst, fmt.Errorf("blob of %d bytes is not a list of float32", len(blob))
-	}
-	dst = dst[:0]
-	for j := 0; j < len(blob); j += 4 {
-		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(blob[j:])))
-	}
-	return dst, nil
 }
 
 // scored is one vector hit before its item is read.
@@ -323,7 +302,7 @@ func exactVectors(ctx context.Context, tx *sql.Tx, model string, ids []string) (
 		if err := rows.Scan(&id, &blob); err != nil {
 			return nil, fmt.Errorf("reading a vector row: %w", err)
 		}
-		vec, err := decodeVector(nil, blob)
+		vec, err := vecindex.DecodeFloat32(nil, blob)
 		if err != nil {
 			return nil, fmt.Errorf("vector of item %q: %w", id, err)
 		}

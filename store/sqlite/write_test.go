@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/index/vecindex"
 )
 
 // writeItemsOneByOne is writeItems as it was before the multi-row
@@ -47,7 +48,7 @@ func putVectorsOneByOne(ctx context.Context, tx *sql.Tx, model string, ids []str
 	for i, id := range ids {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO item_vectors (item_id, model, vector)
 			SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM items WHERE id = ?1)
-			ON CONFLICT (item_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`, id, model, encodeVector(vecs[i])); err != nil {
+			ON CONFLICT (item_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`, id, model, vecindex.EncodeFloat32(vecs[i])); err != nil {
 			return err
 		}
 	}
