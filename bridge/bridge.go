@@ -16,7 +16,6 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/embed"
 )
 
 // Version is the context_bridge block's version.
@@ -103,11 +102,6 @@ type VersionReader interface {
 	ItemVersions(ctx context.Context, ids []string) (map[string]int, error)
 }
 
-// Embedder embeds texts (embed.Embedder).
-type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
-
 // Match is one similar past trajectory (the context-bridge contract's wire names).
 type Match struct {
 	TrajectoryID string  `json:"trajectory_id"`
@@ -157,7 +151,7 @@ func (m *Metrics) Snapshot() map[string]int64 {
 type Bridge struct {
 	cfg       Config
 	source    Source
-	embedder  Embedder // nil: concept-only
+	embedder  h4r.Embedder // nil: concept-only
 	extractor ConceptExtractor
 	cache     *lru.Cache[string, cached]
 	flight    flight // one store read per key at a time
@@ -184,7 +178,7 @@ type cached struct {
 type Option func(*Bridge)
 
 // WithEmbedder turns on hybrid similarity.
-func WithEmbedder(e Embedder) Option { return func(b *Bridge) { b.embedder = e } }
+func WithEmbedder(e h4r.Embedder) Option { return func(b *Bridge) { b.embedder = e } }
 
 // WithExtractor replaces TechExtractor.
 func WithExtractor(x ConceptExtractor) Option { return func(b *Bridge) { b.extractor = x } }
@@ -599,5 +593,3 @@ func sameExtractor(a, b ConceptExtractor) bool {
 }
 
 func round3(x float64) float64 { return float64(int(x*1000+0.5)) / 1000 }
-
-var _ Embedder = embed.Embedder(nil)

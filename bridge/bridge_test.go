@@ -294,7 +294,7 @@ func TestEmbeddingFailureFallsBackToConcepts(t *testing.T) {
 	params := map[string]any{"content": "optimize the database queries please"}
 	tests := []struct {
 		name    string
-		e       bridge.Embedder
+		e       h4r.Embedder
 		mode    string
 		embStat string
 	}{

@@ -28,8 +28,7 @@ type ConceptExtractor interface {
 	Extract(text string) []string
 }
 
-// contentKeys are the parameters a call's text is read from, in order
-//.
+// contentKeys are the parameters a call's text is read from, in order.
 var contentKeys = []string{"content", "description", "problem", "situation", "question", "query"}
 
 // ExtractSignature returns the signature of a call of tool with params, or

@@ -6,18 +6,13 @@ import (
 	"math"
 	"strings"
 	"unicode"
+
+	"github.com/h4r/h4r"
 )
 
-// Embedder turns texts into vectors of one model. The cache and the
-// generator consume it; Hash and OpenAI implement it.
-type Embedder interface {
-	// Model names the vector space: vectors of different models never
-	// mix, and stores keep the model beside each vector.
-	Model() string
-	// Embed returns one unit-length vector per text, in order, all of one
-	// dimension. It must be safe for concurrent use and respect ctx.
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
+// Embedder is h4r.Embedder, the one interface of an embedder; the cache
+// and the generator consume it, Hash and OpenAI implement it.
+type Embedder = h4r.Embedder
 
 // Dimension returns the dimension of e's vectors: known up front for Hash,
 // found by embedding a probe text otherwise (a remote model says its

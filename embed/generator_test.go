@@ -23,11 +23,11 @@ func (brokenEmbedder) Embed(context.Context, []string) ([][]float32, error) {
 }
 
 // storeWith opens a real SQLite store embedding with e and holding items.
-func storeWith(t *testing.T, e sqlite.Embedder, items []h4r.Item) *sqlite.Store {
+func storeWith(t *testing.T, e h4r.Embedder, items []h4r.Item) *sqlite.Store {
 	return storeWithTB(t, e, items)
 }
 
-func storeWithTB(t testing.TB, e sqlite.Embedder, items []h4r.Item) *sqlite.Store {
+func storeWithTB(t testing.TB, e h4r.Embedder, items []h4r.Item) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "h4r.db"),
 		sqlite.WithVectors(e), sqlite.WithLogger(slog.New(slog.DiscardHandler)),

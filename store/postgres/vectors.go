@@ -25,13 +25,6 @@ import (
 // writes of every replica by polling item_vectors and vector_tombstones
 // for vseq past the last one it applied.
 
-// Embedder makes the vectors of item texts at ingest and reindex: one unit
-// vector per text, all of one dimension, named by Model.
-type Embedder interface {
-	Model() string
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
-
 // Vector defaults.
 const (
 	defaultVectorLimit = 100
@@ -52,7 +45,7 @@ func WithVectorPollInterval(d time.Duration) Option {
 // vectorState is the replica's in-memory vector index.
 type vectorState struct {
 	mu       sync.RWMutex
-	embedder Embedder
+	embedder h4r.Embedder
 	model    string
 	ix       *ann.Index // Open sets it
 	mark     int64      // the last vseq applied
@@ -65,7 +58,7 @@ type vectorState struct {
 // EnableVectors makes the store embed every item it writes with e, keep the
 // vectors in item_vectors and serve SearchVectors. Call it before the store
 // is used, then WarmVectors.
-func (s *Store) EnableVectors(e Embedder) {
+func (s *Store) EnableVectors(e h4r.Embedder) {
 	v := &s.vectors
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -73,7 +66,7 @@ func (s *Store) EnableVectors(e Embedder) {
 	v.model = e.Model()
 }
 
-func (s *Store) vectorEmbedder() Embedder {
+func (s *Store) vectorEmbedder() h4r.Embedder {
 	s.vectors.mu.RLock()
 	defer s.vectors.mu.RUnlock()
 	return s.vectors.embedder
@@ -82,7 +75,7 @@ func (s *Store) vectorEmbedder() Embedder {
 // embedTexts returns the vectors of texts, or nil when the store has no
 // embedder or embedding failed: the items are then written without vectors
 // (vector search misses them until h4r reindex), as on the embedded store.
-func (s *Store) embedTexts(ctx context.Context, texts []string) (Embedder, [][]float32) {
+func (s *Store) embedTexts(ctx context.Context, texts []string) (h4r.Embedder, [][]float32) {
 	e := s.vectorEmbedder()
 	if e == nil || len(texts) == 0 {
 		return e, nil

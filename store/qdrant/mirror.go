@@ -12,12 +12,6 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Embedder makes the vectors of item texts (embed.Hash, embed.OpenAI).
-type Embedder interface {
-	Model() string
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
-
 // Mirror defaults.
 const (
 	DefaultRetryInterval = 5 * time.Second
@@ -36,7 +30,7 @@ const (
 // nothing).
 type Mirror struct {
 	ix         *Index
-	embedder   Embedder
+	embedder   h4r.Embedder
 	items      ItemGetter
 	log        *slog.Logger
 	every      time.Duration
@@ -67,7 +61,7 @@ func WithMirrorLogger(l *slog.Logger) MirrorOption { return func(m *Mirror) { m.
 
 // NewMirror returns a mirror writing to ix the vectors e makes of the items
 // in store, and starts its retry loop; Close stops it.
-func NewMirror(ix *Index, e Embedder, store ItemGetter, opts ...MirrorOption) (*Mirror, error) {
+func NewMirror(ix *Index, e h4r.Embedder, store ItemGetter, opts ...MirrorOption) (*Mirror, error) {
 	m := &Mirror{ix: ix, embedder: e, items: store, log: slog.Default(), every: DefaultRetryInterval,
 		maxPending: DefaultMaxPending, pending: map[string]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, o := range opts {

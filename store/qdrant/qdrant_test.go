@@ -30,7 +30,7 @@ func hash(t *testing.T, opts ...embed.HashOption) *embed.Hash {
 
 // openStore opens a real SQLite store; with e it also keeps its own vectors,
 // the reference the Qdrant search is compared with.
-func openStore(t *testing.T, e sqlite.Embedder) *sqlite.Store {
+func openStore(t *testing.T, e h4r.Embedder) *sqlite.Store {
 	t.Helper()
 	opts := []sqlite.Option{sqlite.WithLogger(quiet)}
 	if e != nil {
@@ -56,7 +56,7 @@ func openIndex(t *testing.T, url string, dim int, store qdrant.ItemGetter, opts 
 	return ix
 }
 
-func newMirror(t *testing.T, ix *qdrant.Index, e qdrant.Embedder, store qdrant.ItemGetter) *qdrant.Mirror {
+func newMirror(t *testing.T, ix *qdrant.Index, e h4r.Embedder, store qdrant.ItemGetter) *qdrant.Mirror {
 	t.Helper()
 	m, err := qdrant.NewMirror(ix, e, store, qdrant.WithMirrorLogger(quiet), qdrant.WithRetryInterval(time.Hour))
 	if err != nil {

@@ -78,7 +78,7 @@ type options struct {
 	now        func() time.Time
 	flushEvery time.Duration
 	log        *slog.Logger
-	embedder   Embedder
+	embedder   h4r.Embedder
 	analyzer   *analysis.Analyzer
 	writeAfter time.Duration
 	// itemCacheBytes bounds the decoded-item cache; nil: the default.

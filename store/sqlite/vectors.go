@@ -13,14 +13,6 @@ import (
 	"github.com/h4r/h4r/index/vecindex"
 )
 
-// Embedder makes the vectors of item texts at ingest and reindex
-// (embed.Hash, embed.OpenAI): one unit vector per text, all of one
-// dimension, named by Model.
-type Embedder interface {
-	Model() string
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
-
 // Vector search limits.
 const (
 	defaultVectorLimit = 100
@@ -29,12 +21,12 @@ const (
 
 // WithVectors makes the store embed every item it writes with e and keep
 // the vector beside it, for SearchVectors.
-func WithVectors(e Embedder) Option { return func(o *options) { o.embedder = e } }
+func WithVectors(e h4r.Embedder) Option { return func(o *options) { o.embedder = e } }
 
 // EnableVectors does what WithVectors does, for wiring that opens the store
 // before it chooses where vectors live (app: the store, or Qdrant). Call it
 // before the store is used.
-func (s *Store) EnableVectors(e Embedder) {
+func (s *Store) EnableVectors(e h4r.Embedder) {
 	s.vectors.mu.Lock()
 	defer s.vectors.mu.Unlock()
 	s.vectors.embedder = e
@@ -53,7 +45,7 @@ type vectorIndex struct {
 	writeMu writeLock // held across a vector write and its in-memory update, so they apply in commit order
 
 	mu       sync.RWMutex
-	embedder Embedder
+	embedder h4r.Embedder
 	loaded   bool
 	gen      int64
 	model    string
@@ -73,7 +65,7 @@ type vectorIndex struct {
 // every vector of 30,000 items at 512 dimensions.
 const exactCacheBytes = 64 << 20
 
-func (v *vectorIndex) getEmbedder() Embedder {
+func (v *vectorIndex) getEmbedder() h4r.Embedder {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.embedder
@@ -174,7 +166,7 @@ func readGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
 // has no embedder or embedding failed. A failed embedding does not fail the
 // write: the store is the source of truth, the items are written without
 // vectors (vector search misses them) and the log says to run h4r reindex.
-func (s *Store) embedItems(ctx context.Context, items []encodedItem) (Embedder, [][]float32) {
+func (s *Store) embedItems(ctx context.Context, items []encodedItem) (h4r.Embedder, [][]float32) {
 	e := s.vectors.getEmbedder()
 	if e == nil || len(items) == 0 {
 		return e, nil

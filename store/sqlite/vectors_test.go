@@ -280,7 +280,7 @@ func TestSearchVectorsTiesByID(t *testing.T) {
 }
 
 // openVec opens a store in a temporary directory that embeds with e.
-func openVec(t testing.TB, e sqlite.Embedder) *sqlite.Store {
+func openVec(t testing.TB, e h4r.Embedder) *sqlite.Store {
 	return openAt(t, filepath.Join(t.TempDir(), "h4r.db"), sqlite.WithVectors(e))
 }
 

@@ -1,0 +1,16 @@
+package h4r
+
+import "context"
+
+// Embedder turns texts into vectors of one model: the built-in hashing
+// embedder and an OpenAI-compatible server (package embed) implement it;
+// the stores embed item texts with it at ingest and reindex, the vector
+// generator embeds queries, the context bridge embeds tool calls.
+type Embedder interface {
+	// Model names the vector space: vectors of different models never
+	// mix, and stores keep the model beside each vector.
+	Model() string
+	// Embed returns one unit-length vector per text, in order, all of one
+	// dimension. It must be safe for concurrent use and respect ctx.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
