@@ -110,7 +110,7 @@ func table() []variable {
 
 		whole("CONTEXT_PACK_TLDR_SENTENCES", "5", "Sentences in a pack's TL;DR when a request does not say; 0 leaves it out.",
 			func(c *Config) *int { return &c.TLDRSentences }, 0, h4r.MaxTLDRSentences),
-		boolean("CONTEXT_PACK_INCLUDE_GRAPH", "true", "Include the causal graph among the evidence when a request does not say.",
+		boolean("CONTEXT_PACK_INCLUDE_GRAPH", "false", "Include the causal graph among the evidence when a request does not say (include_graph: true asks for it per request).",
 			func(c *Config) *bool { return &c.IncludeGraph }),
 
 		oneOf("H4R_TOKEN_ENCODING", tokens.CL100K, "Tokenizer for token budgets, counted offline: cl100k_base (GPT-4) or o200k_base (GPT-4o).",

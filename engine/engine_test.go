@@ -100,9 +100,11 @@ func TestDemoPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	yes := true // the graph is off unless asked for (CONTEXT_PACK_INCLUDE_GRAPH)
 	req := h4r.ContextRequest{
-		Query:  h4r.Query{Text: "login test failures with selector issues"},
-		Budget: &h4r.Budget{MaxTokens: 2500},
+		Query:        h4r.Query{Text: "login test failures with selector issues"},
+		Budget:       &h4r.Budget{MaxTokens: 2500},
+		IncludeGraph: &yes,
 	}
 	p := auditPack(t, a.Engine, healer(), req)
 	if p.Status != h4r.StatusOK {
