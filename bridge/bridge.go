@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -139,20 +138,6 @@ type Response struct {
 	ContextBridge *Block `json:"context_bridge,omitempty"`
 }
 
-// Metrics counts what the bridge did (document 001's metrics).
-type Metrics struct {
-	Enrichments, Matches, CacheHits, CacheMisses, Errors, Timeouts, EmbeddingFailures atomic.Int64
-}
-
-// Snapshot returns the counters by document 001's names.
-func (m *Metrics) Snapshot() map[string]int64 {
-	return map[string]int64{
-		"total_enrichments": m.Enrichments.Load(), "total_matches": m.Matches.Load(),
-		"cache_hits": m.CacheHits.Load(), "cache_misses": m.CacheMisses.Load(),
-		"error_count": m.Errors.Load(), "timeout_count": m.Timeouts.Load(), "embedding_failures": m.EmbeddingFailures.Load(),
-	}
-}
-
 // Bridge finds similar past trajectories. Create it with New.
 type Bridge struct {
 	cfg       Config
@@ -261,12 +246,18 @@ func (b *Bridge) Enabled() bool { return b.cfg.Enabled }
 // Enrich wraps result (the tool's own answer, returned unchanged) with the
 // trajectories similar to the call, as spec may see them. It never fails:
 // enrichment is not critical (document 001's degradation strategy).
-func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, params map[string]any, result any) Response {
+func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, params map[string]any, result any) (resp Response) {
 	out := Response{Result: result}
 	if !b.cfg.Enabled || !slices.Contains(b.cfg.Tools, tool) {
 		return out
 	}
 	start := time.Now()
+	noText := false
+	defer func() {
+		if !noText {
+			b.finished(ctx, tool, time.Since(start), resp)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
 	select {
@@ -284,6 +275,7 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 	}()
 	sig := ExtractSignature(tool, params, b.extractor)
 	if sig == nil {
+		noText = true
 		b.log.WarnContext(ctx, "context bridge: the call has no text to match on", "tool", tool) // EHR-4
 		return out
 	}
@@ -338,6 +330,36 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 		a.err = ctx.Err()
 	}
 	return b.deliver(ctx, out, tool, start, key, a)
+}
+
+// finished records an enrichment that took elapsed and answered resp:
+// its latency, whether it failed (the bridge's health), and a warning
+// when it was slow.
+func (b *Bridge) finished(ctx context.Context, tool string, elapsed time.Duration, resp Response) {
+	failed := ""
+	switch {
+	case resp.ContextBridge == nil:
+		failed = "error"
+	case resp.ContextBridge.Status == "degraded":
+		failed = resp.ContextBridge.Reason
+	}
+	b.metrics.observe(elapsed, failed)
+	if elapsed > SlowEnrichment {
+		b.log.WarnContext(ctx, "context bridge: enrichment was slow", "tool", tool, "elapsed", elapsed, "threshold", SlowEnrichment)
+	}
+}
+
+// Health is "ok", or "degraded" when the latest enrichment failed (timed
+// out, or reading trajectories failed); the next one that does not clears
+// it. A bridge that is off is "off".
+func (b *Bridge) Health() string {
+	switch {
+	case !b.cfg.Enabled:
+		return "off"
+	case b.metrics.Degraded() != "":
+		return "degraded"
+	}
+	return "ok"
 }
 
 // deliver answers with a, after checking its matches are current

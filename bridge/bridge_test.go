@@ -384,3 +384,74 @@ func TestConceptSimilarity(t *testing.T) {
 		})
 	}
 }
+
+// switchSource answers one trajectory after a delay, or fails.
+type switchSource struct {
+	fail  atomic.Bool
+	delay time.Duration
+}
+
+func (s *switchSource) Candidates(ctx context.Context, _ h4r.Specialist, _ *bridge.Signature, _ int) ([]bridge.Candidate, error) {
+	time.Sleep(s.delay)
+	if s.fail.Load() {
+		return nil, fmt.Errorf("the store is down")
+	}
+	return []bridge.Candidate{{TrajectoryID: "t1", SessionID: "s1", Description: "database tuning", SuccessScore: 0.9}}, nil
+}
+
+// TestObservability: latency (average, max) is measured, a slow
+// enrichment is logged at WARN with its elapsed time, and the bridge is
+// degraded after a failure until an enrichment succeeds.
+func TestObservability(t *testing.T) {
+	cases := []struct {
+		name       string
+		delay      time.Duration
+		fail       bool
+		wantHealth string
+		wantSlow   bool
+	}{
+		{"fast and fine", 0, false, "ok", false},
+		{"slow", 120 * time.Millisecond, false, "ok", true},
+		{"store failure", 0, true, "degraded", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			src := &switchSource{delay: tc.delay}
+			src.fail.Store(tc.fail)
+			b, err := bridge.New(enabled(), src, bridge.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Health(); got != "ok" {
+				t.Errorf("health before any call = %q, want ok", got)
+			}
+			b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning"}, "r")
+			if got := b.Health(); got != tc.wantHealth {
+				t.Errorf("health = %q, want %q", got, tc.wantHealth)
+			}
+			slow := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "enrichment was slow") && strings.Contains(logs.String(), "elapsed=")
+			if slow != tc.wantSlow {
+				t.Errorf("slow warning logged = %v, want %v: %s", slow, tc.wantSlow, logs.String())
+			}
+			m := b.Metrics().Snapshot()
+			if tc.delay > 0 && (m["max_latency_ms"] < tc.delay.Milliseconds() || m["avg_latency_ms"] < tc.delay.Milliseconds()) {
+				t.Errorf("latency avg %d ms, max %d ms; want at least %s", m["avg_latency_ms"], m["max_latency_ms"], tc.delay)
+			}
+			if tc.fail {
+				src.fail.Store(false)
+				b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning"}, "r")
+				if got := b.Health(); got != "ok" {
+					t.Errorf("health after a good call = %q, want ok", got)
+				}
+			}
+		})
+	}
+	off, err := bridge.New(bridge.DefaultConfig(), &switchSource{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := off.Health(); got != "off" {
+		t.Errorf("health of a bridge that is off = %q", got)
+	}
+}

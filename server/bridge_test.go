@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/bridge"
@@ -19,6 +22,13 @@ import (
 // its engine.
 func bridgeStack(t *testing.T, enabled bool) string {
 	t.Helper()
+	return bridgeStackOver(t, enabled, nil)
+}
+
+// bridgeStackOver is bridgeStack with the bridge reading source (nil: the
+// engine).
+func bridgeStackOver(t *testing.T, enabled bool, source bridge.Source) string {
+	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
@@ -29,7 +39,10 @@ func bridgeStack(t *testing.T, enabled bool) string {
 	t.Cleanup(func() { a.Close() })
 	bc := bridge.DefaultConfig()
 	bc.Enabled = enabled
-	b, err := bridge.New(bc, bridge.EngineSource{Packer: a.Engine}, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if source == nil {
+		source = bridge.EngineSource{Packer: a.Engine}
+	}
+	b, err := bridge.New(bc, source, bridge.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,5 +131,43 @@ func TestBridgeOffLeavesTheResultAlone(t *testing.T) {
 	r := post(t, base+"/v1/bridge", `{"tool": "think", "params": {"content": "login selector"}, "result": [1, 2]}`, bearer(publicKey)...)
 	if r.status != http.StatusOK || strings.Contains(string(r.body), "context_bridge") || !strings.Contains(string(r.body), `"result":[1, 2]`) && !strings.Contains(string(r.body), `"result":[1,2]`) {
 		t.Errorf("%d %s", r.status, r.body)
+	}
+}
+
+// brokenSource fails every read, as a store that is down.
+type brokenSource struct{}
+
+func (brokenSource) Candidates(context.Context, h4r.Specialist, *bridge.Signature, int) ([]bridge.Candidate, error) {
+	return nil, errors.New("the store is down")
+}
+
+// TestBridgeObservability: the bridge's counters and latency are in the
+// server's /metrics, and /health/ready shows it degraded after a failed
+// enrichment while the server stays ready.
+func TestBridgeObservability(t *testing.T) {
+	base := bridgeStackOver(t, true, brokenSource{})
+	call := `{"tool": "think", "params": {"content": "How to optimize database queries"}, "result": "r"}`
+	if r := post(t, base+"/v1/bridge", call, bearer(adminKey)...); r.status != http.StatusOK || strings.Contains(string(r.body), "context_bridge") {
+		t.Fatalf("bridge over a broken store: %d %s, want the result alone", r.status, r.body)
+	}
+	r := do(t, http.MethodGet, base+"/health/ready", nil)
+	var ready struct {
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal(r.body, &ready); err != nil || r.status != http.StatusOK || ready.Status != "ok" || ready.Checks["context_bridge"] != "degraded" {
+		t.Errorf("/health/ready = %d %s, want ready with checks.context_bridge degraded", r.status, r.body)
+	}
+	r = do(t, http.MethodGet, base+"/metrics", nil, bearer(adminKey)...)
+	for _, want := range []string{
+		"h4r_bridge_enrichments_total 1", "h4r_bridge_errors_total 1", "h4r_bridge_timeouts_total 0",
+		"h4r_bridge_cache_misses_total 1", "h4r_bridge_cache_hits_total 0", "h4r_bridge_cache_hit_ratio 0",
+		"h4r_bridge_degraded 1", "h4r_bridge_enrichment_duration_seconds_count 1",
+		`h4r_bridge_enrichment_duration_seconds_bucket{le="0.075"}`, "h4r_bridge_enrichment_avg_seconds",
+		"h4r_bridge_enrichment_max_seconds", "h4r_bridge_matches_total 0", "h4r_bridge_embedding_failures_total 0",
+	} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("/metrics has no %q", want)
+		}
 	}
 }
