@@ -18,10 +18,10 @@ import (
 	"github.com/h4r/h4r/embed"
 )
 
-// Version is the context_bridge block's version (document 001).
+// Version is the context_bridge block's version.
 const Version = "1.0"
 
-// Defaults of Config (document 001's).
+// Defaults of Config (the bridge contract's).
 const (
 	DefaultMinSimilarity = 0.6
 	DefaultMaxMatches    = 3
@@ -36,7 +36,7 @@ const (
 // one computing while another waits on a store read, as the server's packs.
 const DefaultInFlightPerCPU = 2
 
-// DefaultTools is document 001's allow-list.
+// DefaultTools is the bridge contract's allow-list.
 var DefaultTools = []string{"think", "make-decision", "decompose-problem", "analyze-perspectives", "build-causal-graph"}
 
 // Config is the bridge's configuration; Enabled is the feature flag.
@@ -107,7 +107,7 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
-// Match is one similar past trajectory (document 001's wire names).
+// Match is one similar past trajectory (the bridge contract's wire names).
 type Match struct {
 	TrajectoryID string  `json:"trajectory_id"`
 	SessionID    string  `json:"session_id"`
@@ -117,7 +117,7 @@ type Match struct {
 	QualityScore float64 `json:"quality_score"`
 }
 
-// Block is document 001's context_bridge object.
+// Block is the bridge contract's context_bridge object.
 type Block struct {
 	Version         string  `json:"version"`
 	Status          string  `json:"status,omitempty"` // "degraded" on timeout
@@ -245,7 +245,7 @@ func (b *Bridge) Enabled() bool { return b.cfg.Enabled }
 
 // Enrich wraps result (the tool's own answer, returned unchanged) with the
 // trajectories similar to the call, as spec may see them. It never fails:
-// enrichment is not critical (document 001's degradation strategy).
+// enrichment is not critical (the bridge contract's degradation strategy).
 func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, params map[string]any, result any) (resp Response) {
 	out := Response{Result: result}
 	if !b.cfg.Enabled || !slices.Contains(b.cfg.Tools, tool) {
@@ -421,7 +421,7 @@ func (b *Bridge) current(ctx context.Context, matches []Match, versions []int) (
 	return kept, nil
 }
 
-// timedOut is document 001's degraded answer when the enrichment, its
+// timedOut is the bridge contract's degraded answer when the enrichment, its
 // wait for a turn included, outlasted the timeout (EHR-2).
 func (b *Bridge) timedOut(ctx context.Context, out Response, tool string, elapsed time.Duration) Response {
 	b.metrics.Timeouts.Add(1)
@@ -594,7 +594,7 @@ func (b *Bridge) block(matches []Match, mode string) *Block {
 	return &Block{Version: Version, Matches: matches, Recommendation: recommendation(matches), SimilarityMode: mode}
 }
 
-// recommendation is document 001's reading of the matches' success.
+// recommendation is the bridge contract's reading of the matches' success.
 func recommendation(matches []Match) string {
 	if len(matches) == 0 {
 		return ""

@@ -57,7 +57,7 @@ func traj(id, desc, domain string, success float64) h4r.Item {
 		SuccessScore: success, QualityScore: 0.8}.Item()
 }
 
-// TestScenarios are document 001's five scenarios, against the real
+// TestScenarios are the bridge contract's five scenarios, against the real
 // store and engine.
 func TestScenarios(t *testing.T) {
 	tests := []struct {

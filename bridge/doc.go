@@ -1,4 +1,4 @@
-// Package bridge is document 001's cross-session context bridge: given a
+// Package bridge is the cross-session context bridge: given a
 // tool call (its name and parameters) and optionally its result, it finds
 // similar past trajectories — items of kind "trajectory" — and returns
 // them as context_bridge{matches, recommendation} beside the result.

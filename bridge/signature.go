@@ -9,7 +9,7 @@ import (
 	"github.com/kljensen/snowball/english"
 )
 
-// Signature is document 001's problem fingerprint of a tool call or a
+// Signature is the bridge contract's problem fingerprint of a tool call or a
 // trajectory.
 type Signature struct {
 	Fingerprint  string    `json:"fingerprint"`
@@ -22,18 +22,18 @@ type Signature struct {
 	Text string `json:"-"`
 }
 
-// ConceptExtractor turns text into key concepts (document 001's
+// ConceptExtractor turns text into key concepts (the bridge contract's
 // extension point).
 type ConceptExtractor interface {
 	Extract(text string) []string
 }
 
 // contentKeys are the parameters a call's text is read from, in order
-// (document 001).
+// .
 var contentKeys = []string{"content", "description", "problem", "situation", "question", "query"}
 
 // ExtractSignature returns the signature of a call of tool with params, or
-// nil when no parameter carries text (document 001: skipped, not an error).
+// nil when no parameter carries text (the bridge contract: skipped, not an error).
 func ExtractSignature(tool string, params map[string]any, ex ConceptExtractor) *Signature {
 	var text string
 	for _, k := range contentKeys {
@@ -53,13 +53,13 @@ func signatureOf(text, domain string, tools []string, ex ConceptExtractor) *Sign
 	sum := sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(text))))
 	sig := &Signature{Fingerprint: hex.EncodeToString(sum[:]), Domain: strings.ToLower(strings.TrimSpace(domain)), ToolSequence: tools, Text: text}
 	sig.KeyConcepts = ex.Extract(text)
-	// Document 001's estimate: longer text with more concepts is harder.
+	// The bridge contract's estimate: longer text with more concepts is harder.
 	words := len(strings.Fields(text))
 	sig.Complexity = min(0.3+float64(words)/200*0.4+float64(len(sig.KeyConcepts))/20*0.3, 1)
 	return sig
 }
 
-// TechExtractor is the default ConceptExtractor. Document 001 notes that
+// TechExtractor is the default ConceptExtractor. The bridge contract notes that
 // plain tokenisation is "insufficient for technical terminology": words are
 // split on anything but letters and digits, stop words dropped, stemmed
 // (Snowball English) and mapped through a small table of technical
@@ -67,7 +67,7 @@ func signatureOf(text, domain string, tools []string, ex ConceptExtractor) *Sign
 // are one concept), so that a rephrased problem shares its concepts.
 type TechExtractor struct{}
 
-// stopWords is document 001's list plus common English function words.
+// stopWords is the bridge contract's list plus common English function words.
 var stopWords = map[string]bool{}
 
 func init() {

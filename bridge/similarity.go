@@ -7,7 +7,7 @@ import (
 	"github.com/h4r/h4r/embed"
 )
 
-// Weights of document 001's concept-only similarity.
+// Weights of the bridge contract's concept-only similarity.
 const (
 	conceptWeight    = 0.5
 	domainWeight     = 0.2
@@ -18,7 +18,7 @@ const (
 	hybridConceptWeight   = 0.3
 )
 
-// ConceptSimilarity is document 001's weighted score of two signatures.
+// ConceptSimilarity is the bridge contract's weighted score of two signatures.
 // When either has no domain the domain term is unknown, not a mismatch:
 // it is left out and the other weights are rescaled to sum to 1.
 func ConceptSimilarity(a, b *Signature) float64 {
@@ -45,7 +45,7 @@ func weightedBy(concepts, tools, complexityA, complexityB float64, noDomain, sam
 	return score
 }
 
-// HybridSimilarity is document 001's semantic mode: 0.7 cosine of the
+// HybridSimilarity is the bridge contract's semantic mode: 0.7 cosine of the
 // embeddings, 0.3 concept Jaccard.
 func HybridSimilarity(a, b *Signature) float64 {
 	return hybridEmbeddingWeight*max(embed.Cosine(a.Embedding, b.Embedding), 0) + hybridConceptWeight*jaccard(a.KeyConcepts, b.KeyConcepts)

@@ -20,13 +20,13 @@ type BridgeArgs struct {
 	Result any            `json:"result,omitempty" jsonschema:"the tool's own result, returned unchanged"`
 }
 
-// AddBridge adds context_bridge (document 001): the trajectories similar
+// AddBridge adds context_bridge: the trajectories similar
 // to a tool call that the caller may see, as {result, context_bridge?},
 // like POST /v1/bridge. b answers for the caller's specialist, so its
 // reads pass the policy slicer; when the bridge is off, or the tool is
 // not on its allow-list, context_bridge is absent.
 func AddBridge(r *Registry, b Enricher) {
-	AddTool(r, "context_bridge", "The context bridge (document 001): past trajectories similar to a tool call {tool, params, result?}, as {result, context_bridge{version, matches[{trajectory_id, session_id, similarity, summary, success_score, quality_score}], recommendation, similarity_mode}}; context_bridge is absent when the bridge is off or the tool is not on its allow-list.", auth.RouteRead,
+	AddTool(r, "context_bridge", "The context bridge: past trajectories similar to a tool call {tool, params, result?}, as {result, context_bridge{version, matches[{trajectory_id, session_id, similarity, summary, success_score, quality_score}], recommendation, similarity_mode}}; context_bridge is absent when the bridge is off or the tool is not on its allow-list.", auth.RouteRead,
 		func(ctx context.Context, c Caller, in BridgeArgs) (bridge.Response, error) {
 			switch {
 			case in.Tool == "":

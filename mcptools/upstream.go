@@ -31,7 +31,7 @@ type UpstreamOptions struct {
 	Bridge Enricher
 }
 
-// AddUpstream is document 001's middleware: it re-exposes every tool the
+// AddUpstream is the bridge contract's middleware: it re-exposes every tool the
 // upstream server lists (name, description and schemas as listed, but
 // for boolean schemas, made objects as AddTool does), forwards each call
 // to it, and attaches the context bridge's block for the caller to a
@@ -132,7 +132,7 @@ func forward(ctx context.Context, up Upstream, o UpstreamOptions, tool string, c
 	}
 	b, err := json.Marshal(map[string]any{"context_bridge": blk})
 	if err != nil {
-		return res // enrichment never fails the call (document 001)
+		return res // enrichment never fails the call
 	}
 	res.Content = append(res.Content, &mcp.TextContent{Text: string(b)})
 	if res.Meta == nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/h4r/h4r/bridge"
 )
 
-// WithBridge serves the context bridge (document 001) at POST /v1/bridge
+// WithBridge serves the context bridge at POST /v1/bridge
 // and takes trajectories at POST /v1/bridge/trajectories.
 func WithBridge(b *bridge.Bridge) Option { return func(s *Server) { s.bridge = b } }
 
@@ -30,7 +30,7 @@ type bridgeBody struct {
 
 // bridgeEnrich answers {result, context_bridge?}: the result as sent, and
 // the trajectories similar to the call that the key may see. Without a
-// bridge, or with it off, context_bridge is absent (document 001's
+// bridge, or with it off, context_bridge is absent (the bridge contract's
 // feature flag), never an error.
 func (s *Server) bridgeEnrich(c *echo.Context) error {
 	req, err := decodeBody[bridgeBody](s, c)

@@ -125,7 +125,7 @@ func TestBridgeRoute(t *testing.T) {
 	}
 }
 
-// TestBridgeOffLeavesTheResultAlone: document 001's scenario 4 over HTTP.
+// TestBridgeOffLeavesTheResultAlone: the bridge contract's scenario 4 over HTTP.
 func TestBridgeOffLeavesTheResultAlone(t *testing.T) {
 	base := bridgeStack(t, false)
 	r := post(t, base+"/v1/bridge", `{"tool": "think", "params": {"content": "login selector"}, "result": [1, 2]}`, bearer(publicKey)...)
