@@ -61,7 +61,8 @@ type itemFeed interface {
 func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 	c := a.Config
 	cfg := bridge.Config{Enabled: c.BridgeEnabled, MinSimilarity: c.BridgeMinSimilarity, MaxMatches: c.BridgeMaxMatches,
-		CacheSize: c.BridgeCacheSize, Timeout: c.BridgeTimeout, EmbedTimeout: c.BridgeEmbedTimeout}
+		CacheSize: c.BridgeCacheSize, Timeout: c.BridgeTimeout, EmbedTimeout: c.BridgeEmbedTimeout,
+		HoldBackPercent: 100 - c.BridgeRolloutPercent}
 	for _, t := range strings.Split(c.BridgeTools, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			cfg.Tools = append(cfg.Tools, t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"reflect"
 	"runtime"
@@ -48,6 +49,10 @@ type Config struct {
 	CacheSize     int
 	Timeout       time.Duration // of a whole enrichment (EHR-2)
 	EmbedTimeout  time.Duration // of the embedding step (EHR-3)
+	// HoldBackPercent is the share of sessions (0-100) left out during a
+	// gradual rollout (H4R_BRIDGE_ROLLOUT_PERCENT is 100 less it); the
+	// zero value enriches every session.
+	HoldBackPercent int
 }
 
 // DefaultConfig is off, with the document's allow-list and limits. The
@@ -248,7 +253,7 @@ func (b *Bridge) Enabled() bool { return b.cfg.Enabled }
 // enrichment is not critical (the bridge contract's degradation strategy).
 func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, params map[string]any, result any) (resp Response) {
 	out := Response{Result: result}
-	if !b.cfg.Enabled || !slices.Contains(b.cfg.Tools, tool) {
+	if !b.cfg.Enabled || !slices.Contains(b.cfg.Tools, tool) || !InRollout(b.cfg.HoldBackPercent, spec, params) {
 		return out
 	}
 	start := time.Now()
@@ -330,6 +335,27 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 		a.err = ctx.Err()
 	}
 	return b.deliver(ctx, out, tool, start, key, a)
+}
+
+// InRollout reports whether a call is enriched when holdBack percent of
+// sessions are left out: a hash of params.session_id, or of the caller's
+// identity when the call names no session, picks one of 100 buckets, so
+// that a session is always in or always out and raising the percentage
+// only adds sessions.
+func InRollout(holdBack int, spec h4r.Specialist, params map[string]any) bool {
+	switch {
+	case holdBack <= 0:
+		return true
+	case holdBack >= 100:
+		return false
+	}
+	key, _ := params["session_id"].(string)
+	if key == "" {
+		key = "caller\x00" + spec.Type + "\x00" + spec.ID
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32()%100) >= holdBack
 }
 
 // finished records an enrichment that took elapsed and answered resp:

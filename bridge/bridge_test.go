@@ -455,3 +455,61 @@ func TestObservability(t *testing.T) {
 		t.Errorf("health of a bridge that is off = %q", got)
 	}
 }
+
+// TestRollout: a percentage of sessions is enriched, each session always
+// alike, and raising the percentage only adds sessions.
+func TestRollout(t *testing.T) {
+	in := func(holdBack int, session string) bool {
+		return bridge.InRollout(holdBack, public, map[string]any{"session_id": session})
+	}
+	cases := []struct {
+		name     string
+		percent  int
+		min, max int // sessions in, of 2000
+	}{
+		{"off", 0, 0, 0}, {"ten percent", 10, 140, 260}, {"half", 50, 900, 1100}, {"all", 100, 2000, 2000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			for i := range 2000 {
+				s := fmt.Sprintf("sess-%d", i)
+				got := in(100-tc.percent, s)
+				if got != in(100-tc.percent, s) {
+					t.Fatalf("%s is in and out", s)
+				}
+				if got && !in(100-max(tc.percent, 50), s) {
+					t.Fatalf("%s is in at %d%% but out at a higher percentage", s, tc.percent)
+				}
+				if got {
+					n++
+				}
+			}
+			if n < tc.min || n > tc.max {
+				t.Errorf("%d of 2000 sessions in at %d%%, want %d-%d", n, tc.percent, tc.min, tc.max)
+			}
+		})
+	}
+	// Through Enrich: a session left out gets the result alone.
+	var out, kept string
+	for i := 0; out == "" || kept == ""; i++ {
+		s := fmt.Sprintf("s-%d", i)
+		if in(50, s) {
+			kept = s
+		} else {
+			out = s
+		}
+	}
+	cfg := enabled()
+	cfg.HoldBackPercent = 50
+	b, err := bridge.New(cfg, &switchSource{}, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning", "session_id": out}, "r"); r.ContextBridge != nil {
+		t.Errorf("session %s, held back, got %+v", out, r.ContextBridge)
+	}
+	if r := b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning", "session_id": kept}, "r"); r.ContextBridge == nil {
+		t.Errorf("session %s, rolled out to, got no context_bridge", kept)
+	}
+}

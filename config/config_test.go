@@ -122,6 +122,8 @@ func TestDefault(t *testing.T) {
 		BridgeTimeout:            2 * time.Second,
 		BridgeEmbedTimeout:       500 * time.Millisecond,
 		BridgeIndexRefresh:       time.Minute,
+		BridgeRolloutPercent:     100,
+		MCPUpstreamPrefix:        "upstream_",
 
 		IngestMaxFileBytes:       1 << 20,
 		IngestCredentialPatterns: ".env,.env.*,*.pem,*.key,*.p12,*.pfx,id_rsa,id_dsa,id_ecdsa,id_ed25519,.netrc,.npmrc,.pgpass,credentials.json,*.keystore",
@@ -170,6 +172,7 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"H4R_PACK_RETENTION",
 		"H4R_BRIDGE_ENABLED", "H4R_BRIDGE_TOOLS", "H4R_BRIDGE_MIN_SIMILARITY", "H4R_BRIDGE_MAX_MATCHES",
 		"H4R_BRIDGE_CACHE_SIZE", "H4R_BRIDGE_TIMEOUT", "H4R_BRIDGE_EMBED_TIMEOUT", "H4R_BRIDGE_INDEX_REFRESH",
+		"H4R_BRIDGE_ROLLOUT_PERCENT", "H4R_MCP_UPSTREAM_URL", "H4R_MCP_UPSTREAM_COMMAND", "H4R_MCP_UPSTREAM_PREFIX",
 		"H4R_INGEST_ROOTS", "H4R_INGEST_MAX_FILE_BYTES", "H4R_INGEST_CREDENTIAL_PATTERNS", "H4R_INGEST_CREDENTIALS",
 		"H4R_INGEST_ALLOW_PRIVATE_URLS", "H4R_CHUNK_MAX_TOKENS", "H4R_CHUNK_OVERLAP_TOKENS",
 	}
@@ -259,6 +262,10 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_LOG_FORMAT", "text", func(c *config.Config) { c.LogFormat = "text" }},
 		{"H4R_API_KEYS_FILE", "/etc/h4r/keys.json", func(c *config.Config) { c.APIKeysFile = "/etc/h4r/keys.json" }},
 		{"H4R_MCP_API_KEY", "desk-key", func(c *config.Config) { c.MCPAPIKey = "desk-key" }},
+		{"H4R_BRIDGE_ROLLOUT_PERCENT", "10", func(c *config.Config) { c.BridgeRolloutPercent = 10 }},
+		{"H4R_MCP_UPSTREAM_URL", "http://127.0.0.1:9000/mcp", func(c *config.Config) { c.MCPUpstreamURL = "http://127.0.0.1:9000/mcp" }},
+		{"H4R_MCP_UPSTREAM_COMMAND", "tools-server --stdio", func(c *config.Config) { c.MCPUpstreamCommand = "tools-server --stdio" }},
+		{"H4R_MCP_UPSTREAM_PREFIX", "gh_", func(c *config.Config) { c.MCPUpstreamPrefix = "gh_" }},
 		{"H4R_ANONYMOUS_AUDIT", "true", func(c *config.Config) { c.AnonymousAudit = true }},
 		{"H4R_A2A_PUBLIC_URL", "https://h4r.example.com/base", func(c *config.Config) { c.A2APublicURL = "https://h4r.example.com/base" }},
 		{"H4R_A2A_TASK_TTL", "1m", func(c *config.Config) { c.A2ATaskTTL = time.Minute }},
