@@ -190,3 +190,7 @@ func (a *App) background(fn func(ctx context.Context)) {
 		return nil
 	})
 }
+
+// OnClose makes Close run fn (after what was opened later), for what
+// the commands open beside the app: an upstream MCP session, say.
+func (a *App) OnClose(fn func() error) { a.closers = append(a.closers, fn) }
