@@ -498,3 +498,29 @@ func TestReadingThroughPolicyFailures(t *testing.T) {
 		})
 	}
 }
+
+func TestResign(t *testing.T) {
+	current := bridge.Trajectory{ID: "t", Description: "SQL query performance tuning"}.Item()
+	cases := []struct {
+		name        string
+		item        h4r.Item
+		wantChanged bool
+		wantText    string
+	}{
+		{"without concepts", h4r.Item{ID: "t", Kind: bridge.KindTrajectory, Text: "SQL query performance tuning",
+			Content: map[string]any{"description": "SQL query performance tuning"}}, true, current.Text},
+		{"stale concepts, no description in content", h4r.Item{ID: "t", Kind: bridge.KindTrajectory, Text: "SQL query performance tuning\nconcepts: sql"},
+			true, current.Text},
+		{"current", current, false, current.Text},
+		{"another kind", h4r.Item{ID: "n", Kind: "note", Text: "SQL tuning"}, false, "SQL tuning"},
+		{"no description", h4r.Item{ID: "t", Kind: bridge.KindTrajectory, Text: " "}, false, " "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed := bridge.Resign(tc.item)
+			if changed != tc.wantChanged || got.Text != tc.wantText {
+				t.Errorf("Resign = %q, %v; want %q, %v", got.Text, changed, tc.wantText, tc.wantChanged)
+			}
+		})
+	}
+}

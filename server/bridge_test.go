@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,84 @@ func TestBridgeObservability(t *testing.T) {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("/metrics has no %q", want)
 		}
+	}
+}
+
+// TestBackfillSignatures: POST /admin/backfill-signatures (admin keys
+// only) starts a job that gives every stored trajectory its current
+// signature (written through /v1/items without its concepts, here),
+// keeping its policy metadata, with its progress at GET /v1/jobs/{id}.
+func TestBackfillSignatures(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	a, err := app.Open(t.Context(), cfg, app.WithClock(clock), app.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	jb, err := app.OpenJobs(t.Context(), a, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = jb.Close() })
+	bc := bridge.DefaultConfig()
+	bc.Enabled = true
+	b, err := bridge.New(bc, bridge.EngineSource{Packer: a.Engine}, bridge.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := auth.Load("testdata/keys.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := (&stack{srv: server.New(a.Engine, a.Store, server.WithLogger(quiet), server.WithAuthenticator(keys), server.WithClock(clock),
+		server.WithBridge(b), server.WithJobs(jb)), store: a.Store}).serve(t)
+
+	bare := `{"id": "t-bare", "kind": "trajectory", "text": "SQL query performance tuning",
+		"content": {"session_id": "s9", "description": "SQL query performance tuning", "domain": "engineering", "tool_sequence": ["think"], "success_score": 0.9, "quality_score": 0.8},
+		"metadata": {"restrictedToGroups": ["ops"], "domain": "engineering"}}`
+	if r := post(t, base+"/v1/items", bare, bearer(adminKey)...); r.status != http.StatusOK {
+		t.Fatalf("storing: %d %s", r.status, r.body)
+	}
+	for _, key := range []string{publicKey, ingestKey} {
+		if r := post(t, base+"/admin/backfill-signatures", "", bearer(key)...); r.status != http.StatusForbidden {
+			t.Errorf("backfill with %s: %d %s, want 403", key, r.status, r.body)
+		}
+	}
+	r := post(t, base+"/admin/backfill-signatures", "", bearer(adminKey)...)
+	var started struct {
+		JobID string `json:"job_id"`
+	}
+	if r.status != http.StatusAccepted || json.Unmarshal(r.body, &started) != nil || started.JobID == "" {
+		t.Fatalf("backfill: %d %s", r.status, r.body)
+	}
+	var job struct {
+		State    string `json:"state"`
+		Kind     string `json:"kind"`
+		Progress struct {
+			ItemsDone    int `json:"items_done"`
+			ItemsTotal   int `json:"items_total"`
+			FilesChanged int `json:"files_changed"`
+		} `json:"progress"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := do(t, http.MethodGet, base+"/v1/jobs/"+started.JobID, nil, bearer(adminKey)...)
+		if err := json.Unmarshal(r.body, &job); err != nil {
+			t.Fatal(err)
+		}
+		if job.State == "succeeded" || job.State == "failed" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if job.State != "succeeded" || job.Kind != "backfill-signatures" || job.Progress.ItemsTotal != 1 || job.Progress.ItemsDone != 1 || job.Progress.FilesChanged != 1 {
+		t.Fatalf("job %+v, want succeeded with one trajectory rewritten", job)
+	}
+	it, err := a.Store.Get(t.Context(), "t-bare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(it.Text, "\nconcepts: ") || !slices.Equal(it.Metadata.RestrictedToGroups, []string{"ops"}) {
+		t.Errorf("after the backfill: text %q, groups %v", it.Text, it.Metadata.RestrictedToGroups)
 	}
 }
