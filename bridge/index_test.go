@@ -105,7 +105,7 @@ func TestIndexEqualsScan(t *testing.T) {
 		cfg := enabled()
 		cfg.MinSimilarity, cfg.MaxMatches = minSim, 8
 		for _, floor := range []float64{0, minSim} {
-			for _, early := range []bool{false, true} { // stopping early needs a floor above 0.5: the 0.6 cases
+			for _, early := range []bool{false, true} { // stopping early needs a floor above 0: the 0.6 and 0.3 floors
 				for _, spec := range []h4r.Specialist{public, ops} {
 					src := sourceOf(early, bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: floor,
 						Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}})

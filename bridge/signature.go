@@ -87,12 +87,18 @@ var synonyms = map[string]string{
 	"ui": "frontend", "front-end": "frontend",
 }
 
+// phrases map two consecutive stems to one concept: "rate limiting" is
+// what "throttling" is, not a rate and a limit.
+var phrases = map[[2]string]string{
+	{"rate", "limit"}: "ratelimit",
+}
+
 // Extract returns the distinct concepts of text in order of appearance.
 func (TechExtractor) Extract(text string) []string {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	var out []string
-	seen := map[string]bool{}
-	for _, w := range words {
+	// The concept of each word, "" for a stop word (which ends a phrase).
+	concepts := make([]string, len(words))
+	for i, w := range words {
 		if len(w) < 2 || stopWords[w] {
 			continue
 		}
@@ -102,9 +108,24 @@ func (TechExtractor) Extract(text string) []string {
 		} else if c, ok := synonyms[w]; ok {
 			stem = c
 		}
-		if !seen[stem] {
-			seen[stem] = true
-			out = append(out, stem)
+		concepts[i] = stem
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; i < len(concepts); i++ {
+		c := concepts[i]
+		if c == "" {
+			continue
+		}
+		if i+1 < len(concepts) {
+			if p, ok := phrases[[2]string{c, concepts[i+1]}]; ok {
+				c = p
+				i++
+			}
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
 		}
 	}
 	return out
