@@ -711,3 +711,38 @@ func TestMaxInFlightQueuesPacks(t *testing.T) {
 		t.Fatalf("after the first finished: %v, %+v", err, p)
 	}
 }
+
+// TestLowRelevanceAffordances: on the demo, whatever the query type, a
+// query sharing no word with the corpus is answered with
+// request_more_context alone (fused scores and character n-grams bring
+// back items, which must not trigger keyword rules), and the README's
+// query is not.
+func TestLowRelevanceAffordances(t *testing.T) {
+	a := openDemo(t)
+	cases := []struct {
+		name  string
+		typ   h4r.QueryType
+		text  string
+		more  bool // request_more_context fires
+		alone bool // and nothing else
+	}{
+		{"nonsense, keyword", h4r.QueryKeyword, "zebra quantum marmalade", true, true},
+		{"nonsense, hybrid", h4r.QueryHybrid, "zebra quantum marmalade", true, true},
+		{"nonsense, semantic", h4r.QuerySemantic, "zebra quantum marmalade", true, true},
+		{"relevant, hybrid", h4r.QueryHybrid, "login test failures with selector issues", false, false},
+		{"relevant, semantic", h4r.QuerySemantic, "login test failures with selector issues", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := auditPack(t, a.Engine, healer(), h4r.ContextRequest{Query: h4r.Query{Type: tc.typ, Text: tc.text}})
+			var types []string
+			for _, af := range p.Explainability.Affordances {
+				types = append(types, af.Type)
+			}
+			more := slices.Contains(types, "request_more_context")
+			if more != tc.more || (tc.alone && len(types) != 1) {
+				t.Errorf("affordances %v for %q (%s, %d results)", types, tc.text, tc.typ, len(p.Results))
+			}
+		})
+	}
+}
