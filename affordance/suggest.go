@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/kljensen/snowball/english"
+
 	"github.com/h4r/h4r"
 )
 
@@ -24,16 +26,40 @@ type Evidence struct {
 
 // Suggest applies the rules to the evidence and returns the affordances
 // that fire, most confident first (then by type). Each names the ids of the
-// items that triggered it. The result is never nil.
+// items that triggered it. The result is never nil. Relevance is the
+// evidence's own (SuggestFor judges it from the query's words).
 func Suggest(rules []Rule, evidence []Evidence) []h4r.Affordance {
+	return SuggestFor(rules, "", evidence)
+}
+
+// SuggestFor is Suggest for the query whose evidence this is. When the
+// query has words, relevance is judged on what a reader would accept: the
+// share of the query's words (stemmed, stop words left out) that an item's
+// text or content values hold as whole words, not a fused or normalised ranking score, which
+// makes the best of poor candidates look relevant. An item that shares no
+// word with the query triggers no rule of its own, so that a query matching
+// nothing (found by character n-grams, say) is answered with
+// request_more_context rather than with the keywords of whatever came back.
+func SuggestFor(rules []Rule, query string, evidence []Evidence) []h4r.Affordance {
 	out := []h4r.Affordance{}
 	// Tokenise each text once: every keyword rule reads it.
 	textWords := make([][]string, len(evidence))
 	for i, e := range evidence {
 		textWords[i] = words(e.Text)
 	}
+	terms := queryTerms(query)
+	if len(terms) > 0 {
+		judged := make([]Evidence, 0, len(evidence))
+		judgedWords := make([][]string, 0, len(evidence))
+		for i, e := range evidence {
+			e.Relevance = overlap(terms, append(contentWords(e.Content), textWords[i]...))
+			judged = append(judged, e)
+			judgedWords = append(judgedWords, textWords[i])
+		}
+		evidence, textWords = judged, judgedWords
+	}
 	for _, r := range rules {
-		if a, ok := apply(r, evidence, textWords); ok {
+		if a, ok := apply(r, evidence, textWords, len(terms) > 0); ok {
 			out = append(out, a)
 		}
 	}
@@ -44,7 +70,7 @@ func Suggest(rules []Rule, evidence []Evidence) []h4r.Affordance {
 }
 
 // apply evaluates one rule.
-func apply(r Rule, evidence []Evidence, textWords [][]string) (h4r.Affordance, bool) {
+func apply(r Rule, evidence []Evidence, textWords [][]string, byQuery bool) (h4r.Affordance, bool) {
 	a := h4r.Affordance{Type: r.Type, Description: r.Description}
 	if r.WhenBestRelevanceBelow > 0 {
 		best := 0.0
@@ -65,6 +91,9 @@ func apply(r Rule, evidence []Evidence, textWords [][]string) (h4r.Affordance, b
 	}
 	var matched []int
 	for i, e := range evidence {
+		if byQuery && e.Relevance == 0 {
+			continue // shares no word with the query
+		}
 		if r.Match.matches(e, textWords[i], keywords) {
 			matched = append(matched, i)
 		}
@@ -135,6 +164,79 @@ func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
+}
+
+// contentWords are the words of content's values, top-level scalars and
+// the scalars of lists (what rule parameters are read from): a reader
+// sees them beside the text.
+func contentWords(content map[string]any) []string {
+	var out []string
+	for _, v := range content {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				out = append(out, words(text(e))...)
+			}
+		case []string:
+			for _, e := range x {
+				out = append(out, words(e)...)
+			}
+		default:
+			out = append(out, words(text(x))...)
+		}
+	}
+	return out
+}
+
+// stopWords are left out of a query's terms: they say nothing of its topic.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`the a an and or but in on at to for of with by from as is was be been are were
+		how what why when which who whom this that these those it its into about do does did can could should would will
+		not no any some all via using use my our your their we you they me us them there here than then so if`) {
+		stopWords[w] = true
+	}
+}
+
+// queryTerms are the distinct stems of the query's words, stop words and
+// single characters left out.
+func queryTerms(query string) []string {
+	var out []string
+	for _, w := range words(query) {
+		if len(w) < 2 || stopWords[w] {
+			continue
+		}
+		if s := english.Stem(w, false); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// overlap is the share of terms that text (its words) holds, stemmed
+// alike. A stem of four letters or more also matches the stems it begins,
+// or that begin it: the stemmer leaves "failures" as failur and "failed" as
+// fail, which a reader takes for one word.
+func overlap(terms, text []string) float64 {
+	stems := make(map[string]bool, len(text))
+	for _, w := range text {
+		stems[english.Stem(w, false)] = true
+	}
+	n := 0
+	for _, t := range terms {
+		if stems[t] {
+			n++
+			continue
+		}
+		for s := range stems {
+			if len(t) >= 4 && len(s) >= 4 && (strings.HasPrefix(s, t) || strings.HasPrefix(t, s)) {
+				n++
+				break
+			}
+		}
+	}
+	return float64(n) / float64(len(terms))
 }
 
 // containsPhrase reports whether phrase occurs as consecutive words of

@@ -393,3 +393,46 @@ func FuzzKeywordMatch(f *testing.F) {
 		}
 	})
 }
+
+// TestSuggestForQuery: with a query, relevance is the share of its words
+// an item holds, and an item sharing none triggers nothing, whatever its
+// ranking relevance (fused scores make the best of poor candidates 1).
+func TestSuggestForQuery(t *testing.T) {
+	incident := Evidence{ID: "inc", Kind: "incident", Text: "Critical outage: the login selector broke in production", Relevance: 1}
+	selector := Evidence{ID: "sel", Kind: "selector_change", Text: "Deploy 812 renamed the login button selector", Relevance: 0.9}
+	flaky := Evidence{ID: "flk", Text: "checkout-spec-004 failed intermittently on CI", Relevance: 0.8}
+	cases := []struct {
+		name     string
+		query    string
+		evidence []Evidence
+		want     map[string][]string // type -> evidence ids
+	}{
+		{"nonsense query: only more context", "zebra quantum marmalade", []Evidence{incident, selector},
+			map[string][]string{TypeRequestMoreContext: nil}},
+		{"words the evidence holds", "login selector", []Evidence{incident, selector},
+			map[string][]string{TypeEscalateToHuman: {"inc"}, TypeSuggestFix: {"inc", "sel"}}},
+		{"inflections match", "test failures", []Evidence{flaky},
+			map[string][]string{TypeRerunTests: {"flk"}}},
+		{"one word in many is poor evidence", "login latency regression budget dashboards", []Evidence{selector},
+			map[string][]string{TypeSuggestFix: {"sel"}, TypeRequestMoreContext: nil}},
+		{"unrelated item triggers nothing", "checkout failures", []Evidence{incident, flaky},
+			map[string][]string{TypeRerunTests: {"flk"}}},
+		{"part of a word is no keyword", "criticality review", []Evidence{{ID: "c", Text: "A criticality review of selectors", Relevance: 1}},
+			map[string][]string{}},
+		{"only stop words: ranking relevance", "what is it", []Evidence{selector},
+			map[string][]string{TypeSuggestFix: {"sel"}}},
+		{"no query: ranking relevance", "", []Evidence{incident},
+			map[string][]string{TypeEscalateToHuman: {"inc"}, TypeSuggestFix: {"inc"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string][]string{}
+			for _, a := range SuggestFor(DefaultRules(), tc.query, tc.evidence) {
+				got[a.Type] = a.Evidence
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("SuggestFor(%q) = %v, want %v", tc.query, got, tc.want)
+			}
+		})
+	}
+}

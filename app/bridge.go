@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/jobs"
 	"github.com/h4r/h4r/scs"
 )
 
@@ -61,7 +63,8 @@ type itemFeed interface {
 func (a *App) Bridge(log *slog.Logger) (*bridge.Bridge, error) {
 	c := a.Config
 	cfg := bridge.Config{Enabled: c.BridgeEnabled, MinSimilarity: c.BridgeMinSimilarity, MaxMatches: c.BridgeMaxMatches,
-		CacheSize: c.BridgeCacheSize, Timeout: c.BridgeTimeout, EmbedTimeout: c.BridgeEmbedTimeout}
+		CacheSize: c.BridgeCacheSize, Timeout: c.BridgeTimeout, EmbedTimeout: c.BridgeEmbedTimeout,
+		HoldBackPercent: 100 - c.BridgeRolloutPercent}
 	for _, t := range strings.Split(c.BridgeTools, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			cfg.Tools = append(cfg.Tools, t)
@@ -188,4 +191,71 @@ func (a *App) background(fn func(ctx context.Context)) {
 		<-done
 		return nil
 	})
+}
+
+// OnClose makes Close run fn (after what was opened later), for what
+// the commands open beside the app: an upstream MCP session, say.
+func (a *App) OnClose(fn func() error) { a.closers = append(a.closers, fn) }
+
+// JobBackfillSignatures is the kind of the job that (re)computes the
+// signatures of stored trajectories (POST /admin/backfill-signatures).
+const JobBackfillSignatures = "backfill-signatures"
+
+// BackfillRate is how many trajectories a backfill writes per second at
+// most, so that it does not crowd out the store's other writers.
+const BackfillRate = 100
+
+// StartBackfillSignatures starts a backfill job owned by owner (a key id,
+// or "").
+func (j *Jobs) StartBackfillSignatures(ctx context.Context, owner string) (jobs.Job, error) {
+	return j.Runner.Start(ctx, JobBackfillSignatures, owner, struct{}{}, nil)
+}
+
+// runBackfillSignatures rewrites every stored trajectory (the newest
+// bridge.MaxIndexed) whose signature is not the one bridge.Resign makes
+// now, e.g. written through /v1/items without its concepts, or by an
+// older extractor, at most BackfillRate a second. Progress counts the
+// trajectories seen (items_done of items_total) and those rewritten
+// (files_changed); one that fails to be written is listed in errors and
+// the rest go on. The signature index follows the writes as it follows
+// any (the store's mirror or log of changes).
+func runBackfillSignatures(ctx context.Context, a *App, report func(jobs.Progress)) (jobs.Progress, error) {
+	p := jobs.Progress{Errors: []jobs.FileIssue{}}
+	items, err := a.Store.Find(ctx, h4r.ItemQuery{Filters: h4r.Filters{Kinds: []string{bridge.KindTrajectory}}, Limit: bridge.MaxIndexed})
+	if err != nil {
+		return p, fmt.Errorf("listing the stored trajectories: %w", err)
+	}
+	p.ItemsTotal = len(items)
+	report(p)
+	pace := time.NewTicker(time.Second / BackfillRate)
+	defer pace.Stop()
+	for _, it := range items {
+		if it == nil {
+			continue
+		}
+		resigned, changed := bridge.Resign(*it)
+		if changed {
+			select {
+			case <-ctx.Done():
+				return p, ctx.Err()
+			case <-pace.C:
+			}
+			if _, err := a.Store.Upsert(ctx, []h4r.Item{resigned}); err != nil {
+				if ctx.Err() != nil {
+					return p, ctx.Err()
+				}
+				p.AddError(it.ID, err.Error())
+			} else {
+				p.FilesChanged++
+			}
+		} else {
+			p.FilesUnchanged++
+		}
+		p.ItemsDone++
+		if p.ItemsDone%50 == 0 {
+			report(p)
+		}
+	}
+	p.Message = fmt.Sprintf("%d of %d trajectories given their current signature", p.FilesChanged, p.ItemsTotal)
+	return p, nil
 }

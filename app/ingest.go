@@ -116,6 +116,9 @@ func OpenJobs(ctx context.Context, a *App, log *slog.Logger, opts ...IngestOptio
 	j.Runner.Register(JobReindex, func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
 		return runReindex(ctx, a, req, report)
 	}, true)
+	j.Runner.Register(JobBackfillSignatures, func(ctx context.Context, _ json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+		return runBackfillSignatures(ctx, a, report)
+	}, true)
 	return j, nil
 }
 

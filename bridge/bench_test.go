@@ -18,7 +18,7 @@ import (
 	"github.com/h4r/h4r/internal/cputime"
 )
 
-// BenchmarkEnrich10k is the context-bridge contract's NFR-1 and NFR-3: enrichment over
+// BenchmarkEnrich10k is the bridge contract's NFR-1 and NFR-3: enrichment over
 // 10,000 trajectories with 100 calls at once, on the real store, engine
 // and policy. "miss" calls never repeat, so the cache never answers:
 // "miss/engine" reads each with a pack (the path before the signature

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -21,7 +21,7 @@ import (
 // Version is the context_bridge block's version.
 const Version = "1.0"
 
-// Defaults of Config (the context-bridge contract's).
+// Defaults of Config (the bridge contract's).
 const (
 	DefaultMinSimilarity = 0.6
 	DefaultMaxMatches    = 3
@@ -36,7 +36,7 @@ const (
 // one computing while another waits on a store read, as the server's packs.
 const DefaultInFlightPerCPU = 2
 
-// DefaultTools is the context-bridge contract's allow-list.
+// DefaultTools is the bridge contract's allow-list.
 var DefaultTools = []string{"think", "make-decision", "decompose-problem", "analyze-perspectives", "build-causal-graph"}
 
 // Config is the bridge's configuration; Enabled is the feature flag.
@@ -48,6 +48,10 @@ type Config struct {
 	CacheSize     int
 	Timeout       time.Duration // of a whole enrichment (EHR-2)
 	EmbedTimeout  time.Duration // of the embedding step (EHR-3)
+	// HoldBackPercent is the share of sessions (0-100) left out during a
+	// gradual rollout (H4R_BRIDGE_ROLLOUT_PERCENT is 100 less it); the
+	// zero value enriches every session.
+	HoldBackPercent int
 }
 
 // DefaultConfig is off, with the document's allow-list and limits. The
@@ -102,7 +106,7 @@ type VersionReader interface {
 	ItemVersions(ctx context.Context, ids []string) (map[string]int, error)
 }
 
-// Match is one similar past trajectory (the context-bridge contract's wire names).
+// Match is one similar past trajectory (the bridge contract's wire names).
 type Match struct {
 	TrajectoryID string  `json:"trajectory_id"`
 	SessionID    string  `json:"session_id"`
@@ -112,7 +116,7 @@ type Match struct {
 	QualityScore float64 `json:"quality_score"`
 }
 
-// Block is the context-bridge contract's context_bridge object.
+// Block is the bridge contract's context_bridge object.
 type Block struct {
 	Version         string  `json:"version"`
 	Status          string  `json:"status,omitempty"` // "degraded" on timeout
@@ -131,20 +135,6 @@ type Block struct {
 type Response struct {
 	Result        any    `json:"result"`
 	ContextBridge *Block `json:"context_bridge,omitempty"`
-}
-
-// Metrics counts what the bridge did (the context-bridge contract's metrics).
-type Metrics struct {
-	Enrichments, Matches, CacheHits, CacheMisses, Errors, Timeouts, EmbeddingFailures atomic.Int64
-}
-
-// Snapshot returns the counters by the context-bridge contract's names.
-func (m *Metrics) Snapshot() map[string]int64 {
-	return map[string]int64{
-		"total_enrichments": m.Enrichments.Load(), "total_matches": m.Matches.Load(),
-		"cache_hits": m.CacheHits.Load(), "cache_misses": m.CacheMisses.Load(),
-		"error_count": m.Errors.Load(), "timeout_count": m.Timeouts.Load(), "embedding_failures": m.EmbeddingFailures.Load(),
-	}
 }
 
 // Bridge finds similar past trajectories. Create it with New.
@@ -254,13 +244,19 @@ func (b *Bridge) Enabled() bool { return b.cfg.Enabled }
 
 // Enrich wraps result (the tool's own answer, returned unchanged) with the
 // trajectories similar to the call, as spec may see them. It never fails:
-// enrichment is not critical (the context-bridge contract's degradation strategy).
-func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, params map[string]any, result any) Response {
+// enrichment is not critical (the bridge contract's degradation strategy).
+func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, params map[string]any, result any) (resp Response) {
 	out := Response{Result: result}
-	if !b.cfg.Enabled || !slices.Contains(b.cfg.Tools, tool) {
+	if !b.cfg.Enabled || !slices.Contains(b.cfg.Tools, tool) || !InRollout(b.cfg.HoldBackPercent, spec, params) {
 		return out
 	}
 	start := time.Now()
+	noText := false
+	defer func() {
+		if !noText {
+			b.finished(ctx, tool, time.Since(start), resp)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
 	select {
@@ -278,6 +274,7 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 	}()
 	sig := ExtractSignature(tool, params, b.extractor)
 	if sig == nil {
+		noText = true
 		b.log.WarnContext(ctx, "context bridge: the call has no text to match on", "tool", tool) // EHR-4
 		return out
 	}
@@ -332,6 +329,57 @@ func (b *Bridge) Enrich(ctx context.Context, spec h4r.Specialist, tool string, p
 		a.err = ctx.Err()
 	}
 	return b.deliver(ctx, out, tool, start, key, a)
+}
+
+// InRollout reports whether a call is enriched when holdBack percent of
+// sessions are left out: a hash of params.session_id, or of the caller's
+// identity when the call names no session, picks one of 100 buckets, so
+// that a session is always in or always out and raising the percentage
+// only adds sessions.
+func InRollout(holdBack int, spec h4r.Specialist, params map[string]any) bool {
+	switch {
+	case holdBack <= 0:
+		return true
+	case holdBack >= 100:
+		return false
+	}
+	key, _ := params["session_id"].(string)
+	if key == "" {
+		key = "caller\x00" + spec.Type + "\x00" + spec.ID
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32()%100) >= holdBack
+}
+
+// finished records an enrichment that took elapsed and answered resp:
+// its latency, whether it failed (the bridge's health), and a warning
+// when it was slow.
+func (b *Bridge) finished(ctx context.Context, tool string, elapsed time.Duration, resp Response) {
+	failed := ""
+	switch {
+	case resp.ContextBridge == nil:
+		failed = "error"
+	case resp.ContextBridge.Status == "degraded":
+		failed = resp.ContextBridge.Reason
+	}
+	b.metrics.observe(elapsed, failed)
+	if elapsed > SlowEnrichment {
+		b.log.WarnContext(ctx, "context bridge: enrichment was slow", "tool", tool, "elapsed", elapsed, "threshold", SlowEnrichment)
+	}
+}
+
+// Health is "ok", or "degraded" when the latest enrichment failed (timed
+// out, or reading trajectories failed); the next one that does not clears
+// it. A bridge that is off is "off".
+func (b *Bridge) Health() string {
+	switch {
+	case !b.cfg.Enabled:
+		return "off"
+	case b.metrics.Degraded() != "":
+		return "degraded"
+	}
+	return "ok"
 }
 
 // deliver answers with a, after checking its matches are current
@@ -393,7 +441,7 @@ func (b *Bridge) current(ctx context.Context, matches []Match, versions []int) (
 	return kept, nil
 }
 
-// timedOut is the context-bridge contract's degraded answer when the enrichment, its
+// timedOut is the bridge contract's degraded answer when the enrichment, its
 // wait for a turn included, outlasted the timeout (EHR-2).
 func (b *Bridge) timedOut(ctx context.Context, out Response, tool string, elapsed time.Duration) Response {
 	b.metrics.Timeouts.Add(1)
@@ -566,7 +614,7 @@ func (b *Bridge) block(matches []Match, mode string) *Block {
 	return &Block{Version: Version, Matches: matches, Recommendation: recommendation(matches), SimilarityMode: mode}
 }
 
-// recommendation is the context-bridge contract's reading of the matches' success.
+// recommendation is the bridge contract's reading of the matches' success.
 func recommendation(matches []Match) string {
 	if len(matches) == 0 {
 		return ""

@@ -57,7 +57,7 @@ func traj(id, desc, domain string, success float64) h4r.Item {
 		SuccessScore: success, QualityScore: 0.8}.Item()
 }
 
-// TestScenarios are the context-bridge contract's five scenarios, against the real
+// TestScenarios are the bridge contract's five scenarios, against the real
 // store and engine.
 func TestScenarios(t *testing.T) {
 	tests := []struct {
@@ -382,5 +382,134 @@ func TestConceptSimilarity(t *testing.T) {
 				t.Errorf("similarity %.3f, want [%v, %v] (%v vs %v)", s, tt.lo, tt.hi, tt.a.KeyConcepts, tt.b.KeyConcepts)
 			}
 		})
+	}
+}
+
+// switchSource answers one trajectory after a delay, or fails.
+type switchSource struct {
+	fail  atomic.Bool
+	delay time.Duration
+}
+
+func (s *switchSource) Candidates(ctx context.Context, _ h4r.Specialist, _ *bridge.Signature, _ int) ([]bridge.Candidate, error) {
+	time.Sleep(s.delay)
+	if s.fail.Load() {
+		return nil, fmt.Errorf("the store is down")
+	}
+	return []bridge.Candidate{{TrajectoryID: "t1", SessionID: "s1", Description: "database tuning", SuccessScore: 0.9}}, nil
+}
+
+// TestObservability: latency (average, max) is measured, a slow
+// enrichment is logged at WARN with its elapsed time, and the bridge is
+// degraded after a failure until an enrichment succeeds.
+func TestObservability(t *testing.T) {
+	cases := []struct {
+		name       string
+		delay      time.Duration
+		fail       bool
+		wantHealth string
+		wantSlow   bool
+	}{
+		{"fast and fine", 0, false, "ok", false},
+		{"slow", 120 * time.Millisecond, false, "ok", true},
+		{"store failure", 0, true, "degraded", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			src := &switchSource{delay: tc.delay}
+			src.fail.Store(tc.fail)
+			b, err := bridge.New(enabled(), src, bridge.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Health(); got != "ok" {
+				t.Errorf("health before any call = %q, want ok", got)
+			}
+			b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning"}, "r")
+			if got := b.Health(); got != tc.wantHealth {
+				t.Errorf("health = %q, want %q", got, tc.wantHealth)
+			}
+			slow := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "enrichment was slow") && strings.Contains(logs.String(), "elapsed=")
+			if slow != tc.wantSlow {
+				t.Errorf("slow warning logged = %v, want %v: %s", slow, tc.wantSlow, logs.String())
+			}
+			m := b.Metrics().Snapshot()
+			if tc.delay > 0 && (m["max_latency_ms"] < tc.delay.Milliseconds() || m["avg_latency_ms"] < tc.delay.Milliseconds()) {
+				t.Errorf("latency avg %d ms, max %d ms; want at least %s", m["avg_latency_ms"], m["max_latency_ms"], tc.delay)
+			}
+			if tc.fail {
+				src.fail.Store(false)
+				b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning"}, "r")
+				if got := b.Health(); got != "ok" {
+					t.Errorf("health after a good call = %q, want ok", got)
+				}
+			}
+		})
+	}
+	off, err := bridge.New(bridge.DefaultConfig(), &switchSource{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := off.Health(); got != "off" {
+		t.Errorf("health of a bridge that is off = %q", got)
+	}
+}
+
+// TestRollout: a percentage of sessions is enriched, each session always
+// alike, and raising the percentage only adds sessions.
+func TestRollout(t *testing.T) {
+	in := func(holdBack int, session string) bool {
+		return bridge.InRollout(holdBack, public, map[string]any{"session_id": session})
+	}
+	cases := []struct {
+		name     string
+		percent  int
+		min, max int // sessions in, of 2000
+	}{
+		{"off", 0, 0, 0}, {"ten percent", 10, 140, 260}, {"half", 50, 900, 1100}, {"all", 100, 2000, 2000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			for i := range 2000 {
+				s := fmt.Sprintf("sess-%d", i)
+				got := in(100-tc.percent, s)
+				if got != in(100-tc.percent, s) {
+					t.Fatalf("%s is in and out", s)
+				}
+				if got && !in(100-max(tc.percent, 50), s) {
+					t.Fatalf("%s is in at %d%% but out at a higher percentage", s, tc.percent)
+				}
+				if got {
+					n++
+				}
+			}
+			if n < tc.min || n > tc.max {
+				t.Errorf("%d of 2000 sessions in at %d%%, want %d-%d", n, tc.percent, tc.min, tc.max)
+			}
+		})
+	}
+	// Through Enrich: a session left out gets the result alone.
+	var out, kept string
+	for i := 0; out == "" || kept == ""; i++ {
+		s := fmt.Sprintf("s-%d", i)
+		if in(50, s) {
+			kept = s
+		} else {
+			out = s
+		}
+	}
+	cfg := enabled()
+	cfg.HoldBackPercent = 50
+	b, err := bridge.New(cfg, &switchSource{}, bridge.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning", "session_id": out}, "r"); r.ContextBridge != nil {
+		t.Errorf("session %s, held back, got %+v", out, r.ContextBridge)
+	}
+	if r := b.Enrich(t.Context(), public, "think", map[string]any{"content": "database tuning", "session_id": kept}, "r"); r.ContextBridge == nil {
+		t.Errorf("session %s, rolled out to, got no context_bridge", kept)
 	}
 }

@@ -1,4 +1,4 @@
-// Package bridge is the context-bridge contract's cross-session context bridge: given a
+// Package bridge is the cross-session context bridge: given a
 // tool call (its name and parameters) and optionally its result, it finds
 // similar past trajectories — items of kind "trajectory" — and returns
 // them as context_bridge{matches, recommendation} beside the result.

@@ -14,7 +14,7 @@ import (
 	"github.com/h4r/h4r/scs"
 )
 
-// Index is the context-bridge contract's signature index, kept in memory: the signature
+// Index is the bridge contract's signature index, kept in memory: the signature
 // of every stored trajectory, with postings from each key concept to the
 // trajectories that have it, and the numbers scoring needs of each in a
 // dense array (briefs). A cache miss is then a similarity lookup over the

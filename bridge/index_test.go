@@ -105,7 +105,7 @@ func TestIndexEqualsScan(t *testing.T) {
 		cfg := enabled()
 		cfg.MinSimilarity, cfg.MaxMatches = minSim, 8
 		for _, floor := range []float64{0, minSim} {
-			for _, early := range []bool{false, true} { // stopping early needs a floor above 0.5: the 0.6 cases
+			for _, early := range []bool{false, true} { // stopping early needs a floor above 0: the 0.6 and 0.3 floors
 				for _, spec := range []h4r.Specialist{public, ops} {
 					src := sourceOf(early, bridge.IndexSource{Index: idx, Slicer: a.Slicer, Floor: floor,
 						Budget: scs.Limits{MaxBytes: a.Config.MaxBytesDefault, MaxTokens: a.Config.MaxTokensDefault}})
@@ -494,6 +494,32 @@ func TestReadingThroughPolicyFailures(t *testing.T) {
 			}
 			if calls := slicer.calls.Load(); calls > tt.maxCalls {
 				t.Errorf("%d chunks sliced, want at most %d", calls, tt.maxCalls)
+			}
+		})
+	}
+}
+
+func TestResign(t *testing.T) {
+	current := bridge.Trajectory{ID: "t", Description: "SQL query performance tuning"}.Item()
+	cases := []struct {
+		name        string
+		item        h4r.Item
+		wantChanged bool
+		wantText    string
+	}{
+		{"without concepts", h4r.Item{ID: "t", Kind: bridge.KindTrajectory, Text: "SQL query performance tuning",
+			Content: map[string]any{"description": "SQL query performance tuning"}}, true, current.Text},
+		{"stale concepts, no description in content", h4r.Item{ID: "t", Kind: bridge.KindTrajectory, Text: "SQL query performance tuning\nconcepts: sql"},
+			true, current.Text},
+		{"current", current, false, current.Text},
+		{"another kind", h4r.Item{ID: "n", Kind: "note", Text: "SQL tuning"}, false, "SQL tuning"},
+		{"no description", h4r.Item{ID: "t", Kind: bridge.KindTrajectory, Text: " "}, false, " "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed := bridge.Resign(tc.item)
+			if changed != tc.wantChanged || got.Text != tc.wantText {
+				t.Errorf("Resign = %q, %v; want %q, %v", got.Text, changed, tc.wantText, tc.wantChanged)
 			}
 		})
 	}

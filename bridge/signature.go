@@ -9,7 +9,7 @@ import (
 	"github.com/kljensen/snowball/english"
 )
 
-// Signature is the context-bridge contract's problem fingerprint of a tool call or a
+// Signature is the bridge contract's problem fingerprint of a tool call or a
 // trajectory.
 type Signature struct {
 	Fingerprint  string    `json:"fingerprint"`
@@ -22,17 +22,18 @@ type Signature struct {
 	Text string `json:"-"`
 }
 
-// ConceptExtractor turns text into key concepts (the context-bridge contract's
+// ConceptExtractor turns text into key concepts (the bridge contract's
 // extension point).
 type ConceptExtractor interface {
 	Extract(text string) []string
 }
 
-// contentKeys are the parameters a call's text is read from, in order.
+// contentKeys are the parameters a call's text is read from, in order
+// .
 var contentKeys = []string{"content", "description", "problem", "situation", "question", "query"}
 
 // ExtractSignature returns the signature of a call of tool with params, or
-// nil when no parameter carries text (skipped, not an error).
+// nil when no parameter carries text (the bridge contract: skipped, not an error).
 func ExtractSignature(tool string, params map[string]any, ex ConceptExtractor) *Signature {
 	var text string
 	for _, k := range contentKeys {
@@ -52,13 +53,13 @@ func signatureOf(text, domain string, tools []string, ex ConceptExtractor) *Sign
 	sum := sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(text))))
 	sig := &Signature{Fingerprint: hex.EncodeToString(sum[:]), Domain: strings.ToLower(strings.TrimSpace(domain)), ToolSequence: tools, Text: text}
 	sig.KeyConcepts = ex.Extract(text)
-	// The context-bridge contract's estimate: longer text with more concepts is harder.
+	// The bridge contract's estimate: longer text with more concepts is harder.
 	words := len(strings.Fields(text))
 	sig.Complexity = min(0.3+float64(words)/200*0.4+float64(len(sig.KeyConcepts))/20*0.3, 1)
 	return sig
 }
 
-// TechExtractor is the default ConceptExtractor. The context-bridge contract notes that
+// TechExtractor is the default ConceptExtractor. The bridge contract notes that
 // plain tokenisation is "insufficient for technical terminology": words are
 // split on anything but letters and digits, stop words dropped, stemmed
 // (Snowball English) and mapped through a small table of technical
@@ -66,7 +67,7 @@ func signatureOf(text, domain string, tools []string, ex ConceptExtractor) *Sign
 // are one concept), so that a rephrased problem shares its concepts.
 type TechExtractor struct{}
 
-// stopWords is the context-bridge contract's list plus common English function words.
+// stopWords is the bridge contract's list plus common English function words.
 var stopWords = map[string]bool{}
 
 func init() {
@@ -86,12 +87,18 @@ var synonyms = map[string]string{
 	"ui": "frontend", "front-end": "frontend",
 }
 
+// phrases map two consecutive stems to one concept: "rate limiting" is
+// what "throttling" is, not a rate and a limit.
+var phrases = map[[2]string]string{
+	{"rate", "limit"}: "ratelimit",
+}
+
 // Extract returns the distinct concepts of text in order of appearance.
 func (TechExtractor) Extract(text string) []string {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	var out []string
-	seen := map[string]bool{}
-	for _, w := range words {
+	// The concept of each word, "" for a stop word (which ends a phrase).
+	concepts := make([]string, len(words))
+	for i, w := range words {
 		if len(w) < 2 || stopWords[w] {
 			continue
 		}
@@ -101,9 +108,24 @@ func (TechExtractor) Extract(text string) []string {
 		} else if c, ok := synonyms[w]; ok {
 			stem = c
 		}
-		if !seen[stem] {
-			seen[stem] = true
-			out = append(out, stem)
+		concepts[i] = stem
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; i < len(concepts); i++ {
+		c := concepts[i]
+		if c == "" {
+			continue
+		}
+		if i+1 < len(concepts) {
+			if p, ok := phrases[[2]string{c, concepts[i+1]}]; ok {
+				c = p
+				i++
+			}
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
 		}
 	}
 	return out

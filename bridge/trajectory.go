@@ -86,7 +86,7 @@ func (t Trajectory) Item() h4r.Item {
 	return h4r.Item{
 		ID:   t.ID,
 		Kind: KindTrajectory,
-		Text: t.Description + "\nconcepts: " + strings.Join(concepts, " "),
+		Text: t.Description + conceptsLine + strings.Join(concepts, " "),
 		Content: map[string]any{
 			"session_id": t.SessionID, "description": t.Description, "domain": t.Domain,
 			"tool_sequence": tools, "success_score": t.SuccessScore, "quality_score": t.QualityScore,
@@ -147,3 +147,31 @@ func (s EngineSource) Candidates(ctx context.Context, spec h4r.Specialist, sig *
 func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 
 func num(m map[string]any, k string) float64 { f, _ := m[k].(float64); return f }
+
+// conceptsLine starts the concepts Trajectory.Item appends to the text.
+const conceptsLine = "\nconcepts: "
+
+// Resign returns a trajectory item with its signature as Trajectory.Item
+// makes it now: the description (content.description, else the text
+// before any concepts line) followed by its concepts by the current
+// extractor. Everything else, policy metadata included, is kept. changed
+// reports whether the text differs from the item's; an item of another
+// kind, or without a description, is returned unchanged.
+func Resign(it h4r.Item) (out h4r.Item, changed bool) {
+	if it.Kind != KindTrajectory {
+		return it, false
+	}
+	desc, _ := it.Content["description"].(string)
+	if strings.TrimSpace(desc) == "" {
+		desc, _, _ = strings.Cut(it.Text, conceptsLine)
+	}
+	if strings.TrimSpace(desc) == "" {
+		return it, false
+	}
+	text := desc + conceptsLine + strings.Join(TechExtractor{}.Extract(desc), " ")
+	if text == it.Text {
+		return it, false
+	}
+	it.Text = text
+	return it, true
+}

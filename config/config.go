@@ -134,14 +134,18 @@ type Config struct {
 	PackRetention int // H4R_PACK_RETENTION: packs kept for feedback; 0: all
 
 	// The context bridge.
-	BridgeEnabled       bool          // H4R_BRIDGE_ENABLED: feature flag
-	BridgeTools         string        // H4R_BRIDGE_TOOLS: comma-separated allow-list
-	BridgeMinSimilarity float64       // H4R_BRIDGE_MIN_SIMILARITY
-	BridgeMaxMatches    int           // H4R_BRIDGE_MAX_MATCHES
-	BridgeCacheSize     int           // H4R_BRIDGE_CACHE_SIZE
-	BridgeTimeout       time.Duration // H4R_BRIDGE_TIMEOUT
-	BridgeEmbedTimeout  time.Duration // H4R_BRIDGE_EMBED_TIMEOUT
-	BridgeIndexRefresh  time.Duration // H4R_BRIDGE_INDEX_REFRESH
+	BridgeEnabled        bool          // H4R_BRIDGE_ENABLED: feature flag
+	BridgeTools          string        // H4R_BRIDGE_TOOLS: comma-separated allow-list
+	BridgeMinSimilarity  float64       // H4R_BRIDGE_MIN_SIMILARITY
+	BridgeMaxMatches     int           // H4R_BRIDGE_MAX_MATCHES
+	BridgeCacheSize      int           // H4R_BRIDGE_CACHE_SIZE
+	BridgeTimeout        time.Duration // H4R_BRIDGE_TIMEOUT
+	BridgeEmbedTimeout   time.Duration // H4R_BRIDGE_EMBED_TIMEOUT
+	BridgeIndexRefresh   time.Duration // H4R_BRIDGE_INDEX_REFRESH
+	BridgeRolloutPercent int           // H4R_BRIDGE_ROLLOUT_PERCENT: share of sessions enriched
+	MCPUpstreamURL       string        // H4R_MCP_UPSTREAM_URL: an MCP server whose tools are re-exposed
+	MCPUpstreamCommand   string        // H4R_MCP_UPSTREAM_COMMAND: or one started over stdio
+	MCPUpstreamPrefix    string        // H4R_MCP_UPSTREAM_PREFIX
 	// Source ingestion (POST /ingest, h4r ingest-source).
 	IngestRoots              string // H4R_INGEST_ROOTS: comma-separated folders the server may ingest from
 	IngestMaxFileBytes       int64  // H4R_INGEST_MAX_FILE_BYTES

@@ -37,7 +37,7 @@ func TestFileAndEnvironmentAgree(t *testing.T) {
 		{"duration", "H4R_REQUEST_TIMEOUT", "3s", "3s", func(c *config.Config) { c.RequestTimeout = 3 * time.Second }},
 		{"duration alias in milliseconds", "H4R_REQUEST_TIMEOUT_MS", "1500", "1500", func(c *config.Config) { c.RequestTimeout = 1500 * time.Millisecond }},
 		{"number", "H4R_WEIGHT_TRUST", "0.3", "0.3", func(c *config.Config) { c.Weights[h4r.Trust] = 0.3 }},
-		{"boolean", "CONTEXT_PACK_INCLUDE_GRAPH", "false", "false", func(c *config.Config) { c.IncludeGraph = false }},
+		{"boolean", "CONTEXT_PACK_INCLUDE_GRAPH", "true", "true", func(c *config.Config) { c.IncludeGraph = true }},
 		{"list", "H4R_CAUSAL_LINK_TYPES", "[caused_by, fixes]", "caused_by,fixes", func(c *config.Config) { c.CausalLinkTypes = "caused_by,fixes" }},
 		{"design name", "SCS_MAX_TOKENS_DEFAULT", "4000", "4000", func(c *config.Config) { c.MaxTokensDefault = 4000 }},
 	}

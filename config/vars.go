@@ -110,7 +110,7 @@ func table() []variable {
 
 		whole("CONTEXT_PACK_TLDR_SENTENCES", "5", "Sentences in a pack's TL;DR when a request does not say; 0 leaves it out.",
 			func(c *Config) *int { return &c.TLDRSentences }, 0, h4r.MaxTLDRSentences),
-		boolean("CONTEXT_PACK_INCLUDE_GRAPH", "true", "Include the causal graph among the evidence when a request does not say.",
+		boolean("CONTEXT_PACK_INCLUDE_GRAPH", "false", "Include the causal graph among the evidence when a request does not say (include_graph: true asks for it per request).",
 			func(c *Config) *bool { return &c.IncludeGraph }),
 
 		oneOf("H4R_TOKEN_ENCODING", tokens.CL100K, "Tokenizer for token budgets, counted offline: cl100k_base (GPT-4) or o200k_base (GPT-4o).",
@@ -247,6 +247,14 @@ func table() []variable {
 			func(c *Config) *time.Duration { return &c.BridgeEmbedTimeout }, time.Millisecond, time.Minute),
 		duration("H4R_BRIDGE_INDEX_REFRESH", "1m", "How often the context bridge reloads its in-memory signature index of trajectories from an embedded (SQLite) store to catch writes by other processes sharing the file. This process's own writes are indexed at once; on Postgres the index follows every replica's writes through the store's log of item changes (read when the store notifies a change, and at least every 250 ms) and is not reloaded. Either way each answer is checked against the stored versions of its matches before it is served.",
 			func(c *Config) *time.Duration { return &c.BridgeIndexRefresh }, time.Second, 24*time.Hour),
+		whole("H4R_BRIDGE_ROLLOUT_PERCENT", "100", "Share of sessions the context bridge enriches when H4R_BRIDGE_ENABLED is true, for a gradual rollout (10, then 50, then 100): a call is in when a hash of its params.session_id (else of the caller's identity) falls below the percentage, so a session is always in or always out. 0 enriches nothing.",
+			func(c *Config) *int { return &c.BridgeRolloutPercent }, 0, 100),
+		serviceURL("H4R_MCP_UPSTREAM_URL", "Streamable HTTP endpoint of another MCP server whose tools H4R re-exposes, on /mcp and h4r mcp, under H4R_MCP_UPSTREAM_PREFIX, forwarding each call and enriching allow-listed tools' results with the context bridge. Empty: none (or H4R_MCP_UPSTREAM_COMMAND).",
+			func(c *Config) *string { return &c.MCPUpstreamURL }, "http", "https"),
+		text("H4R_MCP_UPSTREAM_COMMAND", "", "Command (split on spaces, no shell) that starts another MCP server over stdio, as H4R_MCP_UPSTREAM_URL but a local process; ignored when the URL is set.",
+			func(c *Config) *string { return &c.MCPUpstreamCommand }, nil),
+		text("H4R_MCP_UPSTREAM_PREFIX", "upstream_", "Put before the upstream MCP server's tool names, so that they cannot take the names of H4R's own tools.",
+			func(c *Config) *string { return &c.MCPUpstreamPrefix }, nil),
 		text("H4R_INGEST_ROOTS", "", "Comma-separated folders that POST /ingest may read local sources (git, fs, doc) from; a path outside them, or a symlink leaving them, is refused. Empty: no local source is allowed over HTTP (h4r ingest-source reads the path it is given).",
 			func(c *Config) *string { return &c.IngestRoots }, nil),
 		whole("H4R_INGEST_MAX_FILE_BYTES", "1048576", "Largest file (or page) ingested, in bytes; a larger one is skipped and reported.",

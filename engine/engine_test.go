@@ -100,9 +100,11 @@ func TestDemoPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	yes := true // the graph is off unless asked for (CONTEXT_PACK_INCLUDE_GRAPH)
 	req := h4r.ContextRequest{
-		Query:  h4r.Query{Text: "login test failures with selector issues"},
-		Budget: &h4r.Budget{MaxTokens: 2500},
+		Query:        h4r.Query{Text: "login test failures with selector issues"},
+		Budget:       &h4r.Budget{MaxTokens: 2500},
+		IncludeGraph: &yes,
 	}
 	p := auditPack(t, a.Engine, healer(), req)
 	if p.Status != h4r.StatusOK {
@@ -707,5 +709,40 @@ func TestMaxInFlightQueuesPacks(t *testing.T) {
 	}
 	if p, err := e.ContextPack(t.Context(), healer(), req()); err != nil || p.Status != h4r.StatusOK || len(p.Results) == 0 {
 		t.Fatalf("after the first finished: %v, %+v", err, p)
+	}
+}
+
+// TestLowRelevanceAffordances: on the demo, whatever the query type, a
+// query sharing no word with the corpus is answered with
+// request_more_context alone (fused scores and character n-grams bring
+// back items, which must not trigger keyword rules), and the README's
+// query is not.
+func TestLowRelevanceAffordances(t *testing.T) {
+	a := openDemo(t)
+	cases := []struct {
+		name  string
+		typ   h4r.QueryType
+		text  string
+		more  bool // request_more_context fires
+		alone bool // and nothing else
+	}{
+		{"nonsense, keyword", h4r.QueryKeyword, "zebra quantum marmalade", true, true},
+		{"nonsense, hybrid", h4r.QueryHybrid, "zebra quantum marmalade", true, true},
+		{"nonsense, semantic", h4r.QuerySemantic, "zebra quantum marmalade", true, true},
+		{"relevant, hybrid", h4r.QueryHybrid, "login test failures with selector issues", false, false},
+		{"relevant, semantic", h4r.QuerySemantic, "login test failures with selector issues", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := auditPack(t, a.Engine, healer(), h4r.ContextRequest{Query: h4r.Query{Type: tc.typ, Text: tc.text}})
+			var types []string
+			for _, af := range p.Explainability.Affordances {
+				types = append(types, af.Type)
+			}
+			more := slices.Contains(types, "request_more_context")
+			if more != tc.more || (tc.alone && len(types) != 1) {
+				t.Errorf("affordances %v for %q (%s, %d results)", types, tc.text, tc.typ, len(p.Results))
+			}
+		})
 	}
 }

@@ -31,7 +31,7 @@ type UpstreamOptions struct {
 	Bridge Enricher
 }
 
-// AddUpstream is the context-bridge contract's middleware: it re-exposes every tool the
+// AddUpstream is the bridge contract's middleware: it re-exposes every tool the
 // upstream server lists (name, description and schemas as listed, but
 // for boolean schemas, made objects as AddTool does), forwards each call
 // to it, and attaches the context bridge's block for the caller to a

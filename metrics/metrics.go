@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -113,6 +115,18 @@ func (m *Metrics) Handler() http.Handler {
 // Registry returns the registry, for tests and for callers that add their
 // own collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// RegisterBridge adds the context bridge's metrics (h4r_bridge_*, a
+// bridge.Metrics) to the registry. Registering them again, as two
+// servers over one registry do, is not an error.
+func (m *Metrics) RegisterBridge(c prometheus.Collector, log *slog.Logger) {
+	if err := m.reg.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			log.Error("the context bridge's metrics could not be registered", "error", err)
+		}
+	}
+}
 
 // ObservePack records one delivered pack.
 func (m *Metrics) ObservePack(p *h4r.Pack) {

@@ -133,7 +133,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 		n = max(*in.TLDRSentences, 0)
 	}
 	tldr := summarize(in.Query, kept, n, b.marker)
-	affordances := affordance.Suggest(b.rules, evidence(kept, b.marker))
+	affordances := affordance.SuggestFor(b.rules, in.Query, evidence(kept, b.marker))
 	includeGraph := b.includeGraph
 	if in.IncludeGraph != nil {
 		includeGraph = *in.IncludeGraph

@@ -205,7 +205,7 @@ func TestPackSettings(t *testing.T) {
 		{"rule applies", `pack := {"maxTokens": 2000, "reason": "small"} if input.specialist.securityLevel == "public"`, h4r.Public, h4r.PackSettings{MaxTokens: 2000, Reason: "small"}, ""},
 		{"rule undefined for this specialist", `pack := {"maxTokens": 2000} if input.specialist.securityLevel == "public"`, h4r.Restricted, h4r.PackSettings{}, ""},
 		{"all limits", `pack := {"maxBytes": 1000, "maxTokens": 200, "maxItems": 3}`, h4r.Public, h4r.PackSettings{MaxBytes: 1000, MaxTokens: 200, MaxItems: 3}, ""},
-		{"unknown key", `pack := {"maxToken": 2000}`, h4r.Public, h4r.PackSettings{}, "pack.maxToken is not a pack setting"},
+		{"unknown key ignored", `pack := {"maxToken": 2000, "allow": true, "maxItems": 4}`, h4r.Public, h4r.PackSettings{MaxItems: 4}, ""},
 		{"zero limit", `pack := {"maxItems": 0}`, h4r.Public, h4r.PackSettings{}, "pack.maxItems is"},
 		{"fractional limit", `pack := {"maxItems": 2.5}`, h4r.Public, h4r.PackSettings{}, "want a positive integer"},
 		{"string limit", `pack := {"maxBytes": "10"}`, h4r.Public, h4r.PackSettings{}, "want a positive integer"},
@@ -331,7 +331,7 @@ func FuzzDecodePackSettings(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ps, err := decodePackSettings(doc)
+		ps, _, err := decodePackSettings(doc)
 		if err != nil {
 			return
 		}

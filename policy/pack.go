@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
+	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -15,9 +15,10 @@ import (
 
 // PackSettings evaluates the policy's pack rule for a specialist. A policy
 // without one, or whose rule is undefined for this specialist, sets
-// nothing. A rule that errors or returns anything but an object of the
-// documented keys with positive integer limits is an error: the caller
-// fails closed.
+// nothing. Keys other than the documented ones are ignored (a policy may
+// carry its own, or answer every path alike). A rule that errors, returns
+// anything but an object, or sets a documented limit to anything but a
+// positive integer is an error: the caller fails closed.
 func (e *Engine) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.PackSettings, error) {
 	if e.pack == nil {
 		return h4r.PackSettings{}, nil
@@ -33,7 +34,7 @@ func (e *Engine) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.Pac
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return h4r.PackSettings{}, nil
 	}
-	ps, err := decodePackSettings(rs[0].Expressions[0].Value)
+	ps, _, err := decodePackSettings(rs[0].Expressions[0].Value)
 	if err != nil {
 		return h4r.PackSettings{}, fmt.Errorf("reading pack settings of policy %s: %w", e.revision, err)
 	}
@@ -43,13 +44,15 @@ func (e *Engine) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.Pac
 var packKeys = []string{"maxBytes", "maxItems", "maxTokens", "reason"}
 
 // decodePackSettings reads the value of the pack rule (decoded JSON: Go
-// numbers are json.Number or float64).
-func decodePackSettings(v any) (h4r.PackSettings, error) {
+// numbers are json.Number or float64), and returns the keys it ignored,
+// sorted.
+func decodePackSettings(v any) (h4r.PackSettings, []string, error) {
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return h4r.PackSettings{}, fmt.Errorf("pack is %s, want an object", describe(v))
+		return h4r.PackSettings{}, nil, fmt.Errorf("pack is %s, want an object", describe(v))
 	}
 	var ps h4r.PackSettings
+	var ignored []string
 	for key, raw := range doc {
 		var dst *int
 		switch key {
@@ -62,20 +65,22 @@ func decodePackSettings(v any) (h4r.PackSettings, error) {
 		case "reason":
 			s, ok := raw.(string)
 			if !ok {
-				return h4r.PackSettings{}, fmt.Errorf("pack.reason is %s, want a string", describe(raw))
+				return h4r.PackSettings{}, nil, fmt.Errorf("pack.reason is %s, want a string", describe(raw))
 			}
 			ps.Reason = s
 			continue
 		default:
-			return h4r.PackSettings{}, fmt.Errorf("pack.%s is not a pack setting (want %s)", key, strings.Join(packKeys, ", "))
+			ignored = append(ignored, key)
+			continue
 		}
 		n, ok := positiveInt(raw)
 		if !ok {
-			return h4r.PackSettings{}, fmt.Errorf("pack.%s is %s, want a positive integer", key, describe(raw))
+			return h4r.PackSettings{}, nil, fmt.Errorf("pack.%s is %s, want a positive integer", key, describe(raw))
 		}
 		*dst = n
 	}
-	return ps, nil
+	slices.Sort(ignored)
+	return ps, ignored, nil
 }
 
 func positiveInt(v any) (int, bool) {

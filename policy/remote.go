@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -48,6 +49,11 @@ type Remote struct {
 	created     time.Time
 	revision    atomic.Pointer[string]
 
+	log *slog.Logger
+	// ignoredKeys are the pack keys already logged as ignored: said once
+	// per key, not on every pack.
+	ignoredKeys sync.Map
+
 	mu          sync.Mutex
 	lastError   string
 	lastErrorAt time.Time
@@ -67,6 +73,9 @@ func WithHTTPClient(c *http.Client) RemoteOption { return func(r *Remote) { r.cl
 // WithConcurrency sets how many calls one batch makes at once (default 8).
 func WithConcurrency(n int) RemoteOption { return func(r *Remote) { r.concurrency = max(n, 1) } }
 
+// WithRemoteLogger sets the logger (default slog.Default()).
+func WithRemoteLogger(l *slog.Logger) RemoteOption { return func(r *Remote) { r.log = l } }
+
 // WithRemoteCache caches decisions in c (Snapshot puts it in front).
 func WithRemoteCache(c *Cache) RemoteOption { return func(r *Remote) { r.cache = c } }
 
@@ -78,7 +87,7 @@ func NewRemote(baseURL string, opts ...RemoteOption) (*Remote, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, h4r.Errorf(h4r.EINVALID, "SCS_OPA_URL", "want an http(s) URL of an OPA server, got %q", baseURL)
 	}
-	r := &Remote{base: strings.TrimSuffix(baseURL, "/"), timeout: DefaultRemoteTimeout, concurrency: DefaultRemoteConcurrency, created: time.Now().UTC()}
+	r := &Remote{base: strings.TrimSuffix(baseURL, "/"), timeout: DefaultRemoteTimeout, concurrency: DefaultRemoteConcurrency, created: time.Now().UTC(), log: slog.Default()}
 	for _, o := range opts {
 		o(r)
 	}
@@ -271,7 +280,17 @@ func (r *Remote) PackSettings(ctx context.Context, spec h4r.Specialist) (h4r.Pac
 	if err := dec.Decode(&doc); err != nil {
 		return h4r.PackSettings{}, fmt.Errorf("reading OPA's pack settings: %w", err)
 	}
-	return decodePackSettings(doc)
+	ps, ignored, err := decodePackSettings(doc)
+	if err != nil {
+		return h4r.PackSettings{}, fmt.Errorf("reading OPA's pack settings: %w", err)
+	}
+	for _, k := range ignored {
+		if _, seen := r.ignoredKeys.LoadOrStore(k, true); !seen {
+			r.log.WarnContext(ctx, "OPA's pack settings carry a key that is not a pack setting; it is ignored",
+				"key", k, "settings", strings.Join(packKeys, ", "))
+		}
+	}
+	return ps, nil
 }
 
 // Ping asks OPA's health endpoint whether the server answers and has its

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -74,6 +76,52 @@ pack := {"maxTokens": 100} if input.specialist.securityLevel == "public"
 		if err != nil || got != want {
 			t.Errorf("%s: PackSettings = %+v, %v; want %+v", level, got, err, want)
 		}
+	}
+}
+
+// TestRemotePackSettingsTolerant: a policy without a pack rule, or one
+// whose every document answers the same (allow on every path), or whose
+// pack carries keys of its own, sets what it says it sets; unknown keys
+// are logged once each.
+func TestRemotePackSettingsTolerant(t *testing.T) {
+	cases := []struct {
+		name    string
+		modules map[string]string
+		want    h4r.PackSettings
+		logged  []string
+	}{
+		{"no pack rule", map[string]string{"p.rego": "package cmo.context\n\nallow := true\n"}, h4r.PackSettings{}, nil},
+		{"allow on every path", map[string]string{
+			"p.rego":    "package cmo.context\n\nallow := true\n",
+			"pack.rego": "package cmo.context.pack\n\nallow := true\n",
+		}, h4r.PackSettings{}, []string{"allow"}},
+		{"unknown keys beside known ones", map[string]string{"p.rego": `package cmo.context
+
+allow := true
+
+pack := {"maxItems": 5, "owner": "team-a", "allow": true}
+`}, h4r.PackSettings{MaxItems: 5}, []string{"allow", "owner"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opa := opatest.Start(t, tc.modules)
+			var logs bytes.Buffer
+			remote := newRemote(t, opa.URL, WithRemoteLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			for range 3 {
+				got, err := remote.PackSettings(t.Context(), spec(h4r.Public))
+				if err != nil || got != tc.want {
+					t.Fatalf("PackSettings = %+v, %v; want %+v", got, err, tc.want)
+				}
+			}
+			if n := strings.Count(logs.String(), "not a pack setting"); n != len(tc.logged) {
+				t.Errorf("logged %d warnings, want %d (once per key): %s", n, len(tc.logged), logs.String())
+			}
+			for _, k := range tc.logged {
+				if !strings.Contains(logs.String(), "key="+k) {
+					t.Errorf("no warning names key %q: %s", k, logs.String())
+				}
+			}
+		})
 	}
 }
 

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -8,6 +10,8 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/bridge"
+	"github.com/h4r/h4r/internal/jsonstrict"
+	"github.com/h4r/h4r/jobs"
 )
 
 // WithBridge serves the context bridge at POST /v1/bridge
@@ -18,7 +22,43 @@ func (s *Server) bridgeRoutes() []route {
 	return []route{
 		{"POST", "/v1/bridge", s.bridgeEnrich, readRoute},
 		{"POST", "/v1/bridge/trajectories", s.bridgeTrajectories, ingestRoute},
+		{"POST", "/admin/backfill-signatures", s.backfillSignatures, adminRoute},
 	}
+}
+
+// SignatureBackfiller starts the job that (re)computes the signatures of
+// stored trajectories (app.Jobs).
+type SignatureBackfiller interface {
+	StartBackfillSignatures(ctx context.Context, owner string) (jobs.Job, error)
+}
+
+// backfillSignatures starts the backfill job and answers 202 with its id;
+// GET /v1/jobs/{id} follows its progress. It takes no body.
+func (s *Server) backfillSignatures(c *echo.Context) error {
+	js, err := s.jobService()
+	if err != nil {
+		return err
+	}
+	bf, ok := js.(SignatureBackfiller)
+	if !ok {
+		return h4r.Errorf(h4r.EUNAVAILABLE, "", "this server's jobs cannot backfill signatures")
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		var none struct{}
+		if err := jsonstrict.Decode(body, &none, ""); err != nil {
+			return err
+		}
+	}
+	owner, _ := jobViewer(c)
+	j, err := bf.StartBackfillSignatures(c.Request().Context(), owner)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"job_id": j.ID, "state": j.State})
 }
 
 // bridgeBody is a tool call and, optionally, its result.
@@ -30,7 +70,7 @@ type bridgeBody struct {
 
 // bridgeEnrich answers {result, context_bridge?}: the result as sent, and
 // the trajectories similar to the call that the key may see. Without a
-// bridge, or with it off, context_bridge is absent (the context-bridge contract's
+// bridge, or with it off, context_bridge is absent (the bridge contract's
 // feature flag), never an error.
 func (s *Server) bridgeEnrich(c *echo.Context) error {
 	req, err := decodeBody[bridgeBody](s, c)

@@ -182,6 +182,9 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 		{name: "job", route: "GET /v1/jobs/{id}", path: "/v1/jobs/{{job}}", status: 200},
 		{name: "missing job", route: "GET /v1/jobs/{id}", path: "/v1/jobs/job-none", status: 404},
 		{name: "reindex", route: "POST /v1/reindex", body: `{}`, status: 202},
+		{name: "backfill signatures", save: "backfill", from: "job_id", route: "POST /admin/backfill-signatures", status: 202},
+		{name: "backfill with a body", route: "POST /admin/backfill-signatures", body: `{"all": true}`, status: 400},
+		{name: "backfill job", route: "GET /v1/jobs/{id}", path: "/v1/jobs/{{backfill}}", status: 200},
 
 		{name: "trace", route: "POST /v1/traces", body: traceBody, status: 200},
 		{name: "trace without sha", route: "POST /v1/traces", body: `{"repo": "acme/gateway"}`, status: 400},

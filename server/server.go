@@ -185,6 +185,9 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	if s.metrics == nil {
 		s.metrics = metrics.New()
 	}
+	if s.bridge != nil {
+		s.metrics.RegisterBridge(s.bridge.Metrics(), s.log)
+	}
 	e := echo.New()
 	e.Logger = s.log
 	e.HTTPErrorHandler = s.handleError
@@ -369,6 +372,11 @@ func (s *Server) ready(c *echo.Context) error {
 	}
 	if s.policy != nil {
 		out["policy"] = s.policyReadiness()
+	}
+	if s.bridge != nil {
+		// Enrichment is not critical: a degraded bridge is shown, and the
+		// server stays ready.
+		out["context_bridge"] = s.bridge.Health()
 	}
 	return c.JSON(code, map[string]any{"status": status, "checks": out})
 }

@@ -514,14 +514,15 @@ type surface struct {
 // can come back from it. A route neither here nor in a surface fails the
 // registry check.
 var noItemData = map[string]string{
-	"POST /v1/items":               "write: answers the caller's own ids; called by the seeding",
-	"DELETE /v1/items/:id":         "write: answers 204 without a body; called by the seeding",
-	"POST /v1/traces":              "write: answers the trace's own ids; called by the seeding",
-	"POST /v1/decision-traces":     "write: answers the caller's own ids; called by the seeding",
-	"POST /v1/memory/write":        "write: answers the new memory id; called by the seeding",
-	"POST /v1/bridge/trajectories": "write: answers the caller's own ids; called by the seeding",
-	"POST /ingest":                 "write: answers a job id and state; called by the seeding (the job itself is probed at GET /v1/jobs/:id)",
-	"POST /v1/reindex":             "admin: starts a re-embedding job and answers its id; rebuilding the index under the probes would only slow them",
+	"POST /v1/items":                  "write: answers the caller's own ids; called by the seeding",
+	"DELETE /v1/items/:id":            "write: answers 204 without a body; called by the seeding",
+	"POST /v1/traces":                 "write: answers the trace's own ids; called by the seeding",
+	"POST /v1/decision-traces":        "write: answers the caller's own ids; called by the seeding",
+	"POST /v1/memory/write":           "write: answers the new memory id; called by the seeding",
+	"POST /v1/bridge/trajectories":    "write: answers the caller's own ids; called by the seeding",
+	"POST /ingest":                    "write: answers a job id and state; called by the seeding (the job itself is probed at GET /v1/jobs/:id)",
+	"POST /v1/reindex":                "admin: starts a re-embedding job and answers its id; rebuilding the index under the probes would only slow them",
+	"POST /admin/backfill-signatures": "admin: starts a job that rewrites trajectories' concepts and answers its id, no item data (the job is probed at GET /v1/jobs/:id)",
 }
 
 // canarySurfaces is the table: one entry per surface.

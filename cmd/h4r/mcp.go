@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -64,7 +65,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		log.Error("the context bridge is off: it could not be built", "error", err)
 		b = nil
 	}
-	return mcpRegistry(cfg, a, b).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, caller)
+	return mcpRegistry(ctx, cfg, a, b, log).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, caller)
 }
 
 // mcpCaller is whom h4r mcp answers for: H4R_MCP_API_KEY's principal in
@@ -91,7 +92,9 @@ func mcpCaller(cfg config.Config) (mcptools.Caller, error) {
 // mcpRegistry is the MCP tools of a, for h4r mcp and for /mcp;
 // context_bridge when b is not nil (it answers without context_bridge
 // while H4R_BRIDGE_ENABLED is false).
-func mcpRegistry(cfg config.Config, a *app.App, b *bridge.Bridge) *mcptools.Registry {
+// An upstream MCP server (H4R_MCP_UPSTREAM_URL or _COMMAND) that cannot
+// be reached is logged and left out: H4R's own tools are served.
+func mcpRegistry(ctx context.Context, cfg config.Config, a *app.App, b *bridge.Bridge, log *slog.Logger) *mcptools.Registry {
 	r := mcptools.NewRegistry("h4r", versionLine())
 	mcptools.Standard(r, mcptools.Deps{
 		Packer: a.Engine, Memory: a.Memory, Items: a.Store.Count, Timeout: cfg.RequestTimeout,
@@ -104,6 +107,9 @@ func mcpRegistry(cfg config.Config, a *app.App, b *bridge.Bridge) *mcptools.Regi
 	mcptools.AddTraces(r, trace.NewService(a.Store, trace.WithSearch(a.Engine, a.Slicer)), a.Decisions)
 	if b != nil {
 		mcptools.AddBridge(r, b)
+	}
+	if err := addUpstream(ctx, cfg, a, r, b, log); err != nil {
+		log.Error("the upstream MCP server's tools are not served", "error", err)
 	}
 	return r
 }

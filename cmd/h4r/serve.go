@@ -172,7 +172,7 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 		server.WithPolicy(a.Policy),
 		server.WithDecisions(a.Decisions),
 		server.WithMemory(a.Memory),
-		server.WithMCP(mcpRegistry(cfg, a, b)),
+		server.WithMCP(mcpRegistry(context.Background(), cfg, a, b, log)),
 		server.WithA2A(server.A2AOptions{PublicURL: cfg.A2APublicURL, TaskTTL: cfg.A2ATaskTTL, TaskMax: cfg.A2ATaskMax, TaskMaxBytes: cfg.A2ATaskMaxBytes}),
 	}
 	// fanout nil: pushes stay within this process (no NATS_URL).
