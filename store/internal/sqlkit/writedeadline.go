@@ -22,11 +22,21 @@ func WriteWithin(ctx context.Context, d time.Duration) (context.Context, func(er
 	return wctx, func(err error) error {
 		expired := errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
-		if err == nil || !expired || !errors.Is(err, context.DeadlineExceeded) {
+		if err == nil || !expired || !(errors.Is(err, context.DeadlineExceeded) || lockBusy(err)) {
 			return err
 		}
 		return fmt.Errorf("%w: %w", WriteBusy(d), err)
 	}
+}
+
+// lockBusy reports whether err is SQLite's SQLITE_BUSY (code 5): the
+// writer's busy timeout, which equals the write's deadline, can end the
+// wait for another process's lock a moment before the deadline's own
+// cancellation does. The driver's error is matched by its Code method,
+// so that this package needs no SQLite import.
+func lockBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // WriteBusy is the error of a write that its deadline d ended.

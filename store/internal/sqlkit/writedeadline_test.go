@@ -59,3 +59,47 @@ func TestFinish(t *testing.T) {
 		})
 	}
 }
+
+// busyErr stands for the SQLite driver's error: Code is the result code,
+// extended codes in the high bits.
+type busyErr int
+
+func (e busyErr) Error() string { return fmt.Sprintf("database is locked (%d)", int(e)) }
+func (e busyErr) Code() int     { return int(e) }
+
+// TestBusyAfterTheDeadlineIsUnavailable: SQLITE_BUSY that ends a write
+// after its deadline passed is the store being busy (503), as the
+// deadline's own cancellation is; before the deadline, or another code,
+// it is the error it is.
+func TestBusyAfterTheDeadlineIsUnavailable(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		expire   bool
+		wantBusy bool
+	}{
+		{"busy after the deadline", busyErr(5), true, true},
+		{"extended busy code after the deadline", busyErr(5 | 2<<8), true, true},
+		{"busy before the deadline", busyErr(5), false, false},
+		{"another code after the deadline", busyErr(19), true, false},
+		{"a plain error after the deadline", errors.New("constraint failed"), true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := time.Hour
+			if tt.expire {
+				d = time.Millisecond
+			}
+			ctx, finish := WriteWithin(context.Background(), d)
+			if tt.expire {
+				<-ctx.Done()
+			}
+			err := finish(tt.err)
+			var e *h4r.Error
+			got := errors.As(err, &e) && e.Code == h4r.EUNAVAILABLE
+			if got != tt.wantBusy {
+				t.Errorf("finish(%v) = %v; unavailable %v, want %v", tt.err, err, got, tt.wantBusy)
+			}
+		})
+	}
+}
