@@ -214,10 +214,10 @@ func TestConsoleRefusesWritesWithoutToken(t *testing.T) {
 func TestConsoleShowsWhatTheAPIShows(t *testing.T) {
 	base := newAuthStack(t).serve(t)
 	tests := []struct {
-		name     string
-		key      string
-		never    []string // in no byte of the page
-		leftOut  map[string]string
+		name    string
+		key     string
+		never   []string // in no byte of the page
+		leftOut map[string]string
 	}{
 		{"a read key without the audit class", healerKey, []string{"mem-ops", "OPS-ONLY-RUNBOOK", "mem-sensitive", "CONFIDENTIAL-INCIDENT-NOTE", "sk-live-TOPSECRET", "jane.doe@example.com"}, nil},
 		{"a key with the audit class", auditKey, []string{"OPS-ONLY-RUNBOOK", "CONFIDENTIAL-INCIDENT-NOTE", "sk-live-TOPSECRET", "jane.doe@example.com"}, map[string]string{"mem-ops": "policy", "mem-sensitive": "policy"}},
