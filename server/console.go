@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
@@ -41,6 +43,7 @@ var consoleFiles embed.FS
 
 const (
 	consoleCookie      = "h4r_console"
+	consoleLoginCookie = "h4r_console_login"
 	consoleSessionLife = 8 * time.Hour
 	consoleMaxSessions = 10000
 	consoleMaxForm     = 64 << 10
@@ -63,6 +66,7 @@ type consoleSession struct {
 
 // consoleState holds the parsed pages and the sessions.
 type consoleState struct {
+	secret   []byte // keys the login form's CSRF tokens (loginForm)
 	pages    map[string]*template.Template
 	mu       sync.Mutex
 	sessions map[string]*consoleSession
@@ -77,7 +81,9 @@ func newConsoleState() (*consoleState, error) {
 		}
 		pages[name] = t
 	}
-	return &consoleState{pages: pages, sessions: map[string]*consoleSession{}}, nil
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	return &consoleState{secret: secret, pages: pages, sessions: map[string]*consoleSession{}}, nil
 }
 
 func (s *Server) consoleRoutes() []route {
@@ -265,16 +271,33 @@ func (s *Server) uiIndex(c *echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/ui/pack")
 }
 
+// loginForm returns the CSRF token of the login form, bound to the
+// browser's login cookie (set here when missing). Before login nothing is
+// kept on the server: the token is an HMAC of the cookie under the
+// server's secret, so that strangers cannot fill the session table.
+func (s *Server) loginForm(c *echo.Context, set bool) (*consoleSession, bool) {
+	nonce := ""
+	if ck, err := c.Cookie(consoleLoginCookie); err == nil && ck.Value != "" {
+		nonce = ck.Value
+	} else if set {
+		nonce = randomToken()
+		c.SetCookie(&http.Cookie{Name: consoleLoginCookie, Value: nonce, Path: "/ui", HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, Secure: c.Request().TLS != nil})
+	} else {
+		return nil, false
+	}
+	mac := hmac.New(sha256.New, s.console.secret)
+	mac.Write([]byte("login\x00" + nonce))
+	return &consoleSession{csrf: base64.RawURLEncoding.EncodeToString(mac.Sum(nil))}, true
+}
+
 func (s *Server) uiLoginPage(c *echo.Context) error {
 	if s.keys == nil {
 		consoleHeaders(c)
 		return c.Redirect(http.StatusSeeOther, "/ui/pack")
 	}
-	sess := s.session(c)
-	if sess == nil {
-		sess = s.newSession(c, "")
-	}
-	return s.render(c, http.StatusOK, "login", map[string]any{"Title": "Sign in", "CSRF": sess.csrf})
+	form, _ := s.loginForm(c, true)
+	return s.render(c, http.StatusOK, "login", map[string]any{"Title": "Sign in", "CSRF": form.csrf})
 }
 
 func (s *Server) uiLogin(c *echo.Context) error {
@@ -282,18 +305,20 @@ func (s *Server) uiLogin(c *echo.Context) error {
 		consoleHeaders(c)
 		return c.Redirect(http.StatusSeeOther, "/ui/pack")
 	}
-	sess := s.session(c)
+	form, _ := s.loginForm(c, false)
 	if err := parseForm(c); err != nil {
-		return s.renderError(c, sess, err)
+		return s.renderError(c, nil, err)
 	}
-	if err := s.checkWrite(c, sess); err != nil {
-		return s.renderError(c, sess, err)
+	if err := s.checkWrite(c, form); err != nil {
+		return s.renderError(c, nil, err)
 	}
 	key := strings.TrimSpace(c.Request().PostForm.Get("key"))
 	if _, ok := s.keys.Authenticate(key); !ok || key == "" {
-		return s.render(c, http.StatusUnauthorized, "login", map[string]any{"Title": "Sign in", "CSRF": sess.csrf,
+		return s.render(c, http.StatusUnauthorized, "login", map[string]any{"Title": "Sign in", "CSRF": form.csrf,
 			"Error": h4r.Errorf(h4r.EUNAUTH, "key", "unknown API key")})
 	}
+	c.SetCookie(&http.Cookie{Name: consoleLoginCookie, Value: "", Path: "/ui", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.Request().TLS != nil, MaxAge: -1})
 	s.newSession(c, key)
 	consoleHeaders(c)
 	return c.Redirect(http.StatusSeeOther, "/ui/pack")

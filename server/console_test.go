@@ -108,9 +108,9 @@ func shown(body string) (kept []string, left map[string]string) {
 	return kept, left
 }
 
-// TestConsoleSession checks the login: the cookie's attributes, a new
-// session id at login, the key never in a URL or cookie, and the pages
-// closed to a browser without a session.
+// TestConsoleSession checks the login: the cookies' attributes, no session
+// before login (the login form's token is not a session's), the key never
+// in a URL or cookie, and the pages closed to a browser without a session.
 func TestConsoleSession(t *testing.T) {
 	base := newAuthStack(t).serve(t)
 	b := newBrowser(t, base)
@@ -118,12 +118,7 @@ func TestConsoleSession(t *testing.T) {
 		t.Fatalf("the playground without a session: %d %q, want 303 to /ui/login", p.status, p.header.Get("Location"))
 	}
 	p := b.do(http.MethodGet, "/ui/login", nil)
-	ck := p.header.Get("Set-Cookie")
-	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/ui"} {
-		if !strings.Contains(ck, attr) {
-			t.Errorf("session cookie %q lacks %s", ck, attr)
-		}
-	}
+	checkCookie(t, "login", setCookie(p.header, "h4r_console_login"))
 	if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 		t.Errorf("Content-Security-Policy %q", csp)
 	}
@@ -131,6 +126,9 @@ func TestConsoleSession(t *testing.T) {
 		t.Error("the login page has an inline script")
 	}
 	pre := csrfField.FindStringSubmatch(p.body)[1]
+	if r := b.do(http.MethodPost, "/ui/pack", consoleQuery(pre)); r.status != http.StatusSeeOther {
+		t.Errorf("the login form's token as a session: %d, want 303 to the login", r.status)
+	}
 	if r := b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {pre}, "key": {"guess"}}); r.status != http.StatusUnauthorized {
 		t.Errorf("login with an unknown key: %d, want 401", r.status)
 	}
@@ -138,12 +136,10 @@ func TestConsoleSession(t *testing.T) {
 	if r.status != http.StatusSeeOther {
 		t.Fatalf("login: %d", r.status)
 	}
-	after := r.header.Get("Set-Cookie")
-	if strings.Contains(after+r.header.Get("Location"), healerKey) {
-		t.Error("the key is in the cookie or the redirect")
-	}
-	if cookieValue(ck) == cookieValue(after) {
-		t.Error("the session id did not change at login")
+	session := setCookie(r.header, "h4r_console")
+	checkCookie(t, "session", session)
+	if strings.Contains(strings.Join(r.header.Values("Set-Cookie"), " ")+r.header.Get("Location"), healerKey) {
+		t.Error("the key is in a cookie or the redirect")
 	}
 	if p := b.do(http.MethodGet, "/ui/pack", nil); p.status != http.StatusOK || !strings.Contains(p.body, "playwright_healer") {
 		t.Errorf("the playground after login: %d", p.status)
@@ -153,6 +149,33 @@ func TestConsoleSession(t *testing.T) {
 	}
 	if p := b.do(http.MethodGet, "/ui/pack", nil); p.status != http.StatusSeeOther {
 		t.Errorf("the playground after logout: %d, want 303", p.status)
+	}
+	// The old session id is worth nothing once signed out.
+	replay := newBrowser(t, base)
+	if p := replay.do(http.MethodGet, "/ui/pack", nil, "Cookie", cookieValue(session)); p.status != http.StatusSeeOther {
+		t.Errorf("the signed-out session id replayed: %d, want 303", p.status)
+	}
+}
+
+// setCookie returns the Set-Cookie header that sets name.
+func setCookie(h http.Header, name string) string {
+	for _, v := range h.Values("Set-Cookie") {
+		if strings.HasPrefix(v, name+"=") {
+			return v
+		}
+	}
+	return ""
+}
+
+func checkCookie(t *testing.T, what, ck string) {
+	t.Helper()
+	if ck == "" {
+		t.Errorf("no %s cookie set", what)
+	}
+	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/ui"} {
+		if !strings.Contains(ck, attr) {
+			t.Errorf("%s cookie %q lacks %s", what, ck, attr)
+		}
 	}
 }
 
