@@ -57,7 +57,8 @@ const (
 var consoleRoute = routeAccess{public: true, form: true}
 
 // consoleSession is one signed-in browser: the API key it logged in with
-// ("" before login, and always without keys) and its CSRF token.
+// and its CSRF token. Before login, and without keys, a form's token is
+// not kept on the server (loginForm) and key is "".
 type consoleSession struct {
 	key     string
 	csrf    string
@@ -107,7 +108,7 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// session returns the browser's session, or nil.
+// session returns the browser's signed-in session, or nil.
 func (s *Server) session(c *echo.Context) *consoleSession {
 	ck, err := c.Cookie(consoleCookie)
 	if err != nil {
@@ -185,16 +186,15 @@ func consoleHeaders(c *echo.Context) {
 // consoleAuth returns the session of a page request and sets the caller's
 // principal as the API's authentication does. With keys, a browser without
 // a session (or whose key no longer authenticates) is sent to the login
-// page: ok is false and the answer is written. Without keys, a session is
-// started on the spot (it carries the CSRF token).
+// page: ok is false and the answer is written. Without keys there is no
+// session: the forms carry the token loginForm binds to a cookie.
 func (s *Server) consoleAuth(c *echo.Context) (sess *consoleSession, ok bool, err error) {
-	sess = s.session(c)
 	if s.keys == nil {
-		if sess == nil {
-			sess = s.newSession(c, "")
-		}
-		return sess, true, nil
+		// Nothing to keep: the form token alone, as before a login.
+		form, _ := s.loginForm(c, true)
+		return form, true, nil
 	}
+	sess = s.session(c)
 	if sess == nil || sess.key == "" {
 		return nil, false, c.Redirect(http.StatusSeeOther, "/ui/login")
 	}
@@ -271,10 +271,11 @@ func (s *Server) uiIndex(c *echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/ui/pack")
 }
 
-// loginForm returns the CSRF token of the login form, bound to the
-// browser's login cookie (set here when missing). Before login nothing is
-// kept on the server: the token is an HMAC of the cookie under the
-// server's secret, so that strangers cannot fill the session table.
+// loginForm returns the CSRF token of the login form (and, without keys,
+// of every form), bound to the browser's form cookie (set here when
+// missing and set is true). Nothing is kept on the server: the token is
+// an HMAC of the cookie under the server's secret, so that strangers
+// cannot fill the session table.
 func (s *Server) loginForm(c *echo.Context, set bool) (*consoleSession, bool) {
 	nonce := ""
 	if ck, err := c.Cookie(consoleLoginCookie); err == nil && ck.Value != "" {

@@ -149,8 +149,8 @@ func checkA11y(t *testing.T, ctx context.Context, page string) {
 	}
 }
 
-// login signs in by keyboard only: Tab reaches the skip link first, the
-// key field has the focus, Enter submits.
+// login signs in by keyboard only: the key field has the focus, Enter
+// submits.
 func login(t *testing.T, ctx context.Context, base, key string) {
 	t.Helper()
 	must(t, ctx, chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("key")))
@@ -261,7 +261,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Run("dry-run", func(t *testing.T) {
 		ctx := tab(t, browser)
 		login(t, ctx, base, consoleLeadKey)
-		must(t, ctx, chromedp.Click(chromedp.CSS(`nav a[href="/ui/dryrun"]`)), chromedp.WaitVisible(chromedp.ID("dryform")))
+		// By keyboard: the first Tab reaches the skip link, the next ones
+		// the menu; Enter on the dry-run's link opens it.
+		must(t, ctx, chromedp.KeyEvent("\t"))
+		if f := eval[string](t, ctx, `document.activeElement.className`); f != "skip" {
+			t.Errorf("the first Tab focuses %q, want the skip link", f)
+		}
+		must(t, ctx, chromedp.KeyEvent("\t\t"))
+		if f := eval[string](t, ctx, `document.activeElement.getAttribute("href") || ""`); f != "/ui/dryrun" {
+			t.Errorf("the third Tab focuses %q, want the dry-run's link", f)
+		}
+		must(t, ctx, chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.ID("dryform")))
 		checkA11y(t, ctx, "dry-run")
 		must(t, ctx, chromedp.SetValue(chromedp.ID("b_level"), "internal"), chromedp.SetValue(chromedp.ID("b_groups"), "qa"))
 		runQuery(t, ctx, "dryform")
