@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -360,5 +361,40 @@ func TestConsoleWithoutKeys(t *testing.T) {
 	}
 	if p := b.do(http.MethodGet, "/ui/dryrun", nil); p.status != http.StatusForbidden {
 		t.Errorf("dry-run without anonymous audit: %d, want 403", p.status)
+	}
+}
+
+// TestConsoleCookiesSecureOverTLS checks that the cookies are Secure when
+// the console is reached over TLS, and only then (a browser would not send
+// a Secure cookie back over plain HTTP on loopback).
+func TestConsoleCookiesSecureOverTLS(t *testing.T) {
+	s := newAuthStack(t)
+	tests := []struct {
+		name   string
+		tls    bool
+		secure bool
+	}{
+		{"over TLS", true, true},
+		{"over plain HTTP", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := httptest.NewUnstartedServer(s.srv.Handler())
+			if tt.tls {
+				ts.StartTLS()
+			} else {
+				ts.Start()
+			}
+			t.Cleanup(ts.Close)
+			b := newBrowser(t, ts.URL)
+			b.c.Transport = ts.Client().Transport
+			login := b.do(http.MethodGet, "/ui/login", nil)
+			r := b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {csrfField.FindStringSubmatch(login.body)[1]}, "key": {healerKey}})
+			for name, ck := range map[string]string{"login": setCookie(login.header, "h4r_console_login"), "session": setCookie(r.header, "h4r_console")} {
+				if got := strings.Contains(ck, "; Secure"); got != tt.secure {
+					t.Errorf("%s cookie %q: Secure %v, want %v", name, ck, got, tt.secure)
+				}
+			}
+		})
 	}
 }
