@@ -196,11 +196,13 @@ func (s *Server) consoleAuth(c *echo.Context) (sess *consoleSession, ok bool, er
 	}
 	sess = s.session(c)
 	if sess == nil || sess.key == "" {
+		consoleHeaders(c)
 		return nil, false, c.Redirect(http.StatusSeeOther, "/ui/login")
 	}
 	p, found := s.keys.Authenticate(sess.key)
 	if !found {
 		s.endSession(c)
+		consoleHeaders(c)
 		return nil, false, c.Redirect(http.StatusSeeOther, "/ui/login")
 	}
 	c.Set(principalKey, p)
