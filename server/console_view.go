@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
@@ -27,6 +28,13 @@ var consoleFuncs = template.FuncMap{
 		return out
 	},
 	"join": strings.Join,
+	"json": func(v any) string {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	},
 	"list": func(v ...string) []string { return v },
 	"specArgs": func(prefix string, spec specForm, levels []string, keys bool) map[string]any {
 		return map[string]any{"Prefix": prefix, "Spec": spec, "Levels": levels, "Keys": keys}
