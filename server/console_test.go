@@ -10,9 +10,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/auth"
+	"github.com/h4r/h4r/server"
 )
 
 // browser is a console client: a cookie jar, no redirects followed.
@@ -396,5 +399,39 @@ func TestConsoleCookiesSecureOverTLS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// revocable is an Authenticator whose keys can all be withdrawn, as a
+// reloaded keys file withdraws a key.
+type revocable struct {
+	keys    server.Authenticator
+	revoked atomic.Bool
+}
+
+func (r *revocable) Authenticate(key string) (*auth.Principal, bool) {
+	if r.revoked.Load() {
+		return nil, false
+	}
+	return r.keys.Authenticate(key)
+}
+
+// TestConsoleRevokedKeyEndsSession checks that the key is authenticated
+// again on every page: once the server no longer accepts it, its session
+// shows nothing and sends the browser to the login.
+func TestConsoleRevokedKeyEndsSession(t *testing.T) {
+	keys, err := auth.Load("testdata/keys.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := &revocable{keys: keys}
+	base := newStack(t, server.WithAuthenticator(rv), server.WithClock(clock)).serve(t)
+	b := newBrowser(t, base)
+	b.login(healerKey)
+	token := b.csrf("/ui/pack")
+	rv.revoked.Store(true)
+	p := b.do(http.MethodPost, "/ui/pack", consoleQuery(token))
+	if kept, _ := shown(p.body); p.status != http.StatusSeeOther || len(kept) > 0 {
+		t.Errorf("a pack for a withdrawn key: %d, %d items, want 303 to the login", p.status, len(kept))
 	}
 }
