@@ -29,6 +29,7 @@ type routeAccess struct {
 	class   auth.Route // "" for any valid key
 	limited bool       // counts against the key's rate limit of its class
 	bucket  auth.Route // the limit's bucket when not class's (mcpRoute)
+	form    bool       // takes HTML forms: the console (console.go)
 }
 
 // authenticate checks the bearer key, the route class and the key's rate

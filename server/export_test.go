@@ -12,6 +12,12 @@ import (
 func (s *Server) Routes() []string {
 	var out []string
 	for _, r := range s.echo.Router().Routes() {
+		if r.Path == "/ui" || strings.HasPrefix(r.Path, "/ui/") {
+			// The console's HTML pages are for people, not programs: they
+			// are no operations of the API's description, whose clients
+			// would be generated from it. console_test.go checks them.
+			continue
+		}
 		segs := strings.Split(r.Path, "/")
 		for i, seg := range segs {
 			if name, ok := strings.CutPrefix(seg, ":"); ok {

@@ -59,6 +59,7 @@ func (s *Server) routeTables() [][]route {
 		s.a2aProtoRoutes(),
 		s.bridgeRoutes(),
 		s.ingestRoutes(),
+		s.consoleRoutes(),
 	}
 }
 

@@ -85,6 +85,7 @@ type Server struct {
 	jobs           Jobs           // nil: no ingestion or background jobs (ingest.go)
 	a2aOpts        A2AOptions     // the A2A protocol endpoint (a2aproto.go)
 	limits         limits         // work per key, unauthenticated clients (rpclimit.go)
+	console        *consoleState  // the web console's pages and sessions (console.go)
 }
 
 // readinessCheck is one backend /health/ready checks.
@@ -206,6 +207,12 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 		panic(fmt.Sprintf("server: the embedded OpenAPI description: %v", err))
 	}
 	s.openAPIDoc = doc
+	console, err := newConsoleState()
+	if err != nil {
+		// Embedded too, and parsed by every test that builds a Server.
+		panic(fmt.Sprintf("server: the embedded console pages: %v", err))
+	}
+	s.console = console
 	s.echo = e
 	return s
 }

@@ -24,10 +24,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html/template"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -422,6 +426,7 @@ func (p *probe) scan(where string, b []byte) {
 		if qb, err := json.Marshal(q); err == nil {
 			b = bytes.ReplaceAll(b, qb[1:len(qb)-1], nil)
 		}
+		b = bytes.ReplaceAll(b, []byte(template.HTMLEscapeString(q)), nil) // the console's form shows it back
 	}
 	allow := p.allow
 	if !p.h.deletedYet || p.early {
@@ -654,10 +659,75 @@ func canarySurfaces() []surface {
 		}},
 		{"a2a-rpc", []string{"GET /.well-known/agent-card.json", "POST /v1/a2a/rpc"}, probeA2ARPC},
 		{"mcp", []string{"POST /mcp", "GET /mcp", "DELETE /mcp"}, probeMCP},
+		{"console", []string{"GET /ui", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/pack", "POST /ui/pack",
+			"GET /ui/dryrun", "POST /ui/dryrun", "GET /ui/static/:name"}, probeConsole},
 		// The WebSocket lives across the seeding: harness.subscribe opens it
 		// before, scanPushes reads it after the delete.
 		{"subscribe", []string{"GET /v1/subscribe"}, nil},
 	}
+}
+
+// consoleCSRF is the CSRF field of a console page.
+var consoleCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// probeConsole uses the web console as a browser would: it signs in with
+// the probe's key (the key in a form, then a session cookie), builds the
+// probes' packs in the playground, runs the dry-run against a public
+// specialist with no groups, and signs out; every page is scanned.
+func probeConsole(p *probe) {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		p.h.t.Fatal(err)
+	}
+	cl := &http.Client{Jar: jar, Timeout: patience, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, path string, form url.Values) string {
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, err := http.NewRequest(method, p.srv.base+path, body)
+		if err != nil {
+			p.h.t.Fatal(err)
+		}
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		var r httpResult
+		res, err := cl.Do(req)
+		if err != nil {
+			r.err = err
+		} else {
+			r.status, r.header = res.StatusCode, res.Header
+			r.body, r.err = io.ReadAll(res.Body)
+			res.Body.Close()
+		}
+		p.scan(method+" "+path, r.asBytes())
+		return string(r.body)
+	}
+	token := func(page string) string {
+		if m := consoleCSRF.FindStringSubmatch(page); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	send("GET", "/ui", nil)
+	send("GET", "/ui/static/console.css", nil)
+	send("GET", "/ui/static/console.js", nil)
+	login := send("GET", "/ui/login", nil)
+	if p.k.key != "" {
+		send("POST", "/ui/login", url.Values{"csrf": {token(login)}, "key": {p.k.key}})
+	}
+	csrf := token(send("GET", "/ui/pack", nil))
+	for _, q := range p.h.queries {
+		for _, typ := range []string{"keyword", "hybrid"} {
+			send("POST", "/ui/pack", url.Values{"csrf": {csrf}, "text": {q}, "type": {typ}, "limit": {"50"}})
+		}
+	}
+	send("GET", "/ui/dryrun", nil)
+	for _, q := range p.h.queries {
+		send("POST", "/ui/dryrun", url.Values{"csrf": {csrf}, "text": {q}, "type": {"hybrid"}, "limit": {"50"}, "b_level": {"public"}, "b_groups": {""}})
+	}
+	send("POST", "/ui/logout", url.Values{"csrf": {csrf}})
 }
 
 // probeA2ARPC calls every A2A method: the card, message/send and
