@@ -154,7 +154,8 @@ const (
 // queryTraces answers GET /v1/decision-traces?preset=…: decisions citing
 // a precedent (epic= or decision=), applying a pattern (pattern=), the
 // assignment history of a file (file=), the rejected reviews, or the
-// decisions of an epic (epic=). limit= caps the answer.
+// decisions of an epic (epic=), the review decisions (status= narrows
+// them). limit= caps the answer.
 func (s *Server) queryTraces(c *echo.Context) error {
 	d, err := s.decisionService()
 	if err != nil {
@@ -167,13 +168,16 @@ func (s *Server) queryTraces(c *echo.Context) error {
 	q := c.Request().URL.Query()
 	for k := range q {
 		switch k {
-		case "preset", "epic", "decision", "pattern", "file", "limit":
+		case "preset", "epic", "decision", "pattern", "file", "status", "limit":
 		default:
-			return h4r.Errorf(h4r.EINVALID, k, "unknown parameter %q (want preset, epic, decision, pattern, file, limit)", k)
+			return h4r.Errorf(h4r.EINVALID, k, "unknown parameter %q (want preset, epic, decision, pattern, file, status, limit)", k)
 		}
 	}
 	pq := decision.PresetQuery{Preset: q.Get("preset"), Epic: q.Get("epic"), Decision: q.Get("decision"),
-		Pattern: q.Get("pattern"), File: q.Get("file"), Limit: defaultDecisionQueryLimit}
+		Pattern: q.Get("pattern"), File: q.Get("file"), Status: q.Get("status"), Limit: defaultDecisionQueryLimit}
+	if pq.Status != "" && pq.Status != "approved" && pq.Status != "needs_changes" {
+		return h4r.Errorf(h4r.EINVALID, "status", "status is approved or needs_changes, got %q", pq.Status)
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxDecisionQueryLimit {
