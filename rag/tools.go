@@ -4,11 +4,11 @@ package rag
 // an MCP tool (the session and agent come from the MCP session, not the
 // model). The rag_feedback tool's parameters are FeedbackRequest as is.
 type QueryToolArgs struct {
-	Query string   `json:"query" jsonschema:"what to retrieve context for"`
-	Files []string `json:"files,omitempty" jsonschema:"files the agent is working on"`
-	PreferGraph *bool `json:"prefer_graph,omitempty" jsonschema:"rank by causal hops from the top hits (the causal query type)"`
-	K           *int  `json:"k,omitempty" jsonschema:"results wanted (1-1000, default 10)"`
-	Rerank      *bool `json:"rerank,omitempty" jsonschema:"accepted; the engine's ranking is the only ranking"`
+	Query       string   `json:"query" jsonschema:"what to retrieve context for"`
+	Files       []string `json:"files,omitempty" jsonschema:"files the agent is working on"`
+	PreferGraph *bool    `json:"prefer_graph,omitempty" jsonschema:"rank by causal hops from the top hits (the causal query type)"`
+	K           *int     `json:"k,omitempty" jsonschema:"results wanted (1-1000, default 10)"`
+	Rerank      *bool    `json:"rerank,omitempty" jsonschema:"accepted; the engine's ranking is the only ranking"`
 }
 
 // Request is the POST /query request the tool call stands for: files
