@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/h4r/h4r/chunk"
 	"github.com/h4r/h4r/ingest"
@@ -152,7 +153,15 @@ func (j *Jobs) StartIngest(ctx context.Context, owner string, req ingest.Request
 		}
 		stored.Sources[i].Auth = nil
 	}
-	return j.Runner.Start(ctx, JobIngest, owner, stored, auths)
+	var every time.Duration
+	if req.Opts.Schedule != "" {
+		d, err := jobs.ParseEvery("opts.schedule", req.Opts.Schedule)
+		if err != nil {
+			return jobs.Job{}, err
+		}
+		every = d
+	}
+	return j.Runner.StartScheduled(ctx, JobIngest, owner, stored, auths, every)
 }
 
 // storedIngest is an ingest job's stored request: POST /ingest's body
