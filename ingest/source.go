@@ -122,7 +122,7 @@ func (o Options) Validate(field string) error {
 	return nil
 }
 
-// Request is POST /ingest's body (document 004) and an ingest job's
+// Request is POST /ingest's body (the retrieval contract) and an ingest job's
 // stored request.
 type Request struct {
 	Sources []Source `json:"sources"`

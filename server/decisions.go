@@ -213,7 +213,7 @@ func (s *Server) getDecisionTrace(c *echo.Context) error {
 	return c.JSON(http.StatusOK, wc)
 }
 
-// prefetch answers POST /v1/prefetch (document 000): relevant commit
+// prefetch answers POST /v1/prefetch (the commit-trace contract): relevant commit
 // traces for a starting session, a summary and suggestions.
 func (s *Server) prefetch(c *echo.Context) error {
 	d, err := s.decisionService()
@@ -223,7 +223,7 @@ func (s *Server) prefetch(c *echo.Context) error {
 	return answerCall(s, c, d.Prefetch)
 }
 
-// escalation answers POST /v1/escalation (document 000): whether to
+// escalation answers POST /v1/escalation (the commit-trace contract): whether to
 // escalate, from the outcomes of similar traces.
 func (s *Server) escalation(c *echo.Context) error {
 	d, err := s.decisionService()

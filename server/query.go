@@ -9,11 +9,11 @@ import (
 	"github.com/h4r/h4r/rag"
 )
 
-// WithRAG serves document 004's POST /query and POST /feedback over svc
+// WithRAG serves the retrieval contract's POST /query and POST /feedback over svc
 // (packs stored with their ids, feedback as labels and uses).
 func WithRAG(svc *rag.Service) Option { return func(s *Server) { s.rag = svc } }
 
-// ragRoutes are document 004's paths, kept as the document names them.
+// ragRoutes are the retrieval contract's paths, kept as the document names them.
 // Feedback is a read key's: the agent that was given a pack judges it, and
 // only its own packs (rag.Service.Feedback).
 func (s *Server) ragRoutes() []route {
@@ -31,7 +31,7 @@ func (s *Server) ragService() (*rag.Service, error) {
 }
 
 // ragQuery builds a pack like POST /v1/context-pack (same deadline, slots
-// and policy; clearance from the key) and answers it in document 004's
+// and policy; clearance from the key) and answers it in the retrieval contract's
 // shape, stored under its id.
 func (s *Server) ragQuery(c *echo.Context) error {
 	svc, err := s.ragService()
