@@ -63,6 +63,9 @@ func (s *Service) Preset(ctx context.Context, spec h4r.Specialist, q PresetQuery
 		}
 		return s.FileHistory(ctx, spec, q.File, q.Limit)
 	case PresetReviews:
+		if q.Status != "" && q.Status != "approved" && q.Status != "needs_changes" {
+			return nil, h4r.Errorf(h4r.EINVALID, "status", "status is approved or needs_changes, got %q", q.Status)
+		}
 		return s.Reviews(ctx, spec, q.Status, q.Limit)
 	case PresetReviewsRejected:
 		return s.ReviewsRejected(ctx, spec, q.Limit)

@@ -175,9 +175,6 @@ func (s *Server) queryTraces(c *echo.Context) error {
 	}
 	pq := decision.PresetQuery{Preset: q.Get("preset"), Epic: q.Get("epic"), Decision: q.Get("decision"),
 		Pattern: q.Get("pattern"), File: q.Get("file"), Status: q.Get("status"), Limit: defaultDecisionQueryLimit}
-	if pq.Status != "" && pq.Status != "approved" && pq.Status != "needs_changes" {
-		return h4r.Errorf(h4r.EINVALID, "status", "status is approved or needs_changes, got %q", pq.Status)
-	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxDecisionQueryLimit {

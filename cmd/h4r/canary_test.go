@@ -584,6 +584,8 @@ func canarySurfaces() []surface {
 				"preset=decision_traces_by_precedent&epic=cnry-prec",
 				"preset=file_assignment_history&file=" + url.QueryEscape(canaryArea+"/quartz.go"),
 				"preset=review_decisions_rejected",
+				"preset=review_decisions",
+				"preset=decisions_by_pattern&pattern=cnry-pattern",
 			} {
 				p.http("GET", "/v1/decision-traces?"+q, nil)
 			}
@@ -730,6 +732,7 @@ func mcpProbes(h *harness) map[string][]map[string]any {
 		{"preset": "decision_traces_by_precedent", "epic": "cnry-prec"},
 		{"preset": "file_assignment_history", "file": canaryArea + "/quartz.go"},
 		{"preset": "review_decisions_rejected"},
+		{"preset": "review_decisions"},
 	} {
 		out["precedents"] = append(out["precedents"], preset)
 	}
