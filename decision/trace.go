@@ -70,7 +70,7 @@ type Trace struct {
 	PrecedentCited  json.RawMessage `json:"precedent_cited,omitempty"`
 	OutcomeEventID  EventRef        `json:"outcome_event_id,omitempty"`
 	Timestamp       Time            `json:"timestamp"`
-	Links           []h4r.Link      `json:"links,omitempty"`
+	Links           []TraceLink     `json:"links,omitempty"`
 	Metadata        *h4r.Metadata   `json:"metadata,omitempty"`
 }
 
@@ -98,6 +98,50 @@ func (r *EventRef) UnmarshalJSON(b []byte) error {
 		return h4r.Errorf(h4r.EINVALID, "", "want an event id: a string or a non-negative integer, got %s", b)
 	}
 	*r = EventRef(strconv.FormatInt(n, 10))
+	return nil
+}
+
+// TraceLink is one of a trace's own links. It reads the item's names
+// {type, target, targetType, strength, context} or the decision traces'
+// {linkType, entityId, entityType, strength, context} (one or the other,
+// not a mix), and is stored as an item link.
+type TraceLink h4r.Link
+
+// UnmarshalJSON reads either vocabulary, refusing unknown keys and mixes.
+func (l *TraceLink) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Type       *string  `json:"type"`
+		Target     *string  `json:"target"`
+		TargetType *string  `json:"targetType"`
+		LinkType   *string  `json:"linkType"`
+		EntityID   *string  `json:"entityId"`
+		EntityType *string  `json:"entityType"`
+		Strength   *float64 `json:"strength"`
+		Context    *string  `json:"context"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return h4r.Errorf(h4r.EINVALID, "", "want a link {type, target, targetType, strength, context} or {linkType, entityId, entityType, strength, context}: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	item := w.Type != nil || w.Target != nil || w.TargetType != nil
+	entity := w.LinkType != nil || w.EntityID != nil || w.EntityType != nil
+	if item && entity {
+		return h4r.Errorf(h4r.EINVALID, "", "a link is {type, target, targetType} or {linkType, entityId, entityType}, not a mix of both")
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	*l = TraceLink{Type: str(w.Type), Target: str(w.Target), TargetType: str(w.TargetType), Context: str(w.Context)}
+	if entity {
+		l.Type, l.Target, l.TargetType = str(w.LinkType), str(w.EntityID), str(w.EntityType)
+	}
+	if w.Strength != nil {
+		l.Strength = *w.Strength
+	}
 	return nil
 }
 
@@ -237,7 +281,7 @@ func Prepare(t Trace, field string, now time.Time) (*Prepared, error) {
 		}
 	}
 	for i, l := range t.Links {
-		if err := h4r.ValidateLink(l, fmt.Sprintf("%s[%d]", at("links"), i)); err != nil {
+		if err := h4r.ValidateLink(h4r.Link(l), fmt.Sprintf("%s[%d]", at("links"), i)); err != nil {
 			return nil, err
 		}
 	}
@@ -360,7 +404,9 @@ func (p *Prepared) Item() (h4r.Item, error) {
 			links = append(links, h4r.Link{Type: h4r.LinkAssignsFile, Target: f, TargetType: h4r.TargetFile, Strength: 1})
 		}
 	}
-	links = append(links, t.Links...)
+	for _, l := range t.Links {
+		links = append(links, h4r.Link(l))
+	}
 	return h4r.Item{ID: t.ID, Kind: KindTrace, Text: p.text(), Content: content, Metadata: md, Links: links}, nil
 }
 

@@ -18,7 +18,8 @@ const adrTraces = `{"decision_traces": [
   "precedent_cited": "[{\"epic_id\":\"mj100\",\"reason\":\"solved OAuth refresh same way\"}]",
   "outcome_event_id": 42, "timestamp": 1772366400000},
  {"id": "dt-adr-2", "decision_type": "rollback_plan", "epic_id": "mj300", "agent_name": "coordinator", "project_key": "/repo",
-  "decision": {"plan": "revert the migration"}, "timestamp": 1772366500000}
+  "decision": {"plan": "revert the migration"}, "timestamp": 1772366500000,
+  "links": [{"linkType": "applies_pattern", "entityId": "mem-rollback", "entityType": "memory", "context": "the rollback pattern"}]}
 ]}`
 
 func TestDecisionTracesInTheADRsOwnShape(t *testing.T) {
@@ -61,6 +62,9 @@ func TestDecisionTracesInTheADRsOwnShape(t *testing.T) {
 	}
 	if got := answerIDs(getAnswer(t, d.base+"/v1/decision-traces?preset=decision_traces_by_precedent&epic=mj100", publicKey)); !slices.Equal(got, []string{"dt-adr-1"}) {
 		t.Errorf("citing mj100: %v", got)
+	}
+	if got := answerIDs(getAnswer(t, d.base+"/v1/decision-traces?preset=decisions_by_pattern&pattern=mem-rollback", publicKey)); !slices.Equal(got, []string{"dt-adr-2"}) {
+		t.Errorf("a trace's link written with the entity names: %v", got)
 	}
 	if got := answerIDs(getAnswer(t, d.base+"/v1/decision-traces?preset=decisions_by_epic&epic=mj300", publicKey)); !slices.Equal(got, []string{"dt-adr-2", "dt-adr-1"}) {
 		t.Errorf("epic mj300 (with the new decision type): %v", got)

@@ -151,6 +151,7 @@ func TestDecisionBadInputNamesTheField(t *testing.T) {
 		{"decision type that is no name", "/v1/decision-traces", `{"decision_type": "Vibes!", "agent_name": "a", "project_key": "p", "decision": {}}`, "decision_type", h4r.EINVALID},
 		{"alternatives as JSON text that is no JSON", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "alternatives": "[{\"option\": "}`, "alternatives", h4r.EINVALID},
 		{"outcome_event_id a fraction", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "outcome_event_id": 4.5}`, "outcome_event_id", h4r.EINVALID},
+		{"trace link mixing vocabularies", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "links": [{"linkType": "similar_to", "target": "mj9"}]}`, "links[0]", h4r.EINVALID},
 		{"links mixing vocabularies", "/v1/items/dt-one/links", `{"links": [{"type": "similar_to", "entityId": "mj9", "entityType": "epic"}]}`, "links[0]", h4r.EINVALID},
 		{"alternatives not a list", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "alternatives": {"option": "x"}}`, "alternatives", h4r.EINVALID},
 		{"link to a missing decision", "/v1/decision-traces", `{"decision_type": "conflict_resolution", "agent_name": "a", "project_key": "p", "decision": {}, "precedent_cited": [{"decision_id": "dt-missing"}]}`, "precedent_cited[0].decision_id", h4r.EINVALID},
