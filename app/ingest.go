@@ -35,6 +35,11 @@ func (j *Jobs) StartReindex(ctx context.Context, owner string, graph bool) (jobs
 // Get returns a job's record.
 func (j *Jobs) Get(ctx context.Context, id string) (jobs.Job, error) { return j.Runner.Get(ctx, id) }
 
+// Unschedule stops a scheduled job's schedule (jobs.Runner.Unschedule).
+func (j *Jobs) Unschedule(ctx context.Context, id string) (jobs.Job, error) {
+	return j.Runner.Unschedule(ctx, id)
+}
+
 // Jobs is the background job runner with the ingester: what POST /ingest,
 // GET /v1/jobs/{id}, POST /v1/reindex and h4r ingest-source use.
 type Jobs struct {

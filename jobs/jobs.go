@@ -28,7 +28,8 @@ const (
 // Schedule is a job that runs again, every Every after the end of its
 // last run. It is stored with the job, so a restart keeps it.
 type Schedule struct {
-	Every     string     `json:"every"` // a Go duration: "24h", "90m"
+	Every     string     `json:"every"`             // a Go duration: "24h", "90m"
+	Stopped   bool       `json:"stopped,omitempty"` // by Unschedule: no run follows
 	NextRunAt *time.Time `json:"next_run_at,omitempty"`
 	Runs      int        `json:"runs"`
 	LastState string     `json:"last_state,omitempty"` // succeeded or failed
@@ -280,6 +281,31 @@ func (r *Runner) Resume(ctx context.Context) (resumed, failed int, err error) {
 	return resumed, failed, nil
 }
 
+// Unschedule stops job id's schedule: no run follows (a run under way
+// ends as usual), and a job waiting for its next run takes the state of
+// its last run. A job without a schedule is invalid_argument.
+func (r *Runner) Unschedule(ctx context.Context, id string) (Job, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, err := r.store.GetJob(ctx, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if j.Schedule == nil {
+		return Job{}, h4r.Errorf(h4r.EINVALID, "id", "job %q has no schedule", id)
+	}
+	j.Schedule.Stopped, j.Schedule.NextRunAt = true, nil
+	if j.State == StateScheduled {
+		j.State = j.Schedule.LastState
+	}
+	j.UpdatedAt = r.now().UTC()
+	if err := r.store.UpdateJob(ctx, j); err != nil {
+		return Job{}, fmt.Errorf("stopping the schedule of job %s: %w", id, err)
+	}
+	delete(r.secrets, id)
+	return j, nil
+}
+
 // arm runs scheduled job j again when its next run is due (at once when
 // that is past), unless the runner closes first.
 func (r *Runner) arm(j Job) {
@@ -376,20 +402,36 @@ func (r *Runner) run(j Job, k kind, secret any) {
 				j.Error = herr.Error()
 			}
 		}
-		if j.Schedule != nil {
-			every, perr := time.ParseDuration(j.Schedule.Every)
-			if perr == nil && every > 0 {
-				next := now.Add(every)
-				j.Schedule.Runs++
-				j.Schedule.LastState, j.Schedule.NextRunAt, j.State = j.State, &next, StateScheduled
-				defer r.arm(j)
-			}
-		}
 		// The job's own context may be over; the record must still be written.
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := r.store.UpdateJob(wctx, j); err != nil {
+		if j.Schedule == nil {
+			if err := r.store.UpdateJob(wctx, j); err != nil {
+				r.log.Error("recording a job's end", "job", j.ID, "error", err)
+			}
+			return
+		}
+		// Unschedule may have stopped it while it ran: the stored record
+		// says so. r.mu orders the two.
+		r.mu.Lock()
+		if cur, err := r.store.GetJob(wctx, j.ID); err == nil && cur.Schedule != nil && cur.Schedule.Stopped {
+			j.Schedule = cur.Schedule
+		}
+		every, perr := time.ParseDuration(j.Schedule.Every)
+		rearm := perr == nil && every > 0 && !j.Schedule.Stopped
+		if rearm {
+			next := now.Add(every)
+			j.Schedule.Runs++
+			j.Schedule.LastState, j.Schedule.NextRunAt, j.State = j.State, &next, StateScheduled
+		}
+		err = r.store.UpdateJob(wctx, j)
+		r.mu.Unlock()
+		if err != nil {
 			r.log.Error("recording a job's end", "job", j.ID, "error", err)
+			return
+		}
+		if rearm {
+			r.arm(j)
 		}
 	}()
 }

@@ -289,3 +289,36 @@ func TestParseEvery(t *testing.T) {
 		})
 	}
 }
+
+// TestUnscheduleStopsTheNextRun: a stopped schedule runs no more, and
+// the job takes its last run's state; a job without one is refused.
+func TestUnscheduleStopsTheNextRun(t *testing.T) {
+	ctx := context.Background()
+	store := stores(t)["sqlite"](t)
+	r := jobs.NewRunner(store)
+	defer r.Close()
+	r.Register("noop", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+		return jobs.Progress{}, nil
+	}, true)
+	j, err := r.StartScheduled(ctx, "noop", "", 1, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, r, j.ID, jobs.StateScheduled)
+	got, err := r.Unschedule(ctx, j.ID)
+	if err != nil || got.State != jobs.StateSucceeded || !got.Schedule.Stopped || got.Schedule.NextRunAt != nil {
+		t.Fatalf("Unschedule: %+v %+v, %v", got, got.Schedule, err)
+	}
+	// A restart does not re-arm it.
+	if resumed, _, err := jobs.NewRunner(store).Resume(ctx); err != nil || resumed != 0 {
+		t.Errorf("Resume after the stop: %d resumed, %v", resumed, err)
+	}
+	plain, err := r.Start(ctx, "noop", "", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, r, plain.ID, jobs.StateSucceeded)
+	if _, err := r.Unschedule(ctx, plain.ID); h4r.ErrorCode(err) != h4r.EINVALID {
+		t.Errorf("unscheduling a job without a schedule: %v", err)
+	}
+}

@@ -87,4 +87,16 @@ func TestScheduledIngestShowsItsSchedule(t *testing.T) {
 	if s := job.Schedule; s == nil || s.Every != "24h0m0s" || s.Runs != 1 || s.LastState != "succeeded" || s.NextRunAt == "" {
 		t.Errorf("schedule = %+v", job.Schedule)
 	}
+	u := base + "/v1/jobs/" + started.JobID + "/schedule"
+	if r := do(t, http.MethodDelete, u, nil, bearer(publicKey)...); r.status != http.StatusForbidden {
+		t.Errorf("a read key stopped a schedule: %d %s", r.status, r.body)
+	}
+	r = do(t, http.MethodDelete, u, nil, bearer(ingestKey)...)
+	job.Schedule = nil
+	if err := json.Unmarshal(r.body, &job); err != nil || r.status != http.StatusOK || job.State != "succeeded" || job.Schedule == nil || job.Schedule.NextRunAt != "" {
+		t.Errorf("DELETE schedule: %d %s", r.status, r.body)
+	}
+	if r := do(t, http.MethodDelete, u, nil, bearer(ingestKey)...); r.status != http.StatusOK {
+		t.Errorf("stopping it again: %d %s", r.status, r.body)
+	}
 }

@@ -648,10 +648,15 @@ func canarySurfaces() []surface {
 				p.http("POST", "/v1/bridge", `{"tool": "think", "params": {"problem": "Plan the `+q+` trajectory", "domain": "canary"}}`)
 			}
 		}},
-		{"jobs", []string{"GET /v1/jobs/:id"}, func(p *probe) {
+		{"jobs", []string{"GET /v1/jobs/:id", "DELETE /v1/jobs/:id/schedule"}, func(p *probe) {
 			p.existence("GET /v1/jobs/:id", p.h.jobIDs, func(id string) httpResult {
 				return p.http("GET", "/v1/jobs/"+id, nil)
 			})
+			// The seeded jobs have no schedule: the owner hears so, any
+			// other key gets the answer of an unknown job.
+			for _, id := range p.h.jobIDs {
+				p.http("DELETE", "/v1/jobs/"+id+"/schedule", nil)
+			}
 		}},
 		{"a2a-rpc", []string{"GET /.well-known/agent-card.json", "POST /v1/a2a/rpc"}, probeA2ARPC},
 		{"mcp", []string{"POST /mcp", "GET /mcp", "DELETE /mcp"}, probeMCP},
