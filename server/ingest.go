@@ -25,7 +25,7 @@ type Jobs interface {
 // with j. Without it they answer 503 unavailable.
 func WithJobs(j Jobs) Option { return func(s *Server) { s.jobs = j } }
 
-// ingestRoutes: source ingestion (document 004's POST /ingest), job status
+// ingestRoutes: source ingestion (the retrieval contract's POST /ingest), job status
 // and the background reindex.
 func (s *Server) ingestRoutes() []route {
 	return []route{
@@ -38,7 +38,7 @@ func (s *Server) ingestRoutes() []route {
 	}
 }
 
-// ingestResponse is document 004's answer: the job and its stats so far.
+// ingestResponse is the retrieval contract's answer: the job and its stats so far.
 type ingestResponse struct {
 	JobID string        `json:"job_id"`
 	State string        `json:"state"`
