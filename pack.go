@@ -52,20 +52,22 @@ type Result struct {
 }
 
 // Citation is the retrieval contract's citation of a result: path (files) or url
-// (pages), the blob sha, the 1-based inclusive line range and the score.
+// (pages), the blob sha, the 1-based inclusive line range, the score, and
+// the kind of source it was ingested from (git, fs, url, doc).
 type Citation struct {
-	Path      string  `json:"path,omitempty"`
-	URL       string  `json:"url,omitempty"`
-	SHA       string  `json:"sha,omitempty"`
-	LineRange []int   `json:"line_range,omitempty"`
-	Score     float64 `json:"score"`
+	Path       string  `json:"path,omitempty"`
+	URL        string  `json:"url,omitempty"`
+	SHA        string  `json:"sha,omitempty"`
+	SourceType string  `json:"source_type,omitempty"`
+	LineRange  []int   `json:"line_range,omitempty"`
+	Score      float64 `json:"score"`
 }
 
 // CitationOf returns the citation an item's metadata gives (path or url,
 // sha, line_range, as ingestion writes them), or nil.
 func CitationOf(m Metadata, score float64) *Citation {
 	str := func(k string) string { s, _ := m.Extra[k].(string); return s }
-	c := Citation{Path: str("path"), URL: str("url"), SHA: str("sha"), Score: score}
+	c := Citation{Path: str("path"), URL: str("url"), SHA: str("sha"), SourceType: str("source_type"), Score: score}
 	if c.Path == "" && c.URL == "" {
 		return nil
 	}

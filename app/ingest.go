@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/h4r/h4r/chunk"
 	"github.com/h4r/h4r/ingest"
@@ -33,6 +34,11 @@ func (j *Jobs) StartReindex(ctx context.Context, owner string, graph bool) (jobs
 
 // Get returns a job's record.
 func (j *Jobs) Get(ctx context.Context, id string) (jobs.Job, error) { return j.Runner.Get(ctx, id) }
+
+// Unschedule stops a scheduled job's schedule (jobs.Runner.Unschedule).
+func (j *Jobs) Unschedule(ctx context.Context, id string) (jobs.Job, error) {
+	return j.Runner.Unschedule(ctx, id)
+}
 
 // Jobs is the background job runner with the ingester: what POST /ingest,
 // GET /v1/jobs/{id}, POST /v1/reindex and h4r ingest-source use.
@@ -155,7 +161,15 @@ func (j *Jobs) StartIngest(ctx context.Context, owner string, req ingest.Request
 		}
 		stored.Sources[i].Auth = nil
 	}
-	return j.Runner.Start(ctx, JobIngest, owner, stored, auths)
+	var every time.Duration
+	if req.Opts.Schedule != "" {
+		d, err := jobs.ParseEvery("opts.schedule", req.Opts.Schedule)
+		if err != nil {
+			return jobs.Job{}, err
+		}
+		every = d
+	}
+	return j.Runner.StartScheduled(ctx, JobIngest, owner, stored, auths, every)
 }
 
 // storedIngest is an ingest job's stored request: POST /ingest's body

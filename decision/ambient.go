@@ -21,7 +21,7 @@ const (
 	DefaultSendBuffer      = 16
 )
 
-// ContextUpdate is what a subscriber sends.
+// ContextUpdate is what a subscriber sends (the commit-trace contract).
 type ContextUpdate struct {
 	Type            string   `json:"type"`
 	Repo            string   `json:"repo"`

@@ -69,7 +69,7 @@ func TestPrepareNamesTheField(t *testing.T) {
 		trace decision.Trace
 		field string
 	}{
-		{"unknown decision type", trace("dt-a", "strategy_pick", "", 0, ""), "decision_type"},
+		{"decision type that is no name", trace("dt-a", "Strategy Pick", "", 0, ""), "decision_type"},
 		{"missing decision type", trace("dt-a", "", "", 0, ""), "decision_type"},
 		{"alternatives not a list", trace("dt-a", decision.TypeDecompositionStrategy, "", 0, `,"alternatives":{"option":"feature-based"}`), "alternatives"},
 		{"alternatives a string", trace("dt-a", decision.TypeDecompositionStrategy, "", 0, `,"alternatives":"feature-based"`), "alternatives"},

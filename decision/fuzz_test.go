@@ -19,6 +19,8 @@ func FuzzPrepare(f *testing.F) {
 		`{"decision_type":"decomposition_strategy","agent_name":"a","project_key":"p","decision":1,"precedent_cited":[{"epic_id":"mj100"}],"timestamp":"2026-01-01T00:00:00Z"}`,
 		`{"decision_type":"x","alternatives":{"option":1}}`,
 		`{"type":"subtask_outcome","decision_id":"dt-1","success":true}`,
+		`{"decision_type":"decomposition_strategy","agent_name":"a","project_key":"p","decision":"{\"strategy\":\"file-based\"}","alternatives":"[{\"option\":\"feature-based\",\"rejected_because\":\"70%\"}]","precedent_cited":"[{\"epic_id\":\"mj100\"}]","outcome_event_id":42}`,
+		`{"decision_type":"rollback_plan","agent_name":"a","project_key":"p","decision":"[1,","links":[{"linkType":"applies_pattern","entityId":"m","entityType":"memory"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -13,13 +13,14 @@ const (
 	PresetByPrecedent     = "decision_traces_by_precedent"
 	PresetByPattern       = "decisions_by_pattern"
 	PresetFileHistory     = "file_assignment_history"
+	PresetReviews         = "review_decisions"
 	PresetReviewsRejected = "review_decisions_rejected"
 	PresetByEpic          = "decisions_by_epic"
 )
 
 // Presets lists the presets, in the order help shows them.
 func Presets() []string {
-	return []string{PresetByPrecedent, PresetByPattern, PresetFileHistory, PresetReviewsRejected, PresetByEpic}
+	return []string{PresetByPrecedent, PresetByPattern, PresetFileHistory, PresetReviews, PresetReviewsRejected, PresetByEpic}
 }
 
 // PresetQuery is one preset with its parameters.
@@ -29,6 +30,7 @@ type PresetQuery struct {
 	Decision string // decision_traces_by_precedent, instead of Epic
 	Pattern  string // decisions_by_pattern
 	File     string // file_assignment_history
+	Status   string // review_decisions: approved, needs_changes (empty: all)
 	Limit    int
 }
 
@@ -60,6 +62,11 @@ func (s *Service) Preset(ctx context.Context, spec h4r.Specialist, q PresetQuery
 			return nil, err
 		}
 		return s.FileHistory(ctx, spec, q.File, q.Limit)
+	case PresetReviews:
+		if q.Status != "" && q.Status != "approved" && q.Status != "needs_changes" {
+			return nil, h4r.Errorf(h4r.EINVALID, "status", "status is approved or needs_changes, got %q", q.Status)
+		}
+		return s.Reviews(ctx, spec, q.Status, q.Limit)
 	case PresetReviewsRejected:
 		return s.ReviewsRejected(ctx, spec, q.Limit)
 	case PresetByEpic:

@@ -79,7 +79,7 @@ func (s *Service) RecordTraces(ctx context.Context, traces []Trace, batchField s
 		if err := s.checkDecisionLinks(ctx, p, field, inBatch); err != nil {
 			return nil, err
 		}
-		if id := p.Trace.OutcomeEventID; id != "" {
+		if id := string(p.Trace.OutcomeEventID); id != "" {
 			if err := s.mustExist(ctx, id, KindEvent, at(field, "outcome_event_id"), "outcome event"); err != nil {
 				return nil, err
 			}
@@ -162,6 +162,16 @@ func (s *Service) RecordEvents(ctx context.Context, events []Event, batchField s
 type Answer struct {
 	DecisionTraces []Wire `json:"decision_traces"`
 	Withheld       int    `json:"withheld"`
+	// Pattern is set by decisions_by_pattern: how many decisions the
+	// caller may see apply the pattern ("used in N decisions").
+	Pattern *PatternUse `json:"pattern,omitempty"`
+}
+
+// PatternUse counts the decisions that apply a pattern.
+type PatternUse struct {
+	ID          string `json:"id"`
+	UsedIn      int    `json:"used_in_decisions"`
+	CountCapped bool   `json:"count_capped,omitempty"` // more than the store was asked for: UsedIn is a lower bound
 }
 
 // Citing answers "decisions that cited epic (or decision) id as
@@ -174,9 +184,27 @@ func (s *Service) Citing(ctx context.Context, spec h4r.Specialist, id string, li
 // ApplyingPattern answers "decisions that applied pattern id"
 // (findDecisionsByPattern): applies_pattern links to it, whatever the
 // target type (a memory, a pattern).
+// The answer counts the decisions applying it that the caller may see
+// (policy's withheld ones are in Withheld, never in the count).
 func (s *Service) ApplyingPattern(ctx context.Context, spec h4r.Specialist, id string, limit int) (*Answer, error) {
-	return s.query(ctx, spec, h4r.ItemQuery{Filters: h4r.Filters{Kinds: []string{KindTrace}}, Limit: limit,
-		Linked: &h4r.LinkMatch{Target: id, Types: []string{h4r.LinkAppliesPattern}}}, false)
+	q := h4r.ItemQuery{Filters: h4r.Filters{Kinds: []string{KindTrace}}, Limit: limit,
+		Linked: &h4r.LinkMatch{Target: id, Types: []string{h4r.LinkAppliesPattern}}}
+	ans, err := s.query(ctx, spec, q, false)
+	if err != nil {
+		return nil, err
+	}
+	use := &PatternUse{ID: id, UsedIn: len(ans.DecisionTraces)}
+	if len(ans.DecisionTraces) == limit {
+		q.Limit = h4r.MaxFindLimit
+		all, err := s.store.Find(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("counting the decisions applying pattern %q: %w", id, err)
+		}
+		use.UsedIn = len(s.slicer.Clear(ctx, spec, all))
+		use.CountCapped = len(all) == h4r.MaxFindLimit
+	}
+	ans.Pattern = use
+	return ans, nil
 }
 
 // FileHistory answers "file assignment decisions for a file, with their
@@ -185,6 +213,16 @@ func (s *Service) FileHistory(ctx context.Context, spec h4r.Specialist, file str
 	return s.query(ctx, spec, h4r.ItemQuery{
 		Filters: h4r.Filters{Kinds: []string{KindTrace}, Metadata: map[string]any{"decision_type": TypeFileAssignment}}, Limit: limit,
 		Linked: &h4r.LinkMatch{Target: file, TargetType: h4r.TargetFile}}, true)
+}
+
+// Reviews answers "review decisions", newest first, each with its
+// outcome; status (approved, needs_changes) narrows them when given.
+func (s *Service) Reviews(ctx context.Context, spec h4r.Specialist, status string, limit int) (*Answer, error) {
+	md := map[string]any{"decision_type": TypeReviewApproval}
+	if status != "" {
+		md["decision_status"] = status
+	}
+	return s.query(ctx, spec, h4r.ItemQuery{Filters: h4r.Filters{Kinds: []string{KindTrace}, Metadata: md}, Limit: limit}, true)
 }
 
 // ReviewsRejected answers "review decisions that asked for changes"

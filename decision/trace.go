@@ -29,7 +29,9 @@ const (
 	TypeConflictResolution    = "conflict_resolution"
 )
 
-// Types lists the decision types, in the ADR's order.
+// Types lists the known decision types, in the ADR's order. The set is
+// open: any other type that is a lower-case name (ValidType) is recorded
+// too, so a new kind of decision needs no change here.
 func Types() []string {
 	return []string{TypeDecompositionStrategy, TypeFileAssignment, TypeExceptionGranted, TypeReviewApproval, TypeConflictResolution}
 }
@@ -66,10 +68,81 @@ type Trace struct {
 	PolicyEvaluated json.RawMessage `json:"policy_evaluated,omitempty"`
 	Alternatives    json.RawMessage `json:"alternatives,omitempty"`
 	PrecedentCited  json.RawMessage `json:"precedent_cited,omitempty"`
-	OutcomeEventID  string          `json:"outcome_event_id,omitempty"`
+	OutcomeEventID  EventRef        `json:"outcome_event_id,omitempty"`
 	Timestamp       Time            `json:"timestamp"`
-	Links           []h4r.Link      `json:"links,omitempty"`
+	Links           []TraceLink     `json:"links,omitempty"`
 	Metadata        *h4r.Metadata   `json:"metadata,omitempty"`
+}
+
+// EventRef is the id of an outcome event: a string, or an integer (the
+// ADR's integer column), which reads as its decimal digits.
+type EventRef string
+
+// UnmarshalJSON reads a string or an integer.
+func (r *EventRef) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return h4r.Errorf(h4r.EINVALID, "", "want an event id: a string or an integer")
+		}
+		*r = EventRef(s)
+		return nil
+	}
+	if string(b) == "null" {
+		*r = ""
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || n < 0 {
+		return h4r.Errorf(h4r.EINVALID, "", "want an event id: a string or a non-negative integer, got %s", b)
+	}
+	*r = EventRef(strconv.FormatInt(n, 10))
+	return nil
+}
+
+// TraceLink is one of a trace's own links. It reads the item's names
+// {type, target, targetType, strength, context} or the decision traces'
+// {linkType, entityId, entityType, strength, context} (one or the other,
+// not a mix), and is stored as an item link.
+type TraceLink h4r.Link
+
+// UnmarshalJSON reads either vocabulary, refusing unknown keys and mixes.
+func (l *TraceLink) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Type       *string  `json:"type"`
+		Target     *string  `json:"target"`
+		TargetType *string  `json:"targetType"`
+		LinkType   *string  `json:"linkType"`
+		EntityID   *string  `json:"entityId"`
+		EntityType *string  `json:"entityType"`
+		Strength   *float64 `json:"strength"`
+		Context    *string  `json:"context"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return h4r.Errorf(h4r.EINVALID, "", "want a link {type, target, targetType, strength, context} or {linkType, entityId, entityType, strength, context}: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	item := w.Type != nil || w.Target != nil || w.TargetType != nil
+	entity := w.LinkType != nil || w.EntityID != nil || w.EntityType != nil
+	if item && entity {
+		return h4r.Errorf(h4r.EINVALID, "", "a link is {type, target, targetType} or {linkType, entityId, entityType}, not a mix of both")
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	*l = TraceLink{Type: str(w.Type), Target: str(w.Target), TargetType: str(w.TargetType), Context: str(w.Context)}
+	if entity {
+		l.Type, l.Target, l.TargetType = str(w.LinkType), str(w.EntityID), str(w.EntityType)
+	}
+	if w.Strength != nil {
+		l.Strength = *w.Strength
+	}
+	return nil
 }
 
 // Time is a timestamp that reads milliseconds since the epoch (the ADR's
@@ -155,8 +228,8 @@ func Prepare(t Trace, field string, now time.Time) (*Prepared, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, at("id"), "id must be at most %d bytes without surrounding white space", h4r.MaxIDBytes)
 	case t.DecisionType == "":
 		return nil, h4r.Errorf(h4r.EINVALID, at("decision_type"), "decision_type is required (one of %s)", strings.Join(Types(), ", "))
-	case !slices.Contains(Types(), t.DecisionType):
-		return nil, h4r.Errorf(h4r.EINVALID, at("decision_type"), "unknown decision_type %q (want one of %s)", t.DecisionType, strings.Join(Types(), ", "))
+	case !ValidType(t.DecisionType):
+		return nil, h4r.Errorf(h4r.EINVALID, at("decision_type"), "decision_type %q is not a type name: 1 to %d lower-case letters, digits and underscores, starting with a letter (known: %s)", t.DecisionType, maxTypeBytes, strings.Join(Types(), ", "))
 	case strings.TrimSpace(t.AgentName) == "":
 		return nil, h4r.Errorf(h4r.EINVALID, at("agent_name"), "agent_name is required")
 	case strings.TrimSpace(t.ProjectKey) == "":
@@ -168,6 +241,17 @@ func Prepare(t Trace, field string, now time.Time) (*Prepared, error) {
 		if len(v) > maxNameBytes {
 			return nil, h4r.Errorf(h4r.EINVALID, at(name), "%s is longer than %d bytes", name, maxNameBytes)
 		}
+	}
+	// The ADR's writers send the JSON columns as JSON text
+	// (JSON.stringify): a string holding a list or an object is read as
+	// that value, so the stored trace has one, structured form.
+	for name, raw := range map[string]*json.RawMessage{"decision": &t.Decision, "inputs_gathered": &t.InputsGathered,
+		"policy_evaluated": &t.PolicyEvaluated, "alternatives": &t.Alternatives, "precedent_cited": &t.PrecedentCited} {
+		v, err := unwrapJSONText(*raw)
+		if err != nil {
+			return nil, h4r.Errorf(h4r.EINVALID, at(name), "%s is a string holding invalid JSON: %v", name, err)
+		}
+		*raw = v
 	}
 	p := &Prepared{Trace: t}
 	if !isNull(t.Alternatives) {
@@ -197,7 +281,7 @@ func Prepare(t Trace, field string, now time.Time) (*Prepared, error) {
 		}
 	}
 	for i, l := range t.Links {
-		if err := h4r.ValidateLink(l, fmt.Sprintf("%s[%d]", at("links"), i)); err != nil {
+		if err := h4r.ValidateLink(h4r.Link(l), fmt.Sprintf("%s[%d]", at("links"), i)); err != nil {
 			return nil, err
 		}
 	}
@@ -231,6 +315,48 @@ func decodeList[T any](raw json.RawMessage, out *[]T, field, want string) error 
 		}
 	}
 	return nil
+}
+
+// maxTypeBytes bounds a decision type's name.
+const maxTypeBytes = 64
+
+// ValidType reports whether t can name a decision type: a known one, or
+// a lower-case snake_case name of at most 64 bytes.
+func ValidType(t string) bool {
+	if slices.Contains(Types(), t) {
+		return true
+	}
+	if t == "" || len(t) > maxTypeBytes || t[0] < 'a' || t[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// unwrapJSONText returns the value a JSON string holds when the string's
+// text is a JSON list or object; any other value as it is.
+func unwrapJSONText(raw json.RawMessage) (json.RawMessage, error) {
+	s := bytes.TrimSpace(raw)
+	if len(s) == 0 || s[0] != '"' {
+		return raw, nil
+	}
+	var text string
+	if err := json.Unmarshal(s, &text); err != nil {
+		return raw, nil
+	}
+	inner := strings.TrimSpace(text)
+	if inner == "" || (inner[0] != '[' && inner[0] != '{') {
+		return raw, nil
+	}
+	if !json.Valid([]byte(inner)) {
+		return nil, fmt.Errorf("%.60q", inner)
+	}
+	return json.RawMessage(inner), nil
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -278,7 +404,9 @@ func (p *Prepared) Item() (h4r.Item, error) {
 			links = append(links, h4r.Link{Type: h4r.LinkAssignsFile, Target: f, TargetType: h4r.TargetFile, Strength: 1})
 		}
 	}
-	links = append(links, t.Links...)
+	for _, l := range t.Links {
+		links = append(links, h4r.Link(l))
+	}
 	return h4r.Item{ID: t.ID, Kind: KindTrace, Text: p.text(), Content: content, Metadata: md, Links: links}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/jobs"
 )
 
 // Source types.
@@ -50,9 +51,9 @@ type Options struct {
 	// Reembed rewrites unchanged files too, so that the store embeds them
 	// again (with the embedder configured now).
 	Reembed bool `json:"reembed,omitempty"`
-	// Schedule is the retrieval contract's optional field, which the document names
-	// without a format or a meaning: it is refused rather than silently run
-	// once (README, "Sources", for why it is not built).
+	// Schedule re-runs the ingest every interval after each run ends: a
+	// Go duration from one minute to 366 days ("24h", "90m"). An unchanged
+	// re-run writes nothing; the job shows its schedule.
 	Schedule string `json:"schedule,omitempty"`
 }
 
@@ -114,12 +115,14 @@ func (s Source) location() string {
 // Validate checks options.
 func (o Options) Validate(field string) error {
 	if o.Schedule != "" {
-		return h4r.Errorf(h4r.EINVALID, field+".schedule", "scheduled re-ingestion is not supported (the retrieval contract defines no format for it): run the ingest again, for example from cron; an unchanged re-run writes nothing")
+		if _, err := jobs.ParseEvery(field+".schedule", o.Schedule); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// Request is POST /ingest's body and an ingest job's
+// Request is POST /ingest's body (the retrieval contract) and an ingest job's
 // stored request.
 type Request struct {
 	Sources []Source `json:"sources"`

@@ -20,7 +20,39 @@ const (
 	StateRunning   = "running"
 	StateSucceeded = "succeeded"
 	StateFailed    = "failed"
+	// StateScheduled is a scheduled job between runs: its last run ended
+	// (Schedule.LastState) and the next is due at Schedule.NextRunAt.
+	StateScheduled = "scheduled"
 )
+
+// Schedule is a job that runs again, every Every after the end of its
+// last run. It is stored with the job, so a restart keeps it.
+type Schedule struct {
+	Every     string     `json:"every"`             // a Go duration: "24h", "90m"
+	Stopped   bool       `json:"stopped,omitempty"` // by Unschedule: no run follows
+	NextRunAt *time.Time `json:"next_run_at,omitempty"`
+	Runs      int        `json:"runs"`
+	LastState string     `json:"last_state,omitempty"` // succeeded or failed
+}
+
+// Bounds of a schedule's interval.
+const (
+	MinEvery = time.Minute
+	MaxEvery = 366 * 24 * time.Hour
+)
+
+// ParseEvery reads a schedule's interval: a Go duration from MinEvery to
+// MaxEvery. field names the request field in errors.
+func ParseEvery(field, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, h4r.Errorf(h4r.EINVALID, field, "schedule is a Go duration such as \"24h\" or \"90m\", got %q", s)
+	}
+	if d < MinEvery || d > MaxEvery {
+		return 0, h4r.Errorf(h4r.EINVALID, field, "schedule must be from %s to %s, got %s", MinEvery, MaxEvery, d)
+	}
+	return d, nil
+}
 
 // Job is one background job as stored and as GET /v1/jobs/{id} shows it.
 type Job struct {
@@ -35,6 +67,7 @@ type Job struct {
 	Progress   Progress        `json:"progress"`
 	Error      string          `json:"error,omitempty"`
 	Attempts   int             `json:"attempts"`
+	Schedule   *Schedule       `json:"schedule,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
 	UpdatedAt  time.Time       `json:"updated_at"`
 	FinishedAt *time.Time      `json:"finished_at,omitempty"`
@@ -111,10 +144,13 @@ type Runner struct {
 	now   func() time.Time
 	kinds map[string]kind
 
-	mu     sync.Mutex
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	secrets map[string]any  // of scheduled jobs, for their next runs in this process; never stored
+	ctx     context.Context // cancelled by Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // runs
+	timers  sync.WaitGroup // scheduled jobs waiting for their next run
+	closed  bool           // set by Close: no timer is armed after it
 }
 
 // Option configures a Runner.
@@ -157,6 +193,14 @@ func Secret(ctx context.Context) any { return ctx.Value(secretKey{}) }
 // handed to the job through its context (Secret) and never stored: a
 // source's credentials.
 func (r *Runner) Start(ctx context.Context, kindName, owner string, request, secret any) (Job, error) {
+	return r.StartScheduled(ctx, kindName, owner, request, secret, 0)
+}
+
+// StartScheduled is Start for a job that runs again every interval after
+// each run ends (none when every is 0). Between runs the job is in state
+// scheduled; Resume re-arms it after a restart. Its secret serves the
+// runs of this process only.
+func (r *Runner) StartScheduled(ctx context.Context, kindName, owner string, request, secret any, every time.Duration) (Job, error) {
 	r.mu.Lock()
 	k, ok := r.kinds[kindName]
 	r.mu.Unlock()
@@ -169,8 +213,19 @@ func (r *Runner) Start(ctx context.Context, kindName, owner string, request, sec
 	}
 	now := r.now().UTC()
 	j := Job{ID: newID(), Kind: kindName, Owner: owner, State: StateQueued, Request: body, CreatedAt: now, UpdatedAt: now, Progress: Progress{Errors: []FileIssue{}}}
+	if every > 0 {
+		j.Schedule = &Schedule{Every: every.String()}
+	}
 	if err := r.store.CreateJob(ctx, j); err != nil {
 		return Job{}, fmt.Errorf("recording a %s job: %w", kindName, err)
+	}
+	if every > 0 && secret != nil {
+		r.mu.Lock()
+		if r.secrets == nil {
+			r.secrets = map[string]any{}
+		}
+		r.secrets[j.ID] = secret
+		r.mu.Unlock()
 	}
 	r.run(j, k, secret)
 	return j, nil
@@ -185,7 +240,8 @@ func (j Job) VisibleTo(viewer string, admin bool) bool {
 	return admin || j.Owner == viewer
 }
 
-// Wait blocks until every job started so far has ended (tests, the CLI).
+// Wait blocks until every run started so far has ended (tests, the CLI);
+// it does not wait for the next run of a scheduled job.
 func (r *Runner) Wait() { r.wg.Wait() }
 
 // Resume handles the jobs a previous process left queued or running: a
@@ -200,6 +256,15 @@ func (r *Runner) Resume(ctx context.Context) (resumed, failed int, err error) {
 		r.mu.Lock()
 		k, ok := r.kinds[j.Kind]
 		r.mu.Unlock()
+		if j.State == StateScheduled {
+			if !ok {
+				r.log.WarnContext(ctx, "a scheduled job of a kind this process does not run stays idle", "job", j.ID, "kind", j.Kind)
+				continue
+			}
+			r.arm(j)
+			resumed++
+			continue
+		}
 		if ok && k.resumable {
 			r.log.InfoContext(ctx, "resuming a job interrupted by a restart", "job", j.ID, "kind", j.Kind)
 			r.run(j, k, nil)
@@ -216,10 +281,77 @@ func (r *Runner) Resume(ctx context.Context) (resumed, failed int, err error) {
 	return resumed, failed, nil
 }
 
+// Unschedule stops job id's schedule: no run follows (a run under way
+// ends as usual), and a job waiting for its next run takes the state of
+// its last run. A job without a schedule is invalid_argument.
+func (r *Runner) Unschedule(ctx context.Context, id string) (Job, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, err := r.store.GetJob(ctx, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if j.Schedule == nil {
+		return Job{}, h4r.Errorf(h4r.EINVALID, "id", "job %q has no schedule", id)
+	}
+	j.Schedule.Stopped, j.Schedule.NextRunAt = true, nil
+	if j.State == StateScheduled {
+		j.State = j.Schedule.LastState
+	}
+	j.UpdatedAt = r.now().UTC()
+	if err := r.store.UpdateJob(ctx, j); err != nil {
+		return Job{}, fmt.Errorf("stopping the schedule of job %s: %w", id, err)
+	}
+	delete(r.secrets, id)
+	return j, nil
+}
+
+// arm runs scheduled job j again when its next run is due (at once when
+// that is past), unless the runner closes first.
+func (r *Runner) arm(j Job) {
+	wait := time.Duration(0)
+	if j.Schedule.NextRunAt != nil {
+		wait = j.Schedule.NextRunAt.Sub(r.now())
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.timers.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.timers.Done()
+		t := time.NewTimer(max(wait, 0))
+		defer t.Stop()
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		k, ok := r.kinds[j.Kind]
+		secret := r.secrets[j.ID]
+		r.mu.Unlock()
+		if !ok {
+			return
+		}
+		cur, err := r.store.GetJob(r.ctx, j.ID)
+		if err != nil || cur.State != StateScheduled {
+			return // gone, or changed by another hand
+		}
+		r.run(cur, k, secret)
+	}()
+}
+
 // Close stops the running jobs and waits for them. Their records stay
 // running, for Resume at the next start.
 func (r *Runner) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 	r.cancel()
+	r.timers.Wait()
 	r.wg.Wait()
 }
 
@@ -262,7 +394,7 @@ func (r *Runner) run(j Job, k kind, secret any) {
 			p.Errors = []FileIssue{}
 		}
 		j.Progress, j.UpdatedAt, j.FinishedAt = p, now, &now
-		j.State = StateSucceeded
+		j.State, j.Error = StateSucceeded, ""
 		if err != nil {
 			j.State, j.Error = StateFailed, err.Error()
 			var herr *h4r.Error
@@ -273,8 +405,33 @@ func (r *Runner) run(j Job, k kind, secret any) {
 		// The job's own context may be over; the record must still be written.
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := r.store.UpdateJob(wctx, j); err != nil {
+		if j.Schedule == nil {
+			if err := r.store.UpdateJob(wctx, j); err != nil {
+				r.log.Error("recording a job's end", "job", j.ID, "error", err)
+			}
+			return
+		}
+		// Unschedule may have stopped it while it ran: the stored record
+		// says so. r.mu orders the two.
+		r.mu.Lock()
+		if cur, err := r.store.GetJob(wctx, j.ID); err == nil && cur.Schedule != nil && cur.Schedule.Stopped {
+			j.Schedule = cur.Schedule
+		}
+		every, perr := time.ParseDuration(j.Schedule.Every)
+		rearm := perr == nil && every > 0 && !j.Schedule.Stopped
+		if rearm {
+			next := now.Add(every)
+			j.Schedule.Runs++
+			j.Schedule.LastState, j.Schedule.NextRunAt, j.State = j.State, &next, StateScheduled
+		}
+		err = r.store.UpdateJob(wctx, j)
+		r.mu.Unlock()
+		if err != nil {
 			r.log.Error("recording a job's end", "job", j.ID, "error", err)
+			return
+		}
+		if rearm {
+			r.arm(j)
 		}
 	}()
 }

@@ -211,28 +211,114 @@ func TestFileIndex(t *testing.T) {
 	}
 }
 
-// TestOpenPostgresConcurrently: replicas starting together over one fresh
-// schema all open the jobs tables; concurrent CREATE TABLE IF NOT EXISTS
-// alone fails one of them on the catalog's unique index.
-func TestOpenPostgresConcurrently(t *testing.T) {
-	dsn := pgtest.Schema(t, "jobs")
-	const replicas = 8
-	errs := make(chan error, replicas)
-	start := make(chan struct{})
-	for range replicas {
-		go func() {
-			<-start
-			s, err := jobs.OpenPostgres(context.Background(), dsn)
-			if err == nil {
-				s.Close()
+// TestScheduledJobRunsAgainAcrossARestart: a scheduled job is stored
+// with its schedule, waits in state scheduled after each run, and a new
+// runner over the same store runs it again once it is due.
+func TestScheduledJobRunsAgainAcrossARestart(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			store := open(t)
+			runs := 0
+			count := func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+				runs++
+				return jobs.Progress{FilesSeen: runs}, nil
 			}
-			errs <- err
-		}()
+			r1 := jobs.NewRunner(store)
+			r1.Register("count", count, true)
+			j, err := r1.StartScheduled(ctx, "count", "", 1, nil, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := waitFor(t, r1, j.ID, jobs.StateScheduled)
+			if got.Schedule == nil || got.Schedule.Every != "1h0m0s" || got.Schedule.Runs != 1 || got.Schedule.LastState != jobs.StateSucceeded ||
+				got.Schedule.NextRunAt == nil || got.Schedule.NextRunAt.Sub(*got.FinishedAt) != time.Hour {
+				t.Fatalf("after the first run: %+v %+v", got, got.Schedule)
+			}
+			r1.Close()
+			// Two hours later, in a new process: the run is due.
+			later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+			r2 := jobs.NewRunner(store, jobs.WithClock(later))
+			r2.Register("count", count, true)
+			defer r2.Close()
+			if resumed, failed, err := r2.Resume(ctx); err != nil || resumed != 1 || failed != 0 {
+				t.Fatalf("Resume: %d resumed, %d failed, %v", resumed, failed, err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				got, err = r2.Get(ctx, j.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Schedule.Runs == 2 && got.State == jobs.StateScheduled {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the due run did not happen: %+v %+v", got, got.Schedule)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got.Progress.FilesSeen != 2 || got.Attempts != 2 {
+				t.Errorf("second run: progress %+v, attempts %d", got.Progress, got.Attempts)
+			}
+		})
 	}
-	close(start)
-	for range replicas {
-		if err := <-errs; err != nil {
-			t.Errorf("a replica opening the jobs tables alongside others: %v", err)
-		}
+}
+
+func TestParseEvery(t *testing.T) {
+	tests := []struct {
+		name, in string
+		ok       bool
+	}{
+		{"a day", "24h", true},
+		{"ninety minutes", "90m", true},
+		{"too often", "30s", false},
+		{"not a duration", "daily", false},
+		{"a cron line", "0 3 * * *", false},
+		{"over a year", "9000h", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := jobs.ParseEvery("opts.schedule", tt.in)
+			if (err == nil) != tt.ok {
+				t.Errorf("ParseEvery(%q) = %v", tt.in, err)
+			}
+			if err != nil && h4r.ErrorCode(err) != h4r.EINVALID {
+				t.Errorf("code %s", h4r.ErrorCode(err))
+			}
+		})
+	}
+}
+
+// TestUnscheduleStopsTheNextRun: a stopped schedule runs no more, and
+// the job takes its last run's state; a job without one is refused.
+func TestUnscheduleStopsTheNextRun(t *testing.T) {
+	ctx := context.Background()
+	store := stores(t)["sqlite"](t)
+	r := jobs.NewRunner(store)
+	defer r.Close()
+	r.Register("noop", func(ctx context.Context, req json.RawMessage, report func(jobs.Progress)) (jobs.Progress, error) {
+		return jobs.Progress{}, nil
+	}, true)
+	j, err := r.StartScheduled(ctx, "noop", "", 1, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, r, j.ID, jobs.StateScheduled)
+	got, err := r.Unschedule(ctx, j.ID)
+	if err != nil || got.State != jobs.StateSucceeded || !got.Schedule.Stopped || got.Schedule.NextRunAt != nil {
+		t.Fatalf("Unschedule: %+v %+v, %v", got, got.Schedule, err)
+	}
+	// A restart does not re-arm it.
+	if resumed, _, err := jobs.NewRunner(store).Resume(ctx); err != nil || resumed != 0 {
+		t.Errorf("Resume after the stop: %d resumed, %v", resumed, err)
+	}
+	plain, err := r.Start(ctx, "noop", "", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, r, plain.ID, jobs.StateSucceeded)
+	if _, err := r.Unschedule(ctx, plain.ID); h4r.ErrorCode(err) != h4r.EINVALID {
+		t.Errorf("unscheduling a job without a schedule: %v", err)
 	}
 }

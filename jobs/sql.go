@@ -147,9 +147,10 @@ func (s *SQLStore) GetJob(ctx context.Context, id string) (Job, error) {
 	return j, nil
 }
 
-// UnfinishedJobs returns the jobs queued or running, oldest first.
+// UnfinishedJobs returns the jobs queued, running or scheduled, oldest
+// first.
 func (s *SQLStore) UnfinishedJobs(ctx context.Context) ([]Job, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT record FROM h4r_jobs WHERE state IN ('queued', 'running') ORDER BY updated_at, id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT record FROM h4r_jobs WHERE state IN ('queued', 'running', 'scheduled') ORDER BY updated_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing unfinished jobs: %w", err)
 	}

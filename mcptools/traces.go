@@ -31,11 +31,12 @@ type SearchTracesArgs struct {
 
 // PrecedentsArgs are precedents' arguments: a preset and what it needs.
 type PrecedentsArgs struct {
-	Preset   string `json:"preset" jsonschema:"decision_traces_by_precedent (epic or decision), decisions_by_epic (epic), decisions_by_pattern (pattern), file_assignment_history (file), review_decisions_rejected"`
+	Preset   string `json:"preset" jsonschema:"decision_traces_by_precedent (epic or decision), decisions_by_epic (epic), decisions_by_pattern (pattern), file_assignment_history (file), review_decisions (status), review_decisions_rejected"`
 	Epic     string `json:"epic,omitempty" jsonschema:"an epic id"`
 	Decision string `json:"decision,omitempty" jsonschema:"a decision trace id, instead of epic"`
 	Pattern  string `json:"pattern,omitempty" jsonschema:"a pattern id"`
 	File     string `json:"file,omitempty" jsonschema:"a file path"`
+	Status   string `json:"status,omitempty" jsonschema:"review_decisions: approved or needs_changes"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many decisions"`
 }
 
@@ -55,7 +56,7 @@ func AddTraces(r *Registry, traces TraceSearcher, precedents Precedents) {
 		AddTool(r, "precedents", "Decisions taken before, newest first, with their alternatives and outcomes: by precedent cited, epic, pattern or file; as GET /v1/decision-traces?preset=….", auth.RouteRead,
 			func(ctx context.Context, c Caller, in PrecedentsArgs) (*decision.Answer, error) {
 				return precedents.Preset(ctx, c.Specialist, decision.PresetQuery{Preset: in.Preset, Epic: in.Epic,
-					Decision: in.Decision, Pattern: in.Pattern, File: in.File, Limit: in.Limit})
+					Decision: in.Decision, Pattern: in.Pattern, File: in.File, Status: in.Status, Limit: in.Limit})
 			})
 	}
 }

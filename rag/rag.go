@@ -90,6 +90,12 @@ type QueryRequest struct {
 	Rerank     *bool  `json:"rerank,omitempty"`
 	WorkingDir string `json:"working_dir,omitempty"`
 	Git        *Git   `json:"git,omitempty"`
+	// Files the agent is working on (the rag_query tool's files): ranked
+	// up like git.changed_files.
+	Files []string `json:"files,omitempty"`
+	// PreferGraph asks for the causal query type: hops along cause links
+	// from the top hits weigh more in the ranking.
+	PreferGraph *bool `json:"prefer_graph,omitempty"`
 }
 
 // Limits on a query request.
@@ -129,6 +135,14 @@ func (r *QueryRequest) Validate() error {
 	case len(r.WorkingDir) > maxPathBytes:
 		return h4r.Errorf(h4r.EINVALID, "working_dir", "working_dir is longer than %d bytes", maxPathBytes)
 	}
+	if len(r.Files) > maxChangedFiles {
+		return h4r.Errorf(h4r.EINVALID, "files", "at most %d files, got %d", maxChangedFiles, len(r.Files))
+	}
+	for i, f := range r.Files {
+		if len(f) > maxPathBytes {
+			return h4r.Errorf(h4r.EINVALID, fmt.Sprintf("files[%d]", i), "path is longer than %d bytes", maxPathBytes)
+		}
+	}
 	if r.Git != nil {
 		if len(r.Git.ChangedFiles) > maxChangedFiles {
 			return h4r.Errorf(h4r.EINVALID, "git.changed_files", "at most %d changed files, got %d", maxChangedFiles, len(r.Git.ChangedFiles))
@@ -143,11 +157,23 @@ func (r *QueryRequest) Validate() error {
 }
 
 // Plan turns a validated request into the engine's plan: the query text,
-// k as the limit (default h4r.DefaultLimit), the default query type (h4r.DefaultQueryType).
+// the default query type (h4r.DefaultQueryType), or causal with
+// prefer_graph, and k as the limit (default h4r.DefaultLimit). With a
+// working context (files, changed files) the engine is asked for
+// overFetch times k results, so that Boost can rank the context's chunks
+// up from below the cut; Deliver cuts back to k.
 func (r *QueryRequest) Plan() (*h4r.Plan, error) {
 	req := h4r.ContextRequest{Query: h4r.Query{Text: r.Query}}
+	k := h4r.DefaultLimit
 	if r.K != nil {
-		req.Limit = *r.K
+		k = *r.K
+	}
+	req.Limit = k
+	if len(r.contextFiles()) > 0 {
+		req.Limit = min(h4r.MaxLimit, max(k*overFetch, k+overFetchMin))
+	}
+	if r.PreferGraph != nil && *r.PreferGraph {
+		req.Query.Type = h4r.QueryCausal
 	}
 	plan, err := req.Plan("")
 	if err != nil {
@@ -232,19 +258,26 @@ func (s *Service) Deliver(ctx context.Context, spec h4r.Specialist, r QueryReque
 	rev := s.revision()
 	resp := &QueryResponse{ContextPack: ContextPack{Chunks: make([]Chunk, 0, len(p.Results))}, Citations: []Citation{}}
 	ids := make([]string, 0, len(p.Results))
-	for _, res := range p.Results {
+	results, boosted := Boost(r, p.Results)
+	if k := r.k(); len(results) > k {
+		results = results[:k]
+	}
+	for _, res := range results {
 		ids = append(ids, res.ID)
 		ch := chunkOf(res)
 		resp.ContextPack.Chunks = append(resp.ContextPack.Chunks, ch)
 		resp.ContextPack.Tokens += res.Metadata.Tokens
-		url := stringField(res.Content, "url")
+		url := firstString(res.Content, "url")
+		if res.Citation != nil && res.Citation.URL != "" {
+			url = res.Citation.URL
+		}
 		if ch.Path != "" || url != "" {
 			resp.Citations = append(resp.Citations, Citation{ChunkID: ch.ID, Path: ch.Path, URL: url, SHA: ch.SHA, Score: ch.Score})
 		}
 	}
 	id := h4r.PackID(spec.ID, reqJSON, ids, rev, now)
 	resp.ContextPack.ID = id
-	resp.Debug = Debug{Plan: debugPlan(r, plan, p, rev), Timings: p.Explainability.Timings}
+	resp.Debug = Debug{Plan: debugPlan(r, plan, p, rev, boosted), Timings: p.Explainability.Timings}
 	stored := h4r.StoredPack{ID: id, PrincipalID: spec.ID, Query: r.Query, Request: reqJSON, ResultIDs: ids, PolicyRevision: rev, CreatedAt: now}
 	if err := s.store.SavePack(ctx, stored, s.retention); err != nil {
 		return nil, fmt.Errorf("storing the context pack: %w", err)
@@ -254,10 +287,10 @@ func (s *Service) Deliver(ctx context.Context, spec h4r.Specialist, r QueryReque
 
 // debugPlan is what the engine was asked and what it did with the
 // request's fields it does not rank by.
-func debugPlan(r QueryRequest, plan *h4r.Plan, p *h4r.Pack, rev string) map[string]any {
+func debugPlan(r QueryRequest, plan *h4r.Plan, p *h4r.Pack, rev string, boosted int) map[string]any {
 	out := map[string]any{
 		"query_type":      string(plan.Request.Query.Type),
-		"k":               plan.Request.Limit,
+		"k":               r.k(),
 		"status":          p.Status,
 		"policy_revision": rev,
 		"candidates":      p.TotalCount,
@@ -270,23 +303,45 @@ func debugPlan(r QueryRequest, plan *h4r.Plan, p *h4r.Pack, rev string) map[stri
 	if len(p.Explainability.Warnings) > 0 {
 		out["warnings"] = p.Explainability.Warnings
 	}
-	if r.WorkingDir != "" || r.Git != nil {
-		// Recorded with the pack, not used in ranking yet.
-		out["context"] = map[string]any{"working_dir": r.WorkingDir, "git": r.Git}
+	if plan.Request.Limit != r.k() {
+		out["fetched"] = plan.Request.Limit
+	}
+	if r.WorkingDir != "" || r.Git != nil || len(r.Files) > 0 {
+		out["context"] = map[string]any{"working_dir": r.WorkingDir, "git": r.Git, "files": r.Files,
+			"boost": map[string]any{"file": FileBoost, "working_tree": TreeBoost, "boosted": boosted}}
 	}
 	return out
 }
 
-// chunkOf maps a result to a chunk. path, sha and line_range come from the
-// item's content (path or file_path; sha or commit_sha; line_range [a, b]
-// or start_line and end_line); source is content's source, else the
-// item's kind.
+// chunkOf maps a result to a chunk. An ingested chunk's provenance is its
+// citation (from the item's metadata, where ingestion writes path, sha,
+// line_range and source_type); other items give path, sha and line_range
+// in their content (path or file_path; sha or commit_sha; line_range
+// [a, b] or start_line and end_line). source is the ingest source type
+// (git, fs, url, doc), else content's source, else the item's kind.
 func chunkOf(res h4r.Result) Chunk {
 	c := res.Content
 	ch := Chunk{ID: res.ID, Text: res.Text, Score: res.Score,
 		Source: firstString(c, "source"), Path: firstString(c, "path", "file_path"), SHA: firstString(c, "sha", "commit_sha")}
+	if cit := res.Citation; cit != nil {
+		if cit.SourceType != "" {
+			ch.Source = cit.SourceType
+		}
+		if cit.Path != "" {
+			ch.Path = cit.Path
+		}
+		if cit.SHA != "" {
+			ch.SHA = cit.SHA
+		}
+		if len(cit.LineRange) == 2 {
+			ch.LineRange = cit.LineRange
+		}
+	}
 	if ch.Source == "" {
 		ch.Source = res.Kind
+	}
+	if ch.LineRange != nil {
+		return ch
 	}
 	if lr, ok := c["line_range"].([]any); ok && len(lr) == 2 {
 		a, aok := lr[0].(float64)

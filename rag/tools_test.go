@@ -23,7 +23,7 @@ func TestQueryToolArgs(t *testing.T) {
 			r := tt.args.Request("mcp-session", "agent")
 			err := r.Validate()
 			if tt.field == "" {
-				if err != nil || r.SessionID != "mcp-session" || r.Git == nil || r.Git.ChangedFiles[0] != "a.go" {
+				if err != nil || r.SessionID != "mcp-session" || len(r.Files) != 1 || r.Files[0] != "a.go" {
 					t.Fatalf("request %+v, err %v", r, err)
 				}
 				return

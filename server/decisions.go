@@ -154,7 +154,8 @@ const (
 // queryTraces answers GET /v1/decision-traces?preset=…: decisions citing
 // a precedent (epic= or decision=), applying a pattern (pattern=), the
 // assignment history of a file (file=), the rejected reviews, or the
-// decisions of an epic (epic=). limit= caps the answer.
+// decisions of an epic (epic=), the review decisions (status= narrows
+// them). limit= caps the answer.
 func (s *Server) queryTraces(c *echo.Context) error {
 	d, err := s.decisionService()
 	if err != nil {
@@ -167,13 +168,13 @@ func (s *Server) queryTraces(c *echo.Context) error {
 	q := c.Request().URL.Query()
 	for k := range q {
 		switch k {
-		case "preset", "epic", "decision", "pattern", "file", "limit":
+		case "preset", "epic", "decision", "pattern", "file", "status", "limit":
 		default:
-			return h4r.Errorf(h4r.EINVALID, k, "unknown parameter %q (want preset, epic, decision, pattern, file, limit)", k)
+			return h4r.Errorf(h4r.EINVALID, k, "unknown parameter %q (want preset, epic, decision, pattern, file, status, limit)", k)
 		}
 	}
 	pq := decision.PresetQuery{Preset: q.Get("preset"), Epic: q.Get("epic"), Decision: q.Get("decision"),
-		Pattern: q.Get("pattern"), File: q.Get("file"), Limit: defaultDecisionQueryLimit}
+		Pattern: q.Get("pattern"), File: q.Get("file"), Status: q.Get("status"), Limit: defaultDecisionQueryLimit}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxDecisionQueryLimit {
@@ -209,7 +210,7 @@ func (s *Server) getDecisionTrace(c *echo.Context) error {
 	return c.JSON(http.StatusOK, wc)
 }
 
-// prefetch answers POST /v1/prefetch: relevant commit
+// prefetch answers POST /v1/prefetch (the commit-trace contract): relevant commit
 // traces for a starting session, a summary and suggestions.
 func (s *Server) prefetch(c *echo.Context) error {
 	d, err := s.decisionService()
@@ -219,7 +220,7 @@ func (s *Server) prefetch(c *echo.Context) error {
 	return answerCall(s, c, d.Prefetch)
 }
 
-// escalation answers POST /v1/escalation: whether to
+// escalation answers POST /v1/escalation (the commit-trace contract): whether to
 // escalate, from the outcomes of similar traces.
 func (s *Server) escalation(c *echo.Context) error {
 	d, err := s.decisionService()

@@ -148,10 +148,14 @@ func TestDecisionBadInputNamesTheField(t *testing.T) {
 	tests := []struct {
 		name, path, body, field, code string
 	}{
-		{"unknown decision type", "/v1/decision-traces", `{"decision_type": "vibes", "agent_name": "a", "project_key": "p", "decision": {}}`, "decision_type", h4r.EINVALID},
+		{"decision type that is no name", "/v1/decision-traces", `{"decision_type": "Vibes!", "agent_name": "a", "project_key": "p", "decision": {}}`, "decision_type", h4r.EINVALID},
+		{"alternatives as JSON text that is no JSON", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "alternatives": "[{\"option\": "}`, "alternatives", h4r.EINVALID},
+		{"outcome_event_id a fraction", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "outcome_event_id": 4.5}`, "outcome_event_id", h4r.EINVALID},
+		{"trace link mixing vocabularies", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "links": [{"linkType": "similar_to", "target": "mj9"}]}`, "links[0]", h4r.EINVALID},
+		{"links mixing vocabularies", "/v1/items/dt-one/links", `{"links": [{"type": "similar_to", "entityId": "mj9", "entityType": "epic"}]}`, "links[0]", h4r.EINVALID},
 		{"alternatives not a list", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "alternatives": {"option": "x"}}`, "alternatives", h4r.EINVALID},
 		{"link to a missing decision", "/v1/decision-traces", `{"decision_type": "conflict_resolution", "agent_name": "a", "project_key": "p", "decision": {}, "precedent_cited": [{"decision_id": "dt-missing"}]}`, "precedent_cited[0].decision_id", h4r.EINVALID},
-		{"in a batch", "/v1/decision-traces", `{"decision_traces": [{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}}, {"decision_type": "nope", "agent_name": "a", "project_key": "p", "decision": {}}]}`, "decision_traces[1].decision_type", h4r.EINVALID},
+		{"in a batch", "/v1/decision-traces", `{"decision_traces": [{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}}, {"decision_type": "no pe", "agent_name": "a", "project_key": "p", "decision": {}}]}`, "decision_traces[1].decision_type", h4r.EINVALID},
 		{"unknown field", "/v1/decision-traces", `{"decision_type": "review_approval", "agent_name": "a", "project_key": "p", "decision": {}, "rationle": "typo"}`, "rationle", h4r.EINVALID},
 		{"event for a missing decision", "/v1/events", `{"type": "subtask_outcome", "decision_id": "dt-missing"}`, "decision_id", h4r.EINVALID},
 		{"link edit to a missing decision", "/v1/items/dt-one/links", `{"links": [{"type": "similar_to", "target": "dt-missing", "targetType": "decision"}]}`, "links[0].target", h4r.EINVALID},
@@ -166,7 +170,7 @@ func TestDecisionBadInputNamesTheField(t *testing.T) {
 			}
 		})
 	}
-	for _, q := range []string{"", "preset=nope", "preset=file_assignment_history", "preset=decision_traces_by_precedent&epic=mj100&limit=0", "preset=review_decisions_rejected&color=red"} {
+	for _, q := range []string{"", "preset=nope", "preset=file_assignment_history", "preset=decision_traces_by_precedent&epic=mj100&limit=0", "preset=review_decisions_rejected&color=red", "preset=review_decisions&status=maybe"} {
 		r := do(t, http.MethodGet, d.base+"/v1/decision-traces?"+q, nil, bearer(publicKey)...)
 		if e := checkErrorShape(t, r); e.Code != h4r.EINVALID || e.Field == "" {
 			t.Errorf("?%s: %+v, want invalid_argument naming a field", q, e)

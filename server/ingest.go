@@ -18,6 +18,7 @@ type Jobs interface {
 	StartIngest(ctx context.Context, owner string, req ingest.Request) (jobs.Job, error)
 	StartReindex(ctx context.Context, owner string, graph bool) (jobs.Job, error)
 	Get(ctx context.Context, id string) (jobs.Job, error)
+	Unschedule(ctx context.Context, id string) (jobs.Job, error)
 }
 
 // WithJobs serves POST /ingest, GET /v1/jobs/{id} and POST /v1/reindex
@@ -32,6 +33,7 @@ func (s *Server) ingestRoutes() []route {
 		// Polling a job's progress is cheap and frequent: it does not use
 		// up the key's ingest rate limit.
 		{"GET", "/v1/jobs/:id", s.getJob, routeAccess{class: auth.RouteIngest}},
+		{"DELETE", "/v1/jobs/:id/schedule", s.unscheduleJob, ingestRoute},
 		{"POST", "/v1/reindex", s.startReindex, adminRoute},
 	}
 }
@@ -81,6 +83,29 @@ func (s *Server) getJob(c *echo.Context) error {
 	// sources and errors (file names) are that key's business.
 	if viewer, admin := jobViewer(c); !j.VisibleTo(viewer, admin) {
 		return h4r.Errorf(h4r.ENOTFOUND, "id", "no job with id %q", id)
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
+// unscheduleJob stops a scheduled job's schedule, for the key that
+// started it or an admin key; any other key gets the answer of an
+// unknown job.
+func (s *Server) unscheduleJob(c *echo.Context) error {
+	js, err := s.jobService()
+	if err != nil {
+		return err
+	}
+	id := c.Param("id")
+	ctx := c.Request().Context()
+	j, err := js.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if viewer, admin := jobViewer(c); !j.VisibleTo(viewer, admin) {
+		return h4r.Errorf(h4r.ENOTFOUND, "id", "no job with id %q", id)
+	}
+	if j, err = js.Unschedule(ctx, id); err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, j)
 }

@@ -14,13 +14,56 @@ import (
 
 // linksBody is the body of POST and DELETE /v1/items/{id}/links.
 type linksBody struct {
-	Links []h4r.Link `json:"links"`
+	Links []wireLink `json:"links"`
 }
 
-// linksResponse answers both: the item's links after the change.
+// wireLink is a link as the link routes take it, in either vocabulary:
+// the item's (type, target, targetType) or the decision traces' (linkType,
+// entityId, entityType, as GET /v1/decision-traces/{id} answers). One
+// link uses one vocabulary; strength and context are common.
+type wireLink struct {
+	Type       string  `json:"type,omitempty"`
+	Target     string  `json:"target,omitempty"`
+	TargetType string  `json:"targetType,omitempty"`
+	LinkType   string  `json:"linkType,omitempty"`
+	EntityID   string  `json:"entityId,omitempty"`
+	EntityType string  `json:"entityType,omitempty"`
+	Strength   float64 `json:"strength,omitempty"`
+	Context    string  `json:"context,omitempty"`
+}
+
+// entityVocab reports whether l is written with the decision traces'
+// names; it refuses a link that mixes the two vocabularies.
+func (l wireLink) entityVocab(field string) (bool, error) {
+	item := l.Type != "" || l.Target != "" || l.TargetType != ""
+	entity := l.LinkType != "" || l.EntityID != "" || l.EntityType != ""
+	if item && entity {
+		return false, h4r.Errorf(h4r.EINVALID, field, "a link is {type, target, targetType} or {linkType, entityId, entityType}, not a mix of both")
+	}
+	return entity, nil
+}
+
+func (l wireLink) link() h4r.Link {
+	if l.LinkType != "" || l.EntityID != "" || l.EntityType != "" {
+		return h4r.Link{Type: l.LinkType, Target: l.EntityID, TargetType: l.EntityType, Strength: l.Strength, Context: l.Context}
+	}
+	return h4r.Link{Type: l.Type, Target: l.Target, TargetType: l.TargetType, Strength: l.Strength, Context: l.Context}
+}
+
+// linksResponse answers both: the item's links after the change, in the
+// vocabulary the request wrote them in.
 type linksResponse struct {
-	ID    string     `json:"id"`
-	Links []h4r.Link `json:"links"`
+	ID    string `json:"id"`
+	Links any    `json:"links"`
+}
+
+// entityLinks writes links with the decision traces' names.
+func entityLinks(links []h4r.Link) []wireLink {
+	out := make([]wireLink, 0, len(links))
+	for _, l := range links {
+		out = append(out, wireLink{LinkType: l.Type, EntityID: l.Target, EntityType: l.TargetType, Strength: l.Strength, Context: l.Context})
+	}
+	return out
 }
 
 // keyedLocks serialises the link edits of one item in this process: an
@@ -60,24 +103,39 @@ func (k *keyedLocks) lock(key string) (unlock func()) {
 	}
 }
 
-// decodeLinks reads the item id and the links of a link edit.
-func (s *Server) decodeLinks(c *echo.Context) (string, []h4r.Link, error) {
+// decodeLinks reads the item id and the links of a link edit, and
+// whether they were written with the decision traces' names (the answer
+// then uses them too).
+func (s *Server) decodeLinks(c *echo.Context) (string, []h4r.Link, bool, error) {
 	id, err := itemID(c)
 	if err != nil {
-		return "", nil, err
+		return "", nil, false, err
 	}
 	body, err := s.readBody(c)
 	if err != nil {
-		return "", nil, err
+		return "", nil, false, err
 	}
 	var b linksBody
 	if err := jsonstrict.Decode(body, &b, ""); err != nil {
-		return "", nil, err
+		return "", nil, false, err
 	}
 	if len(b.Links) == 0 {
-		return "", nil, h4r.Errorf(h4r.EINVALID, "links", "links is required: a list of {type, target, targetType, strength, context}")
+		return "", nil, false, h4r.Errorf(h4r.EINVALID, "links", "links is required: a list of {type, target, targetType, strength, context} or {linkType, entityId, entityType, strength, context}")
 	}
-	return id, b.Links, nil
+	links := make([]h4r.Link, len(b.Links))
+	entity := false
+	for i, wl := range b.Links {
+		e, err := wl.entityVocab(fmt.Sprintf("links[%d]", i))
+		if err != nil {
+			return "", nil, false, err
+		}
+		if i > 0 && e != entity {
+			return "", nil, false, h4r.Errorf(h4r.EINVALID, fmt.Sprintf("links[%d]", i), "the links of one request use one vocabulary")
+		}
+		entity = e
+		links[i] = wl.link()
+	}
+	return id, links, entity, nil
 }
 
 // visibleItem checks that the caller may see item id before it edits the
@@ -101,7 +159,7 @@ func (s *Server) visibleItem(c *echo.Context, id string) (DecisionService, h4r.S
 // addLinks appends links to an item without re-sending it. A link to a
 // decision (targetType decision) must name one that exists.
 func (s *Server) addLinks(c *echo.Context) error {
-	id, links, err := s.decodeLinks(c)
+	id, links, entity, err := s.decodeLinks(c)
 	if err != nil {
 		return err
 	}
@@ -133,14 +191,14 @@ func (s *Server) addLinks(c *echo.Context) error {
 		return h4r.Errorf(h4r.EINVALID, "links", "the item would hold %d links, the limit is %d", n, h4r.MaxLinks)
 	}
 	it.Links = append(it.Links, links...)
-	return s.writeLinks(c, d, spec, it)
+	return s.writeLinks(c, d, spec, it, entity)
 }
 
 // removeLinks removes the item's links that match each given link by
 // type and target (and targetType when given). A given link that matches
 // none is not_found, and nothing is removed.
 func (s *Server) removeLinks(c *echo.Context) error {
-	id, links, err := s.decodeLinks(c)
+	id, links, entity, err := s.decodeLinks(c)
 	if err != nil {
 		return err
 	}
@@ -165,14 +223,12 @@ func (s *Server) removeLinks(c *echo.Context) error {
 	it.Links = slices.DeleteFunc(it.Links, func(have h4r.Link) bool {
 		return slices.ContainsFunc(links, func(give h4r.Link) bool { return matches(have, give) })
 	})
-	return s.writeLinks(c, d, spec, it)
+	return s.writeLinks(c, d, spec, it, entity)
 }
 
-// writeLinks stores the edited item and answers with its links as the
-// caller may see them: read from the item as the slicer clears it (a
-// redacted item's link contexts are redacted), less those to items the
-// caller may not see.
-func (s *Server) writeLinks(c *echo.Context, d DecisionService, spec h4r.Specialist, it *h4r.Item) error {
+// writeLinks stores the edited item and answers with its links, less
+// those to items the caller may not see.
+func (s *Server) writeLinks(c *echo.Context, d DecisionService, spec h4r.Specialist, it *h4r.Item, entity bool) error {
 	if err := it.Validate(""); err != nil {
 		return err
 	}
@@ -180,11 +236,10 @@ func (s *Server) writeLinks(c *echo.Context, d DecisionService, spec h4r.Special
 	if _, err := s.store.Upsert(ctx, []h4r.Item{*it}); err != nil {
 		return unbatched(err)
 	}
-	cleared, err := d.Visible(ctx, spec, it.ID)
-	if err != nil {
-		return err
+	links := d.VisibleLinks(ctx, spec, it.Links)
+	if entity {
+		return c.JSON(http.StatusOK, linksResponse{ID: it.ID, Links: entityLinks(links)})
 	}
-	links := d.VisibleLinks(ctx, spec, cleared.Item().Links)
 	if links == nil {
 		links = []h4r.Link{}
 	}

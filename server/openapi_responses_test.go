@@ -181,6 +181,8 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 		{name: "ingest without sources", route: "POST /ingest", body: `{"sources": []}`, status: 400},
 		{name: "job", route: "GET /v1/jobs/{id}", path: "/v1/jobs/{{job}}", status: 200},
 		{name: "missing job", route: "GET /v1/jobs/{id}", path: "/v1/jobs/job-none", status: 404},
+		{name: "unschedule a job without a schedule", route: "DELETE /v1/jobs/{id}/schedule", path: "/v1/jobs/{{job}}/schedule", status: 400},
+		{name: "unschedule a missing job", route: "DELETE /v1/jobs/{id}/schedule", path: "/v1/jobs/job-none/schedule", status: 404},
 		{name: "reindex", route: "POST /v1/reindex", body: `{}`, status: 202},
 		{name: "backfill signatures", save: "backfill", from: "job_id", route: "POST /admin/backfill-signatures", status: 202},
 		{name: "backfill with a body", route: "POST /admin/backfill-signatures", body: `{"all": true}`, status: 400},

@@ -69,10 +69,10 @@ func decodeQuery(t *testing.T, r response) rag.QueryResponse {
 	return out
 }
 
-// TestQueryAnswersDocument004sShape: every field the retrieval contract names is
+// TestQueryAnswersTheRetrievalContractsShape: every field the retrieval contract names is
 // there with its type, the pack is the engine's (ranked, k honoured), and
 // the id is stored (feedback on it is accepted).
-func TestQueryAnswersDocument004sShape(t *testing.T) {
+func TestQueryAnswersTheRetrievalContractsShape(t *testing.T) {
 	s := newRAGStack(t, nil)
 	r := post(t, s.base+"/query", `{"session_id": "s1", "agent_id": "a1", "query": "login selector test failure", "k": 3,
 		"rerank": true, "working_dir": "/src/app", "git": {"sha": "abc123", "branch": "main", "changed_files": ["login.spec.ts"]}}`, bearer(healerKey)...)

@@ -590,6 +590,8 @@ func canarySurfaces() []surface {
 				"preset=decision_traces_by_precedent&epic=cnry-prec",
 				"preset=file_assignment_history&file=" + url.QueryEscape(canaryArea+"/quartz.go"),
 				"preset=review_decisions_rejected",
+				"preset=review_decisions",
+				"preset=decisions_by_pattern&pattern=cnry-pattern",
 			} {
 				p.http("GET", "/v1/decision-traces?"+q, nil)
 			}
@@ -652,10 +654,15 @@ func canarySurfaces() []surface {
 				p.http("POST", "/v1/bridge", `{"tool": "think", "params": {"problem": "Plan the `+q+` trajectory", "domain": "canary"}}`)
 			}
 		}},
-		{"jobs", []string{"GET /v1/jobs/:id"}, func(p *probe) {
+		{"jobs", []string{"GET /v1/jobs/:id", "DELETE /v1/jobs/:id/schedule"}, func(p *probe) {
 			p.existence("GET /v1/jobs/:id", p.h.jobIDs, func(id string) httpResult {
 				return p.http("GET", "/v1/jobs/"+id, nil)
 			})
+			// The seeded jobs have no schedule: the owner hears so, any
+			// other key gets the answer of an unknown job.
+			for _, id := range p.h.jobIDs {
+				p.http("DELETE", "/v1/jobs/"+id+"/schedule", nil)
+			}
 		}},
 		{"a2a-rpc", []string{"GET /.well-known/agent-card.json", "POST /v1/a2a/rpc"}, probeA2ARPC},
 		{"mcp", []string{"POST /mcp", "GET /mcp", "DELETE /mcp"}, probeMCP},
@@ -801,6 +808,7 @@ func mcpProbes(h *harness) map[string][]map[string]any {
 		{"preset": "decision_traces_by_precedent", "epic": "cnry-prec"},
 		{"preset": "file_assignment_history", "file": canaryArea + "/quartz.go"},
 		{"preset": "review_decisions_rejected"},
+		{"preset": "review_decisions"},
 	} {
 		out["precedents"] = append(out["precedents"], preset)
 	}

@@ -19,9 +19,9 @@ Usage:
   h4r pack   "query" [--specialist ID] [--level public|internal|confidential|restricted]
              [--groups a,b] [--type hybrid] [--limit N] [--max-tokens N] [--json] [--data-dir DIR] [--demo]
   h4r ingest FILE.jsonl|- [--data-dir DIR] [--batch N]
-  h4r query  --preset NAME [--epic ID] [--file PATH] [--pattern ID] [--json]
+  h4r query  --preset NAME [--epic ID] [--file PATH] [--pattern ID] [--status S] [--json]
              decision-trace presets: decision_traces_by_precedent, file_assignment_history,
-             review_decisions_rejected, decisions_by_pattern, decisions_by_epic
+             review_decisions, review_decisions_rejected, decisions_by_pattern, decisions_by_epic
   h4r mcp    [--data-dir DIR] [--demo]           serve the MCP tools over stdio (H4R_MCP_API_KEY's principal)
   h4r ingest-source PATH|URL [--type git|fs|url|doc] [--ref REF] [--rechunk] [--data-dir DIR]
   h4r reindex [--graph] [--data-dir DIR]        rebuild the vector index (and the Neo4j graph) from the store

@@ -32,6 +32,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	fs.StringVar(&q.Decision, "decision", "", "decision id cited as precedent (decision_traces_by_precedent)")
 	fs.StringVar(&q.Pattern, "pattern", "", "pattern or memory id (decisions_by_pattern)")
 	fs.StringVar(&q.File, "file", "", "file path (file_assignment_history)")
+	fs.StringVar(&q.Status, "status", "", "approved or needs_changes (review_decisions)")
 	fs.IntVar(&q.Limit, "limit", 50, "how many decisions at most")
 	sf := addSpecialistFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
