@@ -29,9 +29,9 @@ const (
 	// DefaultDeadLetterSubject receives the messages that cannot be
 	// stored, with their reason in headers, for an operator to replay.
 	DefaultDeadLetterSubject = "buckley.trace.dead_letter"
-	DefaultStream        = "H4R_TRACES"
-	DefaultDurable       = "h4r-traces"
-	DefaultAckWait       = 30 * time.Second
+	DefaultStream            = "H4R_TRACES"
+	DefaultDurable           = "h4r-traces"
+	DefaultAckWait           = 30 * time.Second
 	// maxNakDelay caps the backoff of a trace the store could not take.
 	maxNakDelay = time.Minute
 )
@@ -92,7 +92,7 @@ type Consumer struct {
 	mu         sync.Mutex
 	cc         jetstream.ConsumeContext
 	loggedKeys map[string]bool // unknown fields already logged
-	afterStore func() // tests: between the store write and the ack
+	afterStore func()          // tests: between the store write and the ack
 }
 
 // ConsumerOption configures a Consumer.

@@ -117,4 +117,3 @@ func TestConsumerUsesAnOperatorsStreamOverTheSubject(t *testing.T) {
 		t.Fatalf("the trace on the operator's stream was not stored: %v", err)
 	}
 }
-
