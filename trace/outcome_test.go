@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/h4r/h4r"
@@ -129,5 +130,44 @@ func TestMergedPullRequestFindsItsTracesByIndex(t *testing.T) {
 	}
 	if res.TracesUpdated != 2 || status(t, h, second.Repo, second.SHA) != "landed" {
 		t.Errorf("traces_updated %d, second commit %s: want 2 and landed", res.TracesUpdated, status(t, h, second.Repo, second.SHA))
+	}
+}
+
+// recorder is a Publisher that keeps what it was given.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []struct{ subject, data string }
+}
+
+func (r *recorder) Publish(subject string, data []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, struct{ subject, data string }{subject, string(data)})
+	return nil
+}
+
+// TestDecisionsFanOut: with a decision subject, each decision of a stored
+// trace is published there on its own, with its trace's id; without one,
+// nothing is.
+func TestDecisionsFanOut(t *testing.T) {
+	rec := &recorder{}
+	h := newHarness(t, trace.WithDecisionPublisher(rec, "buckley.trace.decision"))
+	stored := h.ingest(t, fixture(t))
+	if len(rec.msgs) != len(stored.Decisions) || len(rec.msgs) == 0 {
+		t.Fatalf("%d decisions published, want %d", len(rec.msgs), len(stored.Decisions))
+	}
+	for i, m := range rec.msgs {
+		var d trace.Decision
+		if err := json.Unmarshal([]byte(m.data), &d); err != nil {
+			t.Fatal(err)
+		}
+		if m.subject != "buckley.trace.decision" || d.TraceID != stored.ID || d.ID != stored.Decisions[i].ID {
+			t.Errorf("decision %d on %q with trace_id %q id %q, want buckley.trace.decision, %q, %q", i, m.subject, d.TraceID, d.ID, stored.ID, stored.Decisions[i].ID)
+		}
+	}
+	off := &recorder{}
+	newHarness(t, trace.WithDecisionPublisher(off, "")).ingest(t, fixture(t))
+	if len(off.msgs) != 0 {
+		t.Errorf("%d decisions published without a subject, want none", len(off.msgs))
 	}
 }
