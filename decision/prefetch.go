@@ -57,9 +57,9 @@ type PrefetchResult struct {
 type Situation struct {
 	Repo   string
 	Branch string // the session's branch: traces made on it are relevant
-	Areas []string
-	Files []string
-	Text  string // task description, current task, recent decisions
+	Areas  []string
+	Files  []string
+	Text   string // task description, current task, recent decisions
 }
 
 // scored is a trace the caller may see, with its relevance measured on
