@@ -72,7 +72,7 @@ type Server struct {
 	openAPIDoc     []byte                 // the merged description (openapi.go)
 	traces         TraceService           // nil: the trace routes answer unavailable (traces.go)
 	traceOpts      TraceOptions
-	storeCheck     string // the store's name in /health/ready
+	storeCheck     string          // the store's name in /health/ready
 	decisions      DecisionService // nil: decision routes answer unavailable (decisions.go)
 	linkLocks      keyedLocks      // link edits of one item, one at a time (links.go)
 	ambient        AmbientHub      // nil: no GET /v1/subscribe (subscribe.go)
