@@ -10,7 +10,7 @@ import (
 	"github.com/h4r/h4r/scs"
 )
 
-// EscalationRequest is POST /v1/escalation's body (document 000).
+// EscalationRequest is POST /v1/escalation's body.
 type EscalationRequest struct {
 	Repo        string   `json:"repo"`
 	Area        string   `json:"area"`

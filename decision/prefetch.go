@@ -13,7 +13,7 @@ import (
 	"github.com/h4r/h4r/scs"
 )
 
-// KindCommitTrace is the kind of commit traces (document 000), written by
+// KindCommitTrace is the kind of commit traces, written by
 // the trace ingest: id {repo}@{sha}, text the summary, content the trace
 // with the document's field names, metadata repo/branch/author/mode/status,
 // areas as tags, createdAt the trace's timestamp.
@@ -28,7 +28,7 @@ const (
 	candidatesPerQuery = 500
 )
 
-// PrefetchRequest is POST /v1/prefetch's body (document 000).
+// PrefetchRequest is POST /v1/prefetch's body.
 type PrefetchRequest struct {
 	Repo            string   `json:"repo"`
 	Branch          string   `json:"branch,omitempty"`

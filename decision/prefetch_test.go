@@ -12,7 +12,7 @@ import (
 
 // ct describes a generated commit trace, an item of the shape the trace
 // ingest writes (id {repo}@{sha}, text the summary, content the trace with
-// document 000's names, repo/branch/author/mode/status metadata, areas as
+// the trace wire format's names, repo/branch/author/mode/status metadata, areas as
 // tags, createdAt the timestamp).
 type ct struct {
 	sha, summary, status string

@@ -27,7 +27,7 @@ type Jobs interface {
 // with j. Without it they answer 503 unavailable.
 func WithJobs(j Jobs) Option { return func(s *Server) { s.jobs = j } }
 
-// ingestRoutes: source ingestion (document 004's POST /ingest), job status
+// ingestRoutes: source ingestion (POST /ingest), job status
 // and the background reindex.
 func (s *Server) ingestRoutes() []route {
 	return []route{
@@ -39,7 +39,7 @@ func (s *Server) ingestRoutes() []route {
 	}
 }
 
-// ingestResponse is document 004's answer: the job and its stats so far.
+// ingestResponse is POST /ingest's answer: the job and its stats so far.
 type ingestResponse struct {
 	JobID string        `json:"job_id"`
 	State string        `json:"state"`

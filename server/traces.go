@@ -50,7 +50,7 @@ func WithTraces(svc TraceService, o TraceOptions) Option {
 var signedRoute = routeAccess{public: true}
 
 // traceRoutes are the Context Graph Service's capture, outcome and query
-// routes (shared/seeds/000), with its paths and field names.
+// routes, with the wire format's paths and field names.
 func (s *Server) traceRoutes() []route {
 	return []route{
 		{"POST", "/v1/traces", s.ingestTrace, ingestRoute},

@@ -127,7 +127,7 @@ func checkGolden(t *testing.T, name string, got []goldenResult) {
 // testdata/search_golden_10k.json answered: the same traces in the same
 // order, with the same scores, decisions and delivered content. The file
 // was written by the search before the filter checks moved into memory
-// (issue 15's latency work), so it holds the fast path to the slow one's
+// (the latency work on search), so it holds the fast path to the slow one's
 // answers.
 func TestSearchGoldenBenchCorpus(t *testing.T) {
 	if testing.Short() || raceEnabled {

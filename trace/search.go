@@ -124,7 +124,7 @@ func (r *SearchRequest) validate() error {
 // Areas are any-of, the stores' anyTags filter. (Filtering areas after
 // ranking lost matches: the text generators return a fixed number of hits,
 // engine.DefaultCandidateLimit, whatever the request's limit, and at 10k
-// traces those were all in other areas; issue 15.)
+// traces those were all in other areas.)
 func (r *SearchRequest) plan() (*h4r.Plan, error) {
 	kinds := []any{KindTrace}
 	if r.IncludeDecisions {

@@ -46,7 +46,7 @@ func TestSearchFilters(t *testing.T) {
 // TestSearchAnyAreaPastCandidateWindow: with many traces like the query,
 // the engine's candidate generators return a fixed number of hits (not
 // the request's limit), so filtering several areas after ranking found
-// none when the top hits were all in other areas (issue 15). Each area
+// none when the top hits were all in other areas. Each area
 // must reach the generators as a filter.
 func TestSearchAnyAreaPastCandidateWindow(t *testing.T) {
 	h := newHarness(t)
