@@ -222,3 +222,15 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
+
+// DatabaseSize is the size of the store's database in bytes
+// (pg_database_size on Postgres, the file's pages on SQLite); nil when the
+// store cannot say.
+func (a *App) DatabaseSize() func(context.Context) (int64, error) {
+	if ds, ok := a.base.(interface {
+		DatabaseSize(context.Context) (int64, error)
+	}); ok {
+		return ds.DatabaseSize
+	}
+	return nil
+}

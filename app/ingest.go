@@ -25,11 +25,14 @@ const (
 // ReindexRequest is a reindex job's stored request (POST /v1/reindex).
 type ReindexRequest struct {
 	Graph bool `json:"graph,omitempty"` // also rebuild the Neo4j graph
+	// SkipEmbeddings leaves the vector index as it is (a request with
+	// regenerate_embeddings false).
+	SkipEmbeddings bool `json:"skip_embeddings,omitempty"`
 }
 
 // StartReindex starts a reindex job owned by owner (a key id, or "").
-func (j *Jobs) StartReindex(ctx context.Context, owner string, graph bool) (jobs.Job, error) {
-	return j.Runner.Start(ctx, JobReindex, owner, ReindexRequest{Graph: graph}, nil)
+func (j *Jobs) StartReindex(ctx context.Context, owner string, graph, embeddings bool) (jobs.Job, error) {
+	return j.Runner.Start(ctx, JobReindex, owner, ReindexRequest{Graph: graph, SkipEmbeddings: !embeddings}, nil)
 }
 
 // Get returns a job's record.
@@ -246,15 +249,19 @@ func runReindex(ctx context.Context, a *App, raw json.RawMessage, report func(jo
 		return p, err
 	}
 	p.ItemsTotal = total
-	n, err := RebuildVectors(ctx, a, func(done int) {
-		p.ItemsDone = done
-		report(p)
-	})
-	p.ItemsDone = n
-	if err != nil {
-		return p, fmt.Errorf("rebuilding the vector index (%d items done): %w", n, err)
+	if req.SkipEmbeddings {
+		p.Message = "vector index left as it is"
+	} else {
+		n, err := RebuildVectors(ctx, a, func(done int) {
+			p.ItemsDone = done
+			report(p)
+		})
+		p.ItemsDone = n
+		if err != nil {
+			return p, fmt.Errorf("rebuilding the vector index (%d items done): %w", n, err)
+		}
+		p.Message = fmt.Sprintf("reindexed %d items", n)
 	}
-	p.Message = fmt.Sprintf("reindexed %d items", n)
 	if req.Graph {
 		if err := RebuildGraph(ctx, a); err != nil {
 			return p, err

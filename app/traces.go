@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/telemetry"
 	"github.com/h4r/h4r/trace"
@@ -39,6 +40,7 @@ func OpenTraces(ctx context.Context, a *App, m *trace.Metrics, log *slog.Logger)
 	opts := []trace.ServiceOption{
 		trace.WithMetrics(m), trace.WithTracerProvider(tp), trace.WithLogger(log),
 		trace.WithSearch(a.Engine, a.Slicer), trace.WithSummaryTimeout(cfg.SummaryTimeout),
+		trace.WithLandingBranches(config.Branches(cfg.LandingBranches)...),
 	}
 	if cfg.SummaryURL != "" {
 		opts = append(opts, trace.WithSummarizer(trace.NewChatSummarizer(cfg.SummaryURL, cfg.SummaryModel, cfg.SummaryAPIKey, cfg.SummaryTimeout)))
@@ -48,13 +50,13 @@ func OpenTraces(ctx context.Context, a *App, m *trace.Metrics, log *slog.Logger)
 		if t.NATS, err = trace.ConnectNATS(cfg.NATSURL, cfg.NATSCreds, log); err != nil {
 			return nil, errors.Join(err, shutdown(ctx))
 		}
-		opts = append(opts, trace.WithLandedPublisher(t.NATS, cfg.LandedSubject))
+		opts = append(opts, trace.WithLandedPublisher(t.NATS, cfg.LandedSubject), trace.WithDecisionPublisher(t.NATS, cfg.DecisionSubject))
 	}
 	t.Service = trace.NewService(a.Store, opts...)
 	if t.NATS != nil {
 		t.Fanout = decision.NewNATSFanout(t.NATS, decision.DefaultFanoutSubject)
 		t.Consumer, err = trace.NewConsumer(t.NATS, t.Service, trace.ConsumerConfig{
-			Stream: cfg.TraceStream, Subject: cfg.TraceSubject, Durable: cfg.TraceDurable,
+			Stream: cfg.TraceStream, Subject: cfg.TraceSubject, Durable: cfg.TraceDurable, DeadLetter: cfg.TraceDeadLetter,
 		}, trace.WithConsumerLogger(log), trace.WithConsumerMetrics(m), trace.WithConsumerTracerProvider(tp),
 			trace.WithIngestedPublisher(t.Fanout))
 		if err != nil {

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,11 +71,12 @@ func TestTracesFromNATSReachAmbientSubscribers(t *testing.T) {
 	if _, err := js.Publish(ctx, cfg.TraceSubject, body); err != nil {
 		t.Fatal(err)
 	}
-	const want = "acme/gateway@9f2c4e1a7b3d5f60812c4e6a8b0d2f4a6c8e0b1d"
+	// The push names the trace by its UUID, as search and GET /v1/trace do.
+	const wantSHA = "9f2c4e1a7b3d5f60812c4e6a8b0d2f4a6c8e0b1d"
 	select {
 	case p := <-sub.Out:
-		if p.Trace["id"] != want {
-			t.Errorf("pushed %v, want %s", p.Trace["id"], want)
+		if id, _ := p.Trace["id"].(string); p.Trace["sha"] != wantSHA || len(id) != 36 || strings.Contains(id, "@") {
+			t.Errorf("pushed %v (sha %v), want the UUID of the trace of %s", p.Trace["id"], p.Trace["sha"], wantSHA)
 		}
 	case <-time.After(2 * time.Minute): // a loaded machine; the push comes as soon as the trace is stored
 		t.Fatal("the trace consumed from NATS never reached the ambient subscriber")

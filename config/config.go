@@ -124,6 +124,9 @@ type Config struct {
 	LandedSubject       string        // H4R_LANDED_SUBJECT
 	TraceStream         string        // H4R_TRACE_STREAM
 	TraceDurable        string        // H4R_TRACE_DURABLE
+	TraceDeadLetter     string        // H4R_TRACE_DEAD_LETTER_SUBJECT: where traces that cannot be stored go; empty: dropped
+	DecisionSubject     string        // H4R_TRACE_DECISION_SUBJECT: fan-out of individual decisions; empty: off
+	LandingBranches     string        // H4R_LANDING_BRANCHES: branches besides the default whose merges land traces
 	GitHubWebhookSecret string        // H4R_GITHUB_WEBHOOK_SECRET: empty refuses every delivery
 	SummaryURL          string        // H4R_SUMMARY_URL: OpenAI-compatible chat server; empty: fallback summaries
 	SummaryModel        string        // H4R_SUMMARY_MODEL

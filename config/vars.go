@@ -209,6 +209,12 @@ func table() []variable {
 			func(c *Config) *string { return &c.TraceStream }, checkNotEmpty),
 		text("H4R_TRACE_DURABLE", "h4r-traces", "Durable consumer name, shared by every replica so that each trace is handled by one.",
 			func(c *Config) *string { return &c.TraceDurable }, checkNotEmpty),
+		text("H4R_TRACE_DEAD_LETTER_SUBJECT", "buckley.trace.dead_letter", "NATS subject a commit trace that cannot be stored is published on, as received, with its reason, field and error in H4R-Dead-Letter-* headers, for an operator to replay; the stream H4R creates stores it too. Empty: such messages are only logged and counted.",
+			func(c *Config) *string { return &c.TraceDeadLetter }, checkOptionalSubject),
+		text("H4R_TRACE_DECISION_SUBJECT", "", "NATS subject each decision of every stored trace is published on (one JSON decision a message), e.g. buckley.trace.decision; empty: no fan-out.",
+			func(c *Config) *string { return &c.DecisionSubject }, checkOptionalSubject),
+		text("H4R_LANDING_BRANCHES", "", "Comma-separated branches whose pull request merges and pushes land traces, besides each repository's default branch (from the webhook payload), e.g. release/2.x; empty: the default branch only.",
+			func(c *Config) *string { return &c.LandingBranches }, checkBranches),
 		text("H4R_GITHUB_WEBHOOK_SECRET", "", "Secret of the GitHub webhook (POST /webhook/github verifies X-Hub-Signature-256 with it); empty: every delivery is refused.",
 			func(c *Config) *string { return &c.GitHubWebhookSecret }, nil),
 		serviceURL("H4R_SUMMARY_URL", "Base URL of an OpenAI-compatible chat server that summarizes traces published without a summary, e.g. http://localhost:11434/v1; empty: the built-in summary from areas, decisions and line counts.",
@@ -491,6 +497,36 @@ func checkSubject(s string) string {
 	for _, tok := range strings.Split(s, ".") {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n*>") {
 			return fmt.Sprintf("want a NATS subject of dot-separated tokens without spaces or wildcards, got %q", s)
+		}
+	}
+	return ""
+}
+
+// checkOptionalSubject accepts a NATS subject or nothing.
+func checkOptionalSubject(s string) string {
+	if s == "" {
+		return ""
+	}
+	return checkSubject(s)
+}
+
+// Branches returns the branch names of an H4R_LANDING_BRANCHES value.
+func Branches(s string) []string {
+	var out []string
+	for _, b := range strings.Split(s, ",") {
+		if b = strings.TrimSpace(b); b != "" && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// checkBranches accepts comma-separated git branch names.
+func checkBranches(s string) string {
+	for _, b := range strings.Split(s, ",") {
+		b = strings.TrimSpace(b)
+		if strings.ContainsFunc(b, unicode.IsSpace) || strings.ContainsAny(b, "~^:?*[\\") || strings.HasPrefix(b, "refs/") {
+			return fmt.Sprintf("want branch names such as main,release/2.x (without refs/heads/), got %q", b)
 		}
 	}
 	return ""

@@ -12,7 +12,7 @@ import (
 	"github.com/h4r/h4r/scs"
 )
 
-// Defaults of the ambient hub (the commit-trace contract's push conditions).
+// Defaults of the ambient hub: the push conditions of ambient precedents.
 const (
 	DefaultPushThreshold   = 0.75
 	DefaultPushDebounce    = 30 * time.Second
@@ -21,7 +21,7 @@ const (
 	DefaultSendBuffer      = 16
 )
 
-// ContextUpdate is what a subscriber sends (the commit-trace contract).
+// ContextUpdate is what a subscriber sends.
 type ContextUpdate struct {
 	Type            string   `json:"type"`
 	Repo            string   `json:"repo"`

@@ -7,5 +7,5 @@
 // Every answer passes the policy slicer.
 //
 // It also computes prefetch precedents and escalation hints from commit
-// traces (the commit-trace contract), items of kind commit_trace.
+// traces, items of kind commit_trace.
 package decision

@@ -10,7 +10,7 @@ import (
 	"github.com/h4r/h4r/scs"
 )
 
-// EscalationRequest is POST /v1/escalation's body (the commit-trace contract).
+// EscalationRequest is POST /v1/escalation's body.
 type EscalationRequest struct {
 	Repo        string   `json:"repo"`
 	Area        string   `json:"area"`
@@ -104,7 +104,7 @@ func (s *Service) Escalation(ctx context.Context, spec h4r.Specialist, req Escal
 	default:
 		return nil, h4r.Errorf(h4r.EINVALID, "task_type", "unknown task_type %q (want bug_fix, feature or refactor)", req.TaskType)
 	}
-	cands, err := s.commitTraces(ctx, req.Repo, []string{req.Area})
+	cands, err := s.commitTraces(ctx, req.Repo, "", []string{req.Area})
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func readCase(cleared scs.Cleared, req EscalationRequest) (case_, bool) {
 	status, _ := it.Content["status"].(string)
 	sha, _ := it.Content["sha"].(string)
 	total := intOf(it.Content["iterations"])
-	c := case_{SimilarCase: SimilarCase{TraceID: it.ID, SHA: sha}, similarity: sim, resolved: status == "landed"}
+	c := case_{SimilarCase: SimilarCase{TraceID: TraceID(it.Kind, it.Content, it.ID), SHA: sha}, similarity: sim, resolved: status == "landed"}
 	esc, _ := it.Content["escalations"].([]any)
 	for _, e := range esc {
 		m, ok := e.(map[string]any)

@@ -13,7 +13,7 @@ import (
 	"github.com/h4r/h4r/scs"
 )
 
-// KindCommitTrace is the kind of commit traces (the commit-trace contract), written by
+// KindCommitTrace is the kind of commit traces, written by
 // the trace ingest: id {repo}@{sha}, text the summary, content the trace
 // with the document's field names, metadata repo/branch/author/mode/status,
 // areas as tags, createdAt the trace's timestamp.
@@ -28,7 +28,7 @@ const (
 	candidatesPerQuery = 500
 )
 
-// PrefetchRequest is POST /v1/prefetch's body (the commit-trace contract).
+// PrefetchRequest is POST /v1/prefetch's body.
 type PrefetchRequest struct {
 	Repo            string   `json:"repo"`
 	Branch          string   `json:"branch,omitempty"`
@@ -55,10 +55,11 @@ type PrefetchResult struct {
 // Situation is what relevance is measured against: a prefetch request, or
 // a WebSocket context_update.
 type Situation struct {
-	Repo  string
-	Areas []string
-	Files []string
-	Text  string // task description, current task, recent decisions
+	Repo   string
+	Branch string // the session's branch: traces made on it are relevant
+	Areas  []string
+	Files  []string
+	Text   string // task description, current task, recent decisions
 }
 
 // scored is a trace the caller may see, with its relevance measured on
@@ -70,9 +71,10 @@ type scored struct {
 }
 
 // Relevance scores a commit trace, as the slicer cleared it for the
-// caller, against a situation, in [0, 1]: half the share of the
-// situation's areas the trace touched, three tenths the share of its
-// files, two tenths the overlap of words between the situation's text and
+// caller, against a situation, in [0, 1]: three tenths whether the trace
+// was made on the situation's branch, half the share of the situation's
+// areas the trace touched, three tenths the share of its files, two
+// tenths the overlap of words between the situation's text and
 // the trace's summary and decisions. When the situation names no files (or
 // no text), the other parts take its weight. It returns a sentence saying
 // why. It reads only the redacted trace: a word of a redacted value can
@@ -89,6 +91,14 @@ func Relevance(s Situation, cleared scs.Cleared) (float64, string) {
 		why           string
 	}
 	var parts []part
+	if s.Branch != "" {
+		b, _ := trace.Content["branch"].(string)
+		v, why := 0.0, ""
+		if b == s.Branch {
+			v, why = 1, "same branch "+b
+		}
+		parts = append(parts, part{0.3, v, why})
+	}
 	if len(s.Areas) > 0 {
 		shared := intersect(s.Areas, areas)
 		why := ""
@@ -148,6 +158,8 @@ func (s *Service) Prefetch(ctx context.Context, spec h4r.Specialist, req Prefetc
 		return nil, h4r.Errorf(h4r.EINVALID, "limit", "limit must be between 0 and %d, got %d", MaxPrefetchLimit, req.Limit)
 	case len(req.Areas) > 64:
 		return nil, h4r.Errorf(h4r.EINVALID, "areas", "at most 64 areas, got %d", len(req.Areas))
+	case len(req.Branch) > 255:
+		return nil, h4r.Errorf(h4r.EINVALID, "branch", "branch is %d bytes, the limit is 255", len(req.Branch))
 	case len(req.RecentFiles) > 256:
 		return nil, h4r.Errorf(h4r.EINVALID, "recent_files", "at most 256 recent files, got %d", len(req.RecentFiles))
 	}
@@ -155,7 +167,7 @@ func (s *Service) Prefetch(ctx context.Context, spec h4r.Specialist, req Prefetc
 	if limit == 0 {
 		limit = DefaultPrefetchLimit
 	}
-	sit := Situation{Repo: req.Repo, Areas: req.Areas, Files: req.RecentFiles, Text: req.TaskDescription}
+	sit := Situation{Repo: req.Repo, Branch: req.Branch, Areas: req.Areas, Files: req.RecentFiles, Text: req.TaskDescription}
 	ranked, err := s.rankTraces(ctx, spec, sit)
 	if err != nil {
 		return nil, err
@@ -183,7 +195,7 @@ type visibleTrace struct {
 // rankTraces finds the repo's commit traces in the situation's areas (and
 // the newest of the repo), and ranks them (rank).
 func (s *Service) rankTraces(ctx context.Context, spec h4r.Specialist, sit Situation) ([]visibleTrace, error) {
-	cands, err := s.commitTraces(ctx, sit.Repo, sit.Areas)
+	cands, err := s.commitTraces(ctx, sit.Repo, sit.Branch, sit.Areas)
 	if err != nil {
 		return nil, err
 	}
@@ -250,13 +262,30 @@ func compareScored(a, b scored) int {
 	return strings.Compare(ai.ID, bi.ID)
 }
 
-// commitTraces reads the repo's commit traces tagged with any of areas,
-// and its newest, without duplicates.
-func (s *Service) commitTraces(ctx context.Context, repo string, areas []string) ([]*h4r.Item, error) {
+// commitTraces reads the repo's newest commit traces on branch (when
+// given), those tagged with any of areas, and its newest, without
+// duplicates.
+func (s *Service) commitTraces(ctx context.Context, repo, branch string, areas []string) ([]*h4r.Item, error) {
 	base := h4r.Filters{Kinds: []string{KindCommitTrace}, Metadata: map[string]any{"repo": repo}}
 	out, err := findWithAreas(ctx, s.store, h4r.ItemQuery{Filters: base, Limit: candidatesPerQuery}, base, areas, candidatesPerQuery)
 	if err != nil {
 		return nil, fmt.Errorf("finding commit traces of %s: %w", repo, err)
+	}
+	if branch == "" {
+		return out, nil
+	}
+	onBranch, err := s.store.Find(ctx, h4r.ItemQuery{Filters: h4r.Filters{Kinds: []string{KindCommitTrace}, Metadata: map[string]any{"repo": repo, "branch": branch}}, Limit: candidatesPerQuery})
+	if err != nil {
+		return nil, fmt.Errorf("finding commit traces of %s on %s: %w", repo, branch, err)
+	}
+	seen := make(map[string]bool, len(out))
+	for _, it := range out {
+		seen[it.ID] = true
+	}
+	for _, it := range onBranch {
+		if !seen[it.ID] {
+			out = append(out, it)
+		}
 	}
 	return out, nil
 }

@@ -12,7 +12,7 @@ import (
 
 // ct describes a generated commit trace, an item of the shape the trace
 // ingest writes (id {repo}@{sha}, text the summary, content the trace with
-// the commit-trace contract's names, repo/branch/author/mode/status metadata, areas as
+// the trace wire format's names, repo/branch/author/mode/status metadata, areas as
 // tags, createdAt the timestamp).
 type ct struct {
 	sha, summary, status string
@@ -43,7 +43,9 @@ func (c ct) item(repo string) h4r.Item {
 		areas = append(areas, a)
 	}
 	ts := t0.AddDate(0, 0, -c.daysAgo)
-	content := map[string]any{"id": c.sha, "sha": c.sha, "repo": repo, "branch": "main", "author": "dev", "timestamp": ts.Format(time.RFC3339),
+	// The trace's own id is its item id here, so that tests name a
+	// precedent by either; TestTraceIdentityIsTheUUID uses the real ingest.
+	content := map[string]any{"id": repo + "@" + c.sha, "sha": c.sha, "repo": repo, "branch": "main", "author": "dev", "timestamp": ts.Format(time.RFC3339),
 		"files": files, "areas": areas, "errors": errs, "escalations": esc, "iterations": float64(c.iterations), "mode": "rlm",
 		"status": c.status, "summary": c.summary, "decisions": []any{}}
 	md := h4r.Metadata{CreatedAt: ts, Tags: c.areas, RestrictedToGroups: c.groups,

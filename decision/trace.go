@@ -475,6 +475,19 @@ func toMap(v any) (map[string]any, error) {
 // links.
 type Wire map[string]any
 
+// TraceID is the id an answer names a trace by: a commit trace's own UUID
+// (content.id), which search, GET /v1/trace and its decisions' trace_id
+// use too; any other item's id. A commit trace whose id policy removed is
+// named by its item id ({repo}@{sha}).
+func TraceID(kind string, content map[string]any, itemID string) string {
+	if kind == KindCommitTrace {
+		if id, ok := content["id"].(string); ok && id != "" {
+			return id
+		}
+	}
+	return itemID
+}
+
 // FromCleared is the wire form of an item as the slicer cleared it: its
 // redacted content, with id; links are given apart (links are not
 // redacted content, but the caller drops those to hidden items).
@@ -484,7 +497,7 @@ func FromCleared(c scs.Cleared, links []h4r.Link) Wire {
 	for k, v := range d.Content {
 		w[k] = v
 	}
-	w["id"] = d.ID
+	w["id"] = TraceID(d.Kind, d.Content, d.ID)
 	if len(links) > 0 {
 		w["links"] = links
 	}

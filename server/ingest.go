@@ -11,12 +11,15 @@ import (
 	"github.com/h4r/h4r/ingest"
 	"github.com/h4r/h4r/internal/jsonstrict"
 	"github.com/h4r/h4r/jobs"
+	"github.com/h4r/h4r/trace"
 )
 
 // Jobs starts and reports background jobs (app.Jobs).
 type Jobs interface {
 	StartIngest(ctx context.Context, owner string, req ingest.Request) (jobs.Job, error)
-	StartReindex(ctx context.Context, owner string, graph bool) (jobs.Job, error)
+	// StartReindex starts a reindex job: embeddings regenerates the
+	// vector index, graph rebuilds the Neo4j graph.
+	StartReindex(ctx context.Context, owner string, graph, embeddings bool) (jobs.Job, error)
 	Get(ctx context.Context, id string) (jobs.Job, error)
 	Unschedule(ctx context.Context, id string) (jobs.Job, error)
 }
@@ -25,7 +28,7 @@ type Jobs interface {
 // with j. Without it they answer 503 unavailable.
 func WithJobs(j Jobs) Option { return func(s *Server) { s.jobs = j } }
 
-// ingestRoutes: source ingestion (the retrieval contract's POST /ingest), job status
+// ingestRoutes: source ingestion (POST /ingest), job status
 // and the background reindex.
 func (s *Server) ingestRoutes() []route {
 	return []route{
@@ -38,7 +41,7 @@ func (s *Server) ingestRoutes() []route {
 	}
 }
 
-// ingestResponse is the retrieval contract's answer: the job and its stats so far.
+// ingestResponse is POST /ingest's answer: the job and its stats so far.
 type ingestResponse struct {
 	JobID string        `json:"job_id"`
 	State string        `json:"state"`
@@ -120,9 +123,22 @@ func jobViewer(c *echo.Context) (string, bool) {
 	return p.KeyID, p.Allows(auth.RouteAdmin)
 }
 
-// reindexRequest is POST /v1/reindex's optional body.
+// reindexRequest is POST /v1/reindex's optional body: repo narrows the
+// traces counted as queued (the vector index is one index over every
+// item, so its rebuild covers them all); regenerate_embeddings (default
+// true) re-embeds every item into the vector index; graph rebuilds the
+// Neo4j graph.
 type reindexRequest struct {
-	Graph bool `json:"graph,omitempty"`
+	Repo                 string `json:"repo,omitempty"`
+	RegenerateEmbeddings *bool  `json:"regenerate_embeddings,omitempty"`
+	Graph                bool   `json:"graph,omitempty"`
+}
+
+// reindexResponse is the job and the commit traces it covers.
+type reindexResponse struct {
+	JobID        string `json:"job_id"`
+	State        string `json:"state"`
+	TracesQueued int    `json:"traces_queued"`
 }
 
 func (s *Server) startReindex(c *echo.Context) error {
@@ -140,10 +156,25 @@ func (s *Server) startReindex(c *echo.Context) error {
 			return err
 		}
 	}
+	if req.Repo != "" {
+		if err := trace.ValidRepo(req.Repo, "repo"); err != nil {
+			return err
+		}
+	}
+	embeddings := req.RegenerateEmbeddings == nil || *req.RegenerateEmbeddings
+	if !embeddings && !req.Graph {
+		return h4r.Errorf(h4r.EINVALID, "regenerate_embeddings", "nothing to reindex: regenerate_embeddings is false and graph is not set")
+	}
+	queued := 0
+	if s.traces != nil {
+		if queued, err = s.traces.CountTraces(c.Request().Context(), req.Repo); err != nil {
+			return err
+		}
+	}
 	owner, _ := jobViewer(c)
-	j, err := js.StartReindex(c.Request().Context(), owner, req.Graph)
+	j, err := js.StartReindex(c.Request().Context(), owner, req.Graph, embeddings)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]string{"job_id": j.ID, "state": j.State})
+	return c.JSON(http.StatusAccepted, reindexResponse{JobID: j.ID, State: j.State, TracesQueued: queued})
 }

@@ -18,7 +18,7 @@ func TestHealth(t *testing.T) {
 		readyStatus int
 		ready       string
 	}{
-		{"with the store", false, http.StatusOK, "ok"},
+		{"with the store", false, http.StatusOK, "ready"},
 		{"after the store is closed", true, http.StatusServiceUnavailable, "unavailable"},
 	}
 	for _, tt := range tests {
@@ -53,7 +53,7 @@ func TestHealth(t *testing.T) {
 			if ready.Status != tt.ready {
 				t.Errorf("ready status %q, want %q", ready.Status, tt.ready)
 			}
-			if store := ready.Checks["store"]; store == "" || (store == "ok") != (tt.ready == "ok") {
+			if store := ready.Checks["store"]; store == "" || (store == "ok") != (tt.ready == "ready") {
 				t.Errorf("checks.store %q with ready status %q", store, ready.Status)
 			}
 		})

@@ -72,6 +72,7 @@ type Server struct {
 	openAPIDoc     []byte                 // the merged description (openapi.go)
 	traces         TraceService           // nil: the trace routes answer unavailable (traces.go)
 	traceOpts      TraceOptions
+	storeCheck     string          // the store's name in /health/ready
 	decisions      DecisionService // nil: decision routes answer unavailable (decisions.go)
 	linkLocks      keyedLocks      // link edits of one item, one at a time (links.go)
 	ambient        AmbientHub      // nil: no GET /v1/subscribe (subscribe.go)
@@ -159,6 +160,10 @@ func WithReadTimeout(d time.Duration) Option { return func(s *Server) { s.readTi
 // that a web page cannot read it by DNS rebinding; cmd/h4r sets it for
 // --insecure on a non-loopback address. Foreign Origins are still refused.
 func WithAnyHost() Option { return func(s *Server) { s.anyHost = true } }
+
+// WithStoreCheckName names the store's check in GET /health/ready
+// ("postgres" for the Postgres store; default "store").
+func WithStoreCheckName(name string) Option { return func(s *Server) { s.storeCheck = name } }
 
 // WithReadinessCheck adds a backend that GET /health/ready checks besides
 // the store (a vector index, a graph database, a remote policy).
@@ -362,9 +367,13 @@ func (s *Server) live(c *echo.Context) error {
 // second. The probe needs no key, so a failure's details go to the log, not
 // into the answer.
 func (s *Server) ready(c *echo.Context) error {
-	checks := append([]readinessCheck{{"store", s.store.Ping}}, s.checks...)
+	name := s.storeCheck
+	if name == "" {
+		name = "store"
+	}
+	checks := append([]readinessCheck{{name, s.store.Ping}}, s.checks...)
 	out := make(map[string]string, len(checks))
-	status, code := "ok", http.StatusOK
+	status, code := "ready", http.StatusOK
 	for _, ch := range checks {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
 		err := ch.check(ctx)

@@ -17,7 +17,8 @@ type TraceService interface {
 	Search(ctx context.Context, spec h4r.Specialist, req trace.SearchRequest) (*trace.SearchResponse, error)
 	Get(ctx context.Context, spec h4r.Specialist, repo, sha string) (map[string]any, error)
 	GetBySHA(ctx context.Context, spec h4r.Specialist, sha string) (map[string]any, error)
-	Stats(ctx context.Context, vectors trace.VectorCounter) (*trace.Stats, error)
+	Stats(ctx context.Context, vectors trace.VectorCounter, size trace.DatabaseSizer) (*trace.Stats, error)
+	CountTraces(ctx context.Context, repo string) (int, error)
 	HandleGitHub(ctx context.Context, event, delivery string, body []byte) (*trace.WebhookResult, error)
 }
 
@@ -28,6 +29,9 @@ type TraceOptions struct {
 	WebhookSecret []byte
 	// Vectors counts the vector index for GET /v1/stats; nil: 0.
 	Vectors trace.VectorCounter
+	// DatabaseSize measures the store's database for GET /v1/stats
+	// (postgres_size_mb); nil: 0.
+	DatabaseSize trace.DatabaseSizer
 }
 
 // MaxWebhookBytes is the largest webhook body read: GitHub caps payloads
@@ -46,7 +50,7 @@ func WithTraces(svc TraceService, o TraceOptions) Option {
 var signedRoute = routeAccess{public: true}
 
 // traceRoutes are the Context Graph Service's capture, outcome and query
-// routes (its design), with its paths and field names.
+// routes, with the wire format's paths and field names.
 func (s *Server) traceRoutes() []route {
 	return []route{
 		{"POST", "/v1/traces", s.ingestTrace, ingestRoute},
@@ -143,7 +147,7 @@ func (s *Server) traceStats(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := svc.Stats(c.Request().Context(), s.traceOpts.Vectors)
+	st, err := svc.Stats(c.Request().Context(), s.traceOpts.Vectors, s.traceOpts.DatabaseSize)
 	if err != nil {
 		return err
 	}

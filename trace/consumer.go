@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,9 +26,12 @@ import (
 const (
 	DefaultTraceSubject  = "buckley.trace.commit"
 	DefaultLandedSubject = "buckley.event.landed"
-	DefaultStream        = "H4R_TRACES"
-	DefaultDurable       = "h4r-traces"
-	DefaultAckWait       = 30 * time.Second
+	// DefaultDeadLetterSubject receives the messages that cannot be
+	// stored, with their reason in headers, for an operator to replay.
+	DefaultDeadLetterSubject = "buckley.trace.dead_letter"
+	DefaultStream            = "H4R_TRACES"
+	DefaultDurable           = "h4r-traces"
+	DefaultAckWait           = 30 * time.Second
 	// maxNakDelay caps the backoff of a trace the store could not take.
 	maxNakDelay = time.Minute
 )
@@ -48,7 +53,23 @@ type ConsumerConfig struct {
 	Subject string        // the traces' subject
 	Durable string        // shared by every replica: each message goes to one
 	AckWait time.Duration // redelivery after this long without an ack
+	// DeadLetter is where a message that cannot be stored goes, with
+	// its reason; "" drops it (logged and counted).
+	DeadLetter string
 }
+
+// Headers of a dead-lettered message.
+const (
+	HeaderDeadReason  = "H4R-Dead-Letter-Reason"
+	HeaderDeadField   = "H4R-Dead-Letter-Field"
+	HeaderDeadError   = "H4R-Dead-Letter-Error"
+	HeaderDeadSubject = "H4R-Dead-Letter-Subject"
+	HeaderDeadSeq     = "H4R-Dead-Letter-Stream-Sequence"
+)
+
+// maxLoggedFields bounds the unknown field names remembered for logging
+// once each, so that a stream of invented names cannot grow memory.
+const maxLoggedFields = 256
 
 // Consumer is the durable JetStream consumer of commit traces. Replicas
 // share its durable name, so JetStream hands each message to one of them;
@@ -70,7 +91,8 @@ type Consumer struct {
 
 	mu         sync.Mutex
 	cc         jetstream.ConsumeContext
-	afterStore func() // tests: between the store write and the ack
+	loggedKeys map[string]bool // unknown fields already logged
+	afterStore func()          // tests: between the store write and the ack
 }
 
 // ConsumerOption configures a Consumer.
@@ -114,7 +136,7 @@ func NewConsumer(nc *nats.Conn, ingest Ingester, cfg ConsumerConfig, opts ...Con
 		return nil, fmt.Errorf("opening JetStream: %w", err)
 	}
 	c := &Consumer{
-		nc: nc, js: js, cfg: cfg, ingest: ingest, log: slog.Default(),
+		nc: nc, js: js, cfg: cfg, ingest: ingest, log: slog.Default(), loggedKeys: map[string]bool{},
 		tracer: noop.NewTracerProvider().Tracer(""),
 		prop:   propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}
@@ -124,24 +146,16 @@ func NewConsumer(nc *nats.Conn, ingest Ingester, cfg ConsumerConfig, opts ...Con
 	return c, nil
 }
 
-// Start creates the stream when it is missing and the durable consumer,
-// and consumes until Stop.
+// Start opens the stream and the durable consumer, and consumes until
+// Stop. The stream is the one named by the configuration; when there is
+// none, a stream an operator made that already stores the subject is used
+// (JetStream refuses two streams over one subject); when there is none
+// either, the stream is created over the subject and the dead-letter
+// subject.
 func (c *Consumer) Start(ctx context.Context) error {
-	stream, err := c.js.Stream(ctx, c.cfg.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		stream, err = c.js.CreateStream(ctx, jetstream.StreamConfig{
-			Name: c.cfg.Stream, Subjects: []string{c.cfg.Subject}, Storage: jetstream.FileStorage,
-			Description: "Commit traces consumed by H4R",
-		})
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another replica created it first
-			stream, err = c.js.Stream(ctx, c.cfg.Stream)
-		}
-		if err == nil {
-			c.log.InfoContext(ctx, "created the JetStream stream of commit traces", "stream", c.cfg.Stream, "subject", c.cfg.Subject)
-		}
-	}
+	stream, err := c.openStream(ctx)
 	if err != nil {
-		return fmt.Errorf("opening stream %s: %w", c.cfg.Stream, err)
+		return err
 	}
 	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       c.cfg.Durable,
@@ -153,7 +167,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		Description:   "H4R commit trace ingestion",
 	})
 	if err != nil {
-		return fmt.Errorf("creating consumer %s on stream %s (subject %s): %w", c.cfg.Durable, c.cfg.Stream, c.cfg.Subject, err)
+		return fmt.Errorf("creating consumer %s on stream %s (subject %s): %w", c.cfg.Durable, stream.CachedInfo().Config.Name, c.cfg.Subject, err)
 	}
 	cc, err := cons.Consume(c.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		c.log.Warn("consuming commit traces", "stream", c.cfg.Stream, "error", err)
@@ -164,8 +178,48 @@ func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.cc = cc
 	c.mu.Unlock()
-	c.log.InfoContext(ctx, "consuming commit traces", "subject", c.cfg.Subject, "stream", c.cfg.Stream, "durable", c.cfg.Durable)
+	c.log.InfoContext(ctx, "consuming commit traces", "subject", c.cfg.Subject, "stream", stream.CachedInfo().Config.Name, "durable", c.cfg.Durable)
 	return nil
+}
+
+// openStream finds or creates the stream of the traces' subject.
+func (c *Consumer) openStream(ctx context.Context) (jetstream.Stream, error) {
+	stream, err := c.js.Stream(ctx, c.cfg.Stream)
+	if err == nil {
+		return stream, nil
+	}
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("opening stream %s: %w", c.cfg.Stream, err)
+	}
+	if name, err := c.js.StreamNameBySubject(ctx, c.cfg.Subject); err == nil {
+		c.log.InfoContext(ctx, "stream "+c.cfg.Stream+" does not exist; using the stream that already stores the traces' subject (set H4R_TRACE_STREAM to its name to say so)", "stream", name, "subject", c.cfg.Subject)
+		if stream, err = c.js.Stream(ctx, name); err != nil {
+			return nil, fmt.Errorf("opening stream %s, which stores %s: %w", name, c.cfg.Subject, err)
+		}
+		return stream, nil
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("looking for a stream that stores %s: %w", c.cfg.Subject, err)
+	}
+	subjects := []string{c.cfg.Subject}
+	if d := c.cfg.DeadLetter; d != "" && d != c.cfg.Subject {
+		// Unless another stream stores it already: two streams may not
+		// share a subject.
+		if _, err := c.js.StreamNameBySubject(ctx, d); errors.Is(err, jetstream.ErrStreamNotFound) {
+			subjects = append(subjects, d)
+		}
+	}
+	stream, err = c.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: c.cfg.Stream, Subjects: subjects, Storage: jetstream.FileStorage,
+		Description: "Commit traces consumed by H4R",
+	})
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another replica created it first
+		stream, err = c.js.Stream(ctx, c.cfg.Stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating stream %s over %s (an existing stream that stores one of these subjects is used when it stores %s; otherwise set H4R_TRACE_STREAM to its name): %w", c.cfg.Stream, strings.Join(subjects, ", "), c.cfg.Subject, err)
+	}
+	c.log.InfoContext(ctx, "created the JetStream stream of commit traces", "stream", c.cfg.Stream, "subjects", subjects)
+	return stream, nil
 }
 
 // Stop stops consuming; a message being handled is finished, and any
@@ -204,9 +258,10 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		delivered = md.NumDelivered
 		span.SetAttributes(attribute.Int64("messaging.nats.delivered", int64(delivered)), attribute.Int64("messaging.nats.stream_sequence", int64(md.Sequence.Stream)))
 	}
-	reason := "invalid_json" // not a trace document: syntax, unknown field, wrong type
+	reason := "invalid_json" // not a trace document: syntax, wrong type
 	var stored *CommitTrace
-	t, err := Decode(msg.Data())
+	t, unknown, err := DecodeFromBus(msg.Data())
+	c.logUnknown(ctx, unknown)
 	if err == nil {
 		reason = "invalid_trace" // a trace that fails validation
 		stored, err = c.ingest.Ingest(ctx, t)
@@ -217,11 +272,20 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		if errors.As(err, &herr) {
 			field = herr.Field
 		}
+		span.RecordError(err)
+		if derr := c.deadLetter(ctx, msg, reason, field, err); derr != nil {
+			// Not acknowledged: the message stays on the stream until the
+			// dead-letter subject takes it.
+			c.log.WarnContext(ctx, "dead-lettering a commit trace that cannot be stored failed; it will be redelivered", "reason", reason, "dead_letter", c.cfg.DeadLetter, "error", derr)
+			if nerr := msg.NakWithDelay(nakDelay(delivered)); nerr != nil {
+				c.log.WarnContext(ctx, "negatively acknowledging a trace", "error", nerr)
+			}
+			return
+		}
 		c.metrics.rejectedMessage(reason)
 		// The field and the message quote the message's own keys: clipped,
 		// so that a crafted message cannot write a log line of its size.
-		c.log.WarnContext(ctx, "acknowledged a commit trace that cannot be stored", "reason", reason, "field", clip(field), "error", clip(h4r.ErrorMessage(err)), "subject", msg.Subject(), "delivered", delivered)
-		span.RecordError(err)
+		c.log.WarnContext(ctx, "acknowledged a commit trace that cannot be stored", "reason", reason, "field", clip(field), "error", clip(h4r.ErrorMessage(err)), "subject", msg.Subject(), "delivered", delivered, "dead_letter", c.cfg.DeadLetter)
 		if aerr := msg.Ack(); aerr != nil {
 			c.log.WarnContext(ctx, "acknowledging a rejected trace", "error", aerr)
 		}
@@ -251,6 +315,55 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 			c.log.WarnContext(ctx, "telling ambient subscribers of a trace from NATS failed; they miss it", "error", err)
 		}
 	}
+}
+
+// logUnknown logs each unknown field name once per consumer.
+func (c *Consumer) logUnknown(ctx context.Context, names []string) {
+	for _, n := range names {
+		c.mu.Lock()
+		first := !c.loggedKeys[n] && len(c.loggedKeys) < maxLoggedFields
+		if first {
+			c.loggedKeys[n] = true
+		}
+		c.mu.Unlock()
+		if first {
+			c.log.InfoContext(ctx, "commit traces carry a field this version does not know; it is not stored (logged once per field)", "field", clip(n))
+		}
+	}
+}
+
+// deadLetter publishes a message that cannot be stored on the dead-letter
+// subject with its reason, field and error in headers. With JetStream
+// storing the subject the publish is acknowledged; with none, it is sent
+// on plain NATS (logged), as a subscriber may still take it.
+func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason, field string, cause error) error {
+	if c.cfg.DeadLetter == "" {
+		return nil
+	}
+	h := nats.Header{}
+	for k, v := range msg.Headers() {
+		h[k] = slices.Clone(v)
+	}
+	h.Set(HeaderDeadReason, reason)
+	h.Set(HeaderDeadField, clip(field))
+	h.Set(HeaderDeadError, clip(h4r.ErrorMessage(cause)))
+	h.Set(HeaderDeadSubject, msg.Subject())
+	if md, err := msg.Metadata(); err == nil {
+		h.Set(HeaderDeadSeq, strconv.FormatUint(md.Sequence.Stream, 10))
+	}
+	out := &nats.Msg{Subject: c.cfg.DeadLetter, Header: h, Data: msg.Data()}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := c.js.PublishMsg(pctx, out)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+		c.log.WarnContext(ctx, "no JetStream stream stores the dead-letter subject; the message was published without persistence", "dead_letter", c.cfg.DeadLetter)
+		err = c.nc.PublishMsg(out)
+	}
+	if err != nil {
+		return fmt.Errorf("publishing on %s: %w", c.cfg.DeadLetter, err)
+	}
+	c.metrics.deadLettered(reason)
+	return nil
 }
 
 // nakDelay is the backoff of the n-th delivery: 1 s, 2 s, 4 s, … up to a

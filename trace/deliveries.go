@@ -72,24 +72,35 @@ func (s *Service) pruneEvery(ctx context.Context) {
 	}
 }
 
-// PruneDeliveries deletes the delivery records older than the TTL and
-// returns how many it deleted.
+// PruneDeliveries deletes the delivery records older than the TTL, and
+// the outcomes that waited for a trace longer than theirs, and returns
+// how many it deleted.
 func (s *Service) PruneDeliveries(ctx context.Context) (int, error) {
-	cutoff := s.now().Add(-s.deliveryTTL)
-	var expired []string
-	err := s.store.Each(ctx, func(it *h4r.Item) error {
-		if it.Kind == KindDelivery && it.Metadata.CreatedAt.Before(cutoff) {
-			expired = append(expired, it.ID)
-		}
-		return nil
-	})
+	n, err := s.pruneKind(ctx, KindDelivery, s.now().Add(-s.deliveryTTL))
 	if err != nil {
-		return 0, fmt.Errorf("finding expired delivery records: %w", err)
+		return n, err
 	}
-	for i, id := range expired {
-		if err := s.store.Delete(ctx, id); err != nil && h4r.ErrorCode(err) != h4r.ENOTFOUND {
-			return i, fmt.Errorf("deleting delivery record %s: %w", id, err)
+	m, err := s.pruneKind(ctx, KindEarlyOutcome, s.now().Add(-s.outcomeTTL))
+	return n + m, err
+}
+
+// pruneKind deletes the items of kind created before cutoff, found by the
+// store's index rather than a scan.
+func (s *Service) pruneKind(ctx context.Context, kind string, cutoff time.Time) (int, error) {
+	deleted := 0
+	for {
+		expired, err := s.store.Find(ctx, h4r.ItemQuery{Filters: h4r.Filters{Kinds: []string{kind}, CreatedBefore: cutoff}, Limit: h4r.MaxFindLimit})
+		if err != nil {
+			return deleted, fmt.Errorf("finding expired %s records: %w", kind, err)
+		}
+		for _, it := range expired {
+			if err := s.store.Delete(ctx, it.ID); err != nil && h4r.ErrorCode(err) != h4r.ENOTFOUND {
+				return deleted, fmt.Errorf("deleting %s record %s: %w", kind, it.ID, err)
+			}
+			deleted++
+		}
+		if len(expired) < h4r.MaxFindLimit {
+			return deleted, nil
 		}
 	}
-	return len(expired), nil
 }

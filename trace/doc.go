@@ -1,5 +1,5 @@
 // Package trace makes the reasoning behind each commit into data, as the
-// Context Graph Service design asks (its design): the CommitTrace
+// Context Graph Service design asks: the CommitTrace
 // model with the document's JSON names, its mapping to items (kind
 // commit_trace, one item of kind decision per decision, linked to its
 // trace), ingestion with summaries, the JetStream consumer, outcomes from

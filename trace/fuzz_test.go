@@ -66,3 +66,32 @@ func FuzzGitHubWebhook(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeFromBus: any bytes from the bus decode to a trace (with the
+// names of the fields left out, none of them known) or an invalid_argument
+// error, never a panic; what Decode accepts, it accepts alike.
+func FuzzDecodeFromBus(f *testing.F) {
+	b, err := os.ReadFile("testdata/trace.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"sha":"abcdef1","repo":"a/b","timestamp":"2026-01-01T00:00:00Z","session_id":"s1"}`))
+	f.Add([]byte(`{"sha":"abcdef1","session_id":1,"session_id":2}`))
+	f.Add([]byte(`{"sha":1,"x":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, unknown, err := trace.DecodeFromBus(data)
+		if err != nil {
+			if h4r.ErrorCode(err) != h4r.EINVALID {
+				t.Fatalf("DecodeFromBus error %v is not invalid_argument", err)
+			}
+			return
+		}
+		if tr == nil {
+			t.Fatal("no trace and no error")
+		}
+		if strict, serr := trace.Decode(data); serr == nil && (len(unknown) != 0 || strict.SHA != tr.SHA) {
+			t.Fatalf("a strictly valid trace decoded differently: unknown %v", unknown)
+		}
+	})
+}

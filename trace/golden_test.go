@@ -126,8 +126,9 @@ func checkGolden(t *testing.T, name string, got []goldenResult) {
 // traces and their decisions) answer exactly what the search recorded in
 // testdata/search_golden_10k.json answered: the same traces in the same
 // order, with the same scores, decisions and delivered content. The file
-// was written by the search before the filter checks moved into memory,
-// so it holds the fast path to the slow one's answers.
+// was written by the search before the filter checks moved into memory
+// (the latency work on search), so it holds the fast path to the slow one's
+// answers.
 func TestSearchGoldenBenchCorpus(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("seeds 10k traces: not under -short or -race")

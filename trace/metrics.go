@@ -15,6 +15,7 @@ type Metrics struct {
 	embedding  prometheus.Histogram
 	rejected   *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
+	dead       *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics on reg.
@@ -40,8 +41,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "h4r_github_webhooks_total", Help: "GitHub webhook deliveries by event and result (applied, duplicate, ignored, refused)",
 		}, []string{"event", "result"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "h4r_traces_dead_lettered_total", Help: "Trace messages put on the dead-letter subject, by reason (invalid_json, invalid_trace)",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.ingested, m.decisions, m.search, m.embedding, m.rejected, m.deliveries)
+	reg.MustRegister(m.ingested, m.decisions, m.search, m.embedding, m.rejected, m.deliveries, m.dead)
 	return m
 }
 
@@ -87,4 +91,16 @@ func (m *Metrics) delivery(event, result string) {
 // Rejected is the counter of messages rejected for reason (tests read it).
 func (m *Metrics) Rejected(reason string) prometheus.Counter {
 	return m.rejected.WithLabelValues(reason)
+}
+
+func (m *Metrics) deadLettered(reason string) {
+	if m == nil {
+		return
+	}
+	m.dead.WithLabelValues(reason).Inc()
+}
+
+// DeadLettered is the counter of messages dead-lettered for reason.
+func (m *Metrics) DeadLettered(reason string) prometheus.Counter {
+	return m.dead.WithLabelValues(reason)
 }

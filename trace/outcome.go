@@ -48,22 +48,11 @@ func (s *Service) ApplyOutcome(ctx context.Context, repo, sha string, o Outcome)
 		if t == nil {
 			return nil, nil, nil
 		}
-		switch o.Status {
-		case StatusLanded:
-			if t.Status != StatusPending {
-				return nil, nil, nil
-			}
-			t.Status, t.LandedAt, t.MergedVia = StatusLanded, o.LandedAt, o.MergedVia
-		case StatusReverted:
-			if t.Status == StatusReverted && equalPtr(t.RevertedBy, o.RevertedBy) {
-				return nil, nil, nil
-			}
-			t.Status, t.RevertedBy = StatusReverted, o.RevertedBy
-			if t.LandedAt == nil {
-				t.LandedAt = o.LandedAt
-			}
-		default:
+		if o.Status != StatusLanded && o.Status != StatusReverted {
 			return nil, nil, fmt.Errorf("outcome of %s: unknown status %q", id, o.Status)
+		}
+		if !applyOutcome(t, o) {
+			return nil, nil, nil
 		}
 		t.UpdatedAt = s.now().UTC()
 		items, err := Items(t)
@@ -73,10 +62,56 @@ func (s *Service) ApplyOutcome(ctx context.Context, repo, sha string, o Outcome)
 		applied = t
 		return items, nil, nil
 	})
+	if err == nil && applied == nil {
+		// No trace of the commit yet (its trace may arrive after the
+		// merge): the outcome waits for it.
+		if found, ferr := s.traceExists(ctx, id); ferr != nil {
+			return false, ferr
+		} else if !found {
+			return false, s.recordEarlyOutcome(ctx, repo, sha, o)
+		}
+	}
 	if err != nil || applied == nil {
 		return false, err
 	}
 	s.publishLanded(ctx, applied)
+	return true, nil
+}
+
+// applyOutcome records o on t and reports whether t changed. A landed
+// outcome never undoes a revert and keeps the first landed_at.
+func applyOutcome(t *CommitTrace, o Outcome) bool {
+	switch o.Status {
+	case StatusLanded:
+		if t.Status != StatusPending {
+			return false
+		}
+		t.Status, t.LandedAt, t.MergedVia = StatusLanded, o.LandedAt, o.MergedVia
+	case StatusReverted:
+		if t.Status == StatusReverted && equalPtr(t.RevertedBy, o.RevertedBy) {
+			return false
+		}
+		t.Status, t.RevertedBy = StatusReverted, o.RevertedBy
+		if t.LandedAt == nil {
+			t.LandedAt = o.LandedAt
+		}
+		if t.MergedVia == nil {
+			t.MergedVia = o.MergedVia
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (s *Service) traceExists(ctx context.Context, id string) (bool, error) {
+	_, err := s.store.Get(ctx, id)
+	switch {
+	case h4r.ErrorCode(err) == h4r.ENOTFOUND:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading trace %s: %w", id, err)
+	}
 	return true, nil
 }
 

@@ -119,10 +119,6 @@ func (r *SearchRequest) validate() error {
 	return nil
 }
 
-// candidatesPerResult widens the pack's item cap when traces share it with
-// their decisions, so that limit traces still fit.
-const candidatesPerResult = 5
-
 // plan turns a search into one engine request: kind, metadata and tag
 // filters the generators apply, so that no other item is ever a candidate.
 // Areas are any-of, the stores' anyTags filter. (Filtering areas after
@@ -150,13 +146,11 @@ func (r *SearchRequest) plan() (*h4r.Plan, error) {
 		}
 		filters["anyTags"] = areas
 	}
-	limit := r.Limit
-	if r.IncludeDecisions {
-		limit *= candidatesPerResult
-	}
+	// Every match the caller may see is asked for, whatever the limit:
+	// total counts them all, and the answer is cut to limit afterwards.
 	req := h4r.ContextRequest{
 		Query:    h4r.Query{Type: h4r.QueryHybrid, Text: r.Query, Filters: filters},
-		Limit:    min(limit, h4r.MaxLimit),
+		Limit:    h4r.MaxLimit,
 		MinScore: r.MinScore,
 	}
 	plan, err := req.Plan("")

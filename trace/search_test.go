@@ -143,3 +143,20 @@ func TestSearchBadAreaNamesTheField(t *testing.T) {
 		t.Fatalf("error %v, want invalid_argument naming filters.areas[1]", err)
 	}
 }
+
+// TestSearchTotalCountsEveryMatch: total is every trace the caller may see
+// that matches, whatever the limit.
+func TestSearchTotalCountsEveryMatch(t *testing.T) {
+	h := filterCorpus(t)
+	for _, limit := range []int{1, 3, 10} {
+		t.Run(fmt.Sprintf("limit %d", limit), func(t *testing.T) {
+			res, err := h.svc.Search(context.Background(), publicReader, trace.SearchRequest{Query: "retry with backoff", Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Total != 6 || len(res.Results) != min(limit, 6) {
+				t.Errorf("total %d with %d results, want 6 with %d", res.Total, len(res.Results), min(limit, 6))
+			}
+		})
+	}
+}

@@ -27,6 +27,9 @@ type Store interface {
 	Get(ctx context.Context, id string) (*h4r.Item, error)
 	Delete(ctx context.Context, id string) error
 	Each(ctx context.Context, fn func(*h4r.Item) error) error
+	// Find answers metadata queries in the store (by repo, branch and
+	// status), so that a webhook never reads every item.
+	Find(ctx context.Context, q h4r.ItemQuery) ([]*h4r.Item, error)
 }
 
 // Publisher sends an event on a subject (a NATS connection).
@@ -53,6 +56,10 @@ type Service struct {
 	runner         Runner // nil: no search
 	slicer         Slicer // nil: no reads
 	deliveryTTL    time.Duration
+	outcomeTTL     time.Duration // of an outcome recorded before its trace
+	landing        []string      // branches besides the default whose merges land
+	decisionPub    Publisher     // nil: decisions are not fanned out
+	decisionSubj   string
 	pruneMu        sync.Mutex
 	lastPrune      time.Time // of the delivery records (deliveries.go)
 }
@@ -94,10 +101,27 @@ func WithSearch(r Runner, s Slicer) ServiceOption {
 	return func(v *Service) { v.runner, v.slicer = r, s }
 }
 
+// WithLandingBranches adds branches whose merges and pushes land traces,
+// besides each repository's default branch.
+func WithLandingBranches(branches ...string) ServiceOption {
+	return func(v *Service) { v.landing = slices.Clone(branches) }
+}
+
+// WithDecisionPublisher publishes each decision of every stored trace on
+// subject (the optional fan-out of individual decisions); an empty
+// subject publishes nothing.
+func WithDecisionPublisher(p Publisher, subject string) ServiceOption {
+	return func(v *Service) {
+		if subject != "" {
+			v.decisionPub, v.decisionSubj = p, subject
+		}
+	}
+}
+
 // NewService returns a Service over store.
 func NewService(store Store, opts ...ServiceOption) *Service {
 	s := &Service{
-		store: store, summaryTimeout: DefaultSummaryTimeout, deliveryTTL: DefaultDeliveryTTL,
+		store: store, summaryTimeout: DefaultSummaryTimeout, deliveryTTL: DefaultDeliveryTTL, outcomeTTL: DefaultEarlyOutcomeTTL,
 		tracer: noop.NewTracerProvider().Tracer(""), log: slog.Default(), now: time.Now,
 	}
 	for _, o := range opts {
@@ -123,6 +147,10 @@ func (s *Service) Ingest(ctx context.Context, t *CommitTrace) (_ *CommitTrace, e
 	span.SetAttributes(attribute.String("h4r.trace.id", id), attribute.Int("h4r.trace.decisions", len(t.Decisions)))
 	summarized := t.Summary != ""
 	given := *t
+	early, err := s.earlyOutcome(ctx, t.Repo, t.SHA)
+	if err != nil {
+		return nil, err
+	}
 	var stored *CommitTrace
 	// A read-modify-write of the trace (created_at and a recorded outcome
 	// are kept), made atomic by writing only if the trace is still at the
@@ -148,6 +176,9 @@ func (s *Service) Ingest(ctx context.Context, t *CommitTrace) (_ *CommitTrace, e
 				stale = append(stale, DecisionItemID(id, i))
 			}
 		}
+		if early != nil {
+			applyOutcome(&t, *early)
+		}
 		if !summarized && t.Summary == "" {
 			t.Summary = s.summarize(ctx, &t)
 			given.Summary = t.Summary // summarized once, whatever the retries
@@ -163,6 +194,16 @@ func (s *Service) Ingest(ctx context.Context, t *CommitTrace) (_ *CommitTrace, e
 		return nil, err
 	}
 	s.metrics.traceIngested(stored)
+	if early != nil {
+		// The outcome now lives on the trace.
+		if err := s.store.Delete(ctx, EarlyOutcomeItemID(stored.Repo, stored.SHA)); err != nil && h4r.ErrorCode(err) != h4r.ENOTFOUND {
+			s.log.WarnContext(ctx, "deleting an outcome recorded before its trace", "repo", stored.Repo, "sha", stored.SHA, "error", err)
+		}
+		if stored.Status != StatusPending {
+			s.publishLanded(ctx, stored)
+		}
+	}
+	s.publishDecisions(ctx, stored)
 	return stored, nil
 }
 

@@ -8,10 +8,10 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Stats is the document's GET /v1/stats answer. Storage counts what the
-// store holds of traces and decisions: postgres_size_mb is their stored
-// size (whichever store holds them), qdrant_vectors the item vectors of the
-// vector index when one is configured.
+// Stats is GET /v1/stats's answer. postgres_size_mb is the size of the
+// store's database (pg_database_size on Postgres, the database file on
+// SQLite), qdrant_vectors the item vectors of the vector index when one is
+// configured.
 type Stats struct {
 	Traces    TraceCounts    `json:"traces"`
 	Decisions DecisionCounts `json:"decisions"`
@@ -42,12 +42,14 @@ type StorageStats struct {
 // VectorCounter counts the vectors of the vector index.
 type VectorCounter func(ctx context.Context) (int, error)
 
+// DatabaseSizer measures the store's database in bytes.
+type DatabaseSizer func(ctx context.Context) (int64, error)
+
 // Stats counts traces and decisions. It reads every item once; it is an
-// admin endpoint, not a hot path. vectors may be nil.
-func (s *Service) Stats(ctx context.Context, vectors VectorCounter) (*Stats, error) {
+// admin endpoint, not a hot path. vectors and size may be nil (0).
+func (s *Service) Stats(ctx context.Context, vectors VectorCounter, size DatabaseSizer) (*Stats, error) {
 	st := &Stats{Decisions: DecisionCounts{ByCategory: map[string]int{}}}
 	repos := map[string]bool{}
-	var size int
 	err := s.store.Each(ctx, func(it *h4r.Item) error {
 		switch it.Kind {
 		case KindTrace:
@@ -70,17 +72,20 @@ func (s *Service) Stats(ctx context.Context, vectors VectorCounter) (*Stats, err
 				c = "uncategorized"
 			}
 			st.Decisions.ByCategory[c]++
-		default:
-			return nil
 		}
-		size += it.Metadata.ByteSize
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("counting traces: %w", err)
 	}
 	st.Repos = len(repos)
-	st.Storage.PostgresSizeMB = math.Round(float64(size)/(1<<20)*100) / 100
+	if size != nil {
+		n, err := size(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sizing the database: %w", err)
+		}
+		st.Storage.PostgresSizeMB = math.Round(float64(n)/(1<<20)*100) / 100
+	}
 	if vectors != nil {
 		n, err := vectors(ctx)
 		if err != nil {
@@ -89,4 +94,20 @@ func (s *Service) Stats(ctx context.Context, vectors VectorCounter) (*Stats, err
 		st.Storage.QdrantVectors = n
 	}
 	return st, nil
+}
+
+// CountTraces counts the commit traces of repo ("": every repository).
+// It reads every item once, as Stats does: an admin call.
+func (s *Service) CountTraces(ctx context.Context, repo string) (int, error) {
+	n := 0
+	err := s.store.Each(ctx, func(it *h4r.Item) error {
+		if it.Kind == KindTrace && (repo == "" || it.Metadata.Extra["repo"] == repo) {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("counting the traces of %q: %w", repo, err)
+	}
+	return n, nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ type ghPullRequest struct {
 			Ref *string `json:"ref"`
 			SHA *string `json:"sha"`
 		} `json:"head"`
+		Base *struct {
+			Ref *string `json:"ref"`
+		} `json:"base"`
 	} `json:"pull_request"`
 	Repository *ghRepository `json:"repository"`
 }
@@ -122,7 +126,7 @@ func (s *Service) HandleGitHub(ctx context.Context, event, delivery string, body
 		if repo, err = p.repo(); err != nil {
 			return nil, err
 		}
-		if p.merged() {
+		if p.merged() && s.lands(*p.PullRequest.Base.Ref, p.Repository.DefaultBranch) {
 			updates = func(ctx context.Context) (int, error) { return s.landPullRequest(ctx, repo, &p) }
 		}
 	case "push":
@@ -133,7 +137,7 @@ func (s *Service) HandleGitHub(ctx context.Context, event, delivery string, body
 		if repo, err = p.repo(); err != nil {
 			return nil, err
 		}
-		if *p.Ref == "refs/heads/"+*p.Repository.DefaultBranch {
+		if branch, ok := strings.CutPrefix(*p.Ref, "refs/heads/"); ok && s.lands(branch, p.Repository.DefaultBranch) {
 			updates = func(ctx context.Context) (int, error) { return s.landPush(ctx, repo, &p) }
 		}
 	default:
@@ -266,7 +270,17 @@ func (p *ghPullRequest) repo() (string, error) {
 	if p.PullRequest.Head == nil || p.PullRequest.Head.SHA == nil || p.PullRequest.Head.Ref == nil {
 		return "", h4r.Errorf(h4r.EINVALID, "pull_request.head", "pull_request.head.ref and pull_request.head.sha are required")
 	}
+	if p.PullRequest.Base == nil || p.PullRequest.Base.Ref == nil {
+		return "", h4r.Errorf(h4r.EINVALID, "pull_request.base.ref", "pull_request.base.ref is required")
+	}
 	return repo, nil
+}
+
+// lands reports whether a merge into branch lands traces: the
+// repository's default branch (from the payload) and the configured
+// landing branches do; any other branch does not.
+func (s *Service) lands(branch string, defaultBranch *string) bool {
+	return defaultBranch != nil && branch == *defaultBranch || slices.Contains(s.landing, branch)
 }
 
 func (p *ghPullRequest) merged() bool {
@@ -288,16 +302,19 @@ func (s *Service) landPullRequest(ctx context.Context, repo string, p *ghPullReq
 	if pr.MergeCommitSHA != nil && *pr.MergeCommitSHA != "" {
 		shas[strings.ToLower(*pr.MergeCommitSHA)] = true
 	}
-	err := s.store.Each(ctx, func(it *h4r.Item) error {
-		if it.Kind == KindTrace && it.Metadata.Extra["repo"] == repo && it.Metadata.Extra["branch"] == *pr.Head.Ref && it.Metadata.Extra["status"] == string(StatusPending) {
-			if sha, ok := it.Metadata.Extra["sha"].(string); ok {
-				shas[sha] = true
-			}
-		}
-		return nil
-	})
+	// The pending traces of the head branch, by the store's metadata
+	// query: a merge reads the traces it lands, not the store.
+	found, err := s.store.Find(ctx, h4r.ItemQuery{Filters: h4r.Filters{
+		Kinds:    []string{KindTrace},
+		Metadata: map[string]any{"repo": repo, "branch": *pr.Head.Ref, "status": string(StatusPending)},
+	}, Limit: h4r.MaxFindLimit})
 	if err != nil {
 		return 0, fmt.Errorf("finding the traces of pull request %s in %s: %w", via, repo, err)
+	}
+	for _, it := range found {
+		if sha, ok := it.Metadata.Extra["sha"].(string); ok {
+			shas[sha] = true
+		}
 	}
 	n := 0
 	for sha := range shas {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -225,26 +226,68 @@ func (c *Client) EscalationHint(ctx context.Context, req EscalationRequest) (*Es
 	return &out, nil
 }
 
-// Subscribe opens the ambient precedent subscription of a session. The
-// channel closes when ctx ends or the connection does; it is closed at
-// once when H4R is disabled or unreachable.
-func (c *Client) Subscribe(ctx context.Context, sessionID string) (<-chan Precedent, error) {
+// ContextUpdate is what a session tells the ambient subscription about
+// its work; H4R pushes precedents that match it.
+type ContextUpdate struct {
+	Repo            string   `json:"repo"`
+	Areas           []string `json:"areas,omitempty"`
+	CurrentTask     string   `json:"current_task,omitempty"`
+	RecentDecisions []string `json:"recent_decisions,omitempty"`
+}
+
+// Subscription is a session's ambient precedent subscription. Precedents
+// closes when the context of Subscribe ends or the connection does.
+type Subscription struct {
+	Precedents <-chan Precedent
+	ws         *websocket.Conn // nil: disabled or unreachable
+	mu         sync.Mutex      // one writer at a time
+}
+
+// Update sends a context_update: H4R pushes the precedents that match
+// it, now and as new traces arrive. It does nothing on a subscription
+// that is disabled or unreachable.
+func (s *Subscription) Update(ctx context.Context, u ContextUpdate) error {
+	if s.ws == nil {
+		return nil
+	}
+	msg := struct {
+		Type string `json:"type"`
+		ContextUpdate
+	}{"context_update", u}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := ctx.Deadline(); ok {
+		_ = s.ws.SetWriteDeadline(d)
+		defer func() { _ = s.ws.SetWriteDeadline(time.Time{}) }()
+	}
+	if err := websocket.JSON.Send(s.ws, msg); err != nil {
+		return fmt.Errorf("sending a context update: %w", err)
+	}
+	return nil
+}
+
+// Subscribe opens the ambient precedent subscription of a session and
+// sends first as its first context_update (H4R pushes nothing before it
+// knows the session's repository). Precedents is closed at once when H4R
+// is disabled or unreachable.
+func (c *Client) Subscribe(ctx context.Context, sessionID string, first ContextUpdate) (*Subscription, error) {
 	ch := make(chan Precedent)
-	if !c.enabled {
+	closed := func() (*Subscription, error) {
 		close(ch)
-		return ch, nil
+		return &Subscription{Precedents: ch}, nil
+	}
+	if !c.enabled {
+		return closed()
 	}
 	u, err := url.Parse(c.endpoint + "/v1/subscribe")
 	if err != nil {
-		close(ch)
-		return ch, nil
+		return closed()
 	}
 	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1)
 	u.RawQuery = url.Values{"session_id": {sessionID}}.Encode()
 	wc, err := websocket.NewConfig(u.String(), c.endpoint)
 	if err != nil {
-		close(ch)
-		return ch, nil
+		return closed()
 	}
 	if c.apiKey != "" {
 		wc.Header.Set("Authorization", "Bearer "+c.apiKey)
@@ -252,8 +295,14 @@ func (c *Client) Subscribe(ctx context.Context, sessionID string) (<-chan Preced
 	ws, err := wc.DialContext(ctx)
 	if err != nil {
 		c.log.Warn("ambient precedents unavailable", "error", err)
-		close(ch)
-		return ch, nil
+		return closed()
+	}
+	sub := &Subscription{Precedents: ch, ws: ws}
+	if err := sub.Update(ctx, first); err != nil {
+		ws.Close()
+		c.log.Warn("ambient precedents unavailable", "error", err)
+		sub.ws = nil
+		return closed()
 	}
 	go func() {
 		<-ctx.Done()
@@ -266,6 +315,9 @@ func (c *Client) Subscribe(ctx context.Context, sessionID string) (<-chan Preced
 			if err := websocket.JSON.Receive(ws, &p); err != nil {
 				return
 			}
+			if p.Type != "" && p.Type != "precedent" { // errors, notices
+				continue
+			}
 			select {
 			case ch <- p:
 			case <-ctx.Done():
@@ -273,7 +325,7 @@ func (c *Client) Subscribe(ctx context.Context, sessionID string) (<-chan Preced
 			}
 		}
 	}()
-	return ch, nil
+	return sub, nil
 }
 
 // RefusedError is H4R refusing a request as invalid.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"golang.org/x/net/websocket"
 
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/internal/natstest"
 	"github.com/h4r/h4r/server"
 	"github.com/h4r/h4r/trace"
@@ -95,11 +95,11 @@ func TestClientDisabledOrUnreachableIsEmpty(t *testing.T) {
 			if hint, err := c.EscalationHint(ctx, traceclient.EscalationRequest{Repo: "acme/gateway"}); hint != nil || err != nil {
 				t.Errorf("EscalationHint = %+v, %v; want nil, nil", hint, err)
 			}
-			ch, err := c.Subscribe(ctx, "s1")
+			sub, err := c.Subscribe(ctx, "s1", traceclient.ContextUpdate{Repo: "acme/gateway"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, open := <-ch; open {
+			if _, open := <-sub.Precedents; open {
 				t.Error("Subscribe's channel is open")
 			}
 		})
@@ -180,31 +180,60 @@ func TestClientPublishesOverNATS(t *testing.T) {
 
 // TestClientSubscribe reads pushes from a WebSocket endpoint speaking the
 // document's protocol (the ambient endpoint is another branch's).
+// TestClientSubscribe: against the real server's routes (ambient hub
+// over the decision service), a subscription's first context_update gets
+// the stored trace it matches pushed, by its UUID.
 func TestClientSubscribe(t *testing.T) {
-	ws := httptest.NewServer(websocket.Handler(func(conn *websocket.Conn) {
-		if conn.Request().URL.Query().Get("session_id") != "s1" {
-			return
-		}
-		_ = websocket.JSON.Send(conn, map[string]any{"type": "precedent", "trace": map[string]any{"sha": "abc1234", "summary": "token bucket"}, "relevance": 0.82, "trigger": "Redis decision"})
-		var ignored map[string]any
-		_ = websocket.JSON.Receive(conn, &ignored) // until the client goes
-	}))
-	defer ws.Close()
-	c, _ := traceclient.New(traceclient.Config{Enabled: true, ServiceEndpoint: ws.URL, Logger: quiet})
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	a, err := app.Open(context.Background(), cfg, app.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	hub, err := decision.NewHub(a.Decisions, nil, decision.WithPushDebounce(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Close() })
+	svc := trace.NewService(a.Store, trace.WithLogger(quiet), trace.WithSearch(a.Engine, a.Slicer))
+	srv := server.New(a.Engine, a.Store, server.WithLogger(quiet), server.WithRequestTimeout(cfg.RequestTimeout),
+		server.WithTraces(svc, server.TraceOptions{}), server.WithDecisions(a.Decisions), server.WithAmbient(hub, 0))
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+
+	c, err := traceclient.New(traceclient.Config{Enabled: true, ServiceEndpoint: ts.URL, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ch, err := c.Subscribe(ctx, "s1")
+	defer cancel()
+	if err := c.PublishTrace(ctx, fixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.Subscribe(ctx, "s1", traceclient.ContextUpdate{Repo: "acme/gateway", Areas: []string{"pkg/auth", "pkg/ratelimit"}, CurrentTask: "rate limiting the auth middleware"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case p := <-ch:
-		if p.SHA() != "abc1234" || p.Relevance != 0.82 || p.Summary() != "token bucket" {
+	case p, ok := <-sub.Precedents:
+		if !ok {
+			t.Fatal("the subscription closed without a push")
+		}
+		if p.SHA() != fixture(t).SHA || p.Relevance <= 0.75 {
 			t.Fatalf("precedent %+v", p)
 		}
-	case <-time.After(10 * time.Second):
+		if id, _ := p.Trace["id"].(string); strings.Contains(id, "@") || id == "" {
+			t.Errorf("pushed trace id %q, want its UUID", id)
+		}
+	case <-time.After(20 * time.Second):
 		t.Fatal("no push")
 	}
+	if err := sub.Update(ctx, traceclient.ContextUpdate{Repo: "acme/gateway", Areas: []string{"pkg/store"}}); err != nil {
+		t.Fatal(err)
+	}
 	cancel()
-	for range ch { // closes once ctx ends
+	for range sub.Precedents { // closes once ctx ends
 	}
 }

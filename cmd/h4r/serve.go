@@ -193,6 +193,9 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	for name, check := range a.Checks {
 		sopts = append(sopts, server.WithReadinessCheck(name, check))
 	}
+	if a.Config.DatabaseURL != "" {
+		sopts = append(sopts, server.WithStoreCheckName("postgres"))
+	}
 	switch {
 	case keys != nil:
 		sopts = append(sopts, server.WithAuthenticator(keys))
@@ -211,6 +214,7 @@ func traceOptions(cfg config.Config, a *app.App, tr *app.Traces) []server.Option
 	opts := []server.Option{server.WithTraces(tr.Service, server.TraceOptions{
 		WebhookSecret: []byte(cfg.GitHubWebhookSecret),
 		Vectors:       a.VectorCount,
+		DatabaseSize:  a.DatabaseSize(),
 	})}
 	if tr.Consumer != nil {
 		opts = append(opts, server.WithReadinessCheck("nats", tr.Consumer.Health))
