@@ -803,15 +803,12 @@ func mcpProbes(h *harness) map[string][]map[string]any {
 		out["memory_link"] = append(out["memory_link"], map[string]any{"memory_id": id, "related": map[string]any{"file_path": canaryArea + "/quartz.go"}, "relation": "touches"})
 	}
 	out["rag_feedback"] = []map[string]any{{"context_pack_id": h.packID, "verdict": "wrong", "notes": "probe"}}
-	for _, preset := range []map[string]any{
-		{"preset": "decisions_by_epic", "epic": canaryEpic},
-		{"preset": "decision_traces_by_precedent", "epic": "cnry-prec"},
-		{"preset": "file_assignment_history", "file": canaryArea + "/quartz.go"},
-		{"preset": "review_decisions_rejected"},
-		{"preset": "review_decisions"},
-	} {
-		out["precedents"] = append(out["precedents"], preset)
-	}
+	out["precedents"] = append(out["precedents"],
+		map[string]any{"preset": "decisions_by_epic", "epic": canaryEpic},
+		map[string]any{"preset": "decision_traces_by_precedent", "epic": "cnry-prec"},
+		map[string]any{"preset": "file_assignment_history", "file": canaryArea + "/quartz.go"},
+		map[string]any{"preset": "review_decisions_rejected"},
+		map[string]any{"preset": "review_decisions"})
 	return out
 }
 
