@@ -183,6 +183,8 @@ func TestOpenAPIResponsesMatch(t *testing.T) {
 		{name: "missing job", route: "GET /v1/jobs/{id}", path: "/v1/jobs/job-none", status: 404},
 		{name: "unschedule a job without a schedule", route: "DELETE /v1/jobs/{id}/schedule", path: "/v1/jobs/{{job}}/schedule", status: 400},
 		{name: "unschedule a missing job", route: "DELETE /v1/jobs/{id}/schedule", path: "/v1/jobs/job-none/schedule", status: 404},
+		{name: "scheduled ingest", save: "scheduled", from: "job_id", route: "POST /ingest", body: `{"sources": [{"type": "fs", "path": "."}], "opts": {"schedule": "24h"}}`, status: 202},
+		{name: "unschedule", route: "DELETE /v1/jobs/{id}/schedule", path: "/v1/jobs/{{scheduled}}/schedule", status: 200},
 		{name: "reindex", route: "POST /v1/reindex", body: `{}`, status: 202},
 		{name: "backfill signatures", save: "backfill", from: "job_id", route: "POST /admin/backfill-signatures", status: 202},
 		{name: "backfill with a body", route: "POST /admin/backfill-signatures", body: `{"all": true}`, status: 400},
