@@ -352,11 +352,12 @@ func TestStatisticsStayExact(t *testing.T) {
 		name  string
 		query string
 	}{
-		{"n_docs", `SELECT (SELECT n_docs FROM corpus_stats) = (SELECT count(*) FROM items)`},
-		{"total_len", `SELECT (SELECT total_len FROM corpus_stats) = (SELECT coalesce(sum(doc_len), 0) FROM items)`},
+		{"n_docs", `SELECT (SELECT sum(n_docs) FROM stats_shards) = (SELECT count(*) FROM items)`},
+		{"total_len", `SELECT (SELECT sum(total_len) FROM stats_shards) = (SELECT coalesce(sum(doc_len), 0) FROM items)`},
 		{"doc_len", `SELECT NOT EXISTS (SELECT 1 FROM items i WHERE doc_len <> (SELECT coalesce(sum(tf), 0) FROM postings WHERE item_seq = i.seq))`},
-		{"df", `SELECT NOT EXISTS (SELECT 1 FROM terms t WHERE df <> (SELECT count(*) FROM postings WHERE term_id = t.id))`},
-		{"reference length is the average", `SELECT (SELECT abs(avgdl_ref - total_len::float8 / greatest(n_docs, 1)) <= 0.1 * avgdl_ref FROM corpus_stats)`},
+		{"df", `SELECT NOT EXISTS (SELECT 1 FROM terms t WHERE (SELECT coalesce(sum(df), 0) FROM term_df WHERE term_id = t.id) <> (SELECT count(*) FROM postings WHERE term_id = t.id))`},
+		{"reference length is the average", `SELECT abs(avgdl_ref - s.total_len::float8 / greatest(s.n_docs, 1)) <= 0.1 * avgdl_ref
+			FROM corpus_stats, (SELECT sum(n_docs) AS n_docs, sum(total_len) AS total_len FROM stats_shards) s`},
 		{"no orphan postings", `SELECT NOT EXISTS (SELECT 1 FROM postings p WHERE NOT EXISTS (SELECT 1 FROM items WHERE seq = p.item_seq))`},
 		{"impacts use the reference length", `SELECT NOT EXISTS (SELECT 1 FROM postings p JOIN items i ON i.seq = p.item_seq, corpus_stats s
 			WHERE abs(p.impact - p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * i.doc_len / s.avgdl_ref))) > 1e-4)`},

@@ -111,22 +111,34 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		texts[i], vecIDs[i] = e.item.Text, e.item.ID
 	}
 	embedder, vecs := s.embedTexts(ctx, texts)
-	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	termID, err := s.addTerms(ctx, encoded)
+	if err != nil {
+		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
+	}
+	err = s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		// A delete drops vectors by cascade: it, like a vector write, takes
+		// the vector lock.
+		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0)
+		if err != nil {
+			return err
+		}
 		if check != nil {
 			if err := checkVersion(ctx, tx, *check); err != nil {
 				return err
 			}
 		}
-		if err := deleteItems(ctx, tx, deletes); err != nil {
+		if err := deleteItems(ctx, tx, deletes, stats); err != nil {
 			return err
 		}
-		if len(encoded) == 0 {
-			return nil
+		if len(encoded) > 0 {
+			if err := s.writeItems(ctx, tx, encoded, now, termID, stats); err != nil {
+				return err
+			}
 		}
-		if err := s.writeItems(ctx, tx, encoded, now); err != nil {
+		if err := stats.save(ctx, tx); err != nil {
 			return err
 		}
-		if embedder == nil {
+		if embedder == nil || len(encoded) == 0 {
 			return nil
 		}
 		return writeVectors(ctx, tx, embedder.Model(), vecIDs, vecs)
@@ -135,6 +147,7 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
 	s.items.Drop(deletes...) // memory only: a deleted item is never a hit again
+	s.refreshIfDrifted(ctx)
 	s.afterVectorWrite(ctx)
 	s.nudgeGraph()
 	s.refreshPlannerStats(ctx)
@@ -163,13 +176,9 @@ func checkDeletes(items []h4r.Item, deletes []string) error {
 // deleteItems deletes the items with the given ids (sorted) in tx, with
 // their postings, keeping their last versions; ids of no item are passed
 // over.
-func deleteItems(ctx context.Context, tx pgx.Tx, ids []string) error {
+func deleteItems(ctx context.Context, tx pgx.Tx, ids []string, stats *corpusStats) error {
 	if len(ids) == 0 {
 		return nil
-	}
-	stats, err := lockStats(ctx, tx)
-	if err != nil {
-		return err
 	}
 	var seqs []int64
 	for _, id := range ids {
@@ -188,19 +197,9 @@ func deleteItems(ctx context.Context, tx pgx.Tx, ids []string) error {
 			return fmt.Errorf("keeping the version of item %q: %w", id, err)
 		}
 		seqs = append(seqs, seq)
-		stats.nDocs--
-		stats.totalLen -= dl
+		stats.add(-1, dl)
 	}
-	if len(seqs) == 0 {
-		return nil
-	}
-	if err := removePostings(ctx, tx, seqs); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE corpus_stats SET n_docs = $1, total_len = $2`, stats.nDocs, stats.totalLen); err != nil {
-		return fmt.Errorf("updating the corpus statistics: %w", err)
-	}
-	return nil
+	return removePostings(ctx, tx, seqs, stats.shard)
 }
 
 // encode normalises a copy of it and measures what budgets will measure:
@@ -257,13 +256,10 @@ func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, e
 	}, nil
 }
 
-// writeItems writes encoded items in tx, holding the write lock: the rows,
-// their postings (postings.go), the corpus statistics and the links.
-func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, now time.Time) error {
-	stats, err := lockStats(ctx, tx)
-	if err != nil {
-		return err
-	}
+// writeItems writes encoded items in tx, which holds a statistics shard
+// (lockStats): the rows, their postings (postings.go), their part in the
+// statistics and the links.
+func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, now time.Time, termID map[string]int32, stats *corpusStats) error {
 	ids := make([]string, len(items))
 	for i := range items {
 		ids[i] = items[i].item.ID
@@ -279,14 +275,13 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 	var seq, dl int64
 	_, err = pgx.ForEachRow(rows, []any{&seq, &dl}, func() error {
 		oldSeqs = append(oldSeqs, seq)
-		stats.nDocs--
-		stats.totalLen -= dl
+		stats.add(-1, dl)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reading the items being replaced: %w", err)
 	}
-	if err := removePostings(ctx, tx, oldSeqs); err != nil {
+	if err := removePostings(ctx, tx, oldSeqs, stats.shard); err != nil {
 		return err
 	}
 
@@ -303,8 +298,7 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 		kinds[i], texts[i], metas[i], tagLists[i], contents[i] = e.item.Kind, e.item.Text, e.metadata, e.tags, e.content
 		created[i] = e.item.Metadata.CreatedAt
 		versions[i], sizes[i], toks[i], lens[i] = int32(e.occurs), int32(e.byteSize), int32(e.tokens), int32(e.docLen)
-		stats.nDocs++
-		stats.totalLen += int64(e.docLen)
+		stats.add(1, int64(e.docLen))
 	}
 	// A new id starts after the version it had when it was last deleted
 	// (deleted_versions), so that no (id, version) is ever reused.
@@ -332,12 +326,8 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 		return fmt.Errorf("writing the items: %w", err)
 	}
 
-	if err := s.writePostings(ctx, tx, items, seqByID, &stats); err != nil {
+	if err := s.writePostings(ctx, tx, items, seqByID, termID, stats); err != nil {
 		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE corpus_stats SET n_docs = $1, total_len = $2, avgdl_ref = $3`,
-		stats.nDocs, stats.totalLen, stats.avgdlRef); err != nil {
-		return fmt.Errorf("updating the corpus statistics: %w", err)
 	}
 	return writeLinks(ctx, tx, items)
 }
@@ -455,7 +445,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	found := false
 	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		stats, err := lockStats(ctx, tx)
+		stats, err := lockStats(ctx, tx, false, true) // its vector goes by cascade
 		if err != nil {
 			return err
 		}
@@ -474,11 +464,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			ON CONFLICT (id) DO UPDATE SET version = excluded.version`, id, version); err != nil {
 			return err
 		}
-		if err := removePostings(ctx, tx, []int64{seq}); err != nil {
+		stats.add(-1, dl)
+		if err := removePostings(ctx, tx, []int64{seq}, stats.shard); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE corpus_stats SET n_docs = $1, total_len = $2`, stats.nDocs-1, stats.totalLen-dl)
-		return err
+		return stats.save(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("deleting item %q: %w", id, err)
@@ -493,11 +483,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 // Count returns the number of items in the store, from the statistics
-// every write keeps exact (count(*) would scan the table).
+// every write keeps exact in its shard (count(*) would scan the table).
 func (s *Store) Count(ctx context.Context) (int, error) {
 	var n int64
 	err := s.read(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, `SELECT n_docs FROM corpus_stats`).Scan(&n)
+		return s.pool.QueryRow(ctx, `SELECT coalesce(sum(n_docs), 0)::bigint FROM stats_shards`).Scan(&n)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("counting items: %w", err)
