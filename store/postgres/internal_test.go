@@ -369,7 +369,57 @@ func TestStatisticsStayExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !ok {
-				t.Error("does not hold")
+				var ref, avg float64
+				_ = s.pool.QueryRow(t.Context(), `SELECT avgdl_ref, (SELECT sum(total_len)::float8 / greatest(sum(n_docs), 1) FROM stats_shards) FROM corpus_stats`).Scan(&ref, &avg)
+				t.Errorf("does not hold (reference length %.3f, average %.3f)", ref, avg)
+			}
+		})
+	}
+	// The scores are exhaustive BM25 over the items stored, with the
+	// reference length the impacts use: df and the corpus size summed from
+	// the shards are those of the items.
+	docs := map[string][]string{}
+	if err := s.Each(t.Context(), func(it *h4r.Item) error { docs[it.ID] = strings.Fields(it.Text); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var ref float64
+	if err := s.pool.QueryRow(t.Context(), `SELECT avgdl_ref FROM corpus_stats`).Scan(&ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, query := range []string{"common", "word1 word3", "word0 common"} {
+		t.Run("scores/"+query, func(t *testing.T) {
+			hits, err := s.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) == 0 {
+				t.Fatal("no hits")
+			}
+			for _, h := range hits {
+				want := 0.0
+				for _, q := range strings.Fields(query) {
+					df, tf := 0, 0
+					for id, words := range docs {
+						n := 0
+						for _, w := range words {
+							if w == q {
+								n++
+							}
+						}
+						if n > 0 {
+							df++
+						}
+						if id == h.Item.ID {
+							tf = n
+						}
+					}
+					if tf > 0 {
+						want += idf(int64(len(docs)), int64(df)) * float64(impact(tf, len(docs[h.Item.ID]), ref))
+					}
+				}
+				if math.Abs(h.Score-want) > 1e-5 {
+					t.Errorf("%s scores %.6f, want BM25 %.6f", h.Item.ID, h.Score, want)
+				}
 			}
 		})
 	}

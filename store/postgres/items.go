@@ -118,7 +118,11 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 	err = s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		// A delete drops vectors by cascade: it, like a vector write, takes
 		// the vector lock.
-		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0)
+		locked := slices.Concat(ids, deletes)
+		if check != nil {
+			locked = append(locked, check.ID)
+		}
+		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0, locked)
 		if err != nil {
 			return err
 		}
@@ -143,11 +147,11 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		}
 		return writeVectors(ctx, tx, embedder.Model(), vecIDs, vecs)
 	})
+	s.refreshIfDrifted(ctx) // failed or not: it held the statistics lock (postings.go)
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
 	s.items.Drop(deletes...) // memory only: a deleted item is never a hit again
-	s.refreshIfDrifted(ctx)
 	s.afterVectorWrite(ctx)
 	s.nudgeGraph()
 	s.refreshPlannerStats(ctx)
@@ -445,7 +449,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	found := false
 	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		stats, err := lockStats(ctx, tx, false, true) // its vector goes by cascade
+		stats, err := lockStats(ctx, tx, false, true, []string{id}) // its vector goes by cascade
 		if err != nil {
 			return err
 		}
@@ -470,6 +474,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		}
 		return stats.save(ctx, tx)
 	})
+	s.refreshIfDrifted(ctx) // found or not: it held the statistics lock (postings.go)
 	if err != nil {
 		return fmt.Errorf("deleting item %q: %w", id, err)
 	}

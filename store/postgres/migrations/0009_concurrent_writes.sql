@@ -41,24 +41,6 @@ BEGIN
     INSERT INTO graph_changes (gen, item_id) SELECT DISTINCT -txid_current(), u FROM unnest(ids) AS u;
 END $$;
 
-CREATE FUNCTION graph_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    g bigint;
-BEGIN
-    -- Fires once per logged row; the first stamps them all and marks the
-    -- transaction stamped.
-    IF NEW.gen >= 0 OR current_setting('h4r.graph_stamped', true) = NEW.gen::text THEN
-        RETURN NULL;
-    END IF;
-    UPDATE graph_state SET gen = gen + 1 WHERE id = 1 RETURNING gen INTO g;
-    UPDATE graph_changes SET gen = g WHERE gen = NEW.gen;
-    PERFORM set_config('h4r.graph_stamped', NEW.gen::text, true);
-    RETURN NULL;
-END $$;
-
-CREATE CONSTRAINT TRIGGER graph_changes_stamp AFTER INSERT ON graph_changes
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION graph_stamp();
-
 CREATE OR REPLACE FUNCTION item_log(ids text[], kinds text[]) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF cardinality(ids) = 0 THEN
@@ -69,18 +51,30 @@ BEGIN
     PERFORM pg_notify('h4r_item_changes', current_schema());
 END $$;
 
-CREATE FUNCTION item_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Stamps the transaction's pending rows of both logs, graph first, so
+-- that every committing write takes the two state rows in one order. It
+-- fires once per logged row; the first stamps them all and marks the
+-- transaction stamped.
+CREATE FUNCTION stamp_changes() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     g bigint;
 BEGIN
-    IF NEW.gen >= 0 OR current_setting('h4r.items_stamped', true) = NEW.gen::text THEN
+    IF NEW.gen >= 0 OR current_setting('h4r.changes_stamped', true) = NEW.gen::text THEN
         RETURN NULL;
     END IF;
-    UPDATE item_change_state SET gen = gen + 1 WHERE id = 1 RETURNING gen INTO g;
-    UPDATE item_changes SET gen = g WHERE gen = NEW.gen;
-    PERFORM set_config('h4r.items_stamped', NEW.gen::text, true);
+    PERFORM set_config('h4r.changes_stamped', NEW.gen::text, true);
+    IF EXISTS (SELECT 1 FROM graph_changes WHERE gen = NEW.gen) THEN
+        UPDATE graph_state SET gen = gen + 1 WHERE id = 1 RETURNING gen INTO g;
+        UPDATE graph_changes SET gen = g WHERE gen = NEW.gen;
+    END IF;
+    IF EXISTS (SELECT 1 FROM item_changes WHERE gen = NEW.gen) THEN
+        UPDATE item_change_state SET gen = gen + 1 WHERE id = 1 RETURNING gen INTO g;
+        UPDATE item_changes SET gen = g WHERE gen = NEW.gen;
+    END IF;
     RETURN NULL;
 END $$;
 
+CREATE CONSTRAINT TRIGGER graph_changes_stamp AFTER INSERT ON graph_changes
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION stamp_changes();
 CREATE CONSTRAINT TRIGGER item_changes_stamp AFTER INSERT ON item_changes
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION item_stamp();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION stamp_changes();
