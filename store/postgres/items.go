@@ -115,14 +115,10 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
-	err = s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	write := func(ctx context.Context, tx pgx.Tx) error {
 		// A delete drops vectors by cascade: it, like a vector write, takes
 		// the vector lock.
-		locked := slices.Concat(ids, deletes)
-		if check != nil {
-			locked = append(locked, check.ID)
-		}
-		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0, locked)
+		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0)
 		if err != nil {
 			return err
 		}
@@ -146,7 +142,13 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 			return nil
 		}
 		return writeVectors(ctx, tx, embedder.Model(), vecIDs, vecs)
-	})
+	}
+	for attempt := 1; ; attempt++ {
+		err = s.writeTx(ctx, write)
+		if !errors.Is(err, errInsertRace) || attempt == maxInsertRaces {
+			break
+		}
+	}
 	s.refreshIfDrifted(ctx) // failed or not: it held the statistics lock (postings.go)
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
@@ -260,6 +262,14 @@ func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, e
 	}, nil
 }
 
+// errInsertRace is a write that found an item absent, so counted it as
+// new, then replaced it: another write created it and committed in
+// between. The write is rolled back and run again, now finding it.
+var errInsertRace = errors.New("an item was created by another write meanwhile")
+
+// maxInsertRaces bounds how often a write runs again after errInsertRace.
+const maxInsertRaces = 5
+
 // writeItems writes encoded items in tx, which holds a statistics shard
 // (lockStats): the rows, their postings (postings.go), their part in the
 // statistics and the links.
@@ -319,14 +329,23 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 			tags = excluded.tags, created_at = excluded.created_at, updated_at = excluded.updated_at,
 			version = items.version + excluded.version, byte_size = excluded.byte_size, tokens = excluded.tokens,
 			doc_len = excluded.doc_len, token_encoding = excluded.token_encoding
-		RETURNING id, seq`,
+		RETURNING id, seq, xmax <> '0'`,
 		ids, kinds, texts, contents, metas, tagLists, created, versions, sizes, toks, lens, now, s.counter.Encoding())
 	if err != nil {
 		return fmt.Errorf("writing the items: %w", err)
 	}
 	seqByID := make(map[string]int64, n)
-	var id string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error { seqByID[id] = seq; return nil }); err != nil {
+	var (
+		id       string
+		replaced bool
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &replaced}, func() error {
+		seqByID[id] = seq
+		if replaced && !slices.Contains(oldSeqs, seq) {
+			return errInsertRace
+		}
+		return nil
+	}); err != nil {
 		return fmt.Errorf("writing the items: %w", err)
 	}
 
@@ -449,7 +468,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	found := false
 	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		stats, err := lockStats(ctx, tx, false, true, []string{id}) // its vector goes by cascade
+		stats, err := lockStats(ctx, tx, false, true) // its vector goes by cascade
 		if err != nil {
 			return err
 		}

@@ -107,21 +107,13 @@ func (c *corpusStats) add(n, dl int64) {
 	c.dLen += n * dl
 }
 
-// idLockSQL locks the ids in $1 for the transaction, as 4,096 buckets of
-// ids per schema taken in bucket order: a write reads which of its items
-// exist, and so what it adds to the statistics, before it writes them, and
-// no other write may create or delete one of them in between.
-const idLockSQL = `SELECT count(pg_advisory_xact_lock(hashtext(current_schema()), b)) FROM (
-	SELECT DISTINCT (hashtextextended(u, 7151) & 4095)::int AS b FROM unnest($1::text[]) u ORDER BY b) x`
-
 // lockStats begins a write's part in the statistics: it takes the
 // statistics lock (alone when alone is set or the corpus has no reference
 // length yet, shared otherwise), the vector lock when the write may touch
-// vectors, the locks of the item ids it writes or deletes, and claims a
-// shard no other write holds (or waits for one when all are held), then
-// reads the statistics. Locks are taken in this order by every write,
+// vectors, and claims a shard no other write holds (or waits for one when
+// all are held), then reads the statistics. Locks are taken in this order by every write,
 // before any row lock.
-func lockStats(ctx context.Context, tx pgx.Tx, alone, vectors bool, ids []string) (*corpusStats, error) {
+func lockStats(ctx context.Context, tx pgx.Tx, alone, vectors bool) (*corpusStats, error) {
 	if !alone {
 		var ref float64
 		if err := tx.QueryRow(ctx, `SELECT avgdl_ref FROM corpus_stats`).Scan(&ref); err != nil {
@@ -139,11 +131,6 @@ func lockStats(ctx context.Context, tx pgx.Tx, alone, vectors bool, ids []string
 	if vectors {
 		if _, err := tx.Exec(ctx, vectorLockSQL); err != nil {
 			return nil, fmt.Errorf("taking the vector lock: %w", err)
-		}
-	}
-	if len(ids) > 0 {
-		if _, err := tx.Exec(ctx, idLockSQL, ids); err != nil {
-			return nil, fmt.Errorf("locking %d item ids: %w", len(ids), err)
 		}
 	}
 	c := &corpusStats{alone: alone}
