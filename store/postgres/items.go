@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/store/internal/sqlkit"
@@ -145,7 +146,7 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 	}
 	for attempt := 1; ; attempt++ {
 		err = s.writeTx(ctx, write)
-		if !errors.Is(err, errInsertRace) || attempt == maxInsertRaces {
+		if !(errors.Is(err, errInsertRace) || isDeadlock(err)) || attempt == maxInsertRaces {
 			break
 		}
 	}
@@ -267,8 +268,17 @@ func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, e
 // between. The write is rolled back and run again, now finding it.
 var errInsertRace = errors.New("an item was created by another write meanwhile")
 
-// maxInsertRaces bounds how often a write runs again after errInsertRace.
+// maxInsertRaces bounds how often a write runs again after errInsertRace
+// or a deadlock.
 const maxInsertRaces = 5
+
+// isDeadlock tells whether Postgres ended the write to break a deadlock:
+// writes no longer run one at a time, and a Replace whose deletes and
+// writes cross another's rows can meet it; rolled back, it is run again.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
 
 // writeItems writes encoded items in tx, which holds a statistics shard
 // (lockStats): the rows, their postings (postings.go), their part in the
