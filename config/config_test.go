@@ -69,7 +69,7 @@ func TestDefault(t *testing.T) {
 		TLDRSentences:            5,
 		IncludeGraph:             false,
 		PGMaxReadConns:           8,
-		PGMaxWriteConns:          2,
+		PGMaxWriteConns:          4,
 		WriteTimeout:             5 * time.Second,
 		ItemCacheMB:              256,
 		SQLiteSync:               "full",

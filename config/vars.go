@@ -79,7 +79,7 @@ func table() []variable {
 			func(c *Config) *string { return &c.Neo4jURL }, "neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"),
 		whole("H4R_PG_MAX_READ_CONNS", "8", "Connections of the Postgres pool that reads (context packs, item reads) use (with DATABASE_URL).",
 			func(c *Config) *int { return &c.PGMaxReadConns }, 1, 1000),
-		whole("H4R_PG_MAX_WRITE_CONNS", "2", "Connections of the Postgres pool that writes (ingest, delete, access counts) use, apart from the reads' pool so that writers waiting for the write lock never hold the connections reads need. Writes take the lock one at a time, so more than 2 rarely helps.",
+		whole("H4R_PG_MAX_WRITE_CONNS", "4", "Connections of the Postgres pool that writes (ingest, delete, access counts) use, apart from the reads' pool so that writers waiting for locks never hold the connections reads need: how many writes of one replica run at once.",
 			func(c *Config) *int { return &c.PGMaxWriteConns }, 1, 1000),
 		duration("H4R_WRITE_TIMEOUT", "5s", "Deadline of one store write (an ingest batch, a delete): waiting for the writer behind other writes, and the write itself. A write past it is rolled back and answered 503 unavailable with Retry-After.",
 			func(c *Config) *time.Duration { return &c.WriteTimeout }, time.Millisecond, 10*time.Minute),

@@ -13,8 +13,7 @@ import (
 
 // AddLink adds l to the links the item id holds, unless it holds one of
 // the same type to the same target already (added is then false). The
-// transaction takes the write lock every write takes (lockStats), then
-// locks the item's row (SELECT … FOR UPDATE), so
+// transaction locks the item's row (SELECT … FOR UPDATE), so
 // concurrent adds to one item, from this process or another replica,
 // are applied one after the other and never lose one, as a read of the
 // item followed by an upsert of it would. The item's version goes up. An
@@ -35,11 +34,6 @@ func (s *Store) AddLink(ctx context.Context, id string, l h4r.Link) (added bool,
 	}
 	err = s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		added = false
-		// The write lock first, as every write takes it: the link's
-		// graph change (migration 0007) takes graph_state's lock after it.
-		if _, err := lockStats(ctx, tx); err != nil {
-			return err
-		}
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM items WHERE id = $1 FOR UPDATE`, id).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
 			return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)

@@ -11,7 +11,9 @@
 // into words in Go (as the SQLite store does) and to_tsvector('english')
 // turns the words into lexemes. Each (term, item) pair is a row of the
 // postings table with its BM25 impact precomputed; term statistics (df,
-// the corpus size and total length) are kept in the ingest transaction. A
+// the corpus size and total length) are kept in the ingest transaction,
+// in shard rows each write claims for itself and searches sum, so that
+// writers do not wait for each other (PERFORMANCE.md). A
 // query reads, for each of its terms, the postings with the highest impact
 // (at most the term cut, WithTermCut) from an index ordered by impact, and
 // sums idf·impact per item. Terms with fewer postings than the cut are

@@ -23,10 +23,12 @@ func (fullText) Name() string { return h4r.GenFullText }
 // tsvector count how often it was asked (two words with one stem count
 // twice, as FTS5's porter tokenizer sees them).
 const queryTermsSQL = `
-		SELECT t.id, cardinality(v.positions) * ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
+		SELECT t.id, cardinality(v.positions) * ln(1 + (s.n_docs - d.df + 0.5)::float8 / (d.df + 0.5)) AS idf
 		FROM unnest(to_tsvector('` + textConfig + `', $1)) v
-		JOIN terms t ON t.term = v.lexeme CROSS JOIN corpus_stats s
-		WHERE t.df > 0
+		JOIN terms t ON t.term = v.lexeme
+		CROSS JOIN LATERAL (SELECT sum(df)::bigint AS df FROM term_df WHERE term_id = t.id) d
+		CROSS JOIN (SELECT sum(n_docs)::bigint AS n_docs FROM stats_shards) s
+		WHERE d.df > 0
 	`
 
 // bm25SQL scores items for the query's lexemes. q holds the query terms the
@@ -92,8 +94,9 @@ const postFilterSQL = `WITH q AS MATERIALIZED (` + queryTermsSQL + `),
 	LIMIT $3`
 
 // cutSQL tells whether any query term has more postings than the cut.
-const cutSQL = `SELECT EXISTS (SELECT 1 FROM terms
-	WHERE term = ANY(tsvector_to_array(to_tsvector('` + textConfig + `', $1))) AND df > $2)`
+const cutSQL = `SELECT EXISTS (SELECT 1 FROM terms t
+	WHERE t.term = ANY(tsvector_to_array(to_tsvector('` + textConfig + `', $1)))
+	AND (SELECT sum(df) FROM term_df WHERE term_id = t.id) > $2)`
 
 // Generate finds the items whose text holds any word of q.Text, scored by
 // BM25 (higher is better). Stop words are dropped (the store's analyzer,

@@ -352,11 +352,12 @@ func TestStatisticsStayExact(t *testing.T) {
 		name  string
 		query string
 	}{
-		{"n_docs", `SELECT (SELECT n_docs FROM corpus_stats) = (SELECT count(*) FROM items)`},
-		{"total_len", `SELECT (SELECT total_len FROM corpus_stats) = (SELECT coalesce(sum(doc_len), 0) FROM items)`},
+		{"n_docs", `SELECT (SELECT sum(n_docs) FROM stats_shards) = (SELECT count(*) FROM items)`},
+		{"total_len", `SELECT (SELECT sum(total_len) FROM stats_shards) = (SELECT coalesce(sum(doc_len), 0) FROM items)`},
 		{"doc_len", `SELECT NOT EXISTS (SELECT 1 FROM items i WHERE doc_len <> (SELECT coalesce(sum(tf), 0) FROM postings WHERE item_seq = i.seq))`},
-		{"df", `SELECT NOT EXISTS (SELECT 1 FROM terms t WHERE df <> (SELECT count(*) FROM postings WHERE term_id = t.id))`},
-		{"reference length is the average", `SELECT (SELECT abs(avgdl_ref - total_len::float8 / greatest(n_docs, 1)) <= 0.1 * avgdl_ref FROM corpus_stats)`},
+		{"df", `SELECT NOT EXISTS (SELECT 1 FROM terms t WHERE (SELECT coalesce(sum(df), 0) FROM term_df WHERE term_id = t.id) <> (SELECT count(*) FROM postings WHERE term_id = t.id))`},
+		{"reference length is the average", `SELECT abs(avgdl_ref - s.total_len::float8 / greatest(s.n_docs, 1)) <= 0.1 * avgdl_ref
+			FROM corpus_stats, (SELECT sum(n_docs) AS n_docs, sum(total_len) AS total_len FROM stats_shards) s`},
 		{"no orphan postings", `SELECT NOT EXISTS (SELECT 1 FROM postings p WHERE NOT EXISTS (SELECT 1 FROM items WHERE seq = p.item_seq))`},
 		{"impacts use the reference length", `SELECT NOT EXISTS (SELECT 1 FROM postings p JOIN items i ON i.seq = p.item_seq, corpus_stats s
 			WHERE abs(p.impact - p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * i.doc_len / s.avgdl_ref))) > 1e-4)`},
@@ -368,7 +369,57 @@ func TestStatisticsStayExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !ok {
-				t.Error("does not hold")
+				var ref, avg float64
+				_ = s.pool.QueryRow(t.Context(), `SELECT avgdl_ref, (SELECT sum(total_len)::float8 / greatest(sum(n_docs), 1) FROM stats_shards) FROM corpus_stats`).Scan(&ref, &avg)
+				t.Errorf("does not hold (reference length %.3f, average %.3f)", ref, avg)
+			}
+		})
+	}
+	// The scores are exhaustive BM25 over the items stored, with the
+	// reference length the impacts use: df and the corpus size summed from
+	// the shards are those of the items.
+	docs := map[string][]string{}
+	if err := s.Each(t.Context(), func(it *h4r.Item) error { docs[it.ID] = strings.Fields(it.Text); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var ref float64
+	if err := s.pool.QueryRow(t.Context(), `SELECT avgdl_ref FROM corpus_stats`).Scan(&ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, query := range []string{"common", "word1 word3", "word0 common"} {
+		t.Run("scores/"+query, func(t *testing.T) {
+			hits, err := s.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) == 0 {
+				t.Fatal("no hits")
+			}
+			for _, h := range hits {
+				want := 0.0
+				for _, q := range strings.Fields(query) {
+					df, tf := 0, 0
+					for id, words := range docs {
+						n := 0
+						for _, w := range words {
+							if w == q {
+								n++
+							}
+						}
+						if n > 0 {
+							df++
+						}
+						if id == h.Item.ID {
+							tf = n
+						}
+					}
+					if tf > 0 {
+						want += idf(int64(len(docs)), int64(df)) * float64(impact(tf, len(docs[h.Item.ID]), ref))
+					}
+				}
+				if math.Abs(h.Score-want) > 1e-5 {
+					t.Errorf("%s scores %.6f, want BM25 %.6f", h.Item.ID, h.Score, want)
+				}
 			}
 		})
 	}

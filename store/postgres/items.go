@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/store/internal/sqlkit"
@@ -111,26 +112,45 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		texts[i], vecIDs[i] = e.item.Text, e.item.ID
 	}
 	embedder, vecs := s.embedTexts(ctx, texts)
-	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	termID, err := s.addTerms(ctx, encoded)
+	if err != nil {
+		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
+	}
+	write := func(ctx context.Context, tx pgx.Tx) error {
+		// A delete drops vectors by cascade: it, like a vector write, takes
+		// the vector lock.
+		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0)
+		if err != nil {
+			return err
+		}
 		if check != nil {
 			if err := checkVersion(ctx, tx, *check); err != nil {
 				return err
 			}
 		}
-		if err := deleteItems(ctx, tx, deletes); err != nil {
+		if err := deleteItems(ctx, tx, deletes, stats); err != nil {
 			return err
 		}
-		if len(encoded) == 0 {
-			return nil
+		if len(encoded) > 0 {
+			if err := s.writeItems(ctx, tx, encoded, now, termID, stats); err != nil {
+				return err
+			}
 		}
-		if err := s.writeItems(ctx, tx, encoded, now); err != nil {
+		if err := stats.save(ctx, tx); err != nil {
 			return err
 		}
-		if embedder == nil {
+		if embedder == nil || len(encoded) == 0 {
 			return nil
 		}
 		return writeVectors(ctx, tx, embedder.Model(), vecIDs, vecs)
-	})
+	}
+	for attempt := 1; ; attempt++ {
+		err = s.writeTx(ctx, write)
+		if !(errors.Is(err, errInsertRace) || isDeadlock(err)) || attempt == maxInsertRaces {
+			break
+		}
+	}
+	s.refreshIfDrifted(ctx) // failed or not: it held the statistics lock (postings.go)
 	if err != nil {
 		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
 	}
@@ -163,13 +183,9 @@ func checkDeletes(items []h4r.Item, deletes []string) error {
 // deleteItems deletes the items with the given ids (sorted) in tx, with
 // their postings, keeping their last versions; ids of no item are passed
 // over.
-func deleteItems(ctx context.Context, tx pgx.Tx, ids []string) error {
+func deleteItems(ctx context.Context, tx pgx.Tx, ids []string, stats *corpusStats) error {
 	if len(ids) == 0 {
 		return nil
-	}
-	stats, err := lockStats(ctx, tx)
-	if err != nil {
-		return err
 	}
 	var seqs []int64
 	for _, id := range ids {
@@ -188,19 +204,9 @@ func deleteItems(ctx context.Context, tx pgx.Tx, ids []string) error {
 			return fmt.Errorf("keeping the version of item %q: %w", id, err)
 		}
 		seqs = append(seqs, seq)
-		stats.nDocs--
-		stats.totalLen -= dl
+		stats.add(-1, dl)
 	}
-	if len(seqs) == 0 {
-		return nil
-	}
-	if err := removePostings(ctx, tx, seqs); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE corpus_stats SET n_docs = $1, total_len = $2`, stats.nDocs, stats.totalLen); err != nil {
-		return fmt.Errorf("updating the corpus statistics: %w", err)
-	}
-	return nil
+	return removePostings(ctx, tx, seqs, stats.shard)
 }
 
 // encode normalises a copy of it and measures what budgets will measure:
@@ -257,13 +263,27 @@ func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, e
 	}, nil
 }
 
-// writeItems writes encoded items in tx, holding the write lock: the rows,
-// their postings (postings.go), the corpus statistics and the links.
-func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, now time.Time) error {
-	stats, err := lockStats(ctx, tx)
-	if err != nil {
-		return err
-	}
+// errInsertRace is a write that found an item absent, so counted it as
+// new, then replaced it: another write created it and committed in
+// between. The write is rolled back and run again, now finding it.
+var errInsertRace = errors.New("an item was created by another write meanwhile")
+
+// maxInsertRaces bounds how often a write runs again after errInsertRace
+// or a deadlock.
+const maxInsertRaces = 5
+
+// isDeadlock tells whether Postgres ended the write to break a deadlock:
+// writes no longer run one at a time, and a Replace whose deletes and
+// writes cross another's rows can meet it; rolled back, it is run again.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
+
+// writeItems writes encoded items in tx, which holds a statistics shard
+// (lockStats): the rows, their postings (postings.go), their part in the
+// statistics and the links.
+func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, now time.Time, termID map[string]int32, stats *corpusStats) error {
 	ids := make([]string, len(items))
 	for i := range items {
 		ids[i] = items[i].item.ID
@@ -279,14 +299,13 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 	var seq, dl int64
 	_, err = pgx.ForEachRow(rows, []any{&seq, &dl}, func() error {
 		oldSeqs = append(oldSeqs, seq)
-		stats.nDocs--
-		stats.totalLen -= dl
+		stats.add(-1, dl)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reading the items being replaced: %w", err)
 	}
-	if err := removePostings(ctx, tx, oldSeqs); err != nil {
+	if err := removePostings(ctx, tx, oldSeqs, stats.shard); err != nil {
 		return err
 	}
 
@@ -303,8 +322,7 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 		kinds[i], texts[i], metas[i], tagLists[i], contents[i] = e.item.Kind, e.item.Text, e.metadata, e.tags, e.content
 		created[i] = e.item.Metadata.CreatedAt
 		versions[i], sizes[i], toks[i], lens[i] = int32(e.occurs), int32(e.byteSize), int32(e.tokens), int32(e.docLen)
-		stats.nDocs++
-		stats.totalLen += int64(e.docLen)
+		stats.add(1, int64(e.docLen))
 	}
 	// A new id starts after the version it had when it was last deleted
 	// (deleted_versions), so that no (id, version) is ever reused.
@@ -321,23 +339,28 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 			tags = excluded.tags, created_at = excluded.created_at, updated_at = excluded.updated_at,
 			version = items.version + excluded.version, byte_size = excluded.byte_size, tokens = excluded.tokens,
 			doc_len = excluded.doc_len, token_encoding = excluded.token_encoding
-		RETURNING id, seq`,
+		RETURNING id, seq, xmax <> '0'`,
 		ids, kinds, texts, contents, metas, tagLists, created, versions, sizes, toks, lens, now, s.counter.Encoding())
 	if err != nil {
 		return fmt.Errorf("writing the items: %w", err)
 	}
 	seqByID := make(map[string]int64, n)
-	var id string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error { seqByID[id] = seq; return nil }); err != nil {
+	var (
+		id       string
+		replaced bool
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &replaced}, func() error {
+		seqByID[id] = seq
+		if replaced && !slices.Contains(oldSeqs, seq) {
+			return errInsertRace
+		}
+		return nil
+	}); err != nil {
 		return fmt.Errorf("writing the items: %w", err)
 	}
 
-	if err := s.writePostings(ctx, tx, items, seqByID, &stats); err != nil {
+	if err := s.writePostings(ctx, tx, items, seqByID, termID, stats); err != nil {
 		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE corpus_stats SET n_docs = $1, total_len = $2, avgdl_ref = $3`,
-		stats.nDocs, stats.totalLen, stats.avgdlRef); err != nil {
-		return fmt.Errorf("updating the corpus statistics: %w", err)
 	}
 	return writeLinks(ctx, tx, items)
 }
@@ -455,7 +478,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	found := false
 	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		stats, err := lockStats(ctx, tx)
+		stats, err := lockStats(ctx, tx, false, true) // its vector goes by cascade
 		if err != nil {
 			return err
 		}
@@ -474,12 +497,13 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			ON CONFLICT (id) DO UPDATE SET version = excluded.version`, id, version); err != nil {
 			return err
 		}
-		if err := removePostings(ctx, tx, []int64{seq}); err != nil {
+		stats.add(-1, dl)
+		if err := removePostings(ctx, tx, []int64{seq}, stats.shard); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE corpus_stats SET n_docs = $1, total_len = $2`, stats.nDocs-1, stats.totalLen-dl)
-		return err
+		return stats.save(ctx, tx)
 	})
+	s.refreshIfDrifted(ctx) // found or not: it held the statistics lock (postings.go)
 	if err != nil {
 		return fmt.Errorf("deleting item %q: %w", id, err)
 	}
@@ -493,11 +517,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 // Count returns the number of items in the store, from the statistics
-// every write keeps exact (count(*) would scan the table).
+// every write keeps exact in its shard (count(*) would scan the table).
 func (s *Store) Count(ctx context.Context) (int, error) {
 	var n int64
 	err := s.read(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, `SELECT n_docs FROM corpus_stats`).Scan(&n)
+		return s.pool.QueryRow(ctx, `SELECT coalesce(sum(n_docs), 0)::bigint FROM stats_shards`).Scan(&n)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("counting items: %w", err)

@@ -145,7 +145,7 @@ func (s *Store) loadGraphLocked(ctx context.Context) error {
 			return err
 		}
 		var n int64
-		if err := tx.QueryRow(ctx, `SELECT n_docs FROM corpus_stats`).Scan(&n); err != nil {
+		if err := tx.QueryRow(ctx, corpusStatsSQL).Scan(&n, new(int64)); err != nil {
 			return fmt.Errorf("counting items: %w", err)
 		}
 		g = linkgraph.New(int(n))

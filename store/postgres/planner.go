@@ -24,7 +24,7 @@ func (s *Store) refreshPlannerStats(ctx context.Context) {
 	}
 	defer s.analyzing.Store(false)
 	var n, seen int64
-	if err := s.pool.QueryRow(ctx, `SELECT n_docs, analyzed_docs FROM corpus_stats`).Scan(&n, &seen); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM stats_shards), analyzed_docs FROM corpus_stats`).Scan(&n, &seen); err != nil {
 		s.log.WarnContext(ctx, "reading the corpus statistics for ANALYZE", "error", err)
 		return
 	}
@@ -83,7 +83,7 @@ func (s *Store) vacuum(ctx context.Context) {
 // writes lock: it is a write (the write pool, the write deadline), so that
 // it never waits for the lock on a connection reads need.
 func (s *Store) analyzeTables(ctx context.Context, n int64) error {
-	if _, err := s.pool.Exec(ctx, `ANALYZE items, postings, terms, corpus_stats`); err != nil {
+	if _, err := s.pool.Exec(ctx, `ANALYZE items, postings, terms, term_df, corpus_stats`); err != nil {
 		return fmt.Errorf("analyzing: %w", err)
 	}
 	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {

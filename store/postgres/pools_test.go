@@ -18,8 +18,8 @@ import (
 // all), not a speed measurement.
 const readBound = 10 * time.Second
 
-// lockStatsOn takes the statistics row lock in a transaction of its own on
-// the schema of dsn, as a long write would, and returns the backend's pid
+// lockStatsOn takes the statistics lock alone in a transaction of its own on
+// the schema of dsn, as a refresh of the impacts does, and returns the backend's pid
 // and the function that releases the lock.
 func lockStatsOn(t *testing.T, dsn string) (pid uint32, release func()) {
 	t.Helper()
@@ -31,7 +31,7 @@ func lockStatsOn(t *testing.T, dsn string) (pid uint32, release func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(t.Context(), `SELECT 1 FROM corpus_stats FOR UPDATE`); err != nil {
+	if _, err := tx.Exec(t.Context(), statsLockAloneSQL); err != nil {
 		t.Fatal(err)
 	}
 	released := false
@@ -184,14 +184,16 @@ func TestReadsAnswerWhileWritersWaitForTheLock(t *testing.T) {
 }
 
 // tableCounts is what a write changes: every table's rows and the
-// statistics, as one string to compare.
+// statistics, as one string to compare. Terms count when some item holds
+// them: a write adds its new terms before its transaction (addTerms), and
+// those of a write that then fails stay in the dictionary, held by none.
 func tableCounts(t *testing.T, s *Store) string {
 	t.Helper()
 	var out string
 	err := s.pool.QueryRow(t.Context(), `SELECT format('items %s, postings %s, terms %s (df %s), links %s, deleted %s, stats %s/%s',
-		(SELECT count(*) FROM items), (SELECT count(*) FROM postings), (SELECT count(*) FROM terms),
-		(SELECT coalesce(sum(df), 0) FROM terms), (SELECT count(*) FROM links), (SELECT count(*) FROM deleted_versions),
-		(SELECT n_docs FROM corpus_stats), (SELECT total_len FROM corpus_stats))`).Scan(&out)
+		(SELECT count(*) FROM items), (SELECT count(*) FROM postings), (SELECT count(DISTINCT term_id) FROM postings),
+		(SELECT coalesce(sum(df), 0) FROM term_df), (SELECT count(*) FROM links), (SELECT count(*) FROM deleted_versions),
+		(SELECT sum(n_docs) FROM stats_shards), (SELECT sum(total_len) FROM stats_shards))`).Scan(&out)
 	if err != nil {
 		t.Fatal(err)
 	}

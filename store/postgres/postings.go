@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -57,10 +60,36 @@ const (
 	refreshDrift = 0.10
 )
 
-// corpusStats is the row of corpus_stats.
+// statShards is how many rows the corpus statistics are kept in
+// (migration 0009): more than writers that run at once, so that a write
+// finds one free.
+const statShards = 16
+
+// The statistics lock orders writes with the recomputation of impacts:
+// writes hold it shared, so that the reference length their impacts use
+// stays as they read it until they commit; a refresh (and a write to an
+// empty corpus, which sets the reference) holds it alone. The vector lock
+// orders the writes that touch item vectors, so that vseq values commit
+// in order (migration 0006). Both are per schema.
+const (
+	statsLockSQL         = `SELECT pg_advisory_xact_lock_shared(hashtextextended(current_schema(), 7152))`
+	statsLockAloneSQL    = `SELECT pg_advisory_xact_lock(hashtextextended(current_schema(), 7152))`
+	statsTryLockAloneSQL = `SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema(), 7152))`
+	vectorLockSQL        = `SELECT pg_advisory_xact_lock(hashtextextended(current_schema(), 7153))`
+	corpusStatsSQL       = `SELECT coalesce(sum(n_docs), 0)::bigint, coalesce(sum(total_len), 0)::bigint FROM stats_shards`
+	corpusStatsRefSQL    = `SELECT s.n_docs, s.total_len, c.avgdl_ref FROM (` + corpusStatsSQL + `) s (n_docs, total_len), corpus_stats c`
+)
+
+// corpusStats is a write's view of the corpus statistics: the committed
+// shards when it began plus its own changes, the shard it holds, and the
+// changes it adds to that shard when it ends.
 type corpusStats struct {
 	nDocs, totalLen int64
 	avgdlRef        float64
+	alone           bool // holds the statistics lock alone
+	refChanged      bool
+	shard           int16
+	dDocs, dLen     int64
 }
 
 func (c corpusStats) avgdl() float64 {
@@ -70,43 +99,100 @@ func (c corpusStats) avgdl() float64 {
 	return float64(c.totalLen) / float64(c.nDocs)
 }
 
-// lockStats takes the write lock (the corpus_stats row) and reads it.
-func lockStats(ctx context.Context, tx pgx.Tx) (corpusStats, error) {
-	var c corpusStats
-	err := tx.QueryRow(ctx, `SELECT n_docs, total_len, avgdl_ref FROM corpus_stats FOR UPDATE`).Scan(&c.nDocs, &c.totalLen, &c.avgdlRef)
+// add counts an item of length dl in (n = 1) or out (n = -1).
+func (c *corpusStats) add(n, dl int64) {
+	c.nDocs += n
+	c.totalLen += n * dl
+	c.dDocs += n
+	c.dLen += n * dl
+}
+
+// lockStats begins a write's part in the statistics: it takes the
+// statistics lock (alone when alone is set or the corpus has no reference
+// length yet, shared otherwise), the vector lock when the write may touch
+// vectors, and claims a shard no other write holds (or waits for one when
+// all are held), then reads the statistics. Locks are taken in this order by every write,
+// before any row lock.
+func lockStats(ctx context.Context, tx pgx.Tx, alone, vectors bool) (*corpusStats, error) {
+	if !alone {
+		var ref float64
+		if err := tx.QueryRow(ctx, `SELECT avgdl_ref FROM corpus_stats`).Scan(&ref); err != nil {
+			return nil, fmt.Errorf("reading the reference length: %w", err)
+		}
+		alone = ref <= 0
+	}
+	lock := statsLockSQL
+	if alone {
+		lock = statsLockAloneSQL
+	}
+	if _, err := tx.Exec(ctx, lock); err != nil {
+		return nil, fmt.Errorf("taking the statistics lock: %w", err)
+	}
+	if vectors {
+		if _, err := tx.Exec(ctx, vectorLockSQL); err != nil {
+			return nil, fmt.Errorf("taking the vector lock: %w", err)
+		}
+	}
+	c := &corpusStats{alone: alone}
+	err := tx.QueryRow(ctx, `SELECT shard FROM stats_shards ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&c.shard)
+	if errors.Is(err, pgx.ErrNoRows) { // every shard held: wait for one
+		err = tx.QueryRow(ctx, `SELECT shard FROM stats_shards WHERE shard = floor(random() * $1)::int FOR UPDATE`, statShards).Scan(&c.shard)
+	}
 	if err != nil {
-		return c, fmt.Errorf("locking the corpus statistics: %w", err)
+		return nil, fmt.Errorf("claiming a statistics shard: %w", err)
+	}
+	if err := tx.QueryRow(ctx, corpusStatsRefSQL).Scan(&c.nDocs, &c.totalLen, &c.avgdlRef); err != nil {
+		return nil, fmt.Errorf("reading the corpus statistics: %w", err)
 	}
 	return c, nil
 }
 
+// save adds the write's changes to its shard, and the reference length
+// when the write set it.
+func (c *corpusStats) save(ctx context.Context, tx pgx.Tx) error {
+	if c.dDocs != 0 || c.dLen != 0 {
+		if _, err := tx.Exec(ctx, `UPDATE stats_shards SET n_docs = n_docs + $2, total_len = total_len + $3 WHERE shard = $1`,
+			c.shard, c.dDocs, c.dLen); err != nil {
+			return fmt.Errorf("updating the corpus statistics: %w", err)
+		}
+		c.dDocs, c.dLen = 0, 0
+	}
+	if c.refChanged {
+		if _, err := tx.Exec(ctx, `UPDATE corpus_stats SET avgdl_ref = $1`, c.avgdlRef); err != nil {
+			return fmt.Errorf("updating the reference length: %w", err)
+		}
+		c.refChanged = false
+	}
+	return nil
+}
+
 // removePostings deletes the postings of the items with these seqs and
-// lowers the df of their terms.
-func removePostings(ctx context.Context, tx pgx.Tx, seqs []int64) error {
+// lowers the df of their terms in the write's shard.
+func removePostings(ctx context.Context, tx pgx.Tx, seqs []int64, shard int16) error {
 	if len(seqs) == 0 {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM postings WHERE item_seq = ANY($1) RETURNING term_id)
-		UPDATE terms t SET df = t.df - g.n
-		FROM (SELECT term_id, count(*) AS n FROM gone GROUP BY term_id) g
-		WHERE t.id = g.term_id`, seqs)
+		INSERT INTO term_df (term_id, shard, df) SELECT term_id, $2, -count(*) FROM gone GROUP BY term_id ORDER BY term_id
+		ON CONFLICT (term_id, shard) DO UPDATE SET df = term_df.df + excluded.df`, seqs, shard)
 	if err != nil {
 		return fmt.Errorf("removing old postings: %w", err)
 	}
 	return nil
 }
 
-// writePostings adds the items' terms to the dictionary, their postings
-// with impacts, and their counts to df. Impacts use the reference average
+// writePostings adds the items' postings with impacts, their terms being
+// in the dictionary already (addTerms), and their counts to df in the
+// write's shard. Impacts use the reference average
 // length, so that all postings stay comparable; when the corpus is small
 // and its average has drifted, every impact is recomputed here.
-func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedItem, seqByID map[string]int64, stats *corpusStats) error {
+func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedItem, seqByID map[string]int64, termID map[string]int32, stats *corpusStats) error {
 	avg := stats.avgdl()
 	switch {
 	case stats.avgdlRef <= 0:
-		stats.avgdlRef = avg
-	case stats.nDocs <= refreshLimit && drifted(stats.avgdlRef, avg):
-		stats.avgdlRef = avg
+		stats.avgdlRef, stats.refChanged = avg, true
+	case stats.alone && stats.nDocs <= refreshLimit && drifted(stats.avgdlRef, avg):
+		stats.avgdlRef, stats.refChanged = avg, true
 		if err := refreshImpacts(ctx, tx, avg); err != nil {
 			return err
 		}
@@ -120,25 +206,7 @@ func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedIte
 	if len(distinct) == 0 {
 		return nil
 	}
-	terms := make([]string, 0, len(distinct))
-	for t := range distinct {
-		terms = append(terms, t)
-	}
-	slices.Sort(terms)
-	rows, err := tx.Query(ctx, `WITH added AS (
-			INSERT INTO terms (term, df) SELECT unnest($1::text[]), 0 ON CONFLICT (term) DO NOTHING RETURNING id, term)
-		SELECT id, term FROM added UNION ALL SELECT id, term FROM terms WHERE term = ANY($1)`, terms)
-	if err != nil {
-		return fmt.Errorf("adding terms: %w", err)
-	}
-	termID := make(map[string]int32, len(terms))
-	var (
-		tid  int32
-		term string
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&tid, &term}, func() error { termID[term] = tid; return nil }); err != nil {
-		return fmt.Errorf("adding terms: %w", err)
-	}
+	terms := slices.Sorted(maps.Keys(distinct))
 	var postings [][]any
 	for _, e := range items {
 		seq := seqByID[e.item.ID]
@@ -154,10 +222,80 @@ func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedIte
 	for i, t := range terms {
 		ids[i], counts[i] = termID[t], distinct[t]
 	}
-	if _, err := tx.Exec(ctx, `UPDATE terms t SET df = t.df + u.n FROM unnest($1::int[], $2::int[]) AS u (id, n) WHERE t.id = u.id`, ids, counts); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO term_df (term_id, shard, df) SELECT u.id, $3, u.n FROM unnest($1::int[], $2::int[]) AS u (id, n) ORDER BY u.id
+		ON CONFLICT (term_id, shard) DO UPDATE SET df = term_df.df + excluded.df`, ids, counts, stats.shard); err != nil {
 		return fmt.Errorf("counting terms: %w", err)
 	}
 	return nil
+}
+
+// addTerms adds the terms of items to the dictionary in a transaction of
+// its own, before the write's, and returns their ids. Writers adding the
+// same new term wait for each other only for this short transaction, not
+// until the other's write commits; a term whose write then fails stays in
+// the dictionary with no postings (df 0), as harmless as a term whose
+// items were deleted.
+func (s *Store) addTerms(ctx context.Context, items []encodedItem) (map[string]int32, error) {
+	set := map[string]bool{}
+	for _, e := range items {
+		for _, t := range e.terms {
+			set[t] = true
+		}
+	}
+	if len(set) == 0 {
+		return nil, nil
+	}
+	var termID map[string]int32
+	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		termID, err = insertTerms(ctx, tx, slices.Sorted(maps.Keys(set)))
+		return err
+	})
+	return termID, err
+}
+
+// insertTerms adds the terms (sorted) to the dictionary and returns their
+// ids. A term another write added and committed while this statement
+// waited for it is not in the statement's snapshot; it is read again.
+func insertTerms(ctx context.Context, tx pgx.Tx, terms []string) (map[string]int32, error) {
+	termID := make(map[string]int32, len(terms))
+	var (
+		tid  int32
+		term string
+	)
+	scan := func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&tid, &term}, func() error { termID[term] = tid; return nil })
+		return err
+	}
+	rows, err := tx.Query(ctx, `WITH added AS (
+			INSERT INTO terms (term) SELECT unnest($1::text[]) ON CONFLICT (term) DO NOTHING RETURNING id, term)
+		SELECT id, term FROM added UNION ALL SELECT id, term FROM terms WHERE term = ANY($1)`, terms)
+	if err == nil {
+		err = scan(rows)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("adding terms: %w", err)
+	}
+	if len(termID) == len(terms) {
+		return termID, nil
+	}
+	var missing []string
+	for _, t := range terms {
+		if _, ok := termID[t]; !ok {
+			missing = append(missing, t)
+		}
+	}
+	rows, err = tx.Query(ctx, `SELECT id, term FROM terms WHERE term = ANY($1)`, missing)
+	if err == nil {
+		err = scan(rows)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the ids of %d terms added meanwhile: %w", len(missing), err)
+	}
+	if len(termID) != len(terms) {
+		return nil, fmt.Errorf("adding terms: %d of %d have no id", len(terms)-len(termID), len(terms))
+	}
+	return termID, nil
 }
 
 func drifted(ref, avg float64) bool {
@@ -184,15 +322,62 @@ func refreshImpacts(ctx context.Context, tx pgx.Tx, avg float64) error {
 // maintenance, as long as the store is large, not a write the write
 // timeout bounds.
 func (s *Store) RefreshImpacts(ctx context.Context) error {
-	return s.writeTxWithin(ctx, 0, func(ctx context.Context, tx pgx.Tx) error {
-		stats, err := lockStats(ctx, tx)
-		if err != nil {
+	return s.refreshImpactsIf(ctx, 0, true, func(corpusStats) bool { return true })
+}
+
+// refreshImpactsIf recomputes every impact when need holds for the
+// statistics read under the statistics lock, held alone. Unless wait is
+// set, it gives up at once when a write holds the lock.
+func (s *Store) refreshImpactsIf(ctx context.Context, d time.Duration, wait bool, need func(corpusStats) bool) error {
+	return s.writeTxWithin(ctx, d, func(ctx context.Context, tx pgx.Tx) error {
+		if wait {
+			if _, err := tx.Exec(ctx, statsLockAloneSQL); err != nil {
+				return fmt.Errorf("taking the statistics lock: %w", err)
+			}
+		} else {
+			var got bool
+			if err := tx.QueryRow(ctx, statsTryLockAloneSQL).Scan(&got); err != nil {
+				return fmt.Errorf("taking the statistics lock: %w", err)
+			}
+			if !got {
+				return nil
+			}
+		}
+		var c corpusStats
+		if err := tx.QueryRow(ctx, corpusStatsRefSQL).Scan(&c.nDocs, &c.totalLen, &c.avgdlRef); err != nil {
+			return fmt.Errorf("reading the corpus statistics: %w", err)
+		}
+		if !need(c) {
+			return nil
+		}
+		if err := refreshImpacts(ctx, tx, c.avgdl()); err != nil {
 			return err
 		}
-		if err := refreshImpacts(ctx, tx, stats.avgdl()); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE corpus_stats SET avgdl_ref = $1`, stats.avgdl())
+		_, err := tx.Exec(ctx, `UPDATE corpus_stats SET avgdl_ref = $1`, c.avgdl())
 		return err
 	})
+}
+
+// refreshIfDrifted recomputes the impacts after a write when the average
+// length has drifted from the reference and the corpus is small enough
+// (refreshLimit). A write holds the statistics lock shared, so it cannot
+// do it in its own transaction; after it ends (committed or not: the last
+// write to end must check) it tries the lock alone and, when another write
+// is in flight, leaves the refresh to that one's own check after it ends. While writes overlap without a gap, the
+// reference can so lag the average by more than refreshDrift; scores then
+// use the reference the impacts were written with (see PERFORMANCE.md).
+func (s *Store) refreshIfDrifted(ctx context.Context) {
+	need := func(c corpusStats) bool {
+		return c.nDocs > 0 && c.nDocs <= refreshLimit && (c.avgdlRef <= 0 || drifted(c.avgdlRef, c.avgdl()))
+	}
+	var c corpusStats
+	err := s.read(ctx, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, corpusStatsRefSQL).Scan(&c.nDocs, &c.totalLen, &c.avgdlRef)
+	})
+	if err == nil && need(c) {
+		err = s.refreshImpactsIf(ctx, s.writeTimeout, false, need)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "recomputing BM25 impacts after a write", "error", err)
+	}
 }

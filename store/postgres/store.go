@@ -29,12 +29,12 @@ const (
 	flushTimeout       = 30 * time.Second
 	defaultTermCut     = 1000
 	defaultConnTimeout = 5 * time.Second
-	// Pools. Writes hold the statistics row lock one at a time, so more
-	// than two write connections only park writers in Postgres; reads
-	// have connections of their own, so writers waiting for the lock never
-	// hold the connections reads need.
+	// Pools. Writes run side by side (each holds a statistics shard of its
+	// own), so a few write connections let a few ingests proceed at once
+	// on a small machine; reads have connections of their own, so writers
+	// waiting for locks never hold the connections reads need.
 	defaultMaxReadConns  = 8
-	defaultMaxWriteConns = 2
+	defaultMaxWriteConns = 4
 	// defaultWriteTimeout bounds one write: waiting for a connection and
 	// the lock, and its statements.
 	defaultWriteTimeout = 5 * time.Second
@@ -148,10 +148,9 @@ func WithTermCut(n int) Option { return func(o *options) { o.termCut = n } }
 // WithMaxReadConns caps the pool of connections reads use (default 8).
 func WithMaxReadConns(n int) Option { return func(o *options) { o.maxRead = int32(n) } }
 
-// WithMaxWriteConns caps the pool of connections writes use (default 2).
-// Writes are serialised by the statistics row lock, so a larger pool only
-// lets more of them wait inside Postgres; they wait for a connection
-// instead, within their deadline (WithWriteTimeout).
+// WithMaxWriteConns caps the pool of connections writes use (default 4):
+// how many writes of this store run at once. Writes beyond it wait for a
+// connection, within their deadline (WithWriteTimeout).
 func WithMaxWriteConns(n int) Option { return func(o *options) { o.maxWrite = int32(n) } }
 
 // WithWriteTimeout bounds each write (Upsert, Delete, the access counts):
@@ -365,7 +364,7 @@ func (s *Store) Close() error {
 func (s *Store) Ping(ctx context.Context) error {
 	err := s.read(ctx, func(ctx context.Context) error {
 		var n int64
-		return s.pool.QueryRow(ctx, `SELECT n_docs FROM corpus_stats`).Scan(&n)
+		return s.pool.QueryRow(ctx, `SELECT count(*) FROM stats_shards`).Scan(&n)
 	})
 	if err != nil {
 		return fmt.Errorf("pinging Postgres: %w", explain(err))

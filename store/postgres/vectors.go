@@ -104,8 +104,8 @@ func checkVectors(vecs [][]float32, n int) error {
 	return nil
 }
 
-// writeVectors writes the vectors of ids in tx, which holds the write lock
-// (lockStats), or deletes theirs when vecs is nil (a vector of an item's
+// writeVectors writes the vectors of ids in tx, which holds the vector
+// lock (lockStats), or deletes theirs when vecs is nil (a vector of an item's
 // old text would be wrong). Ids that do not exist are skipped.
 func writeVectors(ctx context.Context, tx pgx.Tx, model string, ids []string, vecs [][]float32) error {
 	if vecs == nil {
@@ -508,8 +508,8 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 			return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
 		}
 		err = s.writeTxWithin(ctx, 0, func(ctx context.Context, tx pgx.Tx) error {
-			if _, err := lockStats(ctx, tx); err != nil { // orders vseq with every other write
-				return err
+			if _, err := tx.Exec(ctx, vectorLockSQL); err != nil { // orders vseq with every other vector write
+				return fmt.Errorf("taking the vector lock: %w", err)
 			}
 			return writeVectors(ctx, tx, e.Model(), ids, vecs)
 		})
@@ -535,8 +535,8 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 	}
 	if err == nil {
 		err = s.writeTxWithin(ctx, 0, func(ctx context.Context, tx pgx.Tx) error {
-			if _, err := lockStats(ctx, tx); err != nil {
-				return err
+			if _, err := tx.Exec(ctx, vectorLockSQL); err != nil {
+				return fmt.Errorf("taking the vector lock: %w", err)
 			}
 			_, err := tx.Exec(ctx, `DELETE FROM item_vectors WHERE model <> $1`, e.Model())
 			return err
