@@ -226,8 +226,10 @@ func (s *Server) removeLinks(c *echo.Context) error {
 	return s.writeLinks(c, d, spec, it, entity)
 }
 
-// writeLinks stores the edited item and answers with its links, less
-// those to items the caller may not see.
+// writeLinks stores the edited item and answers with its links as the
+// caller may see them: read from the item as the slicer clears it (a
+// redacted item's link contexts are redacted), less those to items the
+// caller may not see.
 func (s *Server) writeLinks(c *echo.Context, d DecisionService, spec h4r.Specialist, it *h4r.Item, entity bool) error {
 	if err := it.Validate(""); err != nil {
 		return err
@@ -236,7 +238,11 @@ func (s *Server) writeLinks(c *echo.Context, d DecisionService, spec h4r.Special
 	if _, err := s.store.Upsert(ctx, []h4r.Item{*it}); err != nil {
 		return unbatched(err)
 	}
-	links := d.VisibleLinks(ctx, spec, it.Links)
+	cleared, err := d.Visible(ctx, spec, it.ID)
+	if err != nil {
+		return err
+	}
+	links := d.VisibleLinks(ctx, spec, cleared.Item().Links)
 	if entity {
 		return c.JSON(http.StatusOK, linksResponse{ID: it.ID, Links: entityLinks(links)})
 	}
