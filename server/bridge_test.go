@@ -156,7 +156,7 @@ func TestBridgeObservability(t *testing.T) {
 		Status string            `json:"status"`
 		Checks map[string]string `json:"checks"`
 	}
-	if err := json.Unmarshal(r.body, &ready); err != nil || r.status != http.StatusOK || ready.Status != "ok" || ready.Checks["context_bridge"] != "degraded" {
+	if err := json.Unmarshal(r.body, &ready); err != nil || r.status != http.StatusOK || ready.Status != "ready" || ready.Checks["context_bridge"] != "degraded" {
 		t.Errorf("/health/ready = %d %s, want ready with checks.context_bridge degraded", r.status, r.body)
 	}
 	r = do(t, http.MethodGet, base+"/metrics", nil, bearer(adminKey)...)
