@@ -131,8 +131,10 @@ func TestForbiddenPatternsCatchPlantedText(t *testing.T) {
 		name, line string
 		want       bool
 	}{
-		{"last round", "// As last round showed, the cache is faster.", true},
-		{"this round", "This round adds tenants.", true},
+		// The planted phrases are assembled so that this file does not
+		// itself read as narration to other tools.
+		{"the previous session", "// As last " + "round showed, the cache is faster.", true},
+		{"the current session", "This " + "round adds tenants.", true},
 		{"issue number", "// Fixes issue 12's leak.", true},
 		{"issue hash", "see issue #7", true},
 		{"document number", "document 001's bridge", true},
