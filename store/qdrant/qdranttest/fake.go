@@ -3,12 +3,13 @@ package qdranttest
 import (
 	"cmp"
 	"context"
-	"math"
 	"net"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/h4r/h4r/embed"
 
 	qc "github.com/qdrant/go-client/qdrant"
 	"google.golang.org/grpc"
@@ -193,7 +194,7 @@ func (f pointsService) Query(_ context.Context, r *qc.QueryPoints) (*qc.QueryRes
 		if r.Filter != nil && !matchFilter(r.GetFilter(), p.GetPayload()) {
 			continue
 		}
-		score := float32(cosine(q, p.GetVectors().GetVector().GetDense().GetData()))
+		score := float32(embed.Cosine(q, p.GetVectors().GetVector().GetDense().GetData()))
 		if r.ScoreThreshold != nil && score < r.GetScoreThreshold() {
 			continue
 		}
@@ -229,19 +230,6 @@ func selectPayload(sel *qc.WithPayloadSelector, payload map[string]*qc.Value) ma
 		return payload
 	}
 	return nil
-}
-
-func cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
 }
 
 // matchFilter: every must, no must_not, and at least one should (if any).
