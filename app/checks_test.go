@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/h4r/h4r/internal/syncbuf"
+
 	"github.com/h4r/h4r/store/neo4j/bolttest"
 	"github.com/h4r/h4r/store/qdrant/qdranttest"
 )
@@ -15,7 +17,7 @@ func TestReadinessChecks(t *testing.T) {
 	_, qdrantURL := qdranttest.Start(t)
 	cfg := neo4jConfig(t, srv)
 	cfg.QdrantURL = qdrantURL
-	a := open(t, cfg, &syncBuffer{})
+	a := open(t, cfg, &syncbuf.Buffer{})
 
 	for _, name := range []string{"neo4j", "qdrant"} {
 		check, ok := a.Checks[name]

@@ -1,14 +1,14 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/h4r/h4r/internal/syncbuf"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
@@ -35,24 +35,6 @@ func causalCorpus() []h4r.Item {
 	}
 }
 
-// syncBuffer is a log sink safe for the mirror's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func neo4jConfig(t *testing.T, srv *bolttest.Server) config.Config {
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
@@ -61,7 +43,7 @@ func neo4jConfig(t *testing.T, srv *bolttest.Server) config.Config {
 	return cfg
 }
 
-func open(t *testing.T, cfg config.Config, log *syncBuffer) *app.App {
+func open(t *testing.T, cfg config.Config, log *syncbuf.Buffer) *app.App {
 	t.Helper()
 	a, err := app.Open(context.Background(), cfg, app.WithLogger(slog.New(slog.NewTextHandler(log, nil))))
 	if err != nil {
@@ -98,7 +80,7 @@ func causality(p *h4r.Pack) map[string]float64 {
 func TestCausalPacksFromNeo4j(t *testing.T) {
 	g := bolttest.NewGraph()
 	srv := bolttest.Start(t, g, bolttest.WithAuth("h4r", "s3cret"))
-	var log syncBuffer
+	var log syncbuf.Buffer
 	a := open(t, neo4jConfig(t, srv), &log)
 	if _, err := a.Store.Upsert(context.Background(), causalCorpus()); err != nil {
 		t.Fatal(err)
@@ -213,7 +195,7 @@ func TestRebuildGraphCatchesUpWithTheStore(t *testing.T) {
 
 	plain := cfg
 	plain.Neo4jURL = ""
-	var quiet syncBuffer
+	var quiet syncbuf.Buffer
 	a, err := app.Open(context.Background(), plain, app.WithLogger(slog.New(slog.NewTextHandler(&quiet, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +218,7 @@ func TestRebuildGraphCatchesUpWithTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var log syncBuffer
+	var log syncbuf.Buffer
 	a = open(t, cfg, &log)
 	if !strings.Contains(log.String(), "not in step with the store") {
 		t.Errorf("no warning at start about a graph behind the store; log:\n%s", log.String())
@@ -271,7 +253,7 @@ func TestOpenRefusesABadNeo4j(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := neo4jConfig(t, srv)
 			tc.edit(&cfg)
-			var log syncBuffer
+			var log syncbuf.Buffer
 			a, err := app.Open(context.Background(), cfg, app.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 			if err == nil {
 				a.Close()
@@ -289,7 +271,7 @@ func TestOpenRefusesABadNeo4j(t *testing.T) {
 		cfg := neo4jConfig(t, srv)
 		cfg.Neo4jURL = "neo4j://h4r:s3cret@" + srv.Addr()
 		cfg.Neo4jUser, cfg.Neo4jPassword = "", ""
-		var log syncBuffer
+		var log syncbuf.Buffer
 		open(t, cfg, &log)
 	})
 }

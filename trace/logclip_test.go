@@ -1,33 +1,15 @@
 package trace_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/h4r/h4r/internal/syncbuf"
+
 	"github.com/h4r/h4r/trace"
 )
-
-// syncBuffer is a log sink safe for the consumer's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestConsumerLogsBoundedQuotes: a message whose unknown key is 20 KB is
 // acknowledged and logged, and the log line quotes at most a few hundred
@@ -36,7 +18,7 @@ func (s *syncBuffer) String() string {
 func TestConsumerLogsBoundedQuotes(t *testing.T) {
 	n := newNATS(t)
 	h := newHarness(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	n.start(t, h.svc, trace.WithConsumerLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	n.publish(t, []byte(`{"`+strings.Repeat("k", 20000)+`": 1}`), nil)
 	n.settled(t)

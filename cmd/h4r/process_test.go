@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/h4r/h4r/internal/syncbuf"
 
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
@@ -39,29 +40,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serverProcess is `h4r serve` running in a child process.
 type serverProcess struct {
 	cmd    *exec.Cmd
 	base   string
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	exited chan struct{}
 	err    error // the exit status, once exited is closed
 }
@@ -81,7 +64,7 @@ func startProcess(t *testing.T, dataDir string, vars ...string) *serverProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &serverProcess{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &serverProcess{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/h4r/h4r/internal/syncbuf"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/h4r/h4r/internal/natstest"
@@ -21,12 +23,12 @@ import (
 
 // startServe runs the real serve command and returns its base URL and
 // its log; the server stops when t ends.
-func startServe(t *testing.T, vars map[string]string) (string, *lockedBuffer) {
+func startServe(t *testing.T, vars map[string]string) (string, *syncbuf.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	go func() { done <- cmdServe(ctx, []string{"--demo", "--addr", "127.0.0.1:0"}, logs, env(vars), ready) }()
 	select {
 	case addr := <-ready:
