@@ -75,7 +75,7 @@ type consoleState struct {
 
 func newConsoleState() (*consoleState, error) {
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "pack", "dryrun", "error"} {
+	for _, name := range []string{"login", "pack", "dryrun", "error", "items", "traces", "packs", "jobs", "job", "bench"} {
 		t, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/layout.html", "console/parts.html", "console/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parsing the console page %s: %w", name, err)
@@ -524,9 +524,11 @@ func (s *Server) consolePage(c *echo.Context) (*consoleSession, bool, error) {
 
 // pageData is what every signed-in page shows.
 func (s *Server) pageData(c *echo.Context, sess *consoleSession, title string) map[string]any {
-	d := map[string]any{"Title": title, "CSRF": sess.csrf, "SignedIn": true, "MayAudit": s.mayAudit(c), "Levels": levelNames()}
+	d := map[string]any{"Title": title, "CSRF": sess.csrf, "SignedIn": true, "MayAudit": s.mayAudit(c), "Levels": levelNames(),
+		"MayRead": true, "MayIngest": true}
 	if p := principal(c); p != nil {
 		d["Principal"] = p.Specialist
+		d["MayRead"], d["MayIngest"] = p.Allows(auth.RouteRead), p.Allows(auth.RouteIngest)
 	}
 	return d
 }

@@ -87,6 +87,7 @@ type Server struct {
 	a2aOpts        A2AOptions     // the A2A protocol endpoint (a2aproto.go)
 	limits         limits         // work per key, unauthenticated clients (rpclimit.go)
 	console        *consoleState  // the web console's pages and sessions (console.go)
+	browse         Browse         // what the console's browsers read (console_browse.go)
 }
 
 // readinessCheck is one backend /health/ready checks.

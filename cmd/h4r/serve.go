@@ -187,6 +187,12 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	if svc := a.RAG(); svc != nil {
 		sopts = append(sopts, server.WithRAG(svc))
 	}
+	// The console's browsers read through the same slicer as packs.
+	browse := server.Browse{Items: a.Store, Slicer: a.Slicer}
+	if ph := a.Packs(); ph != nil {
+		browse.Packs = ph
+	}
+	sopts = append(sopts, server.WithBrowse(browse))
 	if b != nil {
 		sopts = append(sopts, server.WithBridge(b))
 	}
