@@ -47,9 +47,10 @@ const (
 	consoleSessionLife = 8 * time.Hour
 	consoleMaxSessions = 10000
 	consoleMaxForm     = 64 << 10
-	// consoleCSP allows only the console's own stylesheet and script; the
+	// consoleCSP allows only the console's own stylesheet, script and
+	// requests (the script's reload of a running job); the
 	// SVG graph and the signal meters are markup, not script.
-	consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 
 // consoleRoute: the console's pages authenticate by their session cookie

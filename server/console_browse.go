@@ -452,7 +452,7 @@ type jobRow struct {
 }
 
 func jobRowOf(j jobs.Job) jobRow {
-	r := jobRow{Job: j, Running: j.State == "queued" || j.State == "running"}
+	r := jobRow{Job: j, Running: j.State == jobs.StateQueued || j.State == jobs.StateRunning}
 	switch p := j.Progress; {
 	case p.FilesTotal > 0:
 		r.Done, r.Total = p.FilesSeen, p.FilesTotal

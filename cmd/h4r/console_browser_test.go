@@ -16,12 +16,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/metrics"
+	"github.com/h4r/h4r/server"
+	"github.com/h4r/h4r/trace"
 )
 
 var consoleScreenshots = flag.Bool("console-screenshots", false, "rewrite docs/images/console-*.png from the browser test of the console")
@@ -37,9 +40,22 @@ const (
 	securityItem = "sec-admin-login-bypass"
 )
 
-// consoleDemoServer is the demo as `h4r serve --demo` serves it behind
-// the two keys above, with the docs' clock.
+// consoleEnv is the demo as `h4r serve --demo` serves it behind the two
+// keys above, with the docs' clock, its jobs and its commit traces.
+type consoleEnv struct {
+	base   string
+	app    *app.App
+	jobs   *app.Jobs
+	traces *app.Traces
+}
+
+// consoleDemoServer is the demo's console, for the playground's tests.
 func consoleDemoServer(t *testing.T) string {
+	t.Helper()
+	return consoleStack(t).base
+}
+
+func consoleStack(t *testing.T) *consoleEnv {
 	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
@@ -57,18 +73,27 @@ func consoleDemoServer(t *testing.T) string {
 	hash := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
 	keys, err := auth.Parse(fmt.Appendf(nil, `[
 	  {"sha256": %q, "principal": {"id": "playwright_healer", "type": "specialist", "securityLevel": "internal", "authorizedGroups": ["qa"]}, "routes": ["read"]},
-	  {"sha256": %q, "principal": {"id": "qa_lead", "type": "human", "securityLevel": "restricted", "authorizedGroups": ["qa", "security"]}, "routes": ["read", "audit"]}
+	  {"sha256": %q, "principal": {"id": "qa_lead", "type": "human", "securityLevel": "restricted", "authorizedGroups": ["qa", "security"]}, "routes": ["read", "audit", "ingest"]}
 	]`, hash(consoleHealerKey), hash(consoleLeadKey)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := apiServer(cfg, a, keys, false, log, metrics.New(), nil)
+	tr, err := app.OpenTraces(ctx, a, trace.NewMetrics(prometheus.NewRegistry()), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := app.OpenJobs(ctx, a, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(jb.Runner.Close)
+	api := apiServer(cfg, a, keys, false, log, metrics.New(), nil, append(traceOptions(cfg, a, tr), server.WithJobs(jb))...)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = api.HTTPServer()
 	ts.Listener = api.Listener(ts.Listener)
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return ts.URL
+	return &consoleEnv{base: ts.URL, app: a, jobs: jb, traces: tr}
 }
 
 // chromium returns the browser to drive. Without one the test is skipped,
