@@ -243,9 +243,9 @@ func (s *Server) uiItems(c *echo.Context) error {
 // API's GET /v1/trace answers, decisions and outcome included.
 type traceRow struct {
 	ID, Repo, SHA, Branch, Author, Summary, Status string
-	LandedAt, MergedVia, RevertedBy              string
-	Decisions                                    []decisionRow
-	RedactedFields                               []string
+	LandedAt, MergedVia, RevertedBy                string
+	Decisions                                      []decisionRow
+	RedactedFields                                 []string
 }
 
 type decisionRow struct {
