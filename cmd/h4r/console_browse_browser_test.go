@@ -108,7 +108,7 @@ func startSlowJob(t *testing.T, env *consoleEnv) string {
 	return j.ID
 }
 
-// artifact saves the page as a PNG under H4R_TEST_ARTIFACTS, when set,
+// artifact saves the whole page as a PNG (quality 100 is PNG) under H4R_TEST_ARTIFACTS, when set,
 // and under docs/images when -console-screenshots is (docs names it).
 func artifact(t *testing.T, ctx context.Context, name, docs string) {
 	t.Helper()
@@ -117,7 +117,7 @@ func artifact(t *testing.T, ctx context.Context, name, docs string) {
 		return
 	}
 	if dir != "" {
-		b, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)
 		}
