@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -125,7 +124,9 @@ func paginate(q url.Values, path string, n int, atLeast bool) (pager, int, int) 
 
 // browseSession is the start of a browser's page: the session, the
 // route class the matching API route needs, and for a POST its form and
-// CSRF token.
+// CSRF token. A page of a limited class counts once against the key's
+// rate limit for it, as the API's reads do (memory.read, POST /feedback);
+// job pages do not, as polling GET /v1/jobs/{id} does not.
 func (s *Server) browseSession(c *echo.Context, class auth.Route, what string) (*consoleSession, bool, error) {
 	sess, ok, err := s.consoleAuth(c)
 	if !ok || err != nil {
@@ -139,6 +140,11 @@ func (s *Server) browseSession(c *echo.Context, class auth.Route, what string) (
 	}
 	if c.Request().Method == http.MethodPost {
 		if err := s.checkWrite(c, sess); err != nil {
+			return sess, false, s.renderError(c, sess, err)
+		}
+	}
+	if class == auth.RouteRead {
+		if err := s.consoleLimit(c, 1); err != nil {
 			return sess, false, s.renderError(c, sess, err)
 		}
 	}
@@ -416,14 +422,11 @@ func (s *Server) uiFeedback(c *echo.Context) error {
 	}
 	f := c.Request().PostForm
 	req := rag.FeedbackRequest{ContextPackID: strings.TrimSpace(f.Get("pack")), Verdict: f.Get("verdict"), Notes: f.Get("notes")}
-	err = s.consoleLimit(c, 1)
-	if err == nil {
-		err = s.giveFeedback(c, req)
-	}
-	if err != nil {
+	if err := s.giveFeedback(c, req); err != nil {
 		d := s.pageData(c, sess, "Stored packs")
 		d["Error"] = toError(err)
-		if lerr := s.listPacks(c, d); lerr != nil && !errors.Is(lerr, err) {
+		// The error is the verdict's: the list is shown when it can be.
+		if lerr := s.listPacks(c, d); lerr != nil {
 			s.log.DebugContext(c.Request().Context(), "console: listing packs after a refused verdict", "error", lerr)
 		}
 		return s.render(c, HTTPStatus(toError(err).Code), "packs", d)

@@ -42,7 +42,7 @@ var consoleFuncs = template.FuncMap{
 	// heading is a report's heading at its level (2 to 6), text escaped.
 	"heading": func(level int, text string) template.HTML {
 		level = min(max(level, 2), 6)
-		return template.HTML(fmt.Sprintf("<h%d>%s</h%d>", level, template.HTMLEscapeString(text), level)) //nolint:gosec // the text is escaped
+		return template.HTML(fmt.Sprintf("<h%d>%s</h%d>", level, template.HTMLEscapeString(text), level))
 	},
 	// benchSVG is a chart's path as the one segment /ui/bench/:name takes.
 	"benchSVG": func(name string) string { return strings.Replace(name, "/", "~", 1) },
