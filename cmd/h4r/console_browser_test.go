@@ -147,8 +147,9 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // a11yProblems is a small axe-style check of the page: the language, one
-// h1, a label for every form control, a name for every button, link and
-// image.
+// h1, a label for every form control, a name for every button, link,
+// image, progress bar and meter, header cells in every table, and
+// sections labelled by headings that exist.
 const a11yProblems = `(() => {
   const out = [];
   if (!document.documentElement.lang) out.push("html has no lang");
@@ -161,6 +162,15 @@ const a11yProblems = `(() => {
   }
   for (const el of document.querySelectorAll("svg[role=img], img")) {
     if (!el.getAttribute("aria-label") && !el.getAttribute("alt")) out.push("image without a name");
+  }
+  for (const el of document.querySelectorAll("progress, meter")) {
+    if (!el.getAttribute("aria-label") && !(el.labels && el.labels.length)) out.push(el.tagName.toLowerCase() + " without a name");
+  }
+  for (const el of document.querySelectorAll("table")) {
+    if (!el.querySelector("th")) out.push("table without header cells");
+  }
+  for (const el of document.querySelectorAll("section[aria-labelledby]")) {
+    if (!document.getElementById(el.getAttribute("aria-labelledby"))) out.push("section labelled by a missing id");
   }
   const ids = [...document.querySelectorAll("[id]")].map(e => e.id);
   if (new Set(ids).size !== ids.length) out.push("duplicate ids");
