@@ -86,6 +86,10 @@ type Plan struct {
 	// counts. The server sets it from the caller's key (route class audit or
 	// admin), never from the request.
 	Audit bool
+	// BusyError: when no pack slot frees within half the request deadline,
+	// the caller wants an unavailable error rather than an empty degraded
+	// pack. The server sets it from "Prefer: busy=503".
+	BusyError bool
 }
 
 // Plan validates the request once and returns it planned. field is the

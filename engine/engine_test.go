@@ -712,6 +712,50 @@ func TestMaxInFlightQueuesPacks(t *testing.T) {
 	}
 }
 
+// TestBusyWaitsHalfTheDeadline: with every slot taken, a request waits
+// half of its deadline, not all of it, so that the caller still has time to
+// act on the answer; one that prefers an error (Plan.BusyError, "Prefer:
+// busy=503" over HTTP) gets unavailable instead of the empty pack.
+func TestBusyWaitsHalfTheDeadline(t *testing.T) {
+	a := openDemo(t)
+	e := newEngine(t, a, patient, nil, engine.WithMaxInFlight(1), engine.WithLogger(discardLogger()))
+	release := e.HoldSlots()
+	defer release()
+	if got := e.InFlight(); got != 1 {
+		t.Fatalf("InFlight %d with the one slot held, want 1", got)
+	}
+	for _, tc := range []struct {
+		name      string
+		busyError bool
+	}{
+		{"empty_degraded_pack", false},
+		{"unavailable_error", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := (&h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}}).Plan("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan.BusyError = tc.busyError
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel()
+			p, err := e.Run(ctx, healer(), plan)
+			if ctx.Err() != nil {
+				t.Fatalf("the answer came after the deadline (%v): the wait must end at half of it", ctx.Err())
+			}
+			if tc.busyError {
+				if h4r.ErrorCode(err) != h4r.EUNAVAILABLE || p != nil {
+					t.Fatalf("got pack %v, error %v; want an unavailable error", p, err)
+				}
+				return
+			}
+			if err != nil || p.Status != h4r.StatusDegraded || len(p.Results) != 0 {
+				t.Fatalf("got %v, %+v; want an empty degraded pack", err, p)
+			}
+		})
+	}
+}
+
 // TestLowRelevanceAffordances: on the demo, whatever the query type, a
 // query sharing no word with the corpus is answered with
 // request_more_context alone (fused scores and character n-grams bring

@@ -15,7 +15,7 @@ import (
 // both the pack route and A2A); without it, or with another preference,
 // the default empty degraded pack (200) is kept.
 func TestBusyServerAnswers503WhenPreferred(t *testing.T) {
-	s := newStack(t, server.WithMaxInFlight(1), server.WithRequestTimeout(200*time.Millisecond))
+	s := newStack(t, server.WithRequestTimeout(200*time.Millisecond))
 	base := s.serve(t)
 	release := s.srv.HoldSlots()
 	defer release()
