@@ -253,6 +253,7 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 		IncludeScores: req.IncludeScores == nil || *req.IncludeScores,
 		TLDRSentences: req.TLDRSentences,
 		IncludeGraph:  req.IncludeGraph,
+		ExplainAll:    req.Explain == h4r.ExplainAll,
 		Audit:         plan.Audit,
 	})
 	e.recordDeliveries(entries)

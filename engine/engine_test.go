@@ -63,6 +63,9 @@ func openDemo(tb testing.TB) *app.App {
 // explains every candidate, those policy denied included.
 func auditPack(t testing.TB, e *engine.Engine, spec h4r.Specialist, req h4r.ContextRequest) *h4r.Pack {
 	t.Helper()
+	if req.Explain == "" {
+		req.Explain = h4r.ExplainAll
+	}
 	plan, err := req.Plan("")
 	if err != nil {
 		t.Fatal(err)
@@ -753,6 +756,63 @@ func TestBusyWaitsHalfTheDeadline(t *testing.T) {
 				t.Fatalf("got %v, %+v; want an empty degraded pack", err, p)
 			}
 		})
+	}
+}
+
+// TestExplainKeptOrAll: by default a pack explains its kept items only;
+// explain "all" adds every other candidate the caller may learn of, with
+// why it was left out. A kept item has the same rank, score and signals
+// either way, and the default pack is the smaller one.
+func TestExplainKeptOrAll(t *testing.T) {
+	a := openDemo(t)
+	build := func(explain string) (*h4r.Pack, int) {
+		req := h4r.ContextRequest{Query: h4r.Query{Text: "login test failures with selector issues"}, Explain: explain}
+		plan, err := req.Plan("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := a.Engine.Run(t.Context(), healer(), plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, len(raw)
+	}
+	kept, keptBytes := build("")
+	all, allBytes := build(h4r.ExplainAll)
+	if len(kept.Results) == 0 || len(kept.Explainability.Items) != len(kept.Results) {
+		t.Fatalf("default: %d results, %d explanations; want one explanation per kept item", len(kept.Results), len(kept.Explainability.Items))
+	}
+	for _, e := range kept.Explainability.Items {
+		if e.Reason != h4r.ReasonKept {
+			t.Errorf("default pack explains %s, left out (%s)", e.ID, e.Reason)
+		}
+	}
+	byID := map[string]h4r.ItemExplanation{}
+	left := 0
+	for _, e := range all.Explainability.Items {
+		byID[e.ID] = e
+		if e.Reason != h4r.ReasonKept {
+			left++
+		}
+	}
+	if left == 0 {
+		t.Fatal(`explain "all" lists no item that was left out`)
+	}
+	for _, e := range kept.Explainability.Items {
+		if got := byID[e.ID]; got.Rank != e.Rank || got.Score != e.Score || got.Signals != e.Signals {
+			t.Errorf("%s: rank %d score %v by default, rank %d score %v with all", e.ID, e.Rank, e.Score, got.Rank, got.Score)
+		}
+	}
+	if keptBytes >= allBytes {
+		t.Errorf("default pack %d bytes, with all %d: want the default smaller", keptBytes, allBytes)
+	}
+	var e *h4r.Error
+	if _, err := (&h4r.ContextRequest{Query: h4r.Query{Text: "x"}, Explain: "some"}).Plan(""); !errors.As(err, &e) || e.Field != "explain" {
+		t.Errorf(`explain "some": %v, want an error naming explain`, err)
 	}
 }
 
