@@ -378,6 +378,12 @@ func (s *Server) listPacks(c *echo.Context, d map[string]any) error {
 		return err
 	}
 	p, _, _ := paginate(q, "/ui/packs", total, false)
+	if p.Page != page { // past the last page: show the last
+		if packs, total, err = s.browse.Packs.PacksOf(ctx, spec.ID, browsePage, (p.Page-1)*browsePage); err != nil {
+			return err
+		}
+		p, _, _ = paginate(url.Values{"page": {strconv.Itoa(p.Page)}}, "/ui/packs", total, false)
+	}
 	rows := make([]packRow, 0, len(packs))
 	for _, sp := range packs {
 		row := packRow{ID: sp.ID, Query: sp.Query, PolicyRevision: sp.PolicyRevision, CreatedAt: sp.CreatedAt}
