@@ -87,6 +87,7 @@ type Server struct {
 	a2aOpts        A2AOptions     // the A2A protocol endpoint (a2aproto.go)
 	limits         limits         // work per key, unauthenticated clients (rpclimit.go)
 	console        *consoleState  // the web console's pages and sessions (console.go)
+	consoleSecret  []byte         // nil: a random one (WithConsoleSecret)
 }
 
 // readinessCheck is one backend /health/ready checks.
@@ -216,6 +217,9 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	if err != nil {
 		// Embedded too, and parsed by every test that builds a Server.
 		panic(fmt.Sprintf("server: the embedded console pages: %v", err))
+	}
+	if s.consoleSecret != nil {
+		console.secret = s.consoleSecret
 	}
 	s.console = console
 	s.echo = e

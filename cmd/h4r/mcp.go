@@ -45,7 +45,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	log := cfg.Logger(stderr)
 	defer tuneGC(ctx, cfg, log)()
-	a, err := app.Open(ctx, cfg, app.WithLogger(log))
+	a, err := openApp(ctx, cfg, app.WithLogger(log))
 	if err != nil {
 		return err
 	}
