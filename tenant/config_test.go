@@ -93,6 +93,8 @@ func TestConfig(t *testing.T) {
 	base.DataDir = "/var/h4r"
 	base.DecisionSubject = "buckley.trace.decision"
 	base.GitHubWebhookSecret = "the default's secret"
+	base.DecisionLog = "/var/log/h4r/decisions.jsonl"
+	base.IngestRoots = "/srv/default-repos"
 	if got, err := tenant.Config(base, tenant.Spec{Name: tenant.Default}); err != nil || got.DataDir != base.DataDir || got.GitHubWebhookSecret != base.GitHubWebhookSecret {
 		t.Errorf("the default tenant's configuration changed: %v", err)
 	}
@@ -100,7 +102,7 @@ func TestConfig(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("acme's secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tenant.Config(base, tenant.Spec{Name: "acme", PolicyDir: "/etc/acme-policy", WebhookSecretFile: secret})
+	got, err := tenant.Config(base, tenant.Spec{Name: "acme", PolicyDir: "/etc/acme-policy", WebhookSecretFile: secret, IngestRoots: "/srv/acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,13 +117,15 @@ func TestConfig(t *testing.T) {
 		{"decision subject", got.DecisionSubject, "buckley.trace.decision.acme"},
 		{"qdrant collection", got.QdrantCollection, base.QdrantCollection + "_acme"},
 		{"tenant", got.Tenant, "acme"},
+		{"ingest roots", got.IngestRoots, "/srv/acme"},
+		{"decision log", got.DecisionLog, "/var/log/h4r/decisions.acme.jsonl"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %q, want %q", tc.what, tc.got, tc.want)
 		}
 	}
-	if got, _ := tenant.Config(base, tenant.Spec{Name: "beta"}); got.PolicyDir != base.PolicyDir || got.GitHubWebhookSecret != "" {
-		t.Errorf("beta without its own policy and secret: policy %q (want the default's), secret %q (want none)", got.PolicyDir, got.GitHubWebhookSecret)
+	if got, _ := tenant.Config(base, tenant.Spec{Name: "beta"}); got.PolicyDir != base.PolicyDir || got.GitHubWebhookSecret != "" || got.IngestRoots != "" {
+		t.Errorf("beta without its own policy, secret and roots: policy %q (want the default's), secret %q, roots %q (want none)", got.PolicyDir, got.GitHubWebhookSecret, got.IngestRoots)
 	}
 	for _, tc := range []struct{ dsn, want string }{
 		{"postgres://h4r@db:5432/h4r?sslmode=disable", "postgres://h4r@db:5432/h4r?role=h4r_tenant_acme&search_path=h4r_tenant_acme&sslmode=disable"},

@@ -19,7 +19,10 @@ import (
 //   - Qdrant: the collection QDRANT_COLLECTION_NAME;
 //   - NATS: the trace stream, durable and subjects suffixed with NAME;
 //   - policy: the tenant's own bundle, else the default's;
-//   - the GitHub webhook: the tenant's own secret, else none.
+//   - the decision log: a file of its own beside the default's (stdout
+//     stays shared, each record logged by the tenant's own logger);
+//   - the GitHub webhook: the tenant's own secret, else none;
+//   - the folders POST /ingest may read: the tenant's own, else none.
 //
 // A Neo4j mirror has no tenant namespace yet, so Config refuses NEO4J_URL
 // for any tenant but the default rather than share one graph.
@@ -58,6 +61,11 @@ func Config(base config.Config, s Spec) (config.Config, error) {
 	if s.PolicyDir != "" {
 		cfg.PolicyDir = s.PolicyDir
 	}
+	if base.DecisionLog != "" && base.DecisionLog != "stdout" {
+		ext := filepath.Ext(base.DecisionLog)
+		cfg.DecisionLog = strings.TrimSuffix(base.DecisionLog, ext) + "." + s.Name + ext
+	}
+	cfg.IngestRoots = s.IngestRoots
 	cfg.GitHubWebhookSecret = ""
 	if s.WebhookSecretFile != "" {
 		b, err := os.ReadFile(s.WebhookSecretFile)

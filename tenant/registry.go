@@ -29,6 +29,10 @@ type Spec struct {
 	// WebhookSecretFile holds the tenant's GitHub webhook secret; empty:
 	// the tenant's webhook refuses every delivery.
 	WebhookSecretFile string `json:"webhookSecretFile,omitempty"`
+	// IngestRoots are the folders POST /ingest may read the tenant's
+	// local sources from (comma-separated, as H4R_INGEST_ROOTS); empty:
+	// none, for the default tenant's folders are not the tenant's.
+	IngestRoots string `json:"ingestRoots,omitempty"`
 }
 
 func (s Spec) check(field string) error {

@@ -53,6 +53,9 @@ func tenantCanaryVars(t *testing.T, dataDir, databaseURL string) map[string]stri
 	}
 	for _, name := range []string{probeTenant, seedTenant} {
 		spec := tenant.Spec{Name: name}
+		if name == seedTenant {
+			spec.IngestRoots = vars["H4R_INGEST_ROOTS"] // the chunk canaries' folder
+		}
 		if _, err := tenant.Delete(context.Background(), cfg, spec); err != nil { // a run killed before its cleanup
 			t.Fatal(err)
 		}

@@ -52,6 +52,7 @@ func cmdTenants(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 		fs.IntVar(&spec.RequestsPerMinute, "requests-per-minute", 0, "requests per minute across the tenant's keys (0: unlimited)")
 		fs.StringVar(&spec.PolicyDir, "policy-dir", "", "the tenant's own Rego policy directory (empty: the default tenant's policy)")
 		fs.StringVar(&spec.WebhookSecretFile, "webhook-secret-file", "", "file holding the tenant's GitHub webhook secret (empty: its webhook refuses deliveries)")
+		fs.StringVar(&spec.IngestRoots, "ingest-roots", "", "comma-separated folders POST /ingest may read the tenant's local sources from (empty: none)")
 	}
 	pos, err := parseInterspersed(fs, args[1:])
 	if err != nil {
