@@ -31,16 +31,17 @@ const (
 	seedTenant  = "cnry_b"
 )
 
-// tenantCanaryVars are canaryVars with the probe keys in probeTenant, the
-// seeder and vault keys in seedTenant, and both tenants created.
-func tenantCanaryVars(t *testing.T, dataDir, databaseURL string) map[string]string {
+// tenantCanaryVars are canaryVars with the probe keys in probeIn
+// (probeTenant, but for the harness's self-test), the seeder and vault keys
+// in seedTenant, and both tenants created.
+func tenantCanaryVars(t *testing.T, dataDir, databaseURL, probeIn string) map[string]string {
 	vars := canaryVars(t, dataDir, databaseURL)
 	dir := t.TempDir()
 	vars["H4R_API_KEYS_FILE"] = writeTenantKeysFile(t, dir, func(k keyClass) string {
 		if k.name == keySeeder.name || k.name == keyVault.name {
 			return seedTenant
 		}
-		return probeTenant
+		return probeIn
 	})
 	vars["H4R_TENANTS_FILE"] = filepath.Join(dir, "tenants.json")
 	cfg, err := app.LoadConfig(env(vars))
@@ -145,7 +146,7 @@ func (h *harness) seedProbeTenant() {
 // TestCanaryTenantsSQLite: the harness across tenants on the embedded
 // store, with the CLI reads of H4R_TENANT.
 func TestCanaryTenantsSQLite(t *testing.T) {
-	h := runHarness(t, tenantCanaryVars(t, t.TempDir(), ""), 1, canarySurfaces(), nil)
+	h := runHarness(t, tenantCanaryVars(t, t.TempDir(), "", probeTenant), 1, canarySurfaces(), nil)
 	cleanTenantStreams(t, h)
 	h.probeCLI()
 	report(t, h)
@@ -155,7 +156,7 @@ func TestCanaryTenantsSQLite(t *testing.T) {
 // and role of its own.
 func TestCanaryTenantsPostgres(t *testing.T) {
 	url := pgtest.Schema(t, "h4r_canary")
-	h := runHarness(t, tenantCanaryVars(t, t.TempDir(), url), 1, canarySurfaces(), nil)
+	h := runHarness(t, tenantCanaryVars(t, t.TempDir(), url, probeTenant), 1, canarySurfaces(), nil)
 	cleanTenantStreams(t, h)
 	h.probeCLI()
 	report(t, h)
@@ -174,4 +175,23 @@ func cleanTenantStreams(t *testing.T, h *harness) {
 			}
 		}
 	})
+}
+
+// TestCanaryTenantsDetectsASharedTenant is the harness's own control:
+// with the probe keys in the seed tenant, as a router that sent every key
+// to one tenant would have them, the other tenant's open item is found.
+func TestCanaryTenantsDetectsASharedTenant(t *testing.T) {
+	h := runHarness(t, tenantCanaryVars(t, t.TempDir(), "", seedTenant), 1, canarySurfaces(), nil)
+	cleanTenantStreams(t, h)
+	surfaces := map[string]bool{}
+	for _, f := range h.det.all() {
+		if f.c.class == "open" {
+			surfaces[f.surface] = true
+		}
+	}
+	for _, want := range []string{"context-pack", "mcp", "items-get"} {
+		if !surfaces[want] {
+			t.Errorf("the open canary of the probes' own tenant was not reported on %s: the harness would miss a tenant leak there (reported on %v)", want, surfaces)
+		}
+	}
 }
