@@ -148,6 +148,15 @@ func openService(ctx context.Context, cfg config.Config, keys *auth.Keys, anyHos
 func servedTenants(cfg config.Config, keys *auth.Keys) ([]tenant.Spec, error) {
 	specs := []tenant.Spec{{Name: tenant.Default}}
 	if cfg.TenantsFile == "" {
+		if keys != nil {
+			for _, p := range keys.Principals() {
+				if p.Tenant != "" && p.Tenant != tenant.Default {
+					// Served by the default tenant's server, the key
+					// would reach the default tenant's data.
+					return nil, fmt.Errorf("API key %s belongs to tenant %q, and H4R_TENANTS_FILE is not set: set it to serve tenants", p.KeyID, p.Tenant)
+				}
+			}
+		}
 		return specs, nil
 	}
 	if keys == nil {

@@ -193,3 +193,35 @@ func TestServeTenants(t *testing.T) {
 		t.Errorf("h4r tenants list after the delete: %q %v", out.String(), err)
 	}
 }
+
+// TestTenantKeysNeedTheirTenant: a key of a tenant is never served as
+// another tenant's: h4r serve without a tenants file refuses to start,
+// and h4r mcp refuses a key of another tenant than H4R_TENANT.
+func TestTenantKeysNeedTheirTenant(t *testing.T) {
+	dir := t.TempDir()
+	keysPath := filepath.Join(dir, "keys.json")
+	sum := sha256.Sum256([]byte("acme-key"))
+	if err := os.WriteFile(keysPath, []byte(fmt.Sprintf(`[{"sha256": %q, "principal": {"id": "acme_reader"}, "routes": ["read"], "tenant": "acme"}]`, hex.EncodeToString(sum[:]))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := auth.Load(keysPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := app.LoadConfig(env(map[string]string{"H4R_API_KEYS_FILE": keysPath, "H4R_MCP_API_KEY": "acme-key"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := servedTenants(cfg, keys); err == nil || !strings.Contains(err.Error(), "H4R_TENANTS_FILE") {
+		t.Errorf("serving a tenant's key without tenants: %v", err)
+	}
+	for _, tc := range []struct {
+		tenant string
+		ok     bool
+	}{{"", false}, {"default", false}, {"beta", false}, {"acme", true}} {
+		cfg.Tenant = tc.tenant
+		if _, err := mcpCaller(cfg); (err == nil) != tc.ok {
+			t.Errorf("h4r mcp for tenant %q with acme's key: %v, want ok=%v", tc.tenant, err, tc.ok)
+		}
+	}
+}
