@@ -20,7 +20,7 @@ import (
 
 // keysFile is a keys file: a key of tenant acme, one of tenant beta, one
 // of the default tenant and an operator key.
-func keysFile(t *testing.T) *auth.Keys {
+func keysFile(t testing.TB) *auth.Keys {
 	t.Helper()
 	entry := func(key, extra string) string {
 		sum := sha256.Sum256([]byte(key))
