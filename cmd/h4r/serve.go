@@ -210,6 +210,11 @@ func openStack(ctx context.Context, cfg config.Config, spec tenant.Spec, keys *a
 			return st.Cache.Hits, st.Cache.Misses
 		}
 		return 0, 0
+	}), metrics.WithPacksInFlight(func() int {
+		if a == nil {
+			return 0
+		}
+		return a.Engine.InFlight()
 	}))
 	traceMetrics := trace.NewMetrics(m.Registry())
 	aopts := []app.Option{app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding)}
