@@ -57,8 +57,10 @@ func (s scoped) Authenticate(key string) (*auth.Principal, bool) {
 // asks for a login.
 const Cookie = "h4r_tenant"
 
-// maxLoginForm bounds the console login form the router reads for its key.
-const maxLoginForm = 64 << 10
+// maxLoginForm bounds the console login form the router reads for its key,
+// before anyone vouches for the sender: the form holds a token and a key,
+// a few hundred bytes. A longer one goes to the default tenant.
+const maxLoginForm = 4 << 10
 
 // Router sends each request to the server of its tenant.
 type Router struct {
