@@ -83,6 +83,7 @@ type options struct {
 	log              *slog.Logger
 	now              func() time.Time
 	observeEmbedding func(time.Duration) // nil: not observed
+	guard            WriteGuard          // nil: every write admitted
 }
 
 // WithLogger sets the logger (default: the one cfg describes, on stderr).
@@ -139,6 +140,9 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	indexTrajectories(a, cfg)
 	if len(a.mirrors) > 0 {
 		a.Store = &mirroredStore{Store: a.base, mirrors: a.mirrors, log: o.log}
+	}
+	if o.guard != nil {
+		a.Store = &guardedStore{Store: a.Store, guard: o.guard}
 	}
 	slicer, err := newSlicer(ctx, cfg, a, counter, o)
 	if err != nil {

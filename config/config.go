@@ -79,6 +79,8 @@ type Config struct {
 
 	// Who may ask.
 	APIKeysFile        string        // H4R_API_KEYS_FILE: API keys (SHA-256 hashes) and the principal of each
+	TenantsFile        string        // H4R_TENANTS_FILE: the tenants h4r serve serves besides the default one
+	Tenant             string        // H4R_TENANT: the tenant the command-line commands act on
 	AnonymousAudit     bool          // H4R_ANONYMOUS_AUDIT: without keys, packs explain what policy hid
 	MCPAPIKey          string        // H4R_MCP_API_KEY: the key whose principal h4r mcp (stdio) answers for
 	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: requests per minute per key and route class

@@ -149,6 +149,10 @@ func table() []variable {
 
 		text("H4R_API_KEYS_FILE", "", "File of API keys (stored as SHA-256 hashes), each mapped to a principal: specialist id, type, securityLevel, authorizedGroups and allowed routes. Empty: no authentication, and the server listens on loopback only.",
 			func(c *Config) *string { return &c.APIKeysFile }, nil),
+		text("H4R_TENANTS_FILE", "", "JSON file of the tenants h4r serve serves besides the implicit default one, each with its own store namespace, policy, quotas and webhook secret (docs/tenants.md); h4r tenants create and delete edit it. Needs H4R_API_KEYS_FILE: a key's tenant field says whose data it reaches. Empty: one tenant, default.",
+			func(c *Config) *string { return &c.TenantsFile }, nil),
+		text("H4R_TENANT", "default", "Tenant the command-line commands (ingest, pack, query, mcp, reindex) act on: its store namespace and policy, as h4r serve derives them from H4R_TENANTS_FILE.",
+			func(c *Config) *string { return &c.Tenant }, checkNotEmpty),
 		text("H4R_MCP_API_KEY", "", "API key whose principal (clearance, groups, route classes) h4r mcp answers for over stdio; it must be in H4R_API_KEYS_FILE. Empty: the anonymous public specialist, allowed read and ingest tools. Over HTTP (/mcp) each request's own key decides.",
 			func(c *Config) *string { return &c.MCPAPIKey }, nil),
 		boolean("H4R_ANONYMOUS_AUDIT", "false", "Without API keys (loopback only), let callers see what policy hid from them: the ids, reasons and signals of denied items, as keys with the audit or admin class do. false: they see only counts.",

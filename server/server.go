@@ -83,6 +83,7 @@ type Server struct {
 	limits         limits         // work per key, unauthenticated clients (rpclimit.go)
 	console        *consoleState  // the web console's pages and sessions (console.go)
 	browse         Browse         // what the console's browsers read (console_browse.go)
+	consoleSecret  []byte         // nil: a random one (WithConsoleSecret)
 }
 
 // readinessCheck is one backend /health/ready checks.
@@ -200,6 +201,9 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	if err != nil {
 		// Embedded too, and parsed by every test that builds a Server.
 		panic(fmt.Sprintf("server: the embedded console pages: %v", err))
+	}
+	if s.consoleSecret != nil {
+		console.secret = s.consoleSecret
 	}
 	s.console = console
 	s.echo = e

@@ -80,6 +80,10 @@ type harness struct {
 	deletedYet bool
 	hidden     map[string]canary // ids no probe key may see (restricted, or deleted), by the canary they hold
 	subs       []*pushLog
+	// tenants: the canaries are another tenant's (seedTenant) than the
+	// probe keys' (probeTenant), so that none of them may reach a probe,
+	// whatever its class (canary_tenants_test.go).
+	tenants bool
 }
 
 // seed writes every canary through the writer; deletions come later
@@ -176,7 +180,7 @@ func (h *harness) seed() {
 		r, d = mark("trace-nats", classRestricted, "trace summary and decision"), mark("trace-nats", classDeleted, "trace summary and decision")
 		for i, tc := range []struct{ marker, groups string }{{r, `["vault"]`}, {d, `[]`}} {
 			sha := fmt.Sprintf("beef%036d", i+1)
-			if _, err := js.Publish(context.Background(), h.vars["H4R_TRACE_SUBJECT"], []byte(commitTrace(sha, tc.marker, tc.groups))); err != nil {
+			if _, err := js.Publish(context.Background(), h.traceSubject(), []byte(commitTrace(sha, tc.marker, tc.groups))); err != nil {
 				t.Fatal(err)
 			}
 			h.traceSHAs = append(h.traceSHAs, sha)
@@ -430,7 +434,10 @@ func (p *probe) scan(where string, b []byte) {
 		b = bytes.ReplaceAll(b, []byte(template.HTMLEscapeString(q)), nil) // the console's form shows it back
 	}
 	allow := p.allow
-	if !p.h.deletedYet || p.early {
+	switch {
+	case p.h.tenants:
+		allow = nil // another tenant's data, whatever its class
+	case !p.h.deletedYet || p.early:
 		// Before the delete the deleted class is ordinary data.
 		allow = func(c canary) bool { return c.class == classDeleted || (p.allow != nil && p.allow(c)) }
 	}
@@ -1034,6 +1041,9 @@ func replicaName(i int) string { return string(rune('A' + i)) }
 func (h *harness) probeCLI() {
 	for _, k := range probeKeys[1:] {
 		vars := map[string]string{"H4R_LOG_LEVEL": "error", "H4R_DATA_DIR": h.vars["H4R_DATA_DIR"], "DATABASE_URL": h.vars["DATABASE_URL"], "H4R_WRITE_TIMEOUT_MS": "120000"}
+		if h.tenants {
+			vars["H4R_TENANTS_FILE"], vars["H4R_TENANT"] = h.vars["H4R_TENANTS_FILE"], probeTenant
+		}
 		spec := []string{"--specialist", "cnry_" + k.name, "--level", k.level, "--groups", strings.Join(k.groups, ",")}
 		p := &probe{h: h, replica: "cli", k: k, surface: "cli"}
 		for _, q := range h.queries {
@@ -1096,7 +1106,7 @@ func canaryVars(t *testing.T, dataDir, databaseURL string) map[string]string {
 // runHarness seeds, warms every surface (the deleted class still
 // allowed), deletes, probes again, and returns what was found.
 func runHarness(t *testing.T, vars map[string]string, replicas int, surfaces []surface, wrap func(*app.App, http.Handler) http.Handler) *harness {
-	h := &harness{t: t, det: newDetector(), vars: vars}
+	h := &harness{t: t, det: newDetector(), vars: vars, tenants: vars["H4R_TENANTS_FILE"] != ""}
 	if os.Getenv(natstest.Var) != "" {
 		stream, prefix := natstest.Names(t)
 		vars["NATS_URL"], vars["H4R_TRACE_STREAM"], vars["H4R_TRACE_SUBJECT"] = natstest.URL(t), stream, prefix+".trace.commit"
@@ -1115,6 +1125,9 @@ func runHarness(t *testing.T, vars map[string]string, replicas int, surfaces []s
 	checkRouteRegistry(t, h.writer.routes, surfaces)
 	h.subscribe("early", topic)
 	h.seed()
+	if h.tenants {
+		h.seedProbeTenant()
+	}
 	var markers []string
 	for _, c := range h.det.canaries {
 		markers = append(markers, c.marker)
@@ -1276,7 +1289,7 @@ func TestCanaryDetectsAPlantedLeak(t *testing.T) {
 		surfaces = append(surfaces, pl.surface)
 	}
 	vars := canaryVars(t, t.TempDir(), "")
-	h := &harness{t: t, det: newDetector(), vars: vars}
+	h := &harness{t: t, det: newDetector(), vars: vars, tenants: vars["H4R_TENANTS_FILE"] != ""}
 	h.replicas = []*canaryServer{startCanaryServer(t, vars, plantLeak)}
 	h.writer = h.replicas[0]
 	h.seed()

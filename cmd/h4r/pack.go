@@ -56,7 +56,7 @@ func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, looku
 		req.Budget = &h4r.Budget{MaxTokens: *maxTokens}
 	}
 
-	a, err := app.Open(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
+	a, err := openApp(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
 	if err != nil {
 		return err
 	}
