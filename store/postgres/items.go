@@ -112,16 +112,19 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		texts[i], vecIDs[i] = e.item.Text, e.item.ID
 	}
 	embedder, vecs := s.embedTexts(ctx, texts)
-	termID, err := s.addTerms(ctx, encoded)
-	if err != nil {
-		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
-	}
+	var (
+		termID     map[string]int32
+		termsEpoch int64
+	)
 	write := func(ctx context.Context, tx pgx.Tx) error {
 		// A delete drops vectors by cascade: it, like a vector write, takes
 		// the vector lock.
 		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0)
 		if err != nil {
 			return err
+		}
+		if len(termID) > 0 && stats.termsEpoch != termsEpoch {
+			return errTermsMoved
 		}
 		if check != nil {
 			if err := checkVersion(ctx, tx, *check); err != nil {
@@ -144,9 +147,17 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		}
 		return writeVectors(ctx, tx, embedder.Model(), vecIDs, vecs)
 	}
+	var err error
 	for attempt := 1; ; attempt++ {
+		termID, termsEpoch, err = s.addTerms(ctx, encoded)
+		if err != nil {
+			break
+		}
 		err = s.writeTx(ctx, write)
-		if !(errors.Is(err, errInsertRace) || isDeadlock(err)) || attempt == maxInsertRaces {
+		if errors.Is(err, errTermsMoved) {
+			s.termIDs.reset(0)
+		}
+		if !(errors.Is(err, errInsertRace) || errors.Is(err, errTermsMoved) || isDeadlock(err)) || attempt == maxInsertRaces {
 			break
 		}
 	}
@@ -267,6 +278,11 @@ func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, e
 // new, then replaced it: another write created it and committed in
 // between. The write is rolled back and run again, now finding it.
 var errInsertRace = errors.New("an item was created by another write meanwhile")
+
+// errTermsMoved is a write whose term ids were read from another terms
+// table than the one it found (a restore, a TRUNCATE): the cache is
+// emptied and the write run again with the ids read anew.
+var errTermsMoved = errors.New("the terms table changed under the term id cache")
 
 // maxInsertRaces bounds how often a write runs again after errInsertRace
 // or a deadlock.
