@@ -85,8 +85,8 @@ type Store struct {
 	hits      hitCache // decoded graph hits of the walk in memory
 	// lexemes and termIDs spare writes the analysis and the term lookups
 	// of words seen before (lexicon.go).
-	lexemes *lexemeCache
-	termIDs *termIDCache
+	lexemes   *lexemeCache
+	termIDs   *termIDCache
 	closeOnce sync.Once
 	closeErr  error
 }
