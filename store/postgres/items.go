@@ -134,12 +134,14 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		if err := deleteItems(ctx, tx, deletes, stats); err != nil {
 			return err
 		}
+		var tail batch
 		if len(encoded) > 0 {
-			if err := s.writeItems(ctx, tx, encoded, now, termID, stats); err != nil {
+			if err := s.writeItems(ctx, tx, encoded, now, termID, stats, &tail); err != nil {
 				return err
 			}
 		}
-		if err := stats.save(ctx, tx); err != nil {
+		stats.queueSave(&tail)
+		if err := tail.send(ctx, tx); err != nil {
 			return err
 		}
 		if embedder == nil || len(encoded) == 0 {
@@ -297,9 +299,9 @@ func isDeadlock(err error) bool {
 }
 
 // writeItems writes encoded items in tx, which holds a statistics shard
-// (lockStats): the rows, their postings (postings.go), their part in the
-// statistics and the links.
-func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, now time.Time, termID map[string]int32, stats *corpusStats) error {
+// (lockStats): the rows and their links, their postings (postings.go) and
+// their part in the statistics, whose last statements it queues in tail.
+func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, now time.Time, termID map[string]int32, stats *corpusStats, tail *batch) error {
 	ids := make([]string, len(items))
 	for i := range items {
 		ids[i] = items[i].item.ID
@@ -342,7 +344,9 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 	}
 	// A new id starts after the version it had when it was last deleted
 	// (deleted_versions), so that no (id, version) is ever reused.
-	rows, err = tx.Query(ctx, `INSERT INTO items (id, kind, text, content, metadata, tags, created_at, updated_at, version, byte_size, tokens, doc_len, token_encoding)
+	// The rows and the links go in one round trip.
+	var b batch
+	b.queue("writing the items", `INSERT INTO items (id, kind, text, content, metadata, tags, created_at, updated_at, version, byte_size, tokens, doc_len, token_encoding)
 		SELECT u.id, u.kind, u.text, u.content::jsonb, u.metadata::jsonb,
 		       ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.created_at, $12,
 		       u.version + coalesce((SELECT d.version FROM deleted_versions d WHERE d.id = u.id), 0),
@@ -357,31 +361,43 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 			doc_len = excluded.doc_len, token_encoding = excluded.token_encoding
 		RETURNING id, seq, xmax <> '0'`,
 		ids, kinds, texts, contents, metas, tagLists, created, versions, sizes, toks, lens, now, s.counter.Encoding())
-	if err != nil {
-		return fmt.Errorf("writing the items: %w", err)
-	}
+	queueLinks(&b, items)
 	seqByID := make(map[string]int64, n)
-	var (
-		id       string
-		replaced bool
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &replaced}, func() error {
-		seqByID[id] = seq
-		if replaced && !slices.Contains(oldSeqs, seq) {
-			return errInsertRace
+	err = func() error {
+		br := tx.SendBatch(ctx, &b.b)
+		defer br.Close()
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("writing the items: %w", err)
 		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("writing the items: %w", err)
-	}
-
-	if err := s.writePostings(ctx, tx, items, seqByID, termID, stats); err != nil {
+		var (
+			id       string
+			replaced bool
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &replaced}, func() error {
+			seqByID[id] = seq
+			if replaced && !slices.Contains(oldSeqs, seq) {
+				return errInsertRace
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("writing the items: %w", err)
+		}
+		for _, what := range b.what[1:] {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+		return br.Close()
+	}()
+	if err != nil {
 		return err
 	}
-	return writeLinks(ctx, tx, items)
+	return s.writePostings(ctx, tx, items, seqByID, termID, stats, tail)
 }
 
-func writeLinks(ctx context.Context, tx pgx.Tx, items []encodedItem) error {
+// queueLinks queues in t the statements that replace the items' links.
+func queueLinks(t *batch, items []encodedItem) {
 	ids := make([]string, len(items))
 	var sources_, targets, types, targetTypes, contexts []string
 	var positions []int32
@@ -398,19 +414,13 @@ func writeLinks(ctx context.Context, tx pgx.Tx, items []encodedItem) error {
 			contexts = append(contexts, l.Context)
 		}
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM links WHERE source = ANY($1)`, ids); err != nil {
-		return fmt.Errorf("clearing old links: %w", err)
-	}
+	t.queue("clearing old links", `DELETE FROM links WHERE source = ANY($1)`, ids)
 	if len(sources_) == 0 {
-		return nil
+		return
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO links (source, position, target, type, strength, target_type, context)
+	t.queue(fmt.Sprintf("writing %d links", len(sources_)), `INSERT INTO links (source, position, target, type, strength, target_type, context)
 		SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[])`,
 		sources_, positions, targets, types, strengths, targetTypes, contexts)
-	if err != nil {
-		return fmt.Errorf("writing %d links: %w", len(sources_), err)
-	}
-	return nil
 }
 
 // writeTx runs fn in a transaction on the write pool and commits it, or

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/h4r/h4r/store/internal/sqlkit"
 )
 
 // The upkeep of the BM25 postings: term analysis of written items, the
@@ -37,8 +39,9 @@ const statShards = 16
 // orders the writes that touch item vectors, so that vseq values commit
 // in order (migration 0006). Both are per schema.
 const (
-	statsLockSQL         = `SELECT pg_advisory_xact_lock_shared(hashtextextended(current_schema(), 7152))`
-	statsLockAloneSQL    = `SELECT pg_advisory_xact_lock(hashtextextended(current_schema(), 7152))`
+	statsLockShared      = `pg_advisory_xact_lock_shared(hashtextextended(current_schema(), 7152))`
+	statsLockAlone       = `pg_advisory_xact_lock(hashtextextended(current_schema(), 7152))`
+	statsLockAloneSQL    = `SELECT ` + statsLockAlone
 	statsTryLockAloneSQL = `SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema(), 7152))`
 	vectorLockSQL        = `SELECT pg_advisory_xact_lock(hashtextextended(current_schema(), 7153))`
 	corpusStatsSQL       = `SELECT coalesce(sum(n_docs), 0)::bigint, coalesce(sum(total_len), 0)::bigint FROM stats_shards`
@@ -80,39 +83,56 @@ func (c *corpusStats) add(n, dl int64) {
 // all are held), then reads the statistics. Locks are taken in this order by every write,
 // before any row lock.
 func lockStats(ctx context.Context, tx pgx.Tx, alone, vectors bool) (*corpusStats, error) {
-	var (
-		ref   float64
-		epoch int64
-	)
-	if err := tx.QueryRow(ctx, `SELECT avgdl_ref, `+termsEpochSQL[len("SELECT "):]+` FROM corpus_stats`).Scan(&ref, &epoch); err != nil {
-		return nil, fmt.Errorf("reading the reference length: %w", err)
-	}
-	alone = alone || ref <= 0
-	lock := statsLockSQL
-	if alone {
-		lock = statsLockAloneSQL
-	}
-	if _, err := tx.Exec(ctx, lock); err != nil {
-		return nil, fmt.Errorf("taking the statistics lock: %w", err)
-	}
+	// One round trip: the lock is chosen by the reference length read in
+	// the statement that takes it, and the statements after it run in
+	// order, each in a snapshot taken after the one before.
+	b := &pgx.Batch{}
+	b.Queue(`SELECT $1 OR c.avgdl_ref <= 0, `+termsEpochSQL[len("SELECT "):]+`,
+		(CASE WHEN $1 OR c.avgdl_ref <= 0 THEN `+statsLockAlone+` ELSE `+statsLockShared+` END)::text
+		FROM corpus_stats c`, alone)
 	if vectors {
-		if _, err := tx.Exec(ctx, vectorLockSQL); err != nil {
-			return nil, fmt.Errorf("taking the vector lock: %w", err)
-		}
+		b.Queue(vectorLockSQL)
 	}
-	c := &corpusStats{alone: alone, termsEpoch: epoch}
 	// The connection's own shard first, so that a writer keeps adding to
 	// the same term_df rows (fewer rows, updated in place) rather than
 	// spreading every term over all the shards.
-	err := tx.QueryRow(ctx, `SELECT shard FROM stats_shards ORDER BY shard = pg_backend_pid() % $1 DESC, random() LIMIT 1 FOR UPDATE SKIP LOCKED`, statShards).Scan(&c.shard)
-	if errors.Is(err, pgx.ErrNoRows) { // every shard held: wait for one
-		err = tx.QueryRow(ctx, `SELECT shard FROM stats_shards WHERE shard = floor(random() * $1)::int FOR UPDATE`, statShards).Scan(&c.shard)
-	}
+	b.Queue(`SELECT shard FROM stats_shards ORDER BY shard = pg_backend_pid() % $1 DESC, random() LIMIT 1 FOR UPDATE SKIP LOCKED`, statShards)
+	b.Queue(corpusStatsRefSQL)
+	c := &corpusStats{}
+	claimed := true
+	err := func() error {
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		var void string
+		if err := br.QueryRow().Scan(&c.alone, &c.termsEpoch, &void); err != nil {
+			return fmt.Errorf("taking the statistics lock: %w", err)
+		}
+		if vectors {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("taking the vector lock: %w", err)
+			}
+		}
+		err := br.QueryRow().Scan(&c.shard)
+		if errors.Is(err, pgx.ErrNoRows) {
+			claimed, err = false, nil
+		}
+		if err != nil {
+			return fmt.Errorf("claiming a statistics shard: %w", err)
+		}
+		if err := br.QueryRow().Scan(&c.nDocs, &c.totalLen, &c.avgdlRef); err != nil {
+			return fmt.Errorf("reading the corpus statistics: %w", err)
+		}
+		return br.Close()
+	}()
 	if err != nil {
-		return nil, fmt.Errorf("claiming a statistics shard: %w", err)
+		return nil, err
 	}
-	if err := tx.QueryRow(ctx, corpusStatsRefSQL).Scan(&c.nDocs, &c.totalLen, &c.avgdlRef); err != nil {
-		return nil, fmt.Errorf("reading the corpus statistics: %w", err)
+	if claimed {
+		return c, nil
+	}
+	// Every shard held: wait for one.
+	if err := tx.QueryRow(ctx, `SELECT shard FROM stats_shards WHERE shard = floor(random() * $1)::int FOR UPDATE`, statShards).Scan(&c.shard); err != nil {
+		return nil, fmt.Errorf("claiming a statistics shard: %w", err)
 	}
 	return c, nil
 }
@@ -120,20 +140,51 @@ func lockStats(ctx context.Context, tx pgx.Tx, alone, vectors bool) (*corpusStat
 // save adds the write's changes to its shard, and the reference length
 // when the write set it.
 func (c *corpusStats) save(ctx context.Context, tx pgx.Tx) error {
+	var t batch
+	c.queueSave(&t)
+	return t.send(ctx, tx)
+}
+
+// queueSave is save, queued in t.
+func (c *corpusStats) queueSave(t *batch) {
 	if c.dDocs != 0 || c.dLen != 0 {
-		if _, err := tx.Exec(ctx, `UPDATE stats_shards SET n_docs = n_docs + $2, total_len = total_len + $3 WHERE shard = $1`,
-			c.shard, c.dDocs, c.dLen); err != nil {
-			return fmt.Errorf("updating the corpus statistics: %w", err)
-		}
+		t.queue("updating the corpus statistics", `UPDATE stats_shards SET n_docs = n_docs + $2, total_len = total_len + $3 WHERE shard = $1`,
+			c.shard, c.dDocs, c.dLen)
 		c.dDocs, c.dLen = 0, 0
 	}
 	if c.refChanged {
-		if _, err := tx.Exec(ctx, `UPDATE corpus_stats SET avgdl_ref = $1`, c.avgdlRef); err != nil {
-			return fmt.Errorf("updating the reference length: %w", err)
-		}
+		t.queue("updating the reference length", `UPDATE corpus_stats SET avgdl_ref = $1`, c.avgdlRef)
 		c.refChanged = false
 	}
-	return nil
+}
+
+// batch collects statements whose results a write does not read, to send
+// them in one round trip; each carries what it does, for its error.
+type batch struct {
+	b    pgx.Batch
+	what []string
+}
+
+func (t *batch) queue(what, sql string, args ...any) {
+	t.b.Queue(sql, args...)
+	t.what = append(t.what, what)
+}
+
+// send runs the queued statements in order in tx and empties t.
+func (t *batch) send(ctx context.Context, tx pgx.Tx) error {
+	if len(t.what) == 0 {
+		return nil
+	}
+	br := tx.SendBatch(ctx, &t.b)
+	var err error
+	for _, what := range t.what {
+		if _, err = br.Exec(); err != nil {
+			err = fmt.Errorf("%s: %w", what, err)
+			break
+		}
+	}
+	*t = batch{}
+	return errors.Join(err, br.Close())
 }
 
 // removePostings deletes the postings of the items with these seqs and
@@ -160,11 +211,11 @@ type posting struct {
 }
 
 // writePostings adds the items' postings with impacts, their terms being
-// in the dictionary already (addTerms), and their counts to df in the
-// write's shard. Impacts use the reference average
+// in the dictionary already (addTerms), and queues their counts to df in
+// the write's shard in tail. Impacts use the reference average
 // length, so that all postings stay comparable; when the corpus is small
 // and its average has drifted, every impact is recomputed here.
-func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedItem, seqByID map[string]int64, termID map[string]int32, stats *corpusStats) error {
+func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedItem, seqByID map[string]int64, termID map[string]int32, stats *corpusStats, tail *batch) error {
 	avg := stats.avgdl()
 	switch {
 	case stats.avgdlRef <= 0:
@@ -210,10 +261,8 @@ func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedIte
 	for i, t := range terms {
 		ids[i], counts[i] = termID[t], distinct[t]
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO term_df (term_id, shard, df) SELECT u.id, $3, u.n FROM unnest($1::int[], $2::int[]) AS u (id, n) ORDER BY u.id
-		ON CONFLICT (term_id, shard) DO UPDATE SET df = term_df.df + excluded.df`, ids, counts, stats.shard); err != nil {
-		return fmt.Errorf("counting terms: %w", err)
-	}
+	tail.queue("counting terms", `INSERT INTO term_df (term_id, shard, df) SELECT u.id, $3, u.n FROM unnest($1::int[], $2::int[]) AS u (id, n) ORDER BY u.id
+		ON CONFLICT (term_id, shard) DO UPDATE SET df = term_df.df + excluded.df`, ids, counts, stats.shard)
 	return nil
 }
 
@@ -247,23 +296,18 @@ func (s *Store) addTerms(ctx context.Context, items []encodedItem) (map[string]i
 	if len(missing) == 0 {
 		return termID, epoch, nil
 	}
-	var (
-		got map[string]int32
-		now int64
-	)
-	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, termsEpochSQL).Scan(&now); err != nil {
-			return fmt.Errorf("reading the terms' epoch: %w", err)
-		}
-		want := missing
-		if now != epoch { // the cached ids are void: read them all again
-			want = slices.Collect(maps.Keys(termID))
-		}
-		var err error
-		got, err = insertTerms(ctx, tx, slices.Sorted(slices.Values(want)))
-		return err
-	})
+	// One statement, committed on its own: no round trips for a
+	// transaction. The ids already cached are read again too when the
+	// table turns out to have changed under them.
+	wctx, finish := sqlkit.WriteWithin(ctx, s.writeTimeout)
+	got, now, err := insertTerms(wctx, s.writes, slices.Sorted(slices.Values(missing)))
+	if err == nil && now != epoch && len(missing) < len(termID) {
+		got, now, err = insertTerms(wctx, s.writes, slices.Sorted(maps.Keys(termID)))
+	}
 	if err != nil {
+		err = withCause(wctx, err)
+	}
+	if err = finish(err); err != nil {
 		return nil, 0, err
 	}
 	maps.Copy(termID, got)
@@ -278,29 +322,36 @@ func (s *Store) addTerms(ctx context.Context, items []encodedItem) (map[string]i
 }
 
 // insertTerms adds the terms (sorted) to the dictionary and returns their
-// ids. A term another write added and committed while this statement
-// waited for it is not in the statement's snapshot; it is read again.
-func insertTerms(ctx context.Context, tx pgx.Tx, terms []string) (map[string]int32, error) {
+// ids and the terms table's epoch (termIDCache). A term another write
+// added and committed while this statement waited for it is not in the
+// statement's snapshot; it is read again.
+func insertTerms(ctx context.Context, q querier, terms []string) (map[string]int32, int64, error) {
 	termID := make(map[string]int32, len(terms))
 	var (
-		tid  int32
-		term string
+		tid   *int32
+		term  *string
+		epoch int64
 	)
-	scan := func(rows pgx.Rows) error {
-		_, err := pgx.ForEachRow(rows, []any{&tid, &term}, func() error { termID[term] = tid; return nil })
-		return err
-	}
-	rows, err := tx.Query(ctx, `WITH added AS (
+	rows, err := q.Query(ctx, `WITH added AS (
 			INSERT INTO terms (term) SELECT unnest($1::text[]) ON CONFLICT (term) DO NOTHING RETURNING id, term)
-		SELECT id, term FROM added UNION ALL SELECT id, term FROM terms WHERE term = ANY($1)`, terms)
+		SELECT NULL::int, NULL::text, (`+termsEpochSQL+`)
+		UNION ALL SELECT id, term, 0 FROM added UNION ALL SELECT id, term, 0 FROM terms WHERE term = ANY($1)`, terms)
 	if err == nil {
-		err = scan(rows)
+		var e int64
+		_, err = pgx.ForEachRow(rows, []any{&tid, &term, &e}, func() error {
+			if term == nil {
+				epoch = e
+			} else {
+				termID[*term] = *tid
+			}
+			return nil
+		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("adding terms: %w", err)
+		return nil, 0, fmt.Errorf("adding terms: %w", err)
 	}
 	if len(termID) == len(terms) {
-		return termID, nil
+		return termID, epoch, nil
 	}
 	var missing []string
 	for _, t := range terms {
@@ -308,17 +359,21 @@ func insertTerms(ctx context.Context, tx pgx.Tx, terms []string) (map[string]int
 			missing = append(missing, t)
 		}
 	}
-	rows, err = tx.Query(ctx, `SELECT id, term FROM terms WHERE term = ANY($1)`, missing)
+	rows, err = q.Query(ctx, `SELECT id, term FROM terms WHERE term = ANY($1)`, missing)
 	if err == nil {
-		err = scan(rows)
+		var (
+			id int32
+			t  string
+		)
+		_, err = pgx.ForEachRow(rows, []any{&id, &t}, func() error { termID[t] = id; return nil })
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the ids of %d terms added meanwhile: %w", len(missing), err)
+		return nil, 0, fmt.Errorf("reading the ids of %d terms added meanwhile: %w", len(missing), err)
 	}
 	if len(termID) != len(terms) {
-		return nil, fmt.Errorf("adding terms: %d of %d have no id", len(terms)-len(termID), len(terms))
+		return nil, 0, fmt.Errorf("adding terms: %d of %d have no id", len(terms)-len(termID), len(terms))
 	}
-	return termID, nil
+	return termID, epoch, nil
 }
 
 func drifted(ref, avg float64) bool {
