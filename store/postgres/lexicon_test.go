@@ -6,8 +6,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/h4r/h4r"
 )
 
 // lexiconTexts are texts whose words the parser and the english
@@ -113,5 +118,49 @@ func TestWordCacheCountsAsToTsvector(t *testing.T) {
 	s.lexemes.mu.Unlock()
 	if cached < 50 {
 		t.Errorf("the cache holds %d words after two batches, want the texts' ordinary words", cached)
+	}
+}
+
+// A store whose term id cache is warm finds a terms table emptied and
+// refilled under it (other ids for the same terms), runs its write again,
+// and writes postings whose term ids are the table's.
+func TestTermIDCacheFollowsTheTable(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if _, err := s.Upsert(ctx, []h4r.Item{{ID: "a", Kind: "note", Text: "alpha beta gamma"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Other ids for the same terms: the old ones are gone, the new ones
+	// start past them.
+	if _, err := s.writes.Exec(ctx, `TRUNCATE terms`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writes.Exec(ctx, `INSERT INTO terms (term) VALUES ('gamma'), ('beta'), ('alpha')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Upsert(ctx, []h4r.Item{{ID: "b", Kind: "note", Text: "alpha beta"}}); err != nil {
+		t.Fatal(err)
+	}
+	var postings, orphans int
+	err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE t.id IS NULL)
+		FROM postings p JOIN items i ON i.seq = p.item_seq LEFT JOIN terms t ON t.id = p.term_id
+		WHERE i.id = 'b'`).Scan(&postings, &orphans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if postings != 2 || orphans != 0 {
+		t.Errorf("item b has %d postings, %d of them with a term id the terms table does not hold; want 2 and 0", postings, orphans)
+	}
+	hits, err := s.pool.Query(ctx, `SELECT i.id FROM postings p JOIN items i ON i.seq = p.item_seq
+		JOIN terms t ON t.id = p.term_id WHERE t.term = 'alpha'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(hits, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []string{"b"}) {
+		t.Errorf("the postings of the term alpha are of %v, want [b]", ids)
 	}
 }
