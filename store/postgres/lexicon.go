@@ -36,7 +36,7 @@ const maxCountedTF = 254
 // are cached, so that a text's counts are the sums of its words'; a text
 // with another word is analysed whole.
 type lexemeCache struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[string]string
 }
 
@@ -54,7 +54,7 @@ func (s *Store) analyze(ctx context.Context, items []encodedItem) error {
 	plans := make([]plan, len(items))
 	var unknown []string
 	seen := map[string]bool{}
-	s.lexemes.mu.Lock()
+	s.lexemes.mu.RLock()
 	for i := range items {
 		w := strings.Fields(items[i].searchTxt)
 		if len(w) > maxWordsPerItem {
@@ -69,7 +69,7 @@ func (s *Store) analyze(ctx context.Context, items []encodedItem) error {
 			}
 		}
 	}
-	s.lexemes.mu.Unlock()
+	s.lexemes.mu.RUnlock()
 
 	learned := map[string]string{}
 	uncacheable := map[string]bool{}
@@ -119,25 +119,28 @@ func (s *Store) analyze(ctx context.Context, items []encodedItem) error {
 	for w, l := range learned {
 		s.lexemes.m[w] = l
 	}
+	s.lexemes.mu.Unlock()
+	s.lexemes.mu.RLock()
+	at := map[string]int{} // a term's index in the item's terms
 	for i := range items {
 		if plans[i].whole {
 			whole = append(whole, i)
 			continue
 		}
-		if !countFromCache(&items[i], plans[i].words, s.lexemes.m, learned, uncacheable) {
+		if !countFromCache(&items[i], plans[i].words, s.lexemes.m, learned, uncacheable, at) {
 			whole = append(whole, i)
 		}
 	}
-	s.lexemes.mu.Unlock()
+	s.lexemes.mu.RUnlock()
 	return s.analyzeWhole(ctx, items, whole)
 }
 
 // countFromCache sets e's terms, counts and length from the lexemes of
 // its words, and tells whether it could: every word known and cacheable,
 // no count above maxCountedTF.
-func countFromCache(e *encodedItem, words []string, cache, learned map[string]string, uncacheable map[string]bool) bool {
+func countFromCache(e *encodedItem, words []string, cache, learned map[string]string, uncacheable map[string]bool, at map[string]int) bool {
 	e.terms, e.tfs, e.docLen = e.terms[:0], e.tfs[:0], 0
-	at := map[string]int{}
+	clear(at)
 	for _, w := range words {
 		if uncacheable[w] {
 			return false

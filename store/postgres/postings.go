@@ -1,11 +1,14 @@
 package postgres
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -210,6 +213,30 @@ type posting struct {
 	tf     int16
 }
 
+// copyPostings encodes rows in COPY's binary format, the columns being
+// term_id int4, impact float4, item_seq int8 and tf int2: written here
+// directly, without a value per column to encode, as the write's largest
+// statement is.
+func copyPostings(rows []posting) []byte {
+	const rowSize = 2 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 2
+	b := make([]byte, 0, 19+len(rows)*rowSize+2)
+	b = append(b, "PGCOPY\n\xff\r\n\x00"...)
+	b = binary.BigEndian.AppendUint32(b, 0) // flags
+	b = binary.BigEndian.AppendUint32(b, 0) // header extension
+	for _, p := range rows {
+		b = binary.BigEndian.AppendUint16(b, 4)
+		b = binary.BigEndian.AppendUint32(b, 4)
+		b = binary.BigEndian.AppendUint32(b, uint32(p.term))
+		b = binary.BigEndian.AppendUint32(b, 4)
+		b = binary.BigEndian.AppendUint32(b, math.Float32bits(p.impact))
+		b = binary.BigEndian.AppendUint32(b, 8)
+		b = binary.BigEndian.AppendUint64(b, uint64(p.seq))
+		b = binary.BigEndian.AppendUint32(b, 2)
+		b = binary.BigEndian.AppendUint16(b, uint16(p.tf))
+	}
+	return binary.BigEndian.AppendUint16(b, 0xffff) // end of data
+}
+
 // writePostings adds the items' postings with impacts, their terms being
 // in the dictionary already (addTerms), and queues their counts to df in
 // the write's shard in tail. Impacts use the reference average
@@ -249,12 +276,9 @@ func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedIte
 	slices.SortFunc(rows, func(a, b posting) int {
 		return cmp.Or(cmp.Compare(a.term, b.term), cmp.Compare(b.impact, a.impact), cmp.Compare(a.seq, b.seq))
 	})
-	postings := make([][]any, len(rows))
-	for i, p := range rows {
-		postings[i] = []any{p.term, p.impact, p.seq, p.tf}
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"postings"}, []string{"term_id", "impact", "item_seq", "tf"}, pgx.CopyFromRows(postings)); err != nil {
-		return fmt.Errorf("writing %d postings: %w", len(postings), err)
+	if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(copyPostings(rows)),
+		`COPY postings (term_id, impact, item_seq, tf) FROM STDIN BINARY`); err != nil {
+		return fmt.Errorf("writing %d postings: %w", len(rows), err)
 	}
 	ids := make([]int32, len(terms))
 	counts := make([]int32, len(terms))
