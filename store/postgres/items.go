@@ -117,9 +117,9 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		termsEpoch int64
 	)
 	write := func(ctx context.Context, tx pgx.Tx) error {
-		// A delete drops vectors by cascade: it, like a vector write, takes
-		// the vector lock.
-		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0)
+		// A delete drops vectors by cascade: it takes the vector lock
+		// first. A write of vectors alone takes it last (below).
+		stats, err := lockStats(ctx, tx, false, len(deletes) > 0)
 		if err != nil {
 			return err
 		}
@@ -146,6 +146,17 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		}
 		if embedder == nil || len(encoded) == 0 {
 			return nil
+		}
+		// The vector lock orders vseq values as commits; taken after the
+		// rows, it is held only for the vectors and the commit, so that
+		// writes with an embedder run side by side up to there. A write
+		// with deletes holds it from its start; it and a write of one of
+		// its ids can then wait for each other, and Postgres ends one, which
+		// is run again (isDeadlock).
+		if len(deletes) == 0 {
+			if _, err := tx.Exec(ctx, vectorLockSQL); err != nil {
+				return fmt.Errorf("taking the vector lock: %w", err)
+			}
 		}
 		return writeVectors(ctx, tx, embedder.Model(), vecIDs, vecs)
 	}
@@ -503,7 +514,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 	}
 	found := false
-	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	write := func(ctx context.Context, tx pgx.Tx) error {
+		found = false
 		stats, err := lockStats(ctx, tx, false, true) // its vector goes by cascade
 		if err != nil {
 			return err
@@ -528,7 +540,16 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			return err
 		}
 		return stats.save(ctx, tx)
-	})
+	}
+	// A write of the item's vector waits for the delete's vector lock
+	// while holding the item's row: Postgres ends one of the two.
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = s.writeTx(ctx, write)
+		if !isDeadlock(err) || attempt == maxInsertRaces {
+			break
+		}
+	}
 	s.refreshIfDrifted(ctx) // found or not: it held the statistics lock (postings.go)
 	if err != nil {
 		return fmt.Errorf("deleting item %q: %w", id, err)
