@@ -52,7 +52,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		h4r.GenVector:           cfg.FusionVector,
 		conversation.GenSession: cfg.FusionSession,
 		conversation.GenTime:    cfg.FusionTime,
-	}}
+	}, Unscaled: map[string]bool{conversation.GenSession: true, conversation.GenTime: true}}
 	fulltext := a.base.FullText()
 	docs, queries, err := embedders(cfg, o.log)
 	if err != nil {

@@ -23,7 +23,7 @@ const SessionKey = "session"
 
 // Defaults of Options fields left at zero.
 const (
-	DefaultAnchors = 5
+	DefaultAnchors = 10
 	DefaultReach   = h4r.MaxHopsLimit
 	// DefaultTurnLink is the link type of turn order.
 	DefaultTurnLink = "follows"
@@ -75,20 +75,32 @@ type Walker interface {
 
 // SessionEvidence returns the session evidence of a request whose text
 // generators answered text (one list of hits per generator, best first).
-// walk may be nil (no expansion); permitted keeps the anchors the caller
-// may see, since a walk from an item the caller may not see would reveal
-// its neighbours. filters are the request's: expansions pass them too.
+//
+// A turn's own score is its text score over the best one (the best of its
+// generators'). A session's score is its density: the sum of its turns'
+// own scores over its number of turns, the share of it that is about the
+// question. A text hit scores the greater of its own score and its
+// session's; an item without a session its own score; and the turns of
+// the best sessions that no text generator found join the candidates with
+// their session's score. So a strong hit keeps its place, a weak hit in a
+// session about the question rises, and one matching turn in a long
+// session about something else lifts no other turn of it.
+//
+// The sessions are walked (by walk, along turn-order links, within
+// Options.Reach of their best hit) to count their turns and find the
+// missing ones; walk may be nil. permitted keeps the items a walk may start
+// from, since a walk from an item the caller may not see would reveal its
+// neighbours. filters are the request's: the turns found pass them too.
 // Without any session among the text hits it returns nothing.
 func SessionEvidence(ctx context.Context, text [][]h4r.Hit, walk Walker, permitted func([]*h4r.Item) []*h4r.Item, filters h4r.Filters, o Options) ([]h4r.Hit, error) {
 	o = o.withDefaults()
-	// Each text hit's best min-max normalised score across generators.
 	own := map[string]float64{}
 	var order []*h4r.Item
 	for _, hits := range text {
-		lo, hi := math.Inf(1), math.Inf(-1)
+		top := 0.0
 		for _, h := range hits {
 			if finite(h.Score) {
-				lo, hi = min(lo, h.Score), max(hi, h.Score)
+				top = max(top, h.Score)
 			}
 		}
 		for _, h := range hits {
@@ -96,12 +108,8 @@ func SessionEvidence(ctx context.Context, text [][]h4r.Hit, walk Walker, permitt
 				continue
 			}
 			n := 0.0
-			switch {
-			case !finite(h.Score):
-			case hi == lo:
-				n = 1
-			default:
-				n = (h.Score - lo) / (hi - lo)
+			if finite(h.Score) && h.Score > 0 && top > 0 {
+				n = h.Score / top
 			}
 			if prev, seen := own[h.Item.ID]; !seen {
 				own[h.Item.ID] = n
@@ -111,71 +119,123 @@ func SessionEvidence(ctx context.Context, text [][]h4r.Hit, walk Walker, permitt
 			}
 		}
 	}
-	best := map[string]float64{} // session → its best text score
+	type session struct {
+		sum, best float64
+		matched   int
+		turns     int // counted by the walk; 0: not walked
+		top       *h4r.Item
+	}
+	sessions := map[string]*session{}
+	var names []string
 	for _, it := range order {
-		if s := Session(it); s != "" {
-			best[s] = max(best[s], own[it.ID])
+		name := Session(it)
+		if name == "" {
+			continue
+		}
+		s := sessions[name]
+		if s == nil {
+			s = &session{}
+			sessions[name] = s
+			names = append(names, name)
+		}
+		s.sum += own[it.ID]
+		s.matched++
+		if s.top == nil || own[it.ID] > s.best {
+			s.best, s.top = own[it.ID], it
 		}
 	}
-	if len(best) == 0 {
+	if len(sessions) == 0 {
 		return nil, nil
 	}
-	out := make([]h4r.Hit, 0, len(order))
+	var expanded []*h4r.Item
+	var walkErr error
+	if walk != nil {
+		expanded, walkErr = walkSessions(ctx, walk, permitted, filters, o, names, func(name string) *h4r.Item {
+			return sessions[name].top
+		}, func(name string) float64 { return sessions[name].sum }, func(it *h4r.Item) {
+			if s := sessions[Session(it)]; s != nil {
+				s.turns++
+			}
+		}, own)
+	}
+	// A session not walked counts as long as the walked ones are on
+	// average, and at least as long as its matching turns.
+	walked, walkedTurns := 0, 0
+	for _, s := range sessions {
+		if s.turns > 0 {
+			walked++
+			walkedTurns += s.turns
+		}
+	}
+	density := func(name string) float64 {
+		s := sessions[name]
+		n := s.turns
+		if n == 0 {
+			n = s.matched
+			if walked > 0 {
+				n = max(n, walkedTurns/walked)
+			}
+		}
+		return s.sum / float64(max(n, 1))
+	}
+	out := make([]h4r.Hit, 0, len(order)+len(expanded))
 	for _, it := range order {
 		score := own[it.ID]
-		if s := Session(it); s != "" {
-			score = best[s]
+		if name := Session(it); name != "" {
+			score = max(score, density(name))
 		}
 		out = append(out, h4r.Hit{Item: it, Score: score})
 	}
-	if walk == nil {
-		return sortHits(out), nil
+	for _, it := range expanded {
+		out = append(out, h4r.Hit{Item: it, Score: density(Session(it))})
 	}
-	// The top hits in session, by their own score, anchor the walk.
+	return sortHits(out), walkErr
+}
+
+// walkSessions walks from the best hit of each of the o.Anchors sessions
+// with the highest sum, calling count for every turn of a walked session
+// it reaches (the hits included), and returns the turns that are not text
+// hits.
+func walkSessions(ctx context.Context, walk Walker, permitted func([]*h4r.Item) []*h4r.Item, filters h4r.Filters, o Options,
+	names []string, top func(string) *h4r.Item, sum func(string) float64, count func(*h4r.Item), own map[string]float64) ([]*h4r.Item, error) {
+	ranked := slices.Clone(names)
+	slices.SortStableFunc(ranked, func(a, b string) int { return cmpDesc(sum(a), sum(b)) })
 	var anchors []*h4r.Item
-	ranked := slices.Clone(order)
-	slices.SortStableFunc(ranked, func(a, b *h4r.Item) int { return cmpDesc(own[a.ID], own[b.ID]) })
-	for _, it := range ranked {
-		if len(anchors) == o.Anchors {
-			break
-		}
-		if Session(it) != "" {
-			anchors = append(anchors, it)
-		}
+	for _, name := range ranked[:min(o.Anchors, len(ranked))] {
+		anchors = append(anchors, top(name))
 	}
 	if permitted != nil {
 		anchors = permitted(anchors)
 	}
 	if len(anchors) == 0 {
-		return sortHits(out), nil
+		return nil, nil
 	}
 	ids := make([]string, len(anchors))
+	walked := map[string]bool{}
 	for i, a := range anchors {
 		ids[i] = a.ID
+		walked[Session(a)] = true
 	}
 	reached, err := walk.Generate(ctx, h4r.CandidateQuery{
 		Anchors: ids, MaxHops: o.Reach, LinkTypes: o.TurnLinks, Filters: filters,
 		Limit: len(anchors) * (2*o.Reach + 1),
 	})
 	if err != nil {
-		return sortHits(out), fmt.Errorf("reaching the turns around %d hits: %w", len(ids), err)
+		return nil, fmt.Errorf("reaching the turns around %d hits: %w", len(ids), err)
 	}
-	expanded := map[string]bool{}
-	for _, a := range anchors {
-		expanded[Session(a)] = true
-	}
+	var out []*h4r.Item
+	seen := map[string]bool{}
 	for _, h := range reached {
-		if h.Item == nil {
-			continue
+		if h.Item == nil || seen[h.Item.ID] || !walked[Session(h.Item)] {
+			continue // a repeat, or another session's turn
 		}
-		s := Session(h.Item)
-		if _, seen := own[h.Item.ID]; seen || !expanded[s] {
-			continue // already scored, or another session's turn
+		seen[h.Item.ID] = true
+		count(h.Item)
+		if _, hit := own[h.Item.ID]; !hit {
+			out = append(out, h.Item)
 		}
-		own[h.Item.ID] = 0
-		out = append(out, h4r.Hit{Item: h.Item, Score: best[s]})
 	}
-	return sortHits(out), nil
+	return out, nil
 }
 
 // TimeEvidence scores the candidates by the window the question names:
@@ -197,7 +257,7 @@ func TimeEvidence(items []*h4r.Item, w timeref.Window) []h4r.Hit {
 		case !at.Before(w.To):
 			off = at.Sub(w.To)
 		}
-		out = append(out, h4r.Hit{Item: it, Score: math.Exp(-float64(off) / float64(length))})
+		out = append(out, h4r.Hit{Item: it, Score: math.Exp(-2 * float64(off) / float64(length))})
 	}
 	return sortHits(out)
 }

@@ -25,7 +25,7 @@ import (
 const benchUsage = `Usage:
   h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--out DIR]
   h4r bench tune    --dataset DIR [--dataset DIR …] [--from-feedback] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
-  h4r bench gen     --out DIR [--seed 1] [--queries 30]
+  h4r bench gen     --out DIR [--seed 1] [--queries 30] [--kind memory|conversation [--hard]]
   h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
 
 Datasets are BEIR folders (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) with an optional
@@ -464,6 +464,7 @@ func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	conversations := fs.Int("conversations", 50, "conversations (--kind conversation)")
 	sessions := fs.Int("sessions", 4, "sessions per conversation, a week apart (--kind conversation; at least 3)")
 	turns := fs.Int("turns", 12, "turns per session (--kind conversation; at least 6)")
+	hard := fs.Bool("hard", false, "the harder conversation set (--kind conversation): paraphrased questions, distractor sessions on the same topics, knowledge updates and temporal questions, ten sessions per conversation")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -473,10 +474,14 @@ func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch *kind {
 	case "memory":
 	case "conversation":
-		if err := bench.GenerateConversations(*out, bench.ConvOptions{Seed: *seed, Conversations: *conversations, Sessions: *sessions, Turns: *turns}); err != nil {
+		if err := bench.GenerateConversations(*out, bench.ConvOptions{Seed: *seed, Conversations: *conversations, Sessions: *sessions, Turns: *turns, Hard: *hard}); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote a conversation dataset (%d conversations, %d questions, seed %d) to %s\n", *conversations, *conversations*bench.ConvQuestions, *seed, *out)
+		questions := bench.ConvQuestions
+		if *hard {
+			questions = bench.ConvHardQuestions
+		}
+		fmt.Fprintf(stdout, "wrote a conversation dataset (%d conversations, %d questions, seed %d) to %s\n", *conversations, *conversations*questions, *seed, *out)
 		return nil
 	default:
 		return usageError{fmt.Sprintf("bench gen: --kind must be memory or conversation, got %q", *kind)}
