@@ -239,12 +239,17 @@ func walkSessions(ctx context.Context, walk Walker, permitted func([]*h4r.Item) 
 }
 
 // TimeEvidence scores the candidates by the window the question names:
-// 1 inside, exp(−distance/length) outside, where length is the window's
-// (at least a day). Undated candidates get nothing. With no dated
-// candidate it returns nothing.
+// 1 inside, exp(−2·distance/length) outside, where length is the
+// window's (at least a day). Undated candidates get nothing. It returns
+// nothing unless the window separates the candidates, some inside and
+// some not: a time that no candidate or every candidate matches says
+// nothing about which is meant (a question about "libraries today" over
+// a corpus loaded in one go), and as a source of its own it would only
+// dilute the text evidence.
 func TimeEvidence(items []*h4r.Item, w timeref.Window) []h4r.Hit {
 	length := max(w.To.Sub(w.From), 24*time.Hour)
 	var out []h4r.Hit
+	inside := 0
 	for _, it := range items {
 		at := it.Metadata.CreatedAt
 		if at.IsZero() {
@@ -256,8 +261,13 @@ func TimeEvidence(items []*h4r.Item, w timeref.Window) []h4r.Hit {
 			off = w.From.Sub(at)
 		case !at.Before(w.To):
 			off = at.Sub(w.To)
+		default:
+			inside++
 		}
 		out = append(out, h4r.Hit{Item: it, Score: math.Exp(-2 * float64(off) / float64(length))})
+	}
+	if inside == 0 || inside == len(out) {
+		return nil
 	}
 	return sortHits(out)
 }

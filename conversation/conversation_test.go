@@ -172,4 +172,14 @@ func TestTimeEvidence(t *testing.T) {
 	if hits[0].Item.ID != "inside" {
 		t.Errorf("first %s, want inside", hits[0].Item.ID)
 	}
+	for name, items := range map[string][]*h4r.Item{
+		"none inside":  {at("a day late", day(18)), at("a week early", day(3))},
+		"all inside":   {at("inside", day(12)), at("also inside", day(16))},
+		"none dated":   {turn("undated", "s")},
+		"no candidate": nil,
+	} {
+		if hits := conversation.TimeEvidence(items, w); hits != nil {
+			t.Errorf("%s: %v, want nothing: the window does not separate the candidates", name, scores(hits))
+		}
+	}
 }
