@@ -159,18 +159,34 @@ func Find(text string, now time.Time) (Window, bool) {
 	}
 	s := string(lower)
 	now = now.UTC()
+	// The rules run only around the words a reference to a time must hold,
+	// segment by segment in text order, and stop at the first segment that
+	// names a time: the first-written reference wins anyway, and a long
+	// question without one costs a scan for those words, not every rule
+	// over all of it.
 	var found []Window
-	for _, r := range rules {
-		for _, loc := range r.re.FindAllStringSubmatchIndex(s, 4) {
-			m := make([]string, len(loc)/2)
-			for i := range m {
-				if loc[2*i] >= 0 {
-					m[i] = s[loc[2*i]:loc[2*i+1]]
+	scanned := 0
+	for _, seg := range segments(s) {
+		if scanned += seg[1] - seg[0]; scanned > maxScanBytes {
+			break
+		}
+		part := s[seg[0]:seg[1]]
+		for _, r := range rules {
+			for _, loc := range r.re.FindAllStringSubmatchIndex(part, 4) {
+				m := make([]string, len(loc)/2)
+				for i := range m {
+					if loc[2*i] >= 0 {
+						m[i] = part[loc[2*i]:loc[2*i+1]]
+					}
+				}
+				if from, to, ok := r.window(m, now); ok && from.Before(to) {
+					start, end := seg[0]+loc[0], seg[0]+loc[1]
+					found = append(found, Window{From: from, To: to, Start: start, End: end, Phrase: text[start:end]})
 				}
 			}
-			if from, to, ok := r.window(m, now); ok && from.Before(to) {
-				found = append(found, Window{From: from, To: to, Start: loc[0], End: loc[1], Phrase: text[loc[0]:loc[1]]})
-			}
+		}
+		if len(found) > 0 {
+			break
 		}
 	}
 	if len(found) == 0 {
@@ -191,6 +207,61 @@ func Find(text string, now time.Time) (Window, bool) {
 		}
 	}
 	return best, true
+}
+
+// maxScanBytes bounds the bytes the rules run over in one question.
+const maxScanBytes = 1024
+
+// reach is how far before and after a trigger word a reference may
+// extend ("the day before yesterday", "a couple of days ago").
+const reach = 32
+
+// triggers are the words every reference holds one of; digits trigger
+// too (years, days of the month, counts).
+var triggers = func() map[string]bool {
+	m := map[string]bool{"yesterday": true, "today": true, "tonight": true, "this": true, "ago": true, "last": true, "past": true}
+	for w := range monthNames {
+		m[w] = true
+	}
+	for w := range weekdays {
+		m[w] = true
+	}
+	return m
+}()
+
+// segments returns the spans of lower (lower-cased ASCII, other bytes
+// blanked) around trigger words, widened by reach to word boundaries and
+// merged where they overlap, in text order.
+func segments(lower string) [][2]int {
+	var out [][2]int
+	isLetter := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+	for i := 0; i < len(lower); {
+		if !isLetter(lower[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(lower) && isLetter(lower[j]) {
+			j++
+		}
+		word := lower[i:j]
+		if triggers[word] || word[0] >= '0' && word[0] <= '9' {
+			from, to := max(i-reach, 0), min(j+reach, len(lower))
+			for from > 0 && isLetter(lower[from-1]) {
+				from--
+			}
+			for to < len(lower) && isLetter(lower[to]) {
+				to++
+			}
+			if n := len(out); n > 0 && from <= out[n-1][1] {
+				out[n-1][1] = max(out[n-1][1], to)
+			} else {
+				out = append(out, [2]int{from, to})
+			}
+		}
+		i = j
+	}
+	return out
 }
 
 func atoi(s string) int {

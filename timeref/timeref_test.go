@@ -128,3 +128,21 @@ func FuzzFind(f *testing.F) {
 		_ = w.Strip(text)
 	})
 }
+
+// BenchmarkFind is the cost Find adds to every request with the
+// conversation evidence on: a question of typical length, and one at the
+// request limit with no time in it.
+//
+//	go test ./timeref -run '^$' -bench Find
+func BenchmarkFind(b *testing.B) {
+	for _, tt := range []struct{ name, text string }{
+		{"question", "which park did I walk the puppy we adopted to two weeks ago"},
+		{"4KiB without a time", strings.Repeat("the standard method of finding information in libraries ", 73)},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			for b.Loop() {
+				timeref.Find(tt.text, now)
+			}
+		})
+	}
+}
