@@ -23,7 +23,7 @@ import (
 )
 
 const benchUsage = `Usage:
-  h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--out DIR]
+  h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--conversation config|on|off] [--against-bm25] [--out DIR]
   h4r bench tune    --dataset DIR [--dataset DIR …] [--from-feedback] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
   h4r bench gen     --out DIR [--seed 1] [--queries 30] [--kind memory|conversation [--hard]]
   h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
