@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -220,7 +221,8 @@ func walkSessions(ctx context.Context, walk Walker, permitted func([]*h4r.Item) 
 		Anchors: ids, MaxHops: o.Reach, LinkTypes: o.TurnLinks, Filters: filters,
 		Limit: len(anchors) * (2*o.Reach + 1),
 	})
-	if err != nil {
+	var fallback *h4r.FallbackError
+	if err != nil && !errors.As(err, &fallback) { // a fallback's hits are whole; the graph's own run warns of it
 		return nil, fmt.Errorf("reaching the turns around %d hits: %w", len(ids), err)
 	}
 	var out []*h4r.Item

@@ -134,6 +134,11 @@ func TestSessionEvidenceWalk(t *testing.T) {
 	if len(q.Anchors) != 2 || q.Anchors[0] != "a1" || q.Anchors[1] != "b1" || len(q.LinkTypes) != 1 || q.LinkTypes[0] != conversation.DefaultTurnLink || q.Filters.Metadata["scope"] != "c1" {
 		t.Errorf("walk asked %+v, want anchors a1, b1 along follows links within scope c1", q)
 	}
+	w.err = &h4r.FallbackError{Primary: "neo4j", Fallback: "store CTE", Err: errors.New("late")}
+	w.turns = map[string][]*h4r.Item{}
+	if _, err := conversation.SessionEvidence(context.Background(), text, w, nil, filters, conversation.Options{}); err != nil {
+		t.Errorf("a fallback's answer failed the evidence: %v", err)
+	}
 	w.err = errors.New("graph down")
 	hits, err := conversation.SessionEvidence(context.Background(), text, w, nil, filters, conversation.Options{})
 	if err == nil || len(hits) != 5 {
