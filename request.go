@@ -47,6 +47,17 @@ type Query struct {
 	Filters map[string]any `json:"filters,omitempty"`
 }
 
+// Which items explainability.items explains (ContextRequest.Explain).
+const (
+	// ExplainKept explains the delivered items only: a ten-item pack
+	// stays small (the explanations of the up to a hundred candidates that
+	// were cut were half of its bytes). The default.
+	ExplainKept = "kept"
+	// ExplainAll explains every ranked candidate the caller may learn of,
+	// with why each one that was not kept was left out.
+	ExplainAll = "all"
+)
+
 // Budget caps a context pack. Zero means "the server's configured value".
 type Budget struct {
 	MaxBytes  int `json:"maxBytes,omitempty"`
@@ -75,6 +86,8 @@ type ContextRequest struct {
 	// times in the query ("two weeks ago", "last May") count from, and the
 	// clock recency is measured against. Empty: the service's clock.
 	AsOf string `json:"as_of,omitempty"`
+	// Explain is ExplainKept (default when empty) or ExplainAll.
+	Explain string `json:"explain,omitempty"`
 }
 
 // Plan is a validated request, what the engine runs: the request with its
@@ -92,6 +105,10 @@ type Plan struct {
 	// counts. The server sets it from the caller's key (route class audit or
 	// admin), never from the request.
 	Audit bool
+	// BusyError: when no pack slot frees within half the request deadline,
+	// the caller wants an unavailable error rather than an empty degraded
+	// pack. The server sets it from "Prefer: busy=503".
+	BusyError bool
 }
 
 // Plan validates the request once and returns it planned. field is the
@@ -112,6 +129,9 @@ func (r *ContextRequest) Plan(field string) (*Plan, error) {
 	}
 	if p.Request.Limit == 0 {
 		p.Request.Limit = DefaultLimit
+	}
+	if p.Request.Explain == "" {
+		p.Request.Explain = ExplainKept
 	}
 	return p, nil
 }
@@ -201,6 +221,11 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 		if _, err := time.Parse(time.RFC3339, r.AsOf); err != nil {
 			return Filters{}, Errorf(EINVALID, at("as_of"), "as_of must be an RFC 3339 timestamp such as 2026-11-20T10:00:00Z, got %q", r.AsOf)
 		}
+	}
+	switch r.Explain {
+	case "", ExplainKept, ExplainAll:
+	default:
+		return Filters{}, Errorf(EINVALID, at("explain"), "unknown explain %q (want %s or %s)", r.Explain, ExplainKept, ExplainAll)
 	}
 	if s := r.Specialist; s != nil {
 		if strings.TrimSpace(s.ID) == "" {

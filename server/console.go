@@ -479,6 +479,8 @@ func (s *Server) runForm(c *echo.Context, q queryForm, field string, sf specForm
 	if err != nil {
 		return nil, spec, err
 	}
+	// The console lists what was left out and why, beside what was kept.
+	req.Explain = h4r.ExplainAll
 	plan, err := req.Plan("")
 	if err != nil {
 		return nil, spec, err

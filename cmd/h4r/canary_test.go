@@ -532,14 +532,16 @@ var noItemData = map[string]string{
 
 // canarySurfaces is the table: one entry per surface.
 func canarySurfaces() []surface {
+	// Packs are asked with explain "all": every candidate's explanation
+	// is then in the answer, the widest a pack can be.
 	pack := func(p *probe, path string, wrap func(string) string) {
 		for _, q := range p.h.queries {
 			for _, typ := range []string{"keyword", "hybrid"} {
-				p.http("POST", path, wrap(`{"query": {"type": "`+typ+`", "text": "`+q+`"}, "limit": 50}`))
+				p.http("POST", path, wrap(`{"query": {"type": "`+typ+`", "text": "`+q+`"}, "limit": 50, "explain": "all"}`))
 			}
 		}
 		anchors, _ := json.Marshal(p.h.itemIDs)
-		p.http("POST", path, wrap(`{"query": {"type": "causal", "text": "`+topic+`"}, "anchors": `+string(anchors)+`, "limit": 50}`))
+		p.http("POST", path, wrap(`{"query": {"type": "causal", "text": "`+topic+`"}, "anchors": `+string(anchors)+`, "limit": 50, "explain": "all"}`))
 	}
 	return []surface{
 		{"context-pack", []string{"POST /v1/context-pack"}, func(p *probe) {

@@ -63,6 +63,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 			return st.Cache.Hits, st.Cache.Misses
 		}
 		return 0, 0
+	}), metrics.WithPacksInFlight(func() int {
+		if a == nil {
+			return 0
+		}
+		return a.Engine.InFlight()
 	}))
 	traceMetrics := trace.NewMetrics(m.Registry())
 	a, err = app.Open(ctx, cfg, app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding))
