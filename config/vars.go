@@ -176,7 +176,7 @@ func table() []variable {
 			func(c *Config) *string { return &c.Fusion }, "relative", "rrf"),
 		number("H4R_FUSION_VECTOR_WEIGHT", "0.1", "Share of the vector generator in fused relevance (full-text gets the rest); 0.1 was chosen on SciFact's train split with the built-in embedder.",
 			func(c *Config) *float64 { return &c.FusionVector }, 0, 1),
-		boolean("H4R_CONVERSATION", "true", "Conversation-aware retrieval: a text hit that belongs to a session (metadata.session) also scores its session's best text score, the turns around the top hits (reached by follows links, in the same session) join the candidates, and a time the question names (yesterday, two weeks ago, last May; counted from the request's as_of) favours items made then. Candidates without a session and undated ones rank as without it.",
+		boolean("H4R_CONVERSATION", "true", "Conversation-aware retrieval: a text hit that belongs to a session (metadata.session) scores at least its session's density (the share of the session that matches the question), the turns of the best sessions (reached by follows links) join the candidates, and a time the question names (yesterday, two weeks ago, last May; counted from the request's as_of) favours items made then. Candidates without a session and undated ones rank as without it.",
 			func(c *Config) *bool { return &c.Conversation }),
 		number("H4R_FUSION_SESSION_WEIGHT", "2", "Weight of the session evidence in fused relevance, beside full-text's (1 - H4R_FUSION_VECTOR_WEIGHT); applies only to packs whose candidates have a session (H4R_CONVERSATION).",
 			func(c *Config) *float64 { return &c.FusionSession }, 0, 10),

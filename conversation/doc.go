@@ -14,13 +14,16 @@
 // Two evidence sources come out of here, fused into relevance by the
 // ranker like any text generator, with weights of their own:
 //
-//   - session: every text hit that belongs to a session scores its
-//     session's best text score, and the turns within reach of the top
-//     hits (by turn-order links, in the same session) join the candidates
-//     with that score too. Items outside any session score their own text
-//     score, so that mixing conversations with documents does not penalise
-//     the documents. A pack whose candidates have no session gets no
-//     session evidence at all: ranking over sessionless items is unchanged.
+//   - session: a session scores its density, the share of it that matches
+//     the question (its turns' text scores, each over the best hit's, summed
+//     over its number of turns). A text hit in a session scores the greater
+//     of its own text score and its session's, and the turns of the best
+//     sessions that no text generator found (reached by turn-order links)
+//     join the candidates at their session's score. Items outside any
+//     session score their own text score, so that mixing conversations
+//     with documents does not penalise the documents. A pack whose
+//     candidates have no session gets no session evidence at all: ranking
+//     over sessionless items is unchanged.
 //   - time: when the question names a time ("two weeks ago", "last May"),
 //     relative to when it is asked, candidates made inside that window
 //     score 1 and those outside less the farther they are.
