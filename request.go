@@ -82,6 +82,10 @@ type ContextRequest struct {
 	MinScore      float64            `json:"min_score,omitempty"`
 	IncludeGraph  *bool              `json:"include_graph,omitempty"`
 	TLDRSentences *int               `json:"tldr_sentences,omitempty"`
+	// AsOf is when the question is asked (RFC 3339): the moment relative
+	// times in the query ("two weeks ago", "last May") count from, and the
+	// clock recency is measured against. Empty: the service's clock.
+	AsOf string `json:"as_of,omitempty"`
 	// Explain is ExplainKept (default when empty) or ExplainAll.
 	Explain string `json:"explain,omitempty"`
 }
@@ -93,6 +97,8 @@ type ContextRequest struct {
 type Plan struct {
 	Request ContextRequest
 	Filters Filters
+	// AsOf is the request's as_of, parsed; zero when it gives none.
+	AsOf time.Time
 	// Audit: the caller may see what policy hid — the id, reason and
 	// signals of every item policy denied, and of items under min_score,
 	// which never reach the policy. Without it a pack reports those only as
@@ -115,6 +121,9 @@ func (r *ContextRequest) Plan(field string) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Request: *r, Filters: filters}
+	if r.AsOf != "" {
+		p.AsOf, _ = time.Parse(time.RFC3339, r.AsOf) // checked by validate
+	}
 	if p.Request.Query.Type == "" {
 		p.Request.Query.Type = DefaultQueryType
 	}
@@ -204,6 +213,14 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 	}
 	if n := r.TLDRSentences; n != nil && (*n < 0 || *n > MaxTLDRSentences) {
 		return Filters{}, Errorf(EINVALID, at("tldr_sentences"), "tldr_sentences must be between 0 and %d, got %d", MaxTLDRSentences, *n)
+	}
+	if r.AsOf != "" {
+		if len(r.AsOf) > 64 {
+			return Filters{}, Errorf(EINVALID, at("as_of"), "as_of is an RFC 3339 timestamp, at most 64 bytes; got %d", len(r.AsOf))
+		}
+		if _, err := time.Parse(time.RFC3339, r.AsOf); err != nil {
+			return Filters{}, Errorf(EINVALID, at("as_of"), "as_of must be an RFC 3339 timestamp such as 2026-11-20T10:00:00Z, got %q", r.AsOf)
+		}
 	}
 	switch r.Explain {
 	case "", ExplainKept, ExplainAll:

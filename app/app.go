@@ -13,6 +13,7 @@ import (
 	"github.com/h4r/h4r/affordance"
 	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/conversation"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/engine"
 	"github.com/h4r/h4r/memory"
@@ -179,6 +180,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 			GeneratorTimeout: cfg.GeneratorTimeout,
 			Fusion:           fusion,
 			CountDeliveries:  cfg.AccessCounting == "delivery",
+			Conversation:     conversationOptions(cfg),
 		}),
 		engine.WithLogger(o.log),
 		engine.WithClock(o.now),
@@ -237,4 +239,13 @@ func (a *App) DatabaseSize() func(context.Context) (int64, error) {
 		return ds.DatabaseSize
 	}
 	return nil
+}
+
+// conversationOptions are the engine's conversation settings: nil (off)
+// unless H4R_CONVERSATION.
+func conversationOptions(cfg config.Config) *conversation.Options {
+	if !cfg.Conversation {
+		return nil
+	}
+	return &conversation.Options{}
 }

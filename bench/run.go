@@ -234,6 +234,9 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 	if q.Scope != "" {
 		req.Query.Filters = map[string]any{ScopeKey: q.Scope}
 	}
+	if !q.AsOf.IsZero() {
+		req.AsOf = q.AsOf.Format(time.RFC3339)
+	}
 	if !o.deliver {
 		req.Budget = &h4r.Budget{MaxBytes: 1}
 	}

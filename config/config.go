@@ -104,6 +104,9 @@ type Config struct {
 	AccessCounting   string        // H4R_ACCESS_COUNTING: use or delivery
 	StopWords        string        // H4R_STOP_WORDS: english, none or a file of stop words
 	FusionVector     float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
+	Conversation     bool          // H4R_CONVERSATION: session and time evidence of conversations
+	FusionSession    float64       // H4R_FUSION_SESSION_WEIGHT: weight of the session evidence in relevance
+	FusionTime       float64       // H4R_FUSION_TIME_WEIGHT: weight of the time evidence in relevance
 	QdrantAPIKey     string        // QDRANT_API_KEY
 	QdrantCollection string        // QDRANT_COLLECTION
 

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/conversation"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/timeref"
 )
 
 // Defaults for Settings fields left at zero.
@@ -63,6 +65,11 @@ type Settings struct {
 	// is near it, not its cause, and at causality's weight it would outrank
 	// the turns that answer.
 	CausalLinkTypes []string
+	// Conversation, when set, adds the evidence of conversations to the
+	// candidates (H4R_CONVERSATION): the session of each text hit and the
+	// turns around the top ones, and the time the question names. Its
+	// sources fuse into relevance with Fusion's weights for them.
+	Conversation *conversation.Options
 }
 
 // Engine answers context requests. It is safe for concurrent use.
@@ -209,10 +216,14 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	var stats Stats
 	limits, warnings := e.limits(req)
 
-	cands, w := e.candidates(ctx, spec, req, plan.Filters, &stats)
+	now := e.now()
+	if !plan.AsOf.IsZero() {
+		now = plan.AsOf
+	}
+	cands, w := e.candidates(ctx, spec, req, plan.Filters, now, &stats)
 	warnings = append(warnings, w...)
 
-	ranked, w := e.rank(cands, weights, &stats)
+	ranked, w := e.rank(cands, weights, now, &stats)
 	warnings = append(warnings, w...)
 
 	entries, w := e.slice(ctx, spec, req, ranked, limits, &stats)
@@ -334,10 +345,10 @@ func (e *Engine) weights(req *h4r.ContextRequest) (h4r.Weights, error) {
 }
 
 // rank scores and orders the candidates.
-func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, stats *Stats) ([]rank.Ranked, []string) {
+func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, now time.Time, stats *Stats) ([]rank.Ranked, []string) {
 	t0 := time.Now()
 	ranked, warnings := rank.Rank(cands, rank.Options{
-		Weights: weights, Lambda: e.settings.Lambda, Now: e.now(), Fusion: e.settings.Fusion,
+		Weights: weights, Lambda: e.settings.Lambda, Now: now, Fusion: e.settings.Fusion,
 	})
 	stats.RankTime = time.Since(t0)
 	return ranked, warnings
@@ -440,8 +451,8 @@ type generatorRun struct {
 // request names anchors, and after them (from the top text hits) when it
 // does not. Hops start only from anchors the policy lets spec see: from
 // any other they would deliver the items it links to, and so tell the
-// caller of links it may not see.
-func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, filters h4r.Filters, stats *Stats) ([]*h4r.Candidate, []string) {
+// caller of links it may not see. now is when the question is asked.
+func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, filters h4r.Filters, now time.Time, stats *Stats) ([]*h4r.Candidate, []string) {
 	t0 := time.Now()
 	var warnings []string
 	text := e.textGenerators(req.Query.Type, &warnings)
@@ -489,6 +500,9 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 		}
 	}
 	e.targetDistances(ctx, runs, q)
+	if e.settings.Conversation != nil {
+		runs = append(runs, e.conversation(ctx, spec, runs, q, now)...)
+	}
 
 	order := make([]string, 0, len(runs))
 	hits := make(map[string][]h4r.Hit, len(runs))
@@ -574,6 +588,59 @@ func (e *Engine) targetDistances(ctx context.Context, runs []generatorRun, q h4r
 			runs[g].hits = append(runs[g].hits, h)
 		}
 	}
+}
+
+// conversation adds the evidence of conversations to the runs: the
+// session of each text hit and the turns around the top ones (walked from
+// anchors the policy lets spec see, as causal hops are), and how near each
+// candidate is to the time the question names.
+func (e *Engine) conversation(ctx context.Context, spec h4r.Specialist, runs []generatorRun, q h4r.CandidateQuery, now time.Time) []generatorRun {
+	var text [][]h4r.Hit
+	for _, r := range runs {
+		if e.graph == nil || r.name != e.graph.Name() {
+			text = append(text, r.hits)
+		}
+	}
+	var out []generatorRun
+	t0 := time.Now()
+	var walk conversation.Walker
+	if e.graph != nil {
+		walk = e.graph
+	}
+	permitted := func(items []*h4r.Item) []*h4r.Item {
+		var keep []*h4r.Item
+		for i, ok := range e.slicer.Permitted(ctx, spec, items) {
+			if ok {
+				keep = append(keep, items[i])
+			}
+		}
+		return keep
+	}
+	gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
+	hits, err := conversation.SessionEvidence(gctx, text, walk, permitted, q.Filters, *e.settings.Conversation)
+	cancel()
+	if len(hits) > 0 || err != nil {
+		out = append(out, generatorRun{name: conversation.GenSession, hits: hits, took: time.Since(t0), err: err})
+	}
+	w, ok := timeref.Find(q.Text, now)
+	if !ok {
+		return out
+	}
+	t0 = time.Now()
+	seen := map[string]bool{}
+	var items []*h4r.Item
+	for _, r := range append(slices.Clone(runs), out...) {
+		for _, h := range r.hits {
+			if h.Item != nil && !seen[h.Item.ID] {
+				seen[h.Item.ID] = true
+				items = append(items, h.Item)
+			}
+		}
+	}
+	if hits := conversation.TimeEvidence(items, w); len(hits) > 0 {
+		out = append(out, generatorRun{name: conversation.GenTime, hits: hits, took: time.Since(t0)})
+	}
+	return out
 }
 
 // textGenerators picks the relevance generators for a query type.
