@@ -135,6 +135,9 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 			if err := s.writeItems(ctx, tx, encoded, now, termID, stats); err != nil {
 				return err
 			}
+			if err := checkSupersedes(ctx, tx, items); err != nil {
+				return err
+			}
 		}
 		if err := stats.save(ctx, tx); err != nil {
 			return err
