@@ -212,7 +212,10 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	cands, w := e.candidates(ctx, spec, req, plan.Filters, &stats)
 	warnings = append(warnings, w...)
 
-	ranked, w := e.rank(cands, weights, &stats)
+	cands, w = e.supersede(ctx, spec, plan, cands)
+	warnings = append(warnings, w...)
+
+	ranked, w := e.rank(cands, weights, plan, &stats)
 	warnings = append(warnings, w...)
 
 	entries, w := e.slice(ctx, spec, req, ranked, limits, &stats)
@@ -303,10 +306,11 @@ func (e *Engine) weights(req *h4r.ContextRequest) (h4r.Weights, error) {
 }
 
 // rank scores and orders the candidates.
-func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, stats *Stats) ([]rank.Ranked, []string) {
+func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, plan *h4r.Plan, stats *Stats) ([]rank.Ranked, []string) {
 	t0 := time.Now()
 	ranked, warnings := rank.Rank(cands, rank.Options{
 		Weights: weights, Lambda: e.settings.Lambda, Now: e.now(), Fusion: e.settings.Fusion,
+		KeepSuperseded: plan.Request.Superseded == h4r.SupersededKeep, ValidAt: plan.ValidAt,
 	})
 	stats.RankTime = time.Since(t0)
 	return ranked, warnings
