@@ -80,11 +80,11 @@ type ContextRequest struct {
 	Superseded string `json:"superseded,omitempty"`
 	// ValidAt (RFC 3339) leaves out every item whose validFrom/validUntil
 	// interval does not hold it.
-	ValidAt string `json:"valid_at,omitempty"`
-	Budget        *Budget            `json:"budget,omitempty"`
-	MinScore      float64            `json:"min_score,omitempty"`
-	IncludeGraph  *bool              `json:"include_graph,omitempty"`
-	TLDRSentences *int               `json:"tldr_sentences,omitempty"`
+	ValidAt       string  `json:"valid_at,omitempty"`
+	Budget        *Budget `json:"budget,omitempty"`
+	MinScore      float64 `json:"min_score,omitempty"`
+	IncludeGraph  *bool   `json:"include_graph,omitempty"`
+	TLDRSentences *int    `json:"tldr_sentences,omitempty"`
 }
 
 // Plan is a validated request, what the engine runs: the request with its
