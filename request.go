@@ -64,6 +64,10 @@ type Budget struct {
 // ContextRequest is the payload of an A2A ContextRequest envelope and the
 // body of POST /v1/context-pack (which may add Specialist). Optional fields
 // are pointers or zero values meaning "use the configured default".
+// Superseded says what becomes of an item that a newer one the caller may
+// see supersedes: demote (the default), keep (ranked as any other, its
+// superseded_by still told) or exclude. ValidAt (RFC 3339) leaves out
+// every item whose validFrom/validUntil interval does not hold it.
 type ContextRequest struct {
 	Specialist    *Specialist        `json:"specialist,omitempty"`
 	Query         Query              `json:"query"`
@@ -74,17 +78,12 @@ type ContextRequest struct {
 	MaxHops       int                `json:"max_hops,omitempty"`
 	Directed      bool               `json:"directed,omitempty"`
 	LinkTypes     []string           `json:"link_types,omitempty"`
-	// Superseded says what becomes of an item a newer one the caller may
-	// see supersedes: demote (the default), keep (ranked as any other, its
-	// superseded_by still told) or exclude.
-	Superseded string `json:"superseded,omitempty"`
-	// ValidAt (RFC 3339) leaves out every item whose validFrom/validUntil
-	// interval does not hold it.
-	ValidAt       string  `json:"valid_at,omitempty"`
-	Budget        *Budget `json:"budget,omitempty"`
-	MinScore      float64 `json:"min_score,omitempty"`
-	IncludeGraph  *bool   `json:"include_graph,omitempty"`
-	TLDRSentences *int    `json:"tldr_sentences,omitempty"`
+	Superseded    string             `json:"superseded,omitempty"`
+	ValidAt       string             `json:"valid_at,omitempty"`
+	Budget        *Budget            `json:"budget,omitempty"`
+	MinScore      float64            `json:"min_score,omitempty"`
+	IncludeGraph  *bool              `json:"include_graph,omitempty"`
+	TLDRSentences *int               `json:"tldr_sentences,omitempty"`
 }
 
 // Plan is a validated request, what the engine runs: the request with its
