@@ -17,7 +17,7 @@ type Packer interface {
 
 // Memory is the retrieval contract's memory tools (memory.Service).
 type Memory interface {
-	Write(ctx context.Context, req memory.WriteRequest) (memory.WriteResult, error)
+	Write(ctx context.Context, spec h4r.Specialist, req memory.WriteRequest) (memory.WriteResult, error)
 	Read(ctx context.Context, spec h4r.Specialist, req memory.ReadRequest) (memory.ReadResult, error)
 	Link(ctx context.Context, spec h4r.Specialist, req memory.LinkRequest) (memory.LinkResult, error)
 	Stats(ctx context.Context, spec h4r.Specialist, req memory.StatsRequest) (memory.StatsResult, error)
@@ -96,9 +96,9 @@ func Standard(r *Registry, d Deps) {
 			}
 			return compact(p), nil
 		})
-	AddTool(r, "memory_write", "memory.write: store a memory {scope{session_id, agent_id, repo?, files?, commit_sha?}, type, payload, tags?}; returns {memory_id}.", auth.RouteIngest,
-		func(ctx context.Context, _ Caller, in memory.WriteRequest) (memory.WriteResult, error) {
-			return d.Memory.Write(ctx, in)
+	AddTool(r, "memory_write", "memory.write: store a memory {scope{session_id, agent_id, repo?, files?, commit_sha?}, type, payload, tags?, supersedes?, subject?, valid_from?, valid_until?}; returns {memory_id, proposed_supersedes?}.", auth.RouteIngest,
+		func(ctx context.Context, c Caller, in memory.WriteRequest) (memory.WriteResult, error) {
+			return d.Memory.Write(ctx, c.Specialist, in)
 		})
 	AddTool(r, "memory_read", "memory.read: the memories of a scope this key may see, newest first, or by relevance to filter.text.", auth.RouteRead,
 		func(ctx context.Context, c Caller, in memory.ReadRequest) (memory.ReadResult, error) {
