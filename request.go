@@ -65,8 +65,9 @@ type Budget struct {
 // body of POST /v1/context-pack (which may add Specialist). Optional fields
 // are pointers or zero values meaning "use the configured default".
 // Superseded says what becomes of an item that a newer one the caller may
-// see supersedes: demote (the default), keep (ranked as any other, its
-// superseded_by still told) or exclude. ValidAt (RFC 3339) leaves out
+// see supersedes: demote, keep (ranked as any other, its superseded_by
+// still told) or exclude; empty: demote, unless the query asks about an
+// earlier time ("before", "used to", …), which keeps. ValidAt (RFC 3339) leaves out
 // every item whose validFrom/validUntil interval does not hold it.
 type ContextRequest struct {
 	Specialist    *Specialist        `json:"specialist,omitempty"`
@@ -115,9 +116,6 @@ func (r *ContextRequest) Plan(field string) (*Plan, error) {
 	p := &Plan{Request: *r, Filters: filters}
 	if p.Request.Query.Type == "" {
 		p.Request.Query.Type = DefaultQueryType
-	}
-	if p.Request.Superseded == "" {
-		p.Request.Superseded = SupersededDemote
 	}
 	if r.ValidAt != "" {
 		p.ValidAt, _ = time.Parse(time.RFC3339, r.ValidAt) // checked by validate

@@ -28,6 +28,8 @@ type Doc struct {
 	Importance, Trust, Sensitivity, Novelty *float64 // nil: the item model's default
 	AccessCount                             int64
 	Scope                                   string
+	ValidFrom, ValidUntil                   time.Time // zero: unbounded
+	Subject                                 string
 
 	Extra map[string]json.RawMessage
 }
@@ -180,8 +182,15 @@ func (ds *Dataset) Items() []h4r.Item {
 		m := &it.Metadata
 		m.CreatedAt = d.CreatedAt
 		m.Importance, m.Trust, m.Sensitivity, m.Novelty = d.Importance, d.Trust, d.Sensitivity, d.Novelty
+		m.ValidFrom, m.ValidUntil = d.ValidFrom, d.ValidUntil
+		if d.Scope != "" || d.Subject != "" {
+			m.Extra = map[string]any{}
+		}
 		if d.Scope != "" {
-			m.Extra = map[string]any{ScopeKey: d.Scope}
+			m.Extra[ScopeKey] = d.Scope
+		}
+		if d.Subject != "" {
+			m.Extra[h4r.SubjectKey] = d.Subject
 		}
 		for _, l := range d.Links {
 			it.Links = append(it.Links, h4r.Link{Type: l.Type, Target: l.Target, Strength: 1})

@@ -310,7 +310,7 @@ func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, plan *h4r.Pla
 	t0 := time.Now()
 	ranked, warnings := rank.Rank(cands, rank.Options{
 		Weights: weights, Lambda: e.settings.Lambda, Now: e.now(), Fusion: e.settings.Fusion,
-		KeepSuperseded: plan.Request.Superseded == h4r.SupersededKeep, ValidAt: plan.ValidAt,
+		KeepSuperseded: supersededMode(&plan.Request) == h4r.SupersededKeep, ValidAt: plan.ValidAt,
 	})
 	stats.RankTime = time.Since(t0)
 	return ranked, warnings

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/h4r/h4r"
 )
@@ -99,15 +100,15 @@ func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.P
 		}
 	}
 
-	req := &plan.Request
-	if req.Superseded != h4r.SupersededExclude && plan.ValidAt.IsZero() {
+	exclude := supersededMode(&plan.Request) == h4r.SupersededExclude
+	if !exclude && plan.ValidAt.IsZero() {
 		return cands, warnings
 	}
 	kept := cands[:0:0]
 	var superseded, invalid int
 	for _, c := range cands {
 		switch {
-		case req.Superseded == h4r.SupersededExclude && c.SupersededBy != "":
+		case exclude && c.SupersededBy != "":
 			superseded++
 		case !plan.ValidAt.IsZero() && !c.Item.Metadata.ValidAt(plan.ValidAt):
 			invalid++
@@ -190,4 +191,28 @@ func newerThan(a, b *h4r.Item) bool {
 		return c > 0
 	}
 	return a.ID > b.ID
+}
+
+// earlierCues are the words by which a question asks what held before a
+// change ("what did I drive before I sold it", "where did I use to
+// live"): a superseded statement is then the answer, not noise.
+func earlierCues() []string {
+	return []string{"before", "previously", "formerly", "originally", "earlier", "used to", "old", "former", "prior"}
+}
+
+// supersededMode is what the request does with superseded items: what it
+// says, else keep when its query asks about an earlier time, else demote.
+func supersededMode(req *h4r.ContextRequest) string {
+	if req.Superseded != "" {
+		return req.Superseded
+	}
+	words := " " + strings.Join(strings.FieldsFunc(strings.ToLower(req.Query.Text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ") + " "
+	for _, cue := range earlierCues() {
+		if strings.Contains(words, " "+cue+" ") {
+			return h4r.SupersededKeep
+		}
+	}
+	return h4r.SupersededDemote
 }

@@ -18,16 +18,18 @@ const DefaultLambda = 0.1
 
 // Factors that demote an item whose statement no longer holds: its score
 // is multiplied by them after the weighted sum, so the signals and their
-// weights still order such items among themselves. Half the score puts an
-// out-of-date statement below its restatement whenever the two match the
-// query about as well (a knowledge update restates the same subject in
-// other words), yet leaves it above items that barely match, so that a
-// question about the earlier value still finds it. An inferred
-// supersession (same kind, groups and subject, h4r.SubjectKey) is less
-// certain than a writer's link, so it costs less.
+// weights still order such items among themselves. A restatement often
+// shares few words with the question that the first statement matched
+// ("which city do I live in": "I live in Paris" against "I just moved to
+// Berlin"), so a writer's supersedes link costs three quarters of the
+// score; a question about the earlier value is answered with the
+// penalty off (the engine lifts it when the question names an earlier
+// time, or the request says superseded: keep). An inferred supersession
+// (same kind, groups and subject, h4r.SubjectKey) and a validity interval
+// that does not hold are less certain, so they cost half.
 const (
-	SupersededFactor         = 0.5  // a newer item the caller may see supersedes it (a supersedes link)
-	ProposedSupersededFactor = 0.75 // the engine proposed the supersession (same subject, newer)
+	SupersededFactor         = 0.25 // a newer item the caller may see supersedes it (a supersedes link)
+	ProposedSupersededFactor = 0.5  // the engine proposed the supersession (same subject, newer)
 	NotValidFactor           = 0.5  // its validFrom/validUntil interval does not hold the request's time
 )
 

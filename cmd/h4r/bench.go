@@ -234,6 +234,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	c.register(fs)
 	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
 	deliver := fs.Bool("deliver", false, "let packs deliver items (raises access counts during the run; see bench.WithDelivery)")
+	superseded := fs.String("superseded", "", "the requests' superseded: demote (the service's default), keep (no supersession penalty) or exclude")
 	replay := fs.Bool("replay", false, "replay mode: queries in order, one at a time, packs delivering, and the relevant items of each pack's top ten used (read) by the caller, so access counts evolve as in production (see bench.WithReplay)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -250,7 +251,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	var reps []*bench.QualityReport
 	for _, dir := range c.datasets {
 		start := time.Now()
-		ds, runs, err := collect(ctx, cfg, dir, &c, stderr, bench.WithWeights(w), bench.WithDelivery(*deliver), bench.WithReplay(*replay))
+		ds, runs, err := collect(ctx, cfg, dir, &c, stderr, bench.WithWeights(w), bench.WithDelivery(*deliver), bench.WithReplay(*replay), bench.WithSuperseded(*superseded))
 		if err != nil {
 			return err
 		}
