@@ -44,6 +44,8 @@ type ContextPackArgs struct {
 	Weights       map[string]float64 `json:"weights,omitempty" jsonschema:"per-request signal weights"`
 	Anchors       []string           `json:"anchors,omitempty" jsonschema:"item ids that causal hops start from"`
 	MaxHops       int                `json:"max_hops,omitempty" jsonschema:"hops from the anchors"`
+	Superseded    string             `json:"superseded,omitempty" jsonschema:"what becomes of an item a newer one supersedes: demote (default, unless the query asks about an earlier time), keep or exclude"`
+	ValidAt       string             `json:"valid_at,omitempty" jsonschema:"RFC 3339: leave out items whose validFrom/validUntil interval does not hold this time"`
 	Budget        *h4r.Budget        `json:"budget,omitempty" jsonschema:"maxBytes, maxTokens, maxItems"`
 	MinScore      float64            `json:"min_score,omitempty" jsonschema:"drop results under this score"`
 	TLDRSentences *int               `json:"tldr_sentences,omitempty" jsonschema:"sentences of the TL;DR"`
@@ -68,6 +70,8 @@ type CompactResult struct {
 	Score    float64 `json:"score"`
 	Source   string  `json:"source"`
 	Redacted bool    `json:"redacted,omitempty"`
+	// SupersededBy: as in the full pack's result.
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // Standard adds H4R's own tools and resources: context_pack, the memory
@@ -77,6 +81,7 @@ func Standard(r *Registry, d Deps) {
 		func(ctx context.Context, c Caller, in ContextPackArgs) (any, error) {
 			req := h4r.ContextRequest{Query: in.Query, Limit: in.Limit, Weights: in.Weights, Anchors: in.Anchors, MaxHops: in.MaxHops,
 				Budget: in.Budget, MinScore: in.MinScore, TLDRSentences: in.TLDRSentences}
+			req.Superseded, req.ValidAt = in.Superseded, in.ValidAt
 			plan, err := req.Plan("")
 			if err != nil {
 				return nil, err
@@ -139,7 +144,8 @@ func compact(p *h4r.Pack) CompactPack {
 	out := CompactPack{RequestID: p.RequestID, Status: p.Status, TLDR: p.Explainability.TLDR.Text,
 		Results: []CompactResult{}, Sources: p.SourceNames, Warnings: p.Explainability.Warnings}
 	for _, r := range p.Results {
-		out.Results = append(out.Results, CompactResult{ID: r.ID, Kind: r.Kind, Text: r.Text, Score: r.Score, Source: r.Metadata.Source, Redacted: r.Metadata.Redacted})
+		out.Results = append(out.Results, CompactResult{ID: r.ID, Kind: r.Kind, Text: r.Text, Score: r.Score, Source: r.Metadata.Source, Redacted: r.Metadata.Redacted,
+			SupersededBy: r.SupersededBy})
 	}
 	return out
 }
