@@ -75,6 +75,8 @@ func TestSupersededItems(t *testing.T) {
 		{name: "linked update wins", query: "where do I live Paris Berlin river moved",
 			wantFirst: "berlin", wantBy: map[string]string{"paris": "berlin", "berlin": ""},
 			wantCites: map[string]string{"berlin": "paris"}, wantExplainsBy: "superseded by berlin"},
+		{name: "a superseder the query did not find is named", query: "Paris moment close river",
+			wantFirst: "paris", wantBy: map[string]string{"paris": "berlin"}, wantAbsent: []string{"berlin"}},
 		{name: "keep ranks by relevance alone", query: "I live in Paris at the moment close to the river moved Berlin", superseded: h4r.SupersededKeep,
 			wantFirst: "paris", wantBy: map[string]string{"paris": "berlin"}},
 		{name: "a question about the earlier value keeps it", query: "where did I live before, in Paris close to the river",
