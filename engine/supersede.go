@@ -29,10 +29,10 @@ type superseder struct {
 // items whose validity interval does not hold it. A superseding item the
 // policy hides from spec neither names nor demotes anything: either would
 // tell the caller it exists. Superseders are the items holding a
-// supersedes link to a candidate (found by a one-hop walk over supersedes
-// links when a graph generator is configured, else among the candidates),
-// and, proposed, the newest candidate of the same kind, groups and
-// subject (h4r.SubjectKey). The walk failing degrades nothing: the pack is
+// supersedes link to a candidate (among the candidates, and by a one-hop
+// walk over supersedes links when a graph generator is configured), and,
+// proposed, the newest candidate of the same kind, groups and subject
+// (h4r.SubjectKey). The walk failing degrades nothing: the pack is
 // ranked without the links it would have found, and says so.
 func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, cands []*h4r.Candidate) ([]*h4r.Candidate, []string) {
 	var warnings []string
