@@ -54,6 +54,17 @@ type Query struct {
 	Filters map[string]any `json:"filters,omitempty"`
 }
 
+// Which items explainability.items explains (ContextRequest.Explain).
+const (
+	// ExplainKept explains the delivered items only: a ten-item pack
+	// stays small (the explanations of the up to a hundred candidates that
+	// were cut were half of its bytes). The default.
+	ExplainKept = "kept"
+	// ExplainAll explains every ranked candidate the caller may learn of,
+	// with why each one that was not kept was left out.
+	ExplainAll = "all"
+)
+
 // Budget caps a context pack. Zero means "the server's configured value".
 type Budget struct {
 	MaxBytes  int `json:"maxBytes,omitempty"`
@@ -85,6 +96,8 @@ type ContextRequest struct {
 	MinScore      float64            `json:"min_score,omitempty"`
 	IncludeGraph  *bool              `json:"include_graph,omitempty"`
 	TLDRSentences *int               `json:"tldr_sentences,omitempty"`
+	// Explain is ExplainKept (default when empty) or ExplainAll.
+	Explain string `json:"explain,omitempty"`
 }
 
 // Plan is a validated request, what the engine runs: the request with its
@@ -100,6 +113,10 @@ type Plan struct {
 	// counts. The server sets it from the caller's key (route class audit or
 	// admin), never from the request.
 	Audit bool
+	// BusyError: when no pack slot frees within half the request deadline,
+	// the caller wants an unavailable error rather than an empty degraded
+	// pack. The server sets it from "Prefer: busy=503".
+	BusyError bool
 	// ValidAt is the request's valid_at, parsed; zero when it gives none.
 	ValidAt time.Time
 }
@@ -122,6 +139,9 @@ func (r *ContextRequest) Plan(field string) (*Plan, error) {
 	}
 	if p.Request.Limit == 0 {
 		p.Request.Limit = DefaultLimit
+	}
+	if p.Request.Explain == "" {
+		p.Request.Explain = ExplainKept
 	}
 	return p, nil
 }
@@ -213,6 +233,11 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 	}
 	if n := r.TLDRSentences; n != nil && (*n < 0 || *n > MaxTLDRSentences) {
 		return Filters{}, Errorf(EINVALID, at("tldr_sentences"), "tldr_sentences must be between 0 and %d, got %d", MaxTLDRSentences, *n)
+	}
+	switch r.Explain {
+	case "", ExplainKept, ExplainAll:
+	default:
+		return Filters{}, Errorf(EINVALID, at("explain"), "unknown explain %q (want %s or %s)", r.Explain, ExplainKept, ExplainAll)
 	}
 	if s := r.Specialist; s != nil {
 		if strings.TrimSpace(s.ID) == "" {

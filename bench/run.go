@@ -252,6 +252,8 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 			req.Weights[s.String()] = o.weights[s]
 		}
 	}
+	// The ranking of every candidate, not only the kept ones.
+	req.Explain = h4r.ExplainAll
 	plan, err := req.Plan("")
 	if err != nil {
 		return QueryRun{Query: q}, err

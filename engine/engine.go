@@ -22,7 +22,8 @@ const (
 	DefaultAnchorsFromTop   = 3
 	DefaultGeneratorTimeout = time.Second
 	// DefaultInFlightPerCPU packs are built at once per CPU
-	// (WithMaxInFlight), as the server admits them.
+	// (WithMaxInFlight): enough to overlap a pack's waits on the store
+	// with another's CPU work.
 	DefaultInFlightPerCPU = 2
 )
 
@@ -111,13 +112,12 @@ func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 // WithMaxInFlight bounds the packs built at once (default
 // DefaultInFlightPerCPU per CPU); n <= 0 removes the bound. A pack is CPU
 // work: past a few per core, more at once only share the cores, so every
-// one of them runs long and its generators miss their deadlines together
-// (at 1M items, 16 packs at once on two cores degraded 1 to 3 of 200).
-// Bounded, the others wait their turn, and a pack whose request deadline
-// passes while it waits comes back empty and degraded, saying the engine
-// was busy. The server admits HTTP packs the same way (and can answer 503
-// instead); this bound holds for every other caller too: MCP tools, POST
-// /query, trace search, the CLI and the benchmark.
+// one of them runs long and its generators miss their deadlines together.
+// Bounded, the others wait their turn, and a request that gets no slot
+// within half its deadline comes back empty and degraded, saying the
+// server was busy (or as an unavailable error, Plan.BusyError). The bound
+// holds for every caller: HTTP and A2A packs, MCP tools, POST /query,
+// trace search, the CLI and the benchmark.
 func WithMaxInFlight(n int) Option {
 	return func(e *Engine) {
 		e.slots = nil
@@ -203,7 +203,7 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	}
 	release, admitted := e.admit(ctx)
 	if !admitted {
-		return e.busy(ctx, spec, plan, weights, start), nil
+		return e.busy(ctx, spec, plan, weights, start)
 	}
 	defer release()
 	var stats Stats
@@ -256,15 +256,20 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 		IncludeScores: req.IncludeScores == nil || *req.IncludeScores,
 		TLDRSentences: req.TLDRSentences,
 		IncludeGraph:  req.IncludeGraph,
+		ExplainAll:    req.Explain == h4r.ExplainAll,
 		Audit:         plan.Audit,
 	})
 	e.recordDeliveries(entries)
 	return p, nil
 }
 
-// admit waits for one of the slots that bound the packs built at once,
-// until ctx ends. A free slot is taken even when ctx has ended: the pack
-// then degrades as any late pack does.
+// admit waits for one of the slots that bound the packs built at once.
+// It waits at most half the time left before ctx's deadline, so that an
+// admitted pack has the other half to be built in; without a deadline it
+// waits until ctx ends. A free slot is taken even when ctx has ended: the
+// pack then degrades as any late pack does. This is the one admission
+// point for packs: every caller (HTTP, A2A, MCP, /query, the CLI, the
+// benchmark) is admitted here.
 func (e *Engine) admit(ctx context.Context) (release func(), ok bool) {
 	if e.slots == nil {
 		return func() {}, true
@@ -275,6 +280,11 @@ func (e *Engine) admit(ctx context.Context) (release func(), ok bool) {
 		return release, true
 	default:
 	}
+	if deadline, has := ctx.Deadline(); has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
+	}
 	select {
 	case e.slots <- struct{}{}:
 		return release, true
@@ -283,17 +293,38 @@ func (e *Engine) admit(ctx context.Context) (release func(), ok bool) {
 	}
 }
 
-// busy is the pack of a request whose deadline passed while it waited for
-// a slot: empty, degraded, and saying why.
-func (e *Engine) busy(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, weights h4r.Weights, start time.Time) *h4r.Pack {
+// busy answers a request that got no slot in time: an unavailable error
+// when the caller prefers one (Plan.BusyError, "Prefer: busy=503" over
+// HTTP), otherwise an empty degraded pack saying why.
+func (e *Engine) busy(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, weights h4r.Weights, start time.Time) (*h4r.Pack, error) {
 	waited := time.Since(start).Round(time.Millisecond)
-	e.log.WarnContext(ctx, "busy: no pack slot before the request deadline", "slots", cap(e.slots), "waited", waited)
+	e.log.WarnContext(ctx, "busy: no pack slot within half the request deadline", "slots", cap(e.slots), "waited", waited)
+	if plan.BusyError {
+		return nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is busy: %d packs were being built and none finished within %s (half the request deadline); retry after a pause", cap(e.slots), waited)
+	}
 	normalized, _ := weights.Normalized()
 	return e.builder.Build(pack.Input{
 		Query: plan.Request.Query.Text, Specialist: spec, Sources: map[string]h4r.SourceStats{}, Start: start,
 		Weights: normalized, Status: h4r.StatusDegraded, Audit: plan.Audit,
-		Warnings: []string{fmt.Sprintf("the engine was busy: %d packs were being built and the request deadline passed after %s of waiting, so this pack is empty; retry after a pause", cap(e.slots), waited)},
-	})
+		Warnings: []string{fmt.Sprintf("the server was busy: %d packs were being built and none finished within %s (half the request deadline), so this pack is empty; retry after a pause", cap(e.slots), waited)},
+	}), nil
+}
+
+// InFlight is the number of packs being built now (h4r_packs_in_flight).
+func (e *Engine) InFlight() int { return len(e.slots) }
+
+// HoldSlots takes every pack slot, as a burst of slow packs would, until
+// release is called: the busy path, made reproducible for tests.
+func (e *Engine) HoldSlots() (release func()) {
+	n := cap(e.slots)
+	for range n {
+		e.slots <- struct{}{}
+	}
+	return func() {
+		for range n {
+			<-e.slots
+		}
+	}
 }
 
 // weights are the configured weights with the request's overrides.

@@ -66,9 +66,9 @@ func TestContextPackPolicy(t *testing.T) {
 	for _, tt := range tests {
 		for _, audit := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, audit %v", tt.name, audit), func(t *testing.T) {
-				body := `{"query": {"text": "login test failures with selector issues"}, "limit": 10}`
+				body := `{"query": {"text": "login test failures with selector issues"}, "limit": 10, "explain": "all"}`
 				if tt.specialist != "" {
-					body = `{"specialist": ` + tt.specialist + `, "query": {"text": "login test failures with selector issues"}, "limit": 10}`
+					body = `{"specialist": ` + tt.specialist + `, "query": {"text": "login test failures with selector issues"}, "limit": 10, "explain": "all"}`
 				}
 				r := post(t, urls[audit], body)
 				p := decodePack(t, r)

@@ -24,6 +24,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"html/template"
 	"io"
 	"net/http"
@@ -532,14 +533,16 @@ var noItemData = map[string]string{
 
 // canarySurfaces is the table: one entry per surface.
 func canarySurfaces() []surface {
+	// Packs are asked with explain "all": every candidate's explanation
+	// is then in the answer, the widest a pack can be.
 	pack := func(p *probe, path string, wrap func(string) string) {
 		for _, q := range p.h.queries {
 			for _, typ := range []string{"keyword", "hybrid"} {
-				p.http("POST", path, wrap(`{"query": {"type": "`+typ+`", "text": "`+q+`"}, "limit": 50}`))
+				p.http("POST", path, wrap(`{"query": {"type": "`+typ+`", "text": "`+q+`"}, "limit": 50, "explain": "all"}`))
 			}
 		}
 		anchors, _ := json.Marshal(p.h.itemIDs)
-		p.http("POST", path, wrap(`{"query": {"type": "causal", "text": "`+topic+`"}, "anchors": `+string(anchors)+`, "limit": 50}`))
+		p.http("POST", path, wrap(`{"query": {"type": "causal", "text": "`+topic+`"}, "anchors": `+string(anchors)+`, "limit": 50, "explain": "all"}`))
 	}
 	return []surface{
 		{"context-pack", []string{"POST /v1/context-pack"}, func(p *probe) {
@@ -667,7 +670,8 @@ func canarySurfaces() []surface {
 		{"a2a-rpc", []string{"GET /.well-known/agent-card.json", "POST /v1/a2a/rpc"}, probeA2ARPC},
 		{"mcp", []string{"POST /mcp", "GET /mcp", "DELETE /mcp"}, probeMCP},
 		{"console", []string{"GET /ui", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/pack", "POST /ui/pack",
-			"GET /ui/dryrun", "POST /ui/dryrun", "GET /ui/static/:name"}, probeConsole},
+			"GET /ui/dryrun", "POST /ui/dryrun", "GET /ui/static/:name", "GET /ui/items", "GET /ui/traces", "GET /ui/packs",
+			"POST /ui/packs/feedback", "GET /ui/jobs", "GET /ui/jobs/:id", "GET /ui/bench", "GET /ui/bench/:name"}, probeConsole},
 		// The WebSocket lives across the seeding: harness.subscribe opens it
 		// before, scanPushes reads it after the delete.
 		{"subscribe", []string{"GET /v1/subscribe"}, nil},
@@ -734,8 +738,39 @@ func probeConsole(p *probe) {
 	for _, q := range p.h.queries {
 		send("POST", "/ui/dryrun", url.Values{"csrf": {csrf}, "text": {q}, "type": {"hybrid"}, "limit": {"50"}, "b_level": {"public"}, "b_groups": {""}})
 	}
+	// The browsers, every page of each, and a verdict on the vault key's
+	// pack (its own, or for another key the answer of an unknown pack).
+	for _, path := range []string{"/ui/items", "/ui/items?kind=memory", "/ui/traces", "/ui/packs", "/ui/jobs"} {
+		next := path
+		for range 100 {
+			page := send("GET", next, nil)
+			m := consoleNext.FindStringSubmatch(page)
+			if m == nil {
+				break
+			}
+			next = html.UnescapeString(m[1])
+		}
+	}
+	for _, id := range p.h.jobIDs {
+		send("GET", "/ui/jobs/"+id, nil)
+	}
+	send("POST", "/ui/packs/feedback", url.Values{"csrf": {csrf}, "pack": {p.h.packID}, "verdict": {"wrong"}, "notes": {"probe"}})
+	bench := send("GET", "/ui/bench", nil)
+	if m := consoleChart.FindStringSubmatch(bench); m != nil {
+		send("GET", m[1], nil)
+	}
+	if m := consoleReport.FindStringSubmatch(bench); m != nil {
+		send("GET", html.UnescapeString(m[1]), nil)
+	}
 	send("POST", "/ui/logout", url.Values{"csrf": {csrf}})
 }
+
+// The links of a browser's next page, of a benchmark chart and of a report.
+var (
+	consoleNext   = regexp.MustCompile(`<a href="([^"]+)" rel="next"`)
+	consoleChart  = regexp.MustCompile(`<img src="(/ui/bench/[^"]+)"`)
+	consoleReport = regexp.MustCompile(`<a href="(/ui/bench\?report=[^"]+)"`)
+)
 
 // probeA2ARPC calls every A2A method: the card, message/send and
 // message/stream, and tasks/get, tasks/cancel and tasks/list on the

@@ -63,6 +63,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 			return st.Cache.Hits, st.Cache.Misses
 		}
 		return 0, 0
+	}), metrics.WithPacksInFlight(func() int {
+		if a == nil {
+			return 0
+		}
+		return a.Engine.InFlight()
 	}))
 	traceMetrics := trace.NewMetrics(m.Registry())
 	a, err = app.Open(ctx, cfg, app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding))
@@ -187,6 +192,12 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	if svc := a.RAG(); svc != nil {
 		sopts = append(sopts, server.WithRAG(svc))
 	}
+	// The console's browsers read through the same slicer as packs.
+	browse := server.Browse{Items: a.Store, Slicer: a.Slicer}
+	if ph := a.Packs(); ph != nil {
+		browse.Packs = ph
+	}
+	sopts = append(sopts, server.WithBrowse(browse))
 	if b != nil {
 		sopts = append(sopts, server.WithBridge(b))
 	}
