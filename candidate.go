@@ -67,6 +67,12 @@ type Evidence struct {
 type Candidate struct {
 	Item     *Item
 	Evidence []Evidence
+	// SupersededBy is the id of a newer item the caller may see that
+	// supersedes this one (empty: none), set by the engine before ranking.
+	// SupersessionProposed says the engine inferred it (same kind, groups
+	// and subject) rather than a writer linking it.
+	SupersededBy         string
+	SupersessionProposed bool
 }
 
 // Find returns the evidence of the named generator.

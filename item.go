@@ -138,6 +138,10 @@ type Metadata struct {
 	RestrictedToGroups []string
 	Tags               []string
 	Source             string
+	// ValidFrom and ValidUntil bound when the item's statement holds
+	// (ValidAt); zero: unbounded on that side.
+	ValidFrom  time.Time
+	ValidUntil time.Time
 
 	// Maintained by the store; ignored on ingest.
 	UpdatedAt      time.Time
@@ -175,7 +179,7 @@ func isWellKnown(key string) bool {
 // wellKnownKeys lists the keys isWellKnown accepts, for wellKnownFold.
 func wellKnownKeys() []string {
 	return []string{"createdAt", "importance", "trust", "sensitivity", "novelty", "containsPII", "piiFields",
-		"textClean", "hasCredentials", "restrictedToGroups", "tags", "source",
+		"textClean", "hasCredentials", "restrictedToGroups", "tags", "source", "validFrom", "validUntil",
 		"updatedAt", "version", "accessCount", "lastAccessedAt", "byteSize", "tokens"}
 }
 
@@ -224,6 +228,8 @@ type metadataJSON struct {
 	RestrictedToGroups []string   `json:"restrictedToGroups,omitempty"`
 	Tags               []string   `json:"tags,omitempty"`
 	Source             string     `json:"source,omitempty"`
+	ValidFrom          *time.Time `json:"validFrom,omitempty"`
+	ValidUntil         *time.Time `json:"validUntil,omitempty"`
 	UpdatedAt          *time.Time `json:"updatedAt,omitempty"`
 	Version            int        `json:"version,omitempty"`
 	AccessCount        int64      `json:"accessCount"`
@@ -245,6 +251,12 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 	}
 	if !m.UpdatedAt.IsZero() {
 		w.UpdatedAt = &m.UpdatedAt
+	}
+	if !m.ValidFrom.IsZero() {
+		w.ValidFrom = &m.ValidFrom
+	}
+	if !m.ValidUntil.IsZero() {
+		w.ValidUntil = &m.ValidUntil
 	}
 	if !m.LastAccessedAt.IsZero() {
 		w.LastAccessedAt = &m.LastAccessedAt
@@ -317,6 +329,12 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 	if w.LastAccessedAt != nil {
 		m.LastAccessedAt = *w.LastAccessedAt
 	}
+	if w.ValidFrom != nil {
+		m.ValidFrom = *w.ValidFrom
+	}
+	if w.ValidUntil != nil {
+		m.ValidUntil = *w.ValidUntil
+	}
 	m.Importance, m.Trust, m.Sensitivity, m.Novelty = w.Importance, w.Trust, w.Sensitivity, w.Novelty
 	m.ContainsPII, m.PIIFields, m.TextClean, m.HasCredentials = w.ContainsPII, w.PIIFields, w.TextClean, w.HasCredentials
 	m.RestrictedToGroups, m.Tags, m.Source = w.RestrictedToGroups, w.Tags, w.Source
@@ -346,7 +364,7 @@ func noNullElement(key string, val json.RawMessage) error {
 
 func jsonTypeHint(key string) string {
 	switch key {
-	case "createdAt", "updatedAt", "lastAccessedAt":
+	case "createdAt", "updatedAt", "lastAccessedAt", "validFrom", "validUntil":
 		return "want an RFC 3339 timestamp string"
 	case "importance", "trust", "sensitivity", "novelty":
 		return "want a number in [0, 1]"
@@ -414,6 +432,10 @@ func (it *Item) Validate(field string) error {
 			return Errorf(EINVALID, f, "%q names nothing in content: keys are case-sensitive, and content has %q, not %q", raw, actual, written)
 		}
 	}
+	if !m.ValidFrom.IsZero() && !m.ValidUntil.IsZero() && !m.ValidUntil.After(m.ValidFrom) {
+		return Errorf(EINVALID, at("metadata.validUntil"), "validUntil %s must be after validFrom %s: the item holds from validFrom until validUntil",
+			m.ValidUntil.Format(time.RFC3339Nano), m.ValidFrom.Format(time.RFC3339Nano))
+	}
 	if len(m.Tags) > MaxTags {
 		return Errorf(EINVALID, at("metadata.tags"), "at most %d tags, got %d", MaxTags, len(m.Tags))
 	}
@@ -430,6 +452,15 @@ func (it *Item) Validate(field string) error {
 		if err := ValidateLink(l, fmt.Sprintf("%s[%d]", at("links"), i)); err != nil {
 			return err
 		}
+		if l.Type != LinkSupersedes {
+			continue
+		}
+		switch {
+		case l.TargetType != TargetItem:
+			return Errorf(EINVALID, fmt.Sprintf("%s[%d].targetType", at("links"), i), "a supersedes link names an item: its targetType must be empty, got %q", l.TargetType)
+		case l.Target == it.ID:
+			return Errorf(EINVALID, fmt.Sprintf("%s[%d].target", at("links"), i), "an item cannot supersede itself")
+		}
 	}
 	return nil
 }
@@ -443,6 +474,12 @@ func (it *Item) Normalize(now time.Time) {
 		m.CreatedAt = now
 	}
 	m.CreatedAt = m.CreatedAt.UTC()
+	if !m.ValidFrom.IsZero() {
+		m.ValidFrom = m.ValidFrom.UTC()
+	}
+	if !m.ValidUntil.IsZero() {
+		m.ValidUntil = m.ValidUntil.UTC()
+	}
 	m.Tags = dedupe(m.Tags)
 	m.RestrictedToGroups = dedupe(m.RestrictedToGroups)
 	m.UpdatedAt, m.Version, m.AccessCount, m.LastAccessedAt, m.ByteSize, m.Tokens = time.Time{}, 0, 0, time.Time{}, 0, 0

@@ -46,6 +46,13 @@ type Result struct {
 	Reason      string         `json:"reason"`
 	Explanation string         `json:"explanation"`
 	Metadata    ResultMetadata `json:"metadata"`
+	// SupersededBy names a newer item, one the caller may see, that
+	// supersedes this one (SupersessionProposed: the engine inferred it
+	// from a shared subject). Supersedes lists the results of this pack
+	// this one supersedes.
+	SupersededBy         string   `json:"superseded_by,omitempty"`
+	SupersessionProposed bool     `json:"supersession_proposed,omitempty"`
+	Supersedes           []string `json:"supersedes,omitempty"`
 	// Citation says where an ingested chunk or document comes from; nil
 	// for items that name no path or url (memories, traces).
 	Citation *Citation `json:"citation,omitempty"`
@@ -137,6 +144,9 @@ type ItemExplanation struct {
 	Detail      string  `json:"detail,omitempty"` // policy reason, budget numbers
 	Redacted    bool    `json:"redacted,omitempty"`
 	Explanation string  `json:"explanation"`
+	// SupersededBy: as in Result.
+	SupersededBy         string `json:"superseded_by,omitempty"`
+	SupersessionProposed bool   `json:"supersession_proposed,omitempty"`
 }
 
 // TLDR is an extractive summary of the evidence.

@@ -40,6 +40,13 @@ const (
 	maxFilterValueLength = 1024
 )
 
+// What a request does with superseded items (ContextRequest.Superseded).
+const (
+	SupersededDemote  = "demote"
+	SupersededKeep    = "keep"
+	SupersededExclude = "exclude"
+)
+
 // Query is what the specialist asks.
 type Query struct {
 	Type    QueryType      `json:"type,omitempty"`
@@ -68,6 +75,11 @@ type Budget struct {
 // ContextRequest is the payload of an A2A ContextRequest envelope and the
 // body of POST /v1/context-pack (which may add Specialist). Optional fields
 // are pointers or zero values meaning "use the configured default".
+// Superseded says what becomes of an item that a newer one the caller may
+// see supersedes: demote, keep (ranked as any other, its superseded_by
+// still told) or exclude; empty: demote, unless the query asks about an
+// earlier time ("before", "used to", …), which keeps. ValidAt (RFC 3339) leaves out
+// every item whose validFrom/validUntil interval does not hold it.
 type ContextRequest struct {
 	Specialist    *Specialist        `json:"specialist,omitempty"`
 	Query         Query              `json:"query"`
@@ -78,6 +90,8 @@ type ContextRequest struct {
 	MaxHops       int                `json:"max_hops,omitempty"`
 	Directed      bool               `json:"directed,omitempty"`
 	LinkTypes     []string           `json:"link_types,omitempty"`
+	Superseded    string             `json:"superseded,omitempty"`
+	ValidAt       string             `json:"valid_at,omitempty"`
 	Budget        *Budget            `json:"budget,omitempty"`
 	MinScore      float64            `json:"min_score,omitempty"`
 	IncludeGraph  *bool              `json:"include_graph,omitempty"`
@@ -109,6 +123,8 @@ type Plan struct {
 	// the caller wants an unavailable error rather than an empty degraded
 	// pack. The server sets it from "Prefer: busy=503".
 	BusyError bool
+	// ValidAt is the request's valid_at, parsed; zero when it gives none.
+	ValidAt time.Time
 }
 
 // Plan validates the request once and returns it planned. field is the
@@ -126,6 +142,9 @@ func (r *ContextRequest) Plan(field string) (*Plan, error) {
 	}
 	if p.Request.Query.Type == "" {
 		p.Request.Query.Type = DefaultQueryType
+	}
+	if r.ValidAt != "" {
+		p.ValidAt, _ = time.Parse(time.RFC3339, r.ValidAt) // checked by validate
 	}
 	if p.Request.Limit == 0 {
 		p.Request.Limit = DefaultLimit
@@ -199,6 +218,16 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 	for i, t := range r.LinkTypes {
 		if strings.TrimSpace(t) == "" || len(t) > MaxIDBytes {
 			return Filters{}, Errorf(EINVALID, fmt.Sprintf("%s[%d]", at("link_types"), i), "a link type is a non-empty name of at most %d bytes", MaxIDBytes)
+		}
+	}
+	switch r.Superseded {
+	case "", SupersededDemote, SupersededKeep, SupersededExclude:
+	default:
+		return Filters{}, Errorf(EINVALID, at("superseded"), "unknown superseded %q (want demote, keep or exclude)", r.Superseded)
+	}
+	if r.ValidAt != "" {
+		if _, err := time.Parse(time.RFC3339, r.ValidAt); err != nil || len(r.ValidAt) > 64 {
+			return Filters{}, Errorf(EINVALID, at("valid_at"), "valid_at must be an RFC 3339 timestamp such as 2026-11-20T10:00:00Z, got %q", truncate(r.ValidAt, 64))
 		}
 	}
 	if b := r.Budget; b != nil {
@@ -387,4 +416,12 @@ func stringList(field string, v any) ([]string, error) {
 		return out, nil
 	}
 	return nil, Errorf(EINVALID, field, "must be a string or a list of strings")
+}
+
+// truncate cuts s to at most n bytes for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

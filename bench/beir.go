@@ -33,6 +33,8 @@ type Doc struct {
 	Session                                 string // the conversation session, "" for none
 	Turn                                    int    // order within the session, when HasTurn
 	HasTurn                                 bool
+	ValidFrom, ValidUntil                   time.Time // zero: unbounded
+	Subject                                 string
 
 	Extra map[string]json.RawMessage
 }
@@ -199,7 +201,8 @@ func (ds *Dataset) Items() []h4r.Item {
 		m := &it.Metadata
 		m.CreatedAt = d.CreatedAt
 		m.Importance, m.Trust, m.Sensitivity, m.Novelty = d.Importance, d.Trust, d.Sensitivity, d.Novelty
-		if d.Scope != "" || d.Session != "" {
+		m.ValidFrom, m.ValidUntil = d.ValidFrom, d.ValidUntil
+		if d.Scope != "" || d.Session != "" || d.Subject != "" {
 			m.Extra = map[string]any{}
 		}
 		if d.Scope != "" {
@@ -207,6 +210,9 @@ func (ds *Dataset) Items() []h4r.Item {
 		}
 		if d.Session != "" {
 			m.Extra[conversation.SessionKey] = d.Session
+		}
+		if d.Subject != "" {
+			m.Extra[h4r.SubjectKey] = d.Subject
 		}
 		for _, l := range d.Links {
 			it.Links = append(it.Links, h4r.Link{Type: l.Type, Target: l.Target, Strength: 1})

@@ -37,6 +37,12 @@ type Mapping struct {
 	Links string `json:"links,omitempty"`
 	// LinkType is the type of links given without one (default "cites").
 	LinkType string `json:"linkType,omitempty"`
+	// ValidFrom and ValidUntil name document fields (RFC 3339 or Unix
+	// seconds) that become metadata.validFrom and metadata.validUntil;
+	// Subject names a string field that becomes metadata.subject.
+	ValidFrom  string `json:"validFrom,omitempty"`
+	ValidUntil string `json:"validUntil,omitempty"`
+	Subject    string `json:"subject,omitempty"`
 	// Importance, Trust, Sensitivity and Novelty name numeric fields in
 	// [0, 1] that become the metadata scores of the same name.
 	Importance  string `json:"importance,omitempty"`
@@ -151,6 +157,25 @@ func (m Mapping) applyMapping(raw map[string]json.RawMessage, d *Doc) error {
 			return fmt.Errorf("%q: %w", m.CreatedAt, err)
 		}
 		d.CreatedAt = t
+	}
+	for _, f := range []struct {
+		field string
+		dst   *time.Time
+	}{{m.ValidFrom, &d.ValidFrom}, {m.ValidUntil, &d.ValidUntil}} {
+		if v, ok := take(f.field); ok {
+			t, err := parseTime(v)
+			if err != nil {
+				return fmt.Errorf("%q: %w", f.field, err)
+			}
+			*f.dst = t
+		}
+	}
+	if v, ok := take(m.Subject); ok {
+		s, err := parseScalarString(v)
+		if err != nil {
+			return fmt.Errorf("%q: %w", m.Subject, err)
+		}
+		d.Subject = s
 	}
 	if v, ok := take(m.Links); ok {
 		links, err := parseLinks(v, d.ID, m.LinkType)

@@ -28,6 +28,9 @@ type runOptions struct {
 	deliver   bool
 	replay    bool
 	maxHops   int
+	// superseded is the request's superseded (empty: the service's
+	// default, demote).
+	superseded string
 }
 
 func newRunOptions(opts []RunOption) runOptions {
@@ -59,6 +62,11 @@ func WithWeights(w h4r.Weights) RunOption { return func(o *runOptions) { o.weigh
 
 // WithMaxHops sets the request's max_hops (0: the service's H4R_MAX_HOPS).
 func WithMaxHops(n int) RunOption { return func(o *runOptions) { o.maxHops = max(n, 0) } }
+
+// WithSuperseded sets the request's superseded: demote, keep or exclude
+// (empty: the default, demote). keep measures the ranking without the
+// supersession penalty in the same run.
+func WithSuperseded(mode string) RunOption { return func(o *runOptions) { o.superseded = mode } }
 
 // WithDelivery lets packs deliver items (full budgets). By default a run
 // asks for a one-byte budget, so that every ranked candidate is still
@@ -230,6 +238,7 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 		TLDRSentences: &zero,
 		IncludeGraph:  &noGraph,
 		MaxHops:       o.maxHops,
+		Superseded:    o.superseded,
 	}
 	if q.Scope != "" {
 		req.Query.Filters = map[string]any{ScopeKey: q.Scope}

@@ -223,7 +223,10 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	cands, w := e.candidates(ctx, spec, req, plan.Filters, now, &stats)
 	warnings = append(warnings, w...)
 
-	ranked, w := e.rank(cands, weights, now, &stats)
+	cands, w = e.supersede(ctx, spec, plan, cands)
+	warnings = append(warnings, w...)
+
+	ranked, w := e.rank(cands, weights, plan, now, &stats)
 	warnings = append(warnings, w...)
 
 	entries, w := e.slice(ctx, spec, req, ranked, limits, &stats)
@@ -345,10 +348,11 @@ func (e *Engine) weights(req *h4r.ContextRequest) (h4r.Weights, error) {
 }
 
 // rank scores and orders the candidates.
-func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, now time.Time, stats *Stats) ([]rank.Ranked, []string) {
+func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, plan *h4r.Plan, now time.Time, stats *Stats) ([]rank.Ranked, []string) {
 	t0 := time.Now()
 	ranked, warnings := rank.Rank(cands, rank.Options{
 		Weights: weights, Lambda: e.settings.Lambda, Now: now, Fusion: e.settings.Fusion,
+		KeepSuperseded: supersededMode(&plan.Request) == h4r.SupersededKeep, ValidAt: plan.ValidAt,
 	})
 	stats.RankTime = time.Since(t0)
 	return ranked, warnings

@@ -17,7 +17,7 @@ type Packer interface {
 
 // Memory is the retrieval contract's memory tools (memory.Service).
 type Memory interface {
-	Write(ctx context.Context, req memory.WriteRequest) (memory.WriteResult, error)
+	Write(ctx context.Context, spec h4r.Specialist, req memory.WriteRequest) (memory.WriteResult, error)
 	Read(ctx context.Context, spec h4r.Specialist, req memory.ReadRequest) (memory.ReadResult, error)
 	Link(ctx context.Context, spec h4r.Specialist, req memory.LinkRequest) (memory.LinkResult, error)
 	Stats(ctx context.Context, spec h4r.Specialist, req memory.StatsRequest) (memory.StatsResult, error)
@@ -44,6 +44,8 @@ type ContextPackArgs struct {
 	Weights       map[string]float64 `json:"weights,omitempty" jsonschema:"per-request signal weights"`
 	Anchors       []string           `json:"anchors,omitempty" jsonschema:"item ids that causal hops start from"`
 	MaxHops       int                `json:"max_hops,omitempty" jsonschema:"hops from the anchors"`
+	Superseded    string             `json:"superseded,omitempty" jsonschema:"what becomes of an item a newer one supersedes: demote (default, unless the query asks about an earlier time), keep or exclude"`
+	ValidAt       string             `json:"valid_at,omitempty" jsonschema:"RFC 3339: leave out items whose validFrom/validUntil interval does not hold this time"`
 	Budget        *h4r.Budget        `json:"budget,omitempty" jsonschema:"maxBytes, maxTokens, maxItems"`
 	MinScore      float64            `json:"min_score,omitempty" jsonschema:"drop results under this score"`
 	TLDRSentences *int               `json:"tldr_sentences,omitempty" jsonschema:"sentences of the TL;DR"`
@@ -70,6 +72,8 @@ type CompactResult struct {
 	Score    float64 `json:"score"`
 	Source   string  `json:"source"`
 	Redacted bool    `json:"redacted,omitempty"`
+	// SupersededBy: as in the full pack's result.
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // Standard adds H4R's own tools and resources: context_pack, the memory
@@ -79,6 +83,7 @@ func Standard(r *Registry, d Deps) {
 		func(ctx context.Context, c Caller, in ContextPackArgs) (any, error) {
 			req := h4r.ContextRequest{Query: in.Query, Limit: in.Limit, Weights: in.Weights, Anchors: in.Anchors, MaxHops: in.MaxHops,
 				Budget: in.Budget, MinScore: in.MinScore, TLDRSentences: in.TLDRSentences, AsOf: in.AsOf, Explain: in.Explain}
+			req.Superseded, req.ValidAt = in.Superseded, in.ValidAt
 			plan, err := req.Plan("")
 			if err != nil {
 				return nil, err
@@ -98,9 +103,9 @@ func Standard(r *Registry, d Deps) {
 			}
 			return compact(p), nil
 		})
-	AddTool(r, "memory_write", "memory.write: store a memory {scope{session_id, agent_id, repo?, files?, commit_sha?}, type, payload, tags?}; returns {memory_id}.", auth.RouteIngest,
-		func(ctx context.Context, _ Caller, in memory.WriteRequest) (memory.WriteResult, error) {
-			return d.Memory.Write(ctx, in)
+	AddTool(r, "memory_write", "memory.write: store a memory {scope{session_id, agent_id, repo?, files?, commit_sha?}, type, payload, tags?, supersedes?, subject?, valid_from?, valid_until?}; returns {memory_id, proposed_supersedes?}.", auth.RouteIngest,
+		func(ctx context.Context, c Caller, in memory.WriteRequest) (memory.WriteResult, error) {
+			return d.Memory.Write(ctx, c.Specialist, in)
 		})
 	AddTool(r, "memory_read", "memory.read: the memories of a scope this key may see, newest first, or by relevance to filter.text.", auth.RouteRead,
 		func(ctx context.Context, c Caller, in memory.ReadRequest) (memory.ReadResult, error) {
@@ -141,7 +146,8 @@ func compact(p *h4r.Pack) CompactPack {
 	out := CompactPack{RequestID: p.RequestID, Status: p.Status, TLDR: p.Explainability.TLDR.Text,
 		Results: []CompactResult{}, Sources: p.SourceNames, Warnings: p.Explainability.Warnings}
 	for _, r := range p.Results {
-		out.Results = append(out.Results, CompactResult{ID: r.ID, Kind: r.Kind, Text: r.Text, Score: r.Score, Source: r.Metadata.Source, Redacted: r.Metadata.Redacted})
+		out.Results = append(out.Results, CompactResult{ID: r.ID, Kind: r.Kind, Text: r.Text, Score: r.Score, Source: r.Metadata.Source, Redacted: r.Metadata.Redacted,
+			SupersededBy: r.SupersededBy})
 	}
 	return out
 }

@@ -46,7 +46,7 @@ func TestConcurrentLinksAreAllKept(t *testing.T) {
 			apps := tt.open(t)
 			ctx := t.Context()
 			scope := memory.Scope{SessionID: "s1", AgentID: "a1"}
-			w, err := apps[0].Memory.Write(ctx, memory.WriteRequest{Scope: scope, Type: "note", Payload: map[string]any{"summary": "flaky login test"}})
+			w, err := apps[0].Memory.Write(ctx, h4r.Specialist{}, memory.WriteRequest{Scope: scope, Type: "note", Payload: map[string]any{"summary": "flaky login test"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -105,11 +105,22 @@ type WriteRequest struct {
 	// the clearance or the group.
 	Sensitivity        *float64 `json:"sensitivity,omitempty" jsonschema:"0 to 1; policy keeps sensitive memories from low clearances"`
 	RestrictedToGroups []string `json:"restricted_to_groups,omitempty" jsonschema:"only keys in one of these groups may read it"`
+	// Supersedes, Subject and the validity bounds say how the memory
+	// stands to earlier ones: which it replaces, what it is about, and
+	// when it holds.
+	Supersedes []string   `json:"supersedes,omitempty" jsonschema:"ids of earlier memories this one replaces (a knowledge update); they rank lower from now on"`
+	Subject    string     `json:"subject,omitempty" jsonschema:"what the memory is about (home_city, dog_name): a later memory of the same type, agent, repo and subject is proposed to supersede it"`
+	ValidFrom  *time.Time `json:"valid_from,omitempty" jsonschema:"RFC 3339: when the memory starts to hold"`
+	ValidUntil *time.Time `json:"valid_until,omitempty" jsonschema:"RFC 3339: when it stops holding (after valid_from)"`
 }
 
 // WriteResult is memory.write's output.
 type WriteResult struct {
 	MemoryID string `json:"memory_id"`
+	// ProposedSupersedes are earlier memories the caller may see, of the
+	// same type, agent, repo and subject, that the new one does not name
+	// in supersedes: candidates for a supersedes the writer may confirm.
+	ProposedSupersedes []string `json:"proposed_supersedes,omitempty"`
 }
 
 // Filter narrows memory.read.
@@ -178,8 +189,14 @@ type StatsResult struct {
 	LastWriteAt *time.Time     `json:"last_write_at"`
 }
 
-// Write stores a memory and returns its generated id.
-func (s *Service) Write(ctx context.Context, req WriteRequest) (WriteResult, error) {
+// MaxSupersedes bounds the memories one write supersedes.
+const MaxSupersedes = 16
+
+// Write stores a memory and returns its generated id. Every memory it
+// supersedes must be one spec may see (else not_found, as for one that
+// does not exist); earlier memories of the same subject it does not name
+// come back as proposals.
+func (s *Service) Write(ctx context.Context, spec h4r.Specialist, req WriteRequest) (WriteResult, error) {
 	if err := checkText("scope.session_id", req.Scope.SessionID, true); err != nil {
 		return WriteResult{}, err
 	}
@@ -198,6 +215,24 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 	if v := req.Sensitivity; v != nil && (*v < 0 || *v > 1 || *v != *v) {
 		return WriteResult{}, h4r.Errorf(h4r.EINVALID, "sensitivity", "sensitivity must be in [0, 1], got %v", *v)
 	}
+	if err := checkText("subject", req.Subject, false); err != nil {
+		return WriteResult{}, err
+	}
+	if len(req.Supersedes) > MaxSupersedes {
+		return WriteResult{}, h4r.Errorf(h4r.EINVALID, "supersedes", "at most %d memories, got %d", MaxSupersedes, len(req.Supersedes))
+	}
+	for i, old := range req.Supersedes {
+		field := fmt.Sprintf("supersedes[%d]", i)
+		if err := checkText(field, old, true); err != nil {
+			return WriteResult{}, err
+		}
+		if _, err := s.visible(ctx, spec, old); err != nil {
+			if e, ok := errors.AsType[*h4r.Error](err); ok && e.Field == "memory_id" {
+				return WriteResult{}, h4r.Errorf(e.Code, field, "%s", e.Message)
+			}
+			return WriteResult{}, err
+		}
+	}
 	id := newID()
 	now := s.now().UTC()
 	meta := h4r.Metadata{
@@ -209,11 +244,25 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 		Extra:              scopeMetadata(req.Scope),
 	}
 	meta.Extra[KeyType] = req.Type
+	if req.Subject != "" {
+		meta.Extra[h4r.SubjectKey] = req.Subject
+	}
+	if req.ValidFrom != nil {
+		meta.ValidFrom = *req.ValidFrom
+	}
+	if req.ValidUntil != nil {
+		meta.ValidUntil = *req.ValidUntil
+	}
 	it := h4r.Item{
 		ID: id, Kind: Kind,
 		Text:     text(req.Type, req.Payload),
 		Content:  map[string]any{"type": req.Type, "payload": req.Payload, "scope": scopeContent(req.Scope)},
 		Metadata: meta,
+	}
+	// Supersedes links come first, so that links[i] is supersedes[i] in
+	// errors.
+	for _, old := range req.Supersedes {
+		it.Links = append(it.Links, h4r.Link{Type: h4r.LinkSupersedes, Target: old})
 	}
 	for _, f := range req.Scope.Files {
 		it.Links = append(it.Links, h4r.Link{Type: "about_file", Target: "file:" + f})
@@ -222,12 +271,45 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (WriteResult, err
 		it.Links = append(it.Links, h4r.Link{Type: "about_commit", Target: "commit:" + req.Scope.CommitSHA})
 	}
 	if err := it.Validate(""); err != nil {
-		return WriteResult{}, renameField(err)
+		return WriteResult{}, renameField(supersedesField(err, len(req.Supersedes)))
 	}
 	if _, err := s.store.Upsert(ctx, []h4r.Item{it}); err != nil {
-		return WriteResult{}, fmt.Errorf("writing memory: %w", renameField(unbatched(err)))
+		return WriteResult{}, fmt.Errorf("writing memory: %w", renameField(supersedesField(unbatched(err), len(req.Supersedes))))
 	}
-	return WriteResult{MemoryID: id}, nil
+	res := WriteResult{MemoryID: id}
+	if req.Subject != "" {
+		proposed, err := s.sameSubject(ctx, spec, req, id)
+		if err != nil {
+			return res, err
+		}
+		res.ProposedSupersedes = proposed
+	}
+	return res, nil
+}
+
+// sameSubject returns the earlier memories spec may see of req's type,
+// agent, repo and subject, other than id and those req supersedes,
+// newest first.
+func (s *Service) sameSubject(ctx context.Context, spec h4r.Specialist, req WriteRequest, id string) ([]string, error) {
+	filters, err := s.filters(Scope{AgentID: req.Scope.AgentID, Repo: req.Scope.Repo}, Filter{Type: req.Type})
+	if err != nil {
+		return nil, err
+	}
+	if filters.Metadata == nil {
+		filters.Metadata = map[string]any{}
+	}
+	filters.Metadata[h4r.SubjectKey] = req.Subject
+	items, err := s.store.Find(ctx, h4r.ItemQuery{Filters: filters, Limit: MaxSupersedes + len(req.Supersedes) + 1})
+	if err != nil {
+		return nil, fmt.Errorf("listing memories of subject %q: %w", req.Subject, err)
+	}
+	var out []string
+	for _, c := range s.slicer.Clear(ctx, spec, items) {
+		if old := c.ID(); old != id && !slices.Contains(req.Supersedes, old) && len(out) < MaxSupersedes {
+			out = append(out, old)
+		}
+	}
+	return out, nil
 }
 
 // Read returns the memories of a scope the caller may see: newest first,
@@ -513,10 +595,25 @@ func renameField(err error) error {
 	if !ok {
 		return err
 	}
-	for from, to := range map[string]string{"metadata.tags": "tags", "content.payload": "payload", "metadata.restrictedToGroups": "restricted_to_groups", "content": "payload", "text": "payload"} {
+	for from, to := range map[string]string{"metadata.tags": "tags", "content.payload": "payload", "metadata.restrictedToGroups": "restricted_to_groups", "content": "payload", "text": "payload",
+		"metadata.validFrom": "valid_from", "metadata.validUntil": "valid_until", "metadata." + h4r.SubjectKey: "subject"} {
 		if rest, found := strings.CutPrefix(e.Field, from); found {
 			return &h4r.Error{Code: e.Code, Message: e.Message, Field: to + rest}
 		}
+	}
+	return err
+}
+
+// supersedesField names supersedes[i] for an error on links[i].target,
+// i < n: a memory's first n links are its supersedes (Write).
+func supersedesField(err error, n int) error {
+	e, ok := errors.AsType[*h4r.Error](err)
+	if !ok {
+		return err
+	}
+	var i int
+	if _, scanErr := fmt.Sscanf(e.Field, "links[%d].target", &i); scanErr == nil && i < n && e.Field == fmt.Sprintf("links[%d].target", i) {
+		return &h4r.Error{Code: e.Code, Message: e.Message, Field: fmt.Sprintf("supersedes[%d]", i)}
 	}
 	return err
 }

@@ -50,7 +50,7 @@ func TestReadOrder(t *testing.T) {
 	scope := memory.Scope{SessionID: "s1", AgentID: "a1"}
 	var ids []string
 	for _, summary := range []string{"first flaky selector", "second note", "third flaky selector"} {
-		res, err := svc.Write(ctx, memory.WriteRequest{Scope: scope, Type: "note", Payload: map[string]any{"summary": summary}})
+		res, err := svc.Write(ctx, h4r.Specialist{}, memory.WriteRequest{Scope: scope, Type: "note", Payload: map[string]any{"summary": summary}})
 		if err != nil {
 			t.Fatal(err)
 		}

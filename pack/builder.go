@@ -200,6 +200,14 @@ func orEmpty(content map[string]any) map[string]any {
 // results turns kept entries into results, in rank order.
 func results(kept []*Entry, includeScores bool) []h4r.Result {
 	out := make([]h4r.Result, 0, len(kept))
+	// A result cites the results it supersedes: only those, so that it
+	// names no item the caller may not see.
+	supersedes := map[string][]string{}
+	for _, e := range kept {
+		if c := e.Ranked.Candidate; c.SupersededBy != "" {
+			supersedes[c.SupersededBy] = append(supersedes[c.SupersededBy], c.Item.ID)
+		}
+	}
 	for _, e := range kept {
 		r := e.Ranked
 		m := r.Candidate.Item.Metadata
@@ -219,7 +227,10 @@ func results(kept []*Entry, includeScores bool) []h4r.Result {
 				Tokens:         e.Tokens,
 				Version:        m.Version,
 			},
-			Citation: h4r.CitationOf(m, r.Score),
+			Citation:             h4r.CitationOf(m, r.Score),
+			SupersededBy:         r.Candidate.SupersededBy,
+			SupersessionProposed: r.Candidate.SupersessionProposed,
+			Supersedes:           supersedes[e.Delivered.ID],
 		}
 		if !m.CreatedAt.IsZero() {
 			res.Metadata.CreatedAt = m.CreatedAt.UTC().Format(time.RFC3339)
@@ -263,6 +274,9 @@ func itemExplanations(entries []Entry, undeliverable map[int]bool, audit, all bo
 			Detail:      e.Detail,
 			Redacted:    e.Redacted,
 			Explanation: e.Ranked.Explanation,
+
+			SupersededBy:         e.Ranked.Candidate.SupersededBy,
+			SupersessionProposed: e.Ranked.Candidate.SupersessionProposed,
 		})
 	}
 	return out

@@ -50,13 +50,17 @@ func metaTerm(m *h4r.Metadata, key string) (*ast.Term, bool, error) {
 		return ast.InternedTerm(m.ByteSize), true, nil
 	case "tokens":
 		return ast.InternedTerm(m.Tokens), true, nil
-	case "createdAt", "updatedAt", "lastAccessedAt":
+	case "createdAt", "updatedAt", "lastAccessedAt", "validFrom", "validUntil":
 		t := m.CreatedAt
 		switch key {
 		case "updatedAt":
 			t = m.UpdatedAt
 		case "lastAccessedAt":
 			t = m.LastAccessedAt
+		case "validFrom":
+			t = m.ValidFrom
+		case "validUntil":
+			t = m.ValidUntil
 		}
 		if !t.IsZero() {
 			return ast.StringTerm(t.UTC().Format(time.RFC3339Nano)), true, nil

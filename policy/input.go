@@ -57,7 +57,7 @@ func itemInput(item *h4r.Item) map[string]any {
 // defaults filled. Well-known keys are written after Extra so that they win
 // should Extra (built in Go rather than decoded) repeat one of them.
 func metadataInput(m h4r.Metadata) map[string]any {
-	out := make(map[string]any, len(m.Extra)+17)
+	out := make(map[string]any, len(m.Extra)+19)
 	for k, v := range m.Extra {
 		out[k] = v
 	}
@@ -79,6 +79,8 @@ func metadataInput(m h4r.Metadata) map[string]any {
 	putTime(out, "createdAt", m.CreatedAt)
 	putTime(out, "updatedAt", m.UpdatedAt)
 	putTime(out, "lastAccessedAt", m.LastAccessedAt)
+	putTime(out, "validFrom", m.ValidFrom)
+	putTime(out, "validUntil", m.ValidUntil)
 	return out
 }
 

@@ -16,6 +16,23 @@ import (
 // and half of it in a week. Rank uses it in place of an invalid Lambda.
 const DefaultLambda = 0.1
 
+// Factors that demote an item whose statement no longer holds: its score
+// is multiplied by them after the weighted sum, so the signals and their
+// weights still order such items among themselves. A restatement often
+// shares few words with the question that the first statement matched
+// ("which city do I live in": "I live in Paris" against "I just moved to
+// Berlin"), so a writer's supersedes link costs three quarters of the
+// score; a question about the earlier value is answered with the
+// penalty off (the engine lifts it when the question names an earlier
+// time, or the request says superseded: keep). An inferred supersession
+// (same kind, groups and subject, h4r.SubjectKey) and a validity interval
+// that does not hold are less certain, so they cost half.
+const (
+	SupersededFactor         = 0.25 // a newer item the caller may see supersedes it (a supersedes link)
+	ProposedSupersededFactor = 0.5  // the engine proposed the supersession (same subject, newer)
+	NotValidFactor           = 0.5  // its validFrom/validUntil interval does not hold the request's time
+)
+
 // Options configure one ranking.
 type Options struct {
 	// Weights of the eight signals, validated by the caller. Rank normalises
@@ -29,6 +46,13 @@ type Options struct {
 	Now time.Time
 	// Fusion says how text generators' scores become relevance.
 	Fusion Fusion
+	// KeepSuperseded leaves superseded items' scores alone (a request's
+	// superseded: keep); otherwise they are multiplied by
+	// SupersededFactor or ProposedSupersededFactor.
+	KeepSuperseded bool
+	// ValidAt is the time an item's validFrom/validUntil must hold (else
+	// its score is multiplied by NotValidFactor); zero means Now.
+	ValidAt time.Time
 }
 
 // Ranked is one candidate with its signals, score and a one-line
@@ -57,6 +81,11 @@ func Rank(cands []*h4r.Candidate, opts Options) (ranked []Ranked, warnings []str
 		now = time.Now()
 	}
 
+	validAt := opts.ValidAt
+	if validAt.IsZero() {
+		validAt = now
+	}
+
 	relevance, fusionWarnings := opts.Fusion.relevance(cands)
 	warnings = append(warnings, fusionWarnings...)
 
@@ -81,7 +110,9 @@ func Rank(cands []*h4r.Candidate, opts Options) (ranked []Ranked, warnings []str
 		s[h4r.Trust] = m.TrustValue()
 		s[h4r.Sensitivity] = 1 - m.SensitivityValue()
 		score := weights.Score(s)
-		scored[i] = Ranked{Candidate: c, Signals: s, Score: score, Explanation: explain(score, weights, s)}
+		factor, why := demotion(c, validAt, opts.KeepSuperseded)
+		score *= factor
+		scored[i] = Ranked{Candidate: c, Signals: s, Score: score, Explanation: explain(score, weights, s) + why}
 	}
 	// Sort positions rather than the (large) results. The input position is
 	// the last tie-break, so that even duplicate ids (which Merge never
@@ -102,6 +133,25 @@ func Rank(cands []*h4r.Candidate, opts Options) (ranked []Ranked, warnings []str
 		ranked[k] = scored[i]
 	}
 	return ranked, warnings
+}
+
+// demotion is the factor c's score is multiplied by, and what the
+// explanation says of it ("" when 1).
+func demotion(c *h4r.Candidate, validAt time.Time, keepSuperseded bool) (float64, string) {
+	factor, why := 1.0, ""
+	if c.SupersededBy != "" && !keepSuperseded {
+		f, how := SupersededFactor, "superseded by "
+		if c.SupersessionProposed {
+			f, how = ProposedSupersededFactor, "probably superseded by "
+		}
+		factor *= f
+		why += "; " + how + c.SupersededBy + " (×" + strconv.FormatFloat(f, 'f', 2, 64) + ")"
+	}
+	if !c.Item.Metadata.ValidAt(validAt) {
+		factor *= NotValidFactor
+		why += "; not valid at " + validAt.UTC().Format(time.RFC3339) + " (×" + strconv.FormatFloat(NotValidFactor, 'f', 2, 64) + ")"
+	}
+	return factor, why
 }
 
 // normalisedWeights scales w to sum to 1. Weights that cannot be scaled

@@ -672,3 +672,51 @@ func BenchmarkRank1000(b *testing.B) {
 		})
 	}
 }
+
+// TestDemotion: a superseded item's score is multiplied by
+// SupersededFactor (ProposedSupersededFactor when proposed), one not valid
+// at the ranking's time by NotValidFactor, both when both hold, and
+// KeepSuperseded leaves supersession alone.
+func TestDemotion(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	base := func() *h4r.Candidate {
+		return &h4r.Candidate{Item: &h4r.Item{ID: "x", Metadata: h4r.Metadata{CreatedAt: now}},
+			Evidence: []h4r.Evidence{{Generator: h4r.GenFullText, Score: 1, Rank: 1}}}
+	}
+	expired := func(c *h4r.Candidate) { c.Item.Metadata.ValidUntil = now.Add(-time.Hour) }
+	notYet := func(c *h4r.Candidate) { c.Item.Metadata.ValidFrom = now.Add(time.Hour) }
+	linked := func(c *h4r.Candidate) { c.SupersededBy = "y" }
+	proposed := func(c *h4r.Candidate) { c.SupersededBy, c.SupersessionProposed = "y", true }
+	tests := []struct {
+		name   string
+		change []func(*h4r.Candidate)
+		keep   bool
+		want   float64
+	}{
+		{"none", nil, false, 1},
+		{"superseded", []func(*h4r.Candidate){linked}, false, SupersededFactor},
+		{"proposed", []func(*h4r.Candidate){proposed}, false, ProposedSupersededFactor},
+		{"kept superseded", []func(*h4r.Candidate){linked}, true, 1},
+		{"expired", []func(*h4r.Candidate){expired}, false, NotValidFactor},
+		{"not yet valid", []func(*h4r.Candidate){notYet}, false, NotValidFactor},
+		{"superseded and expired", []func(*h4r.Candidate){linked, expired}, false, SupersededFactor * NotValidFactor},
+		{"kept superseded still expired", []func(*h4r.Candidate){linked, expired}, true, NotValidFactor},
+	}
+	w := h4r.Weights{}
+	w[h4r.Relevance] = 1
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plain := base()
+			c := base()
+			for _, f := range tt.change {
+				f(c)
+			}
+			opts := Options{Weights: w, Now: now, KeepSuperseded: tt.keep}
+			p, _ := Rank([]*h4r.Candidate{plain}, opts)
+			got, _ := Rank([]*h4r.Candidate{c}, opts)
+			if ratio := got[0].Score / p[0].Score; math.Abs(ratio-tt.want) > 1e-12 {
+				t.Errorf("score ratio %v, want %v (%s)", ratio, tt.want, got[0].Explanation)
+			}
+		})
+	}
+}

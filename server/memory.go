@@ -12,7 +12,7 @@ import (
 // MemoryTools are the retrieval contract's memory tools (memory.Service). Writes
 // take no specialist: clearance only decides what reads return.
 type MemoryTools interface {
-	Write(ctx context.Context, req memory.WriteRequest) (memory.WriteResult, error)
+	Write(ctx context.Context, spec h4r.Specialist, req memory.WriteRequest) (memory.WriteResult, error)
 	Read(ctx context.Context, spec h4r.Specialist, req memory.ReadRequest) (memory.ReadResult, error)
 	Link(ctx context.Context, spec h4r.Specialist, req memory.LinkRequest) (memory.LinkResult, error)
 	Stats(ctx context.Context, spec h4r.Specialist, req memory.StatsRequest) (memory.StatsResult, error)
@@ -44,8 +44,8 @@ func memoryCall[In, Out any](s *Server, c *echo.Context, call func(context.Conte
 }
 
 func (s *Server) memoryWrite(c *echo.Context) error {
-	return memoryCall(s, c, func(ctx context.Context, _ h4r.Specialist, in memory.WriteRequest) (memory.WriteResult, error) {
-		return s.memory.Write(ctx, in)
+	return memoryCall(s, c, func(ctx context.Context, spec h4r.Specialist, in memory.WriteRequest) (memory.WriteResult, error) {
+		return s.memory.Write(ctx, spec, in)
 	})
 }
 

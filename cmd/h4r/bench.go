@@ -234,6 +234,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	c.register(fs)
 	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
 	deliver := fs.Bool("deliver", false, "let packs deliver items (raises access counts during the run; see bench.WithDelivery)")
+	superseded := fs.String("superseded", "", "the requests' superseded: demote (the service's default), keep (no supersession penalty) or exclude")
 	replay := fs.Bool("replay", false, "replay mode: queries in order, one at a time, packs delivering, and the relevant items of each pack's top ten used (read) by the caller, so access counts evolve as in production (see bench.WithReplay)")
 	conv := fs.String("conversation", "config", "conversation-aware retrieval: config (H4R_CONVERSATION), on or off")
 	againstBM25 := fs.Bool("against-bm25", false, "also run every dataset with relevance-only BM25 (relevance-only weights, conversation off) in the same process, and report the difference by query category")
@@ -271,7 +272,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	var reps []*bench.QualityReport
 	for _, dir := range c.datasets {
 		for _, su := range setups {
-			rep, err := qualityRun(ctx, su.cfg, dir, su.name, &c, su.weights, su.lambda, stderr, bench.WithWeights(su.weights), bench.WithDelivery(*deliver), bench.WithReplay(*replay))
+			rep, err := qualityRun(ctx, su.cfg, dir, su.name, &c, su.weights, su.lambda, stderr, bench.WithWeights(su.weights), bench.WithDelivery(*deliver), bench.WithReplay(*replay), bench.WithSuperseded(*superseded))
 			if err != nil {
 				return err
 			}

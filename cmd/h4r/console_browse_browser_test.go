@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/jobs"
 	"github.com/h4r/h4r/memory"
 	"github.com/h4r/h4r/trace"
@@ -37,7 +38,7 @@ func seedBrowsers(t *testing.T, env *consoleEnv) {
 	ctx := context.Background()
 	write := func(req memory.WriteRequest) {
 		t.Helper()
-		if _, err := env.app.Memory.Write(ctx, req); err != nil {
+		if _, err := env.app.Memory.Write(ctx, h4r.Specialist{}, req); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -139,6 +139,9 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 			if err := s.writeItems(ctx, tx, encoded, now, termID, stats, &tail); err != nil {
 				return err
 			}
+			if err := checkSupersedes(ctx, tx, items); err != nil {
+				return err
+			}
 		}
 		stats.queueSave(&tail)
 		if err := tail.send(ctx, tx); err != nil {

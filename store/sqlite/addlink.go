@@ -61,6 +61,15 @@ func (s *Store) AddLink(ctx context.Context, id string, l h4r.Link) (added bool,
 			id, l.Target, l.Type, l.Strength, l.TargetType, l.Context); err != nil {
 			return fmt.Errorf("adding a link to item %q: %w", id, err)
 		}
+		if l.Type == h4r.LinkSupersedes && l.TargetType == h4r.TargetItem {
+			p, err := supersedesProblem(ctx, tx, []string{id}, l.Target)
+			if err != nil {
+				return err
+			}
+			if p != nil {
+				return h4r.SupersedesLinkError("link.target", id, l.Target, p.cycle)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE items SET version = version + 1, updated_at = ? WHERE id = ?`, formatTime(s.now()), id); err != nil {
 			return fmt.Errorf("raising the version of item %q: %w", id, err)
 		}

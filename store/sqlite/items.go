@@ -89,7 +89,10 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 				return err
 			}
 		}
-		return writeItems(ctx, tx, encoded, formatTime(now), s.counter.Encoding())
+		if err := writeItems(ctx, tx, encoded, formatTime(now), s.counter.Encoding()); err != nil {
+			return err
+		}
+		return checkSupersedes(ctx, tx, items)
 	})
 	if err != nil {
 		if len(deletes) > 0 {

@@ -118,6 +118,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("entity_links", s.testEntityLinks)
 	t.Run("find", s.testFind)
 	t.Run("add_link", s.testAddLink)
+	t.Run("supersedes", s.testSupersedes)
 	t.Run("nul_characters", s.testNUL)
 }
 

@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/h4r/h4r"
+)
+
+// supersedersPerCandidate bounds the items the supersedes walk returns
+// beyond the candidates themselves.
+const supersedersPerCandidate = 4
+
+// superseder is a newer item that supersedes a candidate.
+type superseder struct {
+	item     *h4r.Item
+	proposed bool
+}
+
+// supersede marks the candidates a newer item the caller may see
+// supersedes (Candidate.SupersededBy), and drops the ones the request
+// leaves out: with superseded exclude, the superseded; with valid_at, the
+// items whose validity interval does not hold it. A superseding item the
+// policy hides from spec neither names nor demotes anything: either would
+// tell the caller it exists. Superseders are the items holding a
+// supersedes link to a candidate (among the candidates, and by a one-hop
+// walk over supersedes links when a graph generator is configured), and,
+// proposed, the newest candidate of the same kind, groups and subject
+// (h4r.SubjectKey). The walk failing degrades nothing: the pack is
+// ranked without the links it would have found, and says so.
+func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, cands []*h4r.Candidate) ([]*h4r.Candidate, []string) {
+	var warnings []string
+	byID := make(map[string]*h4r.Candidate, len(cands))
+	for _, c := range cands {
+		byID[c.Item.ID] = c
+	}
+	found := map[string][]superseder{}
+	add := func(newer *h4r.Item, proposed bool) {
+		for _, old := range newer.Supersedes() {
+			if _, ok := byID[old]; ok && old != newer.ID {
+				found[old] = append(found[old], superseder{newer, proposed})
+			}
+		}
+	}
+	for _, c := range cands {
+		add(c.Item, false)
+	}
+	if e.graph != nil && len(cands) > 0 {
+		linked, err := e.supersedingItems(ctx, cands)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("superseding items could not be looked up (%v): superseded items are ranked as any other", err))
+			e.log.WarnContext(ctx, "supersedes walk failed", "error", err)
+		}
+		for _, it := range linked {
+			if _, ok := byID[it.ID]; !ok { // candidates were added above
+				add(it, false)
+			}
+		}
+	}
+	proposeBySubject(cands, found)
+
+	var newer []*h4r.Item
+	seen := map[string]bool{}
+	for _, list := range found {
+		for _, s := range list {
+			if !seen[s.item.ID] {
+				seen[s.item.ID] = true
+				newer = append(newer, s.item)
+			}
+		}
+	}
+	visible := map[string]bool{}
+	if len(newer) > 0 {
+		for _, id := range e.permitted(ctx, spec, newer) {
+			visible[id] = true
+		}
+	}
+	for id, list := range found {
+		// A writer's link before a proposal, then the newest, then the id.
+		slices.SortFunc(list, func(a, b superseder) int {
+			if a.proposed != b.proposed {
+				if a.proposed {
+					return 1
+				}
+				return -1
+			}
+			return cmp.Or(b.item.Metadata.CreatedAt.Compare(a.item.Metadata.CreatedAt), strings.Compare(a.item.ID, b.item.ID))
+		})
+		for _, s := range list {
+			if visible[s.item.ID] {
+				byID[id].SupersededBy, byID[id].SupersessionProposed = s.item.ID, s.proposed
+				break
+			}
+		}
+	}
+
+	exclude := supersededMode(&plan.Request) == h4r.SupersededExclude
+	if !exclude && plan.ValidAt.IsZero() {
+		return cands, warnings
+	}
+	kept := cands[:0:0]
+	var superseded, invalid int
+	for _, c := range cands {
+		switch {
+		case exclude && c.SupersededBy != "":
+			superseded++
+		case !plan.ValidAt.IsZero() && !c.Item.Metadata.ValidAt(plan.ValidAt):
+			invalid++
+		default:
+			kept = append(kept, c)
+		}
+	}
+	if superseded > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d superseded candidates were left out (superseded: exclude)", superseded))
+	}
+	if invalid > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d candidates not valid at %s were left out (valid_at)", invalid, plan.ValidAt.UTC().Format(time.RFC3339)))
+	}
+	return kept, warnings
+}
+
+// supersedingItems returns the items one supersedes link away from the
+// candidates, either way; the caller keeps those that link to a
+// candidate.
+func (e *Engine) supersedingItems(ctx context.Context, cands []*h4r.Candidate) ([]*h4r.Item, error) {
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = c.Item.ID
+	}
+	gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
+	defer cancel()
+	hits, err := e.graph.Generate(gctx, h4r.CandidateQuery{
+		Anchors: ids, MaxHops: 1, LinkTypes: []string{h4r.LinkSupersedes},
+		Limit: len(ids) * (1 + supersedersPerCandidate),
+	})
+	var fallback *h4r.FallbackError
+	if err != nil && !errors.As(err, &fallback) {
+		return nil, err
+	}
+	var out []*h4r.Item
+	for _, h := range hits {
+		if h.Distance == 1 && h.Item != nil {
+			out = append(out, h.Item)
+		}
+	}
+	return out, nil
+}
+
+// proposeBySubject adds, for every candidate that states a subject, the
+// newest candidate of the same kind, groups and subject as its proposed
+// superseder, unless a writer's link supersedes it already.
+func proposeBySubject(cands []*h4r.Candidate, found map[string][]superseder) {
+	newest := map[string]*h4r.Item{}
+	key := func(it *h4r.Item) string {
+		subject, _ := it.Metadata.Extra[h4r.SubjectKey].(string)
+		if strings.TrimSpace(subject) == "" {
+			return ""
+		}
+		return it.Kind + "\x00" + strings.Join(it.Metadata.RestrictedToGroups, "\x01") + "\x00" + subject
+	}
+	for _, c := range cands {
+		k := key(c.Item)
+		if k == "" {
+			continue
+		}
+		if n, ok := newest[k]; !ok || newerThan(c.Item, n) {
+			newest[k] = c.Item
+		}
+	}
+	for _, c := range cands {
+		k := key(c.Item)
+		if k == "" || newest[k] == c.Item || len(found[c.Item.ID]) > 0 {
+			continue
+		}
+		if n := newest[k]; n.Metadata.CreatedAt.After(c.Item.Metadata.CreatedAt) {
+			found[c.Item.ID] = append(found[c.Item.ID], superseder{n, true})
+		}
+	}
+}
+
+// newerThan orders items by createdAt, then id (the later id wins a tie,
+// so that the choice does not depend on candidate order).
+func newerThan(a, b *h4r.Item) bool {
+	if c := a.Metadata.CreatedAt.Compare(b.Metadata.CreatedAt); c != 0 {
+		return c > 0
+	}
+	return a.ID > b.ID
+}
+
+// earlierCues are the words by which a question asks what held before a
+// change ("what did I drive before I sold it", "where did I use to
+// live"): a superseded statement is then the answer, not noise.
+func earlierCues() []string {
+	return []string{"before", "previously", "formerly", "originally", "earlier", "used to", "old", "former", "prior"}
+}
+
+// supersededMode is what the request does with superseded items: what it
+// says, else keep when its query asks about an earlier time, else demote.
+func supersededMode(req *h4r.ContextRequest) string {
+	if req.Superseded != "" {
+		return req.Superseded
+	}
+	words := " " + strings.Join(strings.FieldsFunc(strings.ToLower(req.Query.Text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ") + " "
+	for _, cue := range earlierCues() {
+		if strings.Contains(words, " "+cue+" ") {
+			return h4r.SupersededKeep
+		}
+	}
+	return h4r.SupersededDemote
+}
