@@ -101,6 +101,10 @@ type Config struct {
 	Fusion           string        // H4R_FUSION: relative (min-max) or rrf
 	AccessCounting   string        // H4R_ACCESS_COUNTING: use or delivery
 	StopWords        string        // H4R_STOP_WORDS: english, none or a file of stop words
+	QueryExpansion   bool          // H4R_QUERY_EXPANSION: pseudo-relevance feedback by default
+	ExpansionDocs    int           // H4R_EXPANSION_DOCS: feedback documents
+	ExpansionTerms   int           // H4R_EXPANSION_TERMS: words added
+	ExpansionWeight  float64       // H4R_EXPANSION_ORIGINAL_WEIGHT: the original query's share
 	FusionVector     float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
 	QdrantAPIKey     string        // QDRANT_API_KEY
 	QdrantCollection string        // QDRANT_COLLECTION

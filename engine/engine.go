@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/scs"
@@ -62,6 +63,11 @@ type Settings struct {
 	// is near it, not its cause, and at causality's weight it would outrank
 	// the turns that answer.
 	CausalLinkTypes []string
+	// Expansion are the parameters of pseudo-relevance feedback, and
+	// ExpandQueries whether a request that does not say gets it
+	// (H4R_QUERY_EXPANSION); see expand.go.
+	Expansion     analysis.Expansion
+	ExpandQueries bool
 }
 
 // Engine answers context requests. It is safe for concurrent use.
@@ -74,6 +80,8 @@ type Engine struct {
 	settings Settings
 	now      func() time.Time
 	log      *slog.Logger
+	expander  *analysis.Analyzer  // picks expansion words (expand.go)
+	expandKey func(string) string // groups them by index term
 	// slots bounds the packs built at once; waiting callers are served in
 	// arrival order. nil: no bound.
 	slots chan struct{}
@@ -138,6 +146,9 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	if e.slicer == nil {
 		return nil, errors.New("engine: a slicer is required")
+	}
+	if e.expander == nil {
+		e.expander = analysis.Default()
 	}
 	if e.builder == nil {
 		e.builder = pack.NewBuilder()
@@ -448,6 +459,7 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 		}
 	}
 	runs := e.runAll(ctx, gens, q)
+	warnings = append(warnings, e.expand(ctx, spec, req, runs, gens, q)...)
 	if anchorRun != nil {
 		runs = append(runs, *anchorRun)
 	}
