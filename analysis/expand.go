@@ -16,18 +16,61 @@ type Expansion struct {
 	Docs           int     // feedback documents (k); fewer first-pass hits: no expansion
 	Terms          int     // expansion words kept
 	OriginalWeight float64 // λ in [0,1]: 1 leaves the query as it was
+	// FirstPass is the first pass's share of a hit's final score: each
+	// pass's scores are divided by its best, and a hit scores
+	// FirstPass·first + (1−FirstPass)·second (0 where a pass missed it).
+	// 0 is plain RM3, the second pass alone.
+	FirstPass float64
+	// Spread, when positive, leaves a query unexpanded when its best
+	// first-pass score is at least Spread times its Docs-th: one hit stands
+	// out, and the words of the documents below it would push it down
+	// (selective expansion by the spread of the first pass's scores).
+	Spread float64
+}
+
+// Skip reports whether a first pass whose scores, best first, are scores
+// stands out enough (Spread) to be left unexpanded.
+func (e Expansion) Skip(scores []float64) bool {
+	if e.Spread <= 0 || len(scores) < e.Docs || e.Docs < 1 {
+		return false
+	}
+	kth := scores[e.Docs-1]
+	return kth <= 0 || scores[0] >= e.Spread*kth
 }
 
 // DefaultExpansion are the parameters chosen by cross-validation over the
 // public sets (bench tune --expansion; bench/RESULTS.md has the held-out
 // figures).
 func DefaultExpansion() Expansion {
-	return Expansion{Docs: 10, Terms: 10, OriginalWeight: 0.5}
+	return Expansion{Docs: 10, Terms: 10, OriginalWeight: 0.5, FirstPass: 0}
 }
 
 // Valid reports whether the parameters can expand a query.
 func (e Expansion) Valid() bool {
-	return e.Docs > 0 && e.Terms > 0 && e.OriginalWeight >= 0 && e.OriginalWeight < 1
+	return e.Docs > 0 && e.Terms > 0 && e.OriginalWeight >= 0 && e.OriginalWeight < 1 && e.FirstPass >= 0 && e.FirstPass < 1 && e.Spread >= 0
+}
+
+// Fuse returns the score of each id under the two passes (scores higher is
+// better), as FirstPass says: each pass's scores divided by its best, a
+// missing score 0. A pass whose best is not positive counts 0.
+func (e Expansion) Fuse(first, second map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(first)+len(second))
+	add := func(scores map[string]float64, share float64) {
+		best := 0.0
+		for _, v := range scores {
+			best = max(best, v)
+		}
+		for id, v := range scores {
+			if best > 0 && !math.IsInf(best, 1) {
+				out[id] += share * v / best
+			} else {
+				out[id] += 0 // present, with no score from this pass
+			}
+		}
+	}
+	add(first, e.FirstPass)
+	add(second, 1-e.FirstPass)
+	return out
 }
 
 // FeedbackDoc is one first-pass hit: its indexed text and its score
@@ -207,7 +250,9 @@ func quantize[E any](entries []E, get func(E) (word string, w float64, orig bool
 		used += c
 	}
 	byRem := slices.Clone(slots)
-	slices.SortStableFunc(byRem, func(x, y slot) int { return cmp.Compare(y.rem, x.rem) })
+	// Remainders equal but for float noise tie, and a tie goes to the
+	// earlier word (the original ones come first).
+	slices.SortStableFunc(byRem, func(x, y slot) int { return cmp.Compare(math.Round(y.rem*1e9), math.Round(x.rem*1e9)) })
 	for _, s := range byRem {
 		if used >= MaxOccurrences || s.rem <= 0 {
 			break

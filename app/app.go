@@ -184,7 +184,8 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 			CountDeliveries:  cfg.AccessCounting == "delivery",
 			ExpandQueries:    cfg.QueryExpansion,
 			Expansion: analysis.Expansion{
-				Docs: cfg.ExpansionDocs, Terms: cfg.ExpansionTerms, OriginalWeight: cfg.ExpansionWeight,
+				Docs: cfg.ExpansionDocs, Terms: cfg.ExpansionTerms, OriginalWeight: cfg.ExpansionWeight, FirstPass: cfg.ExpansionFirstPass,
+				Spread: cfg.ExpansionSpread,
 			},
 		}),
 		engine.WithQueryExpansion(expander, bm25.Term),

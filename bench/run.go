@@ -11,8 +11,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/engine"
 )
 
 // RunOption configures OpenLoaded and Run.
@@ -28,6 +30,19 @@ type runOptions struct {
 	deliver   bool
 	replay    bool
 	maxHops   int
+	expansion *expansionSetting
+}
+
+// expansionSetting is pseudo-relevance feedback as a run sets it.
+type expansionSetting struct {
+	on bool
+	p  analysis.Expansion
+}
+
+// WithExpansion runs every query with pseudo-relevance feedback on or off,
+// with the parameters p (default: as the service is configured).
+func WithExpansion(on bool, p analysis.Expansion) RunOption {
+	return func(o *runOptions) { o.expansion = &expansionSetting{on: on, p: p} }
 }
 
 func newRunOptions(opts []RunOption) runOptions {
@@ -176,6 +191,10 @@ func Benchmarker() h4r.Specialist {
 // at a word boundary (its id is in the run's warnings).
 func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]QueryRun, error) {
 	o := newRunOptions(opts)
+	eng := a.Engine
+	if o.expansion != nil {
+		eng = eng.Expanding(o.expansion.on, o.expansion.p)
+	}
 	runs := make([]QueryRun, len(ds.Queries))
 	p := newProgress(o.progress, "querying "+ds.Name, len(ds.Queries))
 	defer p.finish()
@@ -188,7 +207,7 @@ func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]Que
 	for range o.workers {
 		wg.Go(func() {
 			for i := range next {
-				r, err := runQuery(ctx, a, ds.Queries[i], o)
+				r, err := runQuery(ctx, eng, ds.Queries[i], o)
 				if err == nil && o.replay {
 					if used := usedItems(r.Delivered, ds.Qrels[r.Query.ID]); len(used) > 0 {
 						a.Store.RecordAccess(used)
@@ -220,7 +239,7 @@ func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]Que
 	return runs, ctx.Err()
 }
 
-func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun, error) {
+func runQuery(ctx context.Context, eng *engine.Engine, q Query, o runOptions) (QueryRun, error) {
 	text := cutText(q.Text, h4r.MaxQueryTextBytes)
 	zero := 0
 	noGraph := false
@@ -250,7 +269,7 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 	// The ranking of every candidate, those policy denies included: the
 	// bench opens the store itself and measures ranking, not policy.
 	plan.Audit = true
-	p, err := a.Engine.Run(ctx, Benchmarker(), plan)
+	p, err := eng.Run(ctx, Benchmarker(), plan)
 	if err != nil {
 		return QueryRun{Query: q}, err
 	}

@@ -101,10 +101,6 @@ type Config struct {
 	Fusion           string        // H4R_FUSION: relative (min-max) or rrf
 	AccessCounting   string        // H4R_ACCESS_COUNTING: use or delivery
 	StopWords        string        // H4R_STOP_WORDS: english, none or a file of stop words
-	QueryExpansion   bool          // H4R_QUERY_EXPANSION: pseudo-relevance feedback by default
-	ExpansionDocs    int           // H4R_EXPANSION_DOCS: feedback documents
-	ExpansionTerms   int           // H4R_EXPANSION_TERMS: words added
-	ExpansionWeight  float64       // H4R_EXPANSION_ORIGINAL_WEIGHT: the original query's share
 	FusionVector     float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
 	QdrantAPIKey     string        // QDRANT_API_KEY
 	QdrantCollection string        // QDRANT_COLLECTION
@@ -161,6 +157,14 @@ type Config struct {
 	IngestAllowPrivateURLs   bool   // H4R_INGEST_ALLOW_PRIVATE_URLS
 	ChunkMaxTokens           int    // H4R_CHUNK_MAX_TOKENS
 	ChunkOverlapTokens       int    // H4R_CHUNK_OVERLAP_TOKENS
+
+	// Pseudo-relevance feedback (engine.Settings.Expansion).
+	QueryExpansion     bool    // H4R_QUERY_EXPANSION: on for requests that do not say
+	ExpansionDocs      int     // H4R_EXPANSION_DOCS: feedback documents
+	ExpansionTerms     int     // H4R_EXPANSION_TERMS: words added
+	ExpansionWeight    float64 // H4R_EXPANSION_ORIGINAL_WEIGHT: the original query's share
+	ExpansionFirstPass float64 // H4R_EXPANSION_FIRST_PASS_WEIGHT: the first pass's share of a hit's score
+	ExpansionSpread    float64 // H4R_EXPANSION_SPREAD: best/k-th first-pass score at which a query is not expanded
 }
 
 // Var describes one environment variable: its name, its default as it would

@@ -80,11 +80,11 @@ type Engine struct {
 	settings Settings
 	now      func() time.Time
 	log      *slog.Logger
-	expander  *analysis.Analyzer  // picks expansion words (expand.go)
-	expandKey func(string) string // groups them by index term
 	// slots bounds the packs built at once; waiting callers are served in
 	// arrival order. nil: no bound.
 	slots chan struct{}
+
+	expansion expansion // pseudo-relevance feedback (expand.go)
 }
 
 // Option configures an Engine.
@@ -147,8 +147,8 @@ func New(opts ...Option) (*Engine, error) {
 	if e.slicer == nil {
 		return nil, errors.New("engine: a slicer is required")
 	}
-	if e.expander == nil {
-		e.expander = analysis.Default()
+	if e.expansion.analyzer == nil {
+		e.expansion.analyzer = analysis.Default()
 	}
 	if e.builder == nil {
 		e.builder = pack.NewBuilder()

@@ -15,64 +15,65 @@ import (
 // stands for (the stores' stemmer; nil: words as they are). Without it the
 // engine expands with analysis.Default() and no grouping.
 func WithQueryExpansion(a *analysis.Analyzer, key func(string) string) Option {
-	return func(e *Engine) { e.expander, e.expandKey = a, key }
+	return func(e *Engine) { e.expansion = expansion{analyzer: a, key: key} }
 }
 
-// expandWanted tells whether req's full-text search gets pseudo-relevance
-// feedback: as the request says, else as configured.
-func (e *Engine) expandWanted(req *h4r.ContextRequest) bool {
-	if req.Query.Expand != nil {
-		return *req.Query.Expand
-	}
-	return e.settings.ExpandQueries
+// expansion is what picks expansion words: the analyzer (its stop words
+// are never added) and the key that groups words by index term.
+type expansion struct {
+	analyzer *analysis.Analyzer
+	key      func(string) string
 }
 
-// expand is the second full-text pass of pseudo-relevance feedback: each
-// full-text run with at least Expansion.Docs hits is asked again with its
-// query expanded from the hits the policy lets spec see (analysis.Expand),
-// and the second answer replaces the first. Only items spec may see feed
-// the expansion: words from the others would rank what it sees by what it
-// may not. A second pass that fails keeps the first pass's hits, with a
+// Expanding returns an engine that shares e's generators, slicer and pack
+// slots but expands requests that do not say when on is true, with p: what
+// a benchmark compares expansion settings with, on one loaded store.
+func (e *Engine) Expanding(on bool, p analysis.Expansion) *Engine {
+	c := *e
+	c.settings.ExpandQueries, c.settings.Expansion = on, p
+	return &c
+}
+
+// expand is the second full-text pass of pseudo-relevance feedback
+// (analysis.Feedback), for requests that ask for it (query.expand, else
+// Settings.ExpandQueries): each full-text run's hits are replaced by the
+// expanded search's. Only items the policy lets spec see feed the
+// expansion: words from the others would rank what it sees by what it may
+// not. A second pass that fails keeps the first pass's hits, with a
 // warning.
 func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, runs []generatorRun, gens []h4r.Generator, q h4r.CandidateQuery) []string {
-	p := e.settings.Expansion
-	if !e.expandWanted(req) || !p.Valid() {
+	on := e.settings.ExpandQueries
+	if req.Query.Expand != nil {
+		on = *req.Query.Expand
+	}
+	if !on {
 		return nil
+	}
+	usable := func(items []*h4r.Item) []bool {
+		ok := map[string]bool{}
+		for _, id := range e.permitted(ctx, spec, items) {
+			ok[id] = true
+		}
+		use := make([]bool, len(items))
+		for i, it := range items {
+			use[i] = ok[it.ID]
+		}
+		return use
 	}
 	var warnings []string
 	for i := range runs {
 		r := &runs[i]
-		if r.name != h4r.GenFullText || r.err != nil || len(r.hits) < p.Docs || i >= len(gens) {
+		if r.name != h4r.GenFullText || r.err != nil || i >= len(gens) {
 			continue
 		}
-		items := make([]*h4r.Item, 0, p.Docs)
-		for _, h := range r.hits[:p.Docs] {
-			items = append(items, h.Item)
-		}
-		visible := map[string]bool{}
-		for _, id := range e.permitted(ctx, spec, items) {
-			visible[id] = true
-		}
-		docs := make([]analysis.FeedbackDoc, 0, p.Docs)
-		for _, h := range r.hits[:p.Docs] {
-			if visible[h.Item.ID] {
-				docs = append(docs, analysis.FeedbackDoc{Text: h.Item.Text, Score: h.Score})
-			}
-		}
-		terms := e.expander.Expand(q.Text, docs, p, e.expandKey)
-		if analysis.SameTerms(terms, e.expander.Terms(q.Text)) {
-			continue
-		}
-		eq := q
-		eq.Text = analysis.QueryText(terms)
 		gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
 		t0 := time.Now()
-		hits, err := gens[i].Generate(gctx, eq)
+		hits, _, err := e.expansion.analyzer.Feedback(gctx, gens[i], q, r.hits, e.settings.Expansion, e.expansion.key, usable)
 		cancel()
 		r.took += time.Since(t0)
 		var fallback *h4r.FallbackError
 		if err != nil && !errors.As(err, &fallback) {
-			warnings = append(warnings, fmt.Sprintf("generator %s: the expanded query failed, the hits are the first pass's: %v", r.name, err))
+			warnings = append(warnings, fmt.Sprintf("generator %s: pseudo-relevance feedback failed, the hits are the first pass's: %v", r.name, err))
 			continue
 		}
 		r.hits = hits

@@ -25,6 +25,7 @@ import (
 const benchUsage = `Usage:
   h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--out DIR]
   h4r bench tune    --dataset DIR [--dataset DIR …] [--from-feedback] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
+  h4r bench expansion --dataset DIR [--dataset DIR …] [--docs 5,10,20] [--terms 10,20] [--original 0.5,0.7] [--first-pass 0,0.5] [--spread 0,2] [--k 5] [--out DIR]
   h4r bench gen     --out DIR [--seed 1] [--queries 30]
   h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
 
@@ -37,13 +38,15 @@ folder, or Postgres when DATABASE_URL is set (it must name an empty database).
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
-		return usageError{"bench: missing subcommand (quality, tune, gen or latency)"}
+		return usageError{"bench: missing subcommand (quality, tune, expansion, gen or latency)"}
 	}
 	switch args[0] {
 	case "quality":
 		return cmdBenchQuality(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "tune":
 		return cmdBenchTune(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "expansion":
+		return cmdBenchExpansion(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "gen":
 		return cmdBenchGen(ctx, args[1:], stdout, stderr)
 	case "latency":
