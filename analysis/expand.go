@@ -26,6 +26,11 @@ type Expansion struct {
 	// out, and the words of the documents below it would push it down
 	// (selective expansion by the spread of the first pass's scores).
 	Spread float64
+	// Contrast scores each word by its share of the divergence of the
+	// feedback documents' model from the model of every first-pass hit
+	// (Carpineto et al.'s KL term selection, with the result list as the
+	// background), instead of by its probability alone.
+	Contrast bool
 }
 
 // Skip reports whether a first pass whose scores, best first, are scores
@@ -104,15 +109,15 @@ const maxExpansionWordLen = 20
 // word. Expand returns the query's own terms when there are fewer than
 // Docs documents or the parameters are not Valid, so a caller can tell
 // (Changed) that no second pass is needed.
-func (a *Analyzer) Expand(query string, docs []FeedbackDoc, p Expansion, key func(string) string) []Term {
+func (a *Analyzer) Expand(query string, docs, background []FeedbackDoc, p Expansion, key func(string) string) []Term {
 	orig := a.Terms(query)
-	if !p.Valid() || len(docs) < p.Docs || len(orig) == 0 {
+	if !p.Valid() || len(docs) == 0 || len(orig) == 0 {
 		return orig
 	}
 	if key == nil {
 		key = func(w string) string { return w }
 	}
-	docs = docs[:p.Docs]
+	docs = docs[:min(len(docs), p.Docs)]
 	// A score that is not a positive finite number gives its document no
 	// weight of its own.
 	weight := func(d FeedbackDoc) float64 {
@@ -141,27 +146,39 @@ func (a *Analyzer) Expand(query string, docs []FeedbackDoc, p Expansion, key fun
 		} else {
 			pd = 1 / float64(len(docs))
 		}
-		tf := map[string]int{}
-		n := 0
-		for _, w := range Words(d.Text) {
-			if stop[w] || utf8.RuneCountInString(w) < 2 || len(w) > maxExpansionWordLen {
-				continue
-			}
-			tf[w]++
-			n++
-		}
-		for w, c := range tf {
-			k := key(w)
-			if k == "" {
-				continue
-			}
+		for k, f := range docWords(d.Text, stop, key) {
 			g := groups[k]
 			if g == nil {
 				g = &group{forms: map[string]int{}}
 				groups[k] = g
 			}
-			g.p += pd * float64(c) / float64(n)
-			g.forms[w] += c
+			g.p += pd * f.p
+			for w, c := range f.forms {
+				g.forms[w] += c
+			}
+		}
+	}
+	if p.Contrast && len(background) > 0 {
+		// P(w|B): the mean of P(w|d) over the background (every
+		// first-pass hit, the feedback documents among them). A word
+		// scores P(w|R)·ln(P(w|R)/P(w|B)), its share of the KL divergence
+		// of the feedback model from the result list's: words every hit
+		// holds ("patients", "results") score nothing, words the top
+		// holds and the rest lacks score high.
+		bg := map[string]float64{}
+		for _, d := range background {
+			for k, f := range docWords(d.Text, stop, key) {
+				if groups[k] != nil {
+					bg[k] += f.p / float64(len(background))
+				}
+			}
+		}
+		for k, g := range groups {
+			if b := bg[k]; b > 0 && g.p > b {
+				g.p *= math.Log(g.p / b)
+			} else {
+				delete(groups, k)
+			}
 		}
 	}
 	type weighted struct {
@@ -328,4 +345,41 @@ func SameTerms(a, b []Term) bool {
 		}
 	}
 	return true
+}
+
+// wordShare is one index term's share of a document's words, and the
+// surface forms it was written in.
+type wordShare struct {
+	p     float64
+	forms map[string]int
+}
+
+// docWords is P(w|d) of each index term (key) of text: its count over the
+// count of the words kept (no stop words, no one-letter words, none longer
+// than maxExpansionWordLen).
+func docWords(text string, stop map[string]bool, key func(string) string) map[string]*wordShare {
+	tf := map[string]int{}
+	n := 0
+	for _, w := range Words(text) {
+		if stop[w] || utf8.RuneCountInString(w) < 2 || len(w) > maxExpansionWordLen {
+			continue
+		}
+		tf[w]++
+		n++
+	}
+	out := make(map[string]*wordShare, len(tf))
+	for w, c := range tf {
+		k := key(w)
+		if k == "" {
+			continue
+		}
+		f := out[k]
+		if f == nil {
+			f = &wordShare{forms: map[string]int{}}
+			out[k] = f
+		}
+		f.p += float64(c) / float64(n)
+		f.forms[w] += c
+	}
+	return out
 }

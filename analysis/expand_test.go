@@ -17,7 +17,9 @@ func TestExpand(t *testing.T) {
 		docs  []analysis.FeedbackDoc
 		p     analysis.Expansion
 		key   func(string) string
-		want  []analysis.Term
+		// background, with p.Contrast: the whole first pass
+		background []analysis.FeedbackDoc
+		want       []analysis.Term
 	}{
 		{
 			// P(d1|q) = 2/3, P(d2|q) = 1/3; P(dog|R) = 8/18, P(cat|R) =
@@ -28,9 +30,8 @@ func TestExpand(t *testing.T) {
 			p:    two, want: []analysis.Term{{Word: "cat", Count: 94}, {Word: "dog", Count: 34}},
 		},
 		{
-			name: "fewer hits than feedback documents", query: "cat",
-			docs: []analysis.FeedbackDoc{{Text: "cat dog", Score: 1}},
-			p:    two, want: []analysis.Term{{Word: "cat", Count: 1}},
+			name: "no documents", query: "cat",
+			p: two, want: []analysis.Term{{Word: "cat", Count: 1}},
 		},
 		{
 			name: "the original weight 1 is not an expansion", query: "cat cat",
@@ -54,6 +55,21 @@ func TestExpand(t *testing.T) {
 			want: []analysis.Term{{Word: "cats", Count: 64}, {Word: "dogs", Count: 64}},
 		},
 		{
+			// P(w|R): cat and dog 1/2; P(w|B): cat 1/2, dog 1/4. cat holds
+			// no more of the top than of the list and is not added; dog
+			// is the whole model.
+			name: "contrast drops words the whole list holds", query: "cat",
+			docs:       []analysis.FeedbackDoc{{Text: "cat dog", Score: 1}, {Text: "cat dog", Score: 1}},
+			background: []analysis.FeedbackDoc{{Text: "cat dog", Score: 1}, {Text: "cat dog", Score: 1}, {Text: "cat fish", Score: 1}, {Text: "cat fish", Score: 1}},
+			p:          analysis.Expansion{Docs: 2, Terms: 2, OriginalWeight: 0.5, Contrast: true},
+			want:       []analysis.Term{{Word: "cat", Count: 64}, {Word: "dog", Count: 64}},
+		},
+		{
+			name: "without contrast the same documents add cat's weight", query: "cat",
+			docs: []analysis.FeedbackDoc{{Text: "cat dog", Score: 1}, {Text: "cat dog", Score: 1}},
+			p:    two, want: []analysis.Term{{Word: "cat", Count: 96}, {Word: "dog", Count: 32}},
+		},
+		{
 			name: "an added word the query holds adds to its weight", query: "cat dog",
 			docs: []analysis.FeedbackDoc{{Text: "dog", Score: 1}, {Text: "dog", Score: 1}},
 			p:    two, want: []analysis.Term{{Word: "cat", Count: 32}, {Word: "dog", Count: 96}},
@@ -61,7 +77,7 @@ func TestExpand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := analysis.Default().Expand(tt.query, tt.docs, tt.p, tt.key)
+			got := analysis.Default().Expand(tt.query, tt.docs, tt.background, tt.p, tt.key)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Expand = %v, want %v", got, tt.want)
 			}
@@ -82,7 +98,7 @@ func TestExpandFitsTheCaps(t *testing.T) {
 		docs[i] = analysis.FeedbackDoc{Text: strings.Join(d[i*5:], " "), Score: float64(10 - i)}
 	}
 	for _, query := range []string{strings.Join(q, " "), strings.Join(q[:3], " ")} {
-		terms := analysis.Default().Expand(query, docs, analysis.Expansion{Docs: 10, Terms: 40, OriginalWeight: 0.3}, nil)
+		terms := analysis.Default().Expand(query, docs, docs, analysis.Expansion{Docs: 10, Terms: 40, OriginalWeight: 0.3, Contrast: true}, nil)
 		checkExpanded(t, query, terms)
 	}
 }
@@ -136,7 +152,7 @@ func FuzzExpand(f *testing.F) {
 	f.Add("a the", "x", "", 0.0, -1.0)
 	f.Fuzz(func(t *testing.T, query, d1, d2 string, s1, s2 float64) {
 		docs := []analysis.FeedbackDoc{{Text: d1, Score: s1}, {Text: d2, Score: s2}}
-		terms := analysis.Default().Expand(query, docs, analysis.Expansion{Docs: 2, Terms: 20, OriginalWeight: 0.5}, nil)
+		terms := analysis.Default().Expand(query, docs, docs, analysis.Expansion{Docs: 2, Terms: 20, OriginalWeight: 0.5, Contrast: true}, nil)
 		checkExpanded(t, query, terms)
 	})
 }

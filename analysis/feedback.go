@@ -25,28 +25,42 @@ func (a *Analyzer) Feedback(ctx context.Context, gen h4r.Generator, q h4r.Candid
 	}
 	top := first[:p.Docs]
 	scores := make([]float64, len(top))
-	items := make([]*h4r.Item, len(top))
 	for i, h := range top {
-		scores[i], items[i] = h.Score, h.Item
+		scores[i] = h.Score
 	}
 	if p.Skip(scores) {
 		return first, false, nil
 	}
-	use := make([]bool, len(top))
+	// The contrast's background is every hit; else the top alone is read.
+	feed := top
+	if p.Contrast {
+		feed = first
+	}
+	use := make([]bool, len(feed))
 	if usable != nil {
+		items := make([]*h4r.Item, len(feed))
+		for i, h := range feed {
+			items[i] = h.Item
+		}
 		use = usable(items)
 	} else {
 		for i := range use {
 			use[i] = true
 		}
 	}
-	docs := make([]FeedbackDoc, 0, len(top))
-	for i, h := range top {
+	var docs, background []FeedbackDoc
+	for i, h := range feed {
 		if i < len(use) && use[i] {
-			docs = append(docs, FeedbackDoc{Text: h.Item.Text, Score: h.Score})
+			d := FeedbackDoc{Text: h.Item.Text, Score: h.Score}
+			if i < p.Docs {
+				docs = append(docs, d)
+			}
+			if p.Contrast {
+				background = append(background, d)
+			}
 		}
 	}
-	terms := a.Expand(q.Text, docs, p, key)
+	terms := a.Expand(q.Text, docs, background, p, key)
 	if SameTerms(terms, a.Terms(q.Text)) {
 		return first, false, nil
 	}

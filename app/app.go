@@ -185,7 +185,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 			ExpandQueries:    cfg.QueryExpansion,
 			Expansion: analysis.Expansion{
 				Docs: cfg.ExpansionDocs, Terms: cfg.ExpansionTerms, OriginalWeight: cfg.ExpansionWeight, FirstPass: cfg.ExpansionFirstPass,
-				Spread: cfg.ExpansionSpread,
+				Contrast: cfg.ExpansionContrast,
 			},
 		}),
 		engine.WithQueryExpansion(expander, bm25.Term),

@@ -21,17 +21,19 @@ type ExpansionSetting struct {
 }
 
 // ExpansionGrid returns off and every combination of the given feedback
-// documents, added words, original weights, first-pass shares and
-// spreads.
-func ExpansionGrid(docs, terms []int, original, firstPass, spread []float64) []ExpansionSetting {
+// documents, added words, original weights, first-pass shares, spreads
+// and term selections (contrast or not).
+func ExpansionGrid(docs, terms []int, original, firstPass, spread []float64, contrast []bool) []ExpansionSetting {
 	grid := []ExpansionSetting{{Name: "off"}}
 	for _, d := range docs {
 		for _, t := range terms {
 			for _, w := range original {
 				for _, f := range firstPass {
 					for _, sp := range spread {
-						p := analysis.Expansion{Docs: d, Terms: t, OriginalWeight: w, FirstPass: f, Spread: sp}
-						grid = append(grid, ExpansionSetting{Name: fmt.Sprintf("k=%d terms=%d λ=%.2f first=%.2f spread=%.2f", d, t, w, f, sp), On: true, Params: p})
+						for _, c := range contrast {
+							p := analysis.Expansion{Docs: d, Terms: t, OriginalWeight: w, FirstPass: f, Spread: sp, Contrast: c}
+							grid = append(grid, ExpansionSetting{Name: fmt.Sprintf("k=%d terms=%d λ=%.2f first=%.2f spread=%.2f contrast=%v", d, t, w, f, sp, c), On: true, Params: p})
+						}
 					}
 				}
 			}

@@ -164,7 +164,7 @@ type Config struct {
 	ExpansionTerms     int     // H4R_EXPANSION_TERMS: words added
 	ExpansionWeight    float64 // H4R_EXPANSION_ORIGINAL_WEIGHT: the original query's share
 	ExpansionFirstPass float64 // H4R_EXPANSION_FIRST_PASS_WEIGHT: the first pass's share of a hit's score
-	ExpansionSpread    float64 // H4R_EXPANSION_SPREAD: best/k-th first-pass score at which a query is not expanded
+	ExpansionContrast  bool    // H4R_EXPANSION_CONTRAST: KL term selection against the whole first pass
 }
 
 // Var describes one environment variable: its name, its default as it would

@@ -25,7 +25,7 @@ import (
 const benchUsage = `Usage:
   h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--out DIR]
   h4r bench tune    --dataset DIR [--dataset DIR …] [--from-feedback] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
-  h4r bench expansion --dataset DIR [--dataset DIR …] [--docs 5,10,20] [--terms 10,20] [--original 0.5,0.7] [--first-pass 0,0.5] [--spread 0,2] [--k 5] [--out DIR]
+  h4r bench expansion --dataset DIR [--dataset DIR …] [--docs 5,10,20] [--terms 10,20] [--original 0.5,0.7] [--first-pass 0,0.5] [--spread 0,2] [--contrast false,true] [--k 5] [--out DIR]
   h4r bench gen     --out DIR [--seed 1] [--queries 30]
   h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
 

@@ -38,6 +38,7 @@ func cmdBenchExpansion(ctx context.Context, args []string, stdout, stderr io.Wri
 	original := fs.String("original", "0.5,0.7", "original query weights (λ) to try")
 	firstPass := fs.String("first-pass", "0,0.5", "first-pass score shares to try")
 	spread := fs.String("spread", "0,2", "spreads to try (best over k-th first-pass score at which a query is left unexpanded; 0: never)")
+	contrast := fs.String("contrast", "false,true", "term selections to try: false (RM3's most probable words), true (KL contrast with the whole first pass)")
 	k := fs.Int("k", 5, "folds of cross-validation over queries")
 	seed := fs.Uint64("seed", 1, "seed of the folds")
 	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
@@ -67,13 +68,21 @@ func cmdBenchExpansion(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return usageError{"--spread: " + err.Error()}
 	}
+	var cs []bool
+	for _, f := range strings.Split(*contrast, ",") {
+		b, err := strconv.ParseBool(strings.TrimSpace(f))
+		if err != nil {
+			return usageError{fmt.Sprintf("--contrast: %q is not true or false", f)}
+		}
+		cs = append(cs, b)
+	}
 	w, lambda, err := parseWeights(*weights, cfg)
 	if err != nil {
 		return err
 	}
 	cfg.RecencyDecayLambda = lambda
 	cfg.WeightsFile = ""
-	grid := bench.ExpansionGrid(d, t, o, fp, sp)
+	grid := bench.ExpansionGrid(d, t, o, fp, sp, cs)
 	start := time.Now()
 	var qs []bench.ExpansionQuery
 	for _, dir := range c.datasets {
