@@ -83,7 +83,7 @@ type ExpansionReport struct {
 	// Final is the setting chosen on every query (the default to ship);
 	// InSample its figures on those same queries, which are not a measure
 	// of what it will do on others.
-	Final    ExpansionSetting `json:"final"`
+	Final    ExpansionSetting   `json:"final"`
 	InSample map[string]float64 `json:"finalInSampleNdcg@10"`
 	// Table is every setting's mean nDCG@10 per dataset on all queries.
 	Table   map[string]map[string]float64 `json:"table"`

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"log/slog"
 	"net/url"
 	"os"
@@ -75,6 +76,7 @@ type benchCommon struct {
 	verbose  bool
 	timeout  time.Duration
 	maxHops  int
+	http     bool
 }
 
 func (c *benchCommon) register(fs *flag.FlagSet) {
@@ -85,6 +87,7 @@ func (c *benchCommon) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 2, "queries in flight")
 	fs.BoolVar(&c.verbose, "v", false, "log the service's warnings")
 	fs.IntVar(&c.maxHops, "max-hops", 0, "causal hops from the anchors per request (0: H4R_MAX_HOPS)")
+	fs.BoolVar(&c.http, "http", false, "ask the queries through the HTTP API (POST /v1/context-pack on a loopback server over the loaded store, anonymous audit on) instead of calling the engine in process")
 	fs.DurationVar(&c.timeout, "generator-timeout", time.Minute, "deadline of each generator and request: long, so that a loaded machine does not change what is measured")
 }
 
@@ -194,6 +197,14 @@ func collect(ctx context.Context, cfg config.Config, dir string, c *benchCommon,
 		return nil, nil, err
 	}
 	defer a.Close()
+	if c.http {
+		base, stop, err := serveBench(cfg, a, cfg.Logger(io.Discard))
+		if err != nil {
+			return nil, nil, err
+		}
+		defer stop()
+		opts = append(opts, bench.WithEndpoint(base, &http.Client{}))
+	}
 	runs, err := bench.Run(ctx, a, ds, opts...)
 	if err != nil {
 		return nil, nil, err

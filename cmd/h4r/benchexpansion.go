@@ -161,7 +161,6 @@ func parseShares(s string) ([]float64, error) {
 	return out, nil
 }
 
-
 // parseNumbers reads a comma-separated list of numbers >= 0.
 func parseNumbers(s string) ([]float64, error) {
 	var out []float64
