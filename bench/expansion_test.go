@@ -26,13 +26,15 @@ func TestCrossValidateExpansion(t *testing.T) {
 		name string
 		qs   []bench.ExpansionQuery
 		want string // the final choice
+		// asked: the choice among the settings that expand, losses allowed
+		asked string
 	}{
 		{"the best mean where nothing loses",
-			append(queriesScoring("a", 10, 0.5, 0.7, 0.6), queriesScoring("b", 10, 0.3, 0.3, 0.45)...), grid[2].Name},
+			append(queriesScoring("a", 10, 0.5, 0.7, 0.6), queriesScoring("b", 10, 0.3, 0.3, 0.45)...), grid[2].Name, grid[2].Name},
 		{"a setting that loses on one set is never chosen",
-			append(queriesScoring("a", 10, 0.5, 0.9, 0.5), queriesScoring("b", 10, 0.3, 0.29, 0.3)...), "off"},
+			append(queriesScoring("a", 10, 0.5, 0.9, 0.5), queriesScoring("b", 10, 0.3, 0.29, 0.3)...), "off", grid[1].Name},
 		{"ties go to off",
-			append(queriesScoring("a", 10, 0.5, 0.5, 0.5), queriesScoring("b", 10, 0.3, 0.3, 0.3)...), "off"},
+			append(queriesScoring("a", 10, 0.5, 0.5, 0.5), queriesScoring("b", 10, 0.3, 0.3, 0.3)...), "off", grid[1].Name},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +44,9 @@ func TestCrossValidateExpansion(t *testing.T) {
 			}
 			if rep.Final.Name != tt.want {
 				t.Errorf("final %q, want %q", rep.Final.Name, tt.want)
+			}
+			if rep.Asked.Name != tt.asked {
+				t.Errorf("asked %q, want %q", rep.Asked.Name, tt.asked)
 			}
 			if len(rep.PerFold) != 5 || len(rep.HeldOut) != 2 {
 				t.Fatalf("%d folds, %d held-out datasets: want 5 and 2", len(rep.PerFold), len(rep.HeldOut))
