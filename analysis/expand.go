@@ -43,9 +43,10 @@ func (e Expansion) Skip(scores []float64) bool {
 	return kth <= 0 || scores[0] >= e.Spread*kth
 }
 
-// DefaultExpansion are the parameters chosen by cross-validation over the
-// public sets (bench tune --expansion; bench/RESULTS.md has the held-out
-// figures).
+// DefaultExpansion are the parameters a request that asks for expansion
+// gets unless configured (H4R_EXPANSION_*): the ones k-fold
+// cross-validation over the public collections chose (h4r bench
+// expansion; bench/RESULTS.md has the held-out figures).
 func DefaultExpansion() Expansion {
 	return Expansion{Docs: 10, Terms: 10, OriginalWeight: 0.5, FirstPass: 0}
 }

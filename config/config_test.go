@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/config"
 )
 
@@ -137,6 +138,10 @@ func TestDefault(t *testing.T) {
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
+	}
+	x := analysis.DefaultExpansion()
+	if got := (analysis.Expansion{Docs: c.ExpansionDocs, Terms: c.ExpansionTerms, OriginalWeight: c.ExpansionWeight, FirstPass: c.ExpansionFirstPass, Contrast: c.ExpansionContrast}); got != x {
+		t.Errorf("the H4R_EXPANSION_* defaults are %+v, want analysis.DefaultExpansion() %+v", got, x)
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Default().Validate() = %v, want nil", err)

@@ -150,6 +150,9 @@ func New(opts ...Option) (*Engine, error) {
 	if e.expansion.analyzer == nil {
 		e.expansion.analyzer = analysis.Default()
 	}
+	if e.settings.Expansion == (analysis.Expansion{}) {
+		e.settings.Expansion = analysis.DefaultExpansion()
+	}
 	if e.builder == nil {
 		e.builder = pack.NewBuilder()
 	}
