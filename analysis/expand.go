@@ -48,7 +48,7 @@ func (e Expansion) Skip(scores []float64) bool {
 // cross-validation over the public collections chose (h4r bench
 // expansion; bench/RESULTS.md has the held-out figures).
 func DefaultExpansion() Expansion {
-	return Expansion{Docs: 10, Terms: 10, OriginalWeight: 0.5, FirstPass: 0}
+	return Expansion{Docs: 5, Terms: 10, OriginalWeight: 0.7}
 }
 
 // Valid reports whether the parameters can expand a query.

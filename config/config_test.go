@@ -132,9 +132,9 @@ func TestDefault(t *testing.T) {
 		IngestCredentials:        "flag",
 		ChunkMaxTokens:           400,
 		ChunkOverlapTokens:       50,
-		ExpansionDocs:            10,
+		ExpansionDocs:            5,
 		ExpansionTerms:           10,
-		ExpansionWeight:          0.5,
+		ExpansionWeight:          0.7,
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
@@ -236,9 +236,9 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_ACCESS_COUNTING", "delivery", func(c *config.Config) { c.AccessCounting = "delivery" }},
 		{"H4R_STOP_WORDS", "none", func(c *config.Config) { c.StopWords = "none" }},
 		{"H4R_QUERY_EXPANSION", "true", func(c *config.Config) { c.QueryExpansion = true }},
-		{"H4R_EXPANSION_DOCS", "5", func(c *config.Config) { c.ExpansionDocs = 5 }},
+		{"H4R_EXPANSION_DOCS", "8", func(c *config.Config) { c.ExpansionDocs = 8 }},
 		{"H4R_EXPANSION_TERMS", "20", func(c *config.Config) { c.ExpansionTerms = 20 }},
-		{"H4R_EXPANSION_ORIGINAL_WEIGHT", "0.7", func(c *config.Config) { c.ExpansionWeight = 0.7 }},
+		{"H4R_EXPANSION_ORIGINAL_WEIGHT", "0.6", func(c *config.Config) { c.ExpansionWeight = 0.6 }},
 		{"H4R_EXPANSION_FIRST_PASS_WEIGHT", "0.5", func(c *config.Config) { c.ExpansionFirstPass = 0.5 }},
 		{"H4R_EXPANSION_CONTRAST", "true", func(c *config.Config) { c.ExpansionContrast = true }},
 		{"SCS_OPA_COMPILED_PREDICATES", "0", func(c *config.Config) { c.OPACompiledPredicates = 0 }},
