@@ -268,6 +268,9 @@ func runQuery(ctx context.Context, eng *engine.Engine, q Query, o runOptions) (Q
 	if q.Scope != "" {
 		req.Query.Filters = map[string]any{ScopeKey: q.Scope}
 	}
+	if !q.AsOf.IsZero() {
+		req.AsOf = q.AsOf.Format(time.RFC3339)
+	}
 	if !o.deliver {
 		req.Budget = &h4r.Budget{MaxBytes: 1}
 	}
@@ -277,6 +280,8 @@ func runQuery(ctx context.Context, eng *engine.Engine, q Query, o runOptions) (Q
 			req.Weights[s.String()] = o.weights[s]
 		}
 	}
+	// The ranking of every candidate, not only the kept ones.
+	req.Explain = h4r.ExplainAll
 	var p *h4r.Pack
 	var err error
 	if o.endpoint != "" {
