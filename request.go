@@ -52,6 +52,11 @@ type Query struct {
 	Type    QueryType      `json:"type,omitempty"`
 	Text    string         `json:"text"`
 	Filters map[string]any `json:"filters,omitempty"`
+	// Expand turns pseudo-relevance feedback on or off for this request's
+	// full-text search (nil: the server's default, H4R_QUERY_EXPANSION):
+	// the query is expanded with the words of its top full-text hits and
+	// asked again.
+	Expand *bool `json:"expand,omitempty"`
 }
 
 // Which items explainability.items explains (ContextRequest.Explain).

@@ -11,11 +11,13 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/affordance"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/conversation"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/engine"
+	"github.com/h4r/h4r/index/bm25"
 	"github.com/h4r/h4r/memory"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/scs"
@@ -159,6 +161,11 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 			rules[i].WhenBestRelevanceBelow = cfg.LowRelevanceThreshold
 		}
 	}
+	stop, err := analysis.StopList(cfg.StopWords)
+	if err != nil {
+		return nil, fmt.Errorf("loading the stop words (H4R_STOP_WORDS): %w", err)
+	}
+	expander := analysis.New(stop)
 	a.Engine, err = engine.New(
 		engine.WithTextGenerators(text...),
 		engine.WithGraphGenerator(graph),
@@ -180,8 +187,14 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 			GeneratorTimeout: cfg.GeneratorTimeout,
 			Fusion:           fusion,
 			CountDeliveries:  cfg.AccessCounting == "delivery",
-			Conversation:     conversationOptions(cfg),
+			ExpandQueries:    cfg.QueryExpansion,
+			Expansion: analysis.Expansion{
+				Docs: cfg.ExpansionDocs, Terms: cfg.ExpansionTerms, OriginalWeight: cfg.ExpansionWeight, FirstPass: cfg.ExpansionFirstPass,
+				Contrast: cfg.ExpansionContrast,
+			},
+			Conversation: conversationOptions(cfg),
 		}),
+		engine.WithQueryExpansion(expander, bm25.Term),
 		engine.WithLogger(o.log),
 		engine.WithClock(o.now),
 	)

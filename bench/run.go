@@ -1,18 +1,24 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/engine"
 )
 
 // RunOption configures OpenLoaded and Run.
@@ -31,6 +37,30 @@ type runOptions struct {
 	// superseded is the request's superseded (empty: the service's
 	// default, demote).
 	superseded string
+	expansion *expansionSetting
+	endpoint  string       // the service's base URL: queries go over HTTP
+	client    *http.Client // for endpoint
+}
+
+// WithEndpoint sends every query as POST base/v1/context-pack, the public
+// API, instead of calling the engine in process: what an agent gets, JSON
+// and handler included. The server must let an anonymous caller audit
+// (H4R_ANONYMOUS_AUDIT), so that the pack ranks every candidate, and must
+// serve the store the run loaded. WithExpansion does not apply over HTTP.
+func WithEndpoint(base string, client *http.Client) RunOption {
+	return func(o *runOptions) { o.endpoint, o.client = strings.TrimSuffix(base, "/"), client }
+}
+
+// expansionSetting is pseudo-relevance feedback as a run sets it.
+type expansionSetting struct {
+	on bool
+	p  analysis.Expansion
+}
+
+// WithExpansion runs every query with pseudo-relevance feedback on or off,
+// with the parameters p (default: as the service is configured).
+func WithExpansion(on bool, p analysis.Expansion) RunOption {
+	return func(o *runOptions) { o.expansion = &expansionSetting{on: on, p: p} }
 }
 
 func newRunOptions(opts []RunOption) runOptions {
@@ -184,6 +214,10 @@ func Benchmarker() h4r.Specialist {
 // at a word boundary (its id is in the run's warnings).
 func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]QueryRun, error) {
 	o := newRunOptions(opts)
+	eng := a.Engine
+	if o.expansion != nil {
+		eng = eng.Expanding(o.expansion.on, o.expansion.p)
+	}
 	runs := make([]QueryRun, len(ds.Queries))
 	p := newProgress(o.progress, "querying "+ds.Name, len(ds.Queries))
 	defer p.finish()
@@ -196,7 +230,7 @@ func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]Que
 	for range o.workers {
 		wg.Go(func() {
 			for i := range next {
-				r, err := runQuery(ctx, a, ds.Queries[i], o)
+				r, err := runQuery(ctx, eng, ds.Queries[i], o)
 				if err == nil && o.replay {
 					if used := usedItems(r.Delivered, ds.Qrels[r.Query.ID]); len(used) > 0 {
 						a.Store.RecordAccess(used)
@@ -228,7 +262,7 @@ func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]Que
 	return runs, ctx.Err()
 }
 
-func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun, error) {
+func runQuery(ctx context.Context, eng *engine.Engine, q Query, o runOptions) (QueryRun, error) {
 	text := cutText(q.Text, h4r.MaxQueryTextBytes)
 	zero := 0
 	noGraph := false
@@ -257,14 +291,13 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 	}
 	// The ranking of every candidate, not only the kept ones.
 	req.Explain = h4r.ExplainAll
-	plan, err := req.Plan("")
-	if err != nil {
-		return QueryRun{Query: q}, err
+	var p *h4r.Pack
+	var err error
+	if o.endpoint != "" {
+		p, err = postPack(ctx, o, req)
+	} else {
+		p, err = runPlan(ctx, eng, req)
 	}
-	// The ranking of every candidate, those policy denies included: the
-	// bench opens the store itself and measures ranking, not policy.
-	plan.Audit = true
-	p, err := a.Engine.Run(ctx, Benchmarker(), plan)
 	if err != nil {
 		return QueryRun{Query: q}, err
 	}
@@ -283,6 +316,51 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 		r.Warn = append(r.Warn, fmt.Sprintf("query text cut from %d to %d bytes", len(q.Text), len(text)))
 	}
 	return r, nil
+}
+
+// runPlan plans req and runs it through eng in process.
+func runPlan(ctx context.Context, eng *engine.Engine, req h4r.ContextRequest) (*h4r.Pack, error) {
+	plan, err := req.Plan("")
+	if err != nil {
+		return nil, err
+	}
+	// The ranking of every candidate, those policy denies included: the
+	// bench opens the store itself and measures ranking, not policy.
+	plan.Audit = true
+	return eng.Run(ctx, Benchmarker(), plan)
+}
+
+// postPack asks the service at o.endpoint for req's pack, as the
+// benchmark's specialist.
+func postPack(ctx context.Context, o runOptions, req h4r.ContextRequest) (*h4r.Pack, error) {
+	spec := Benchmarker()
+	req.Specialist = &spec
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint+"/v1/context-pack", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building the request: %w", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := o.client.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("POST /v1/context-pack: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the pack: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("POST /v1/context-pack: %s: %s", resp.Status, cutText(string(raw), 512))
+	}
+	var p h4r.Pack
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("decoding the pack: %w", err)
+	}
+	return &p, nil
 }
 
 // cutText cuts s to at most n bytes, at a space when there is one, never

@@ -162,6 +162,14 @@ type Config struct {
 	IngestAllowPrivateURLs   bool   // H4R_INGEST_ALLOW_PRIVATE_URLS
 	ChunkMaxTokens           int    // H4R_CHUNK_MAX_TOKENS
 	ChunkOverlapTokens       int    // H4R_CHUNK_OVERLAP_TOKENS
+
+	// Pseudo-relevance feedback (engine.Settings.Expansion).
+	QueryExpansion     bool    // H4R_QUERY_EXPANSION: on for requests that do not say
+	ExpansionDocs      int     // H4R_EXPANSION_DOCS: feedback documents
+	ExpansionTerms     int     // H4R_EXPANSION_TERMS: words added
+	ExpansionWeight    float64 // H4R_EXPANSION_ORIGINAL_WEIGHT: the original query's share
+	ExpansionFirstPass float64 // H4R_EXPANSION_FIRST_PASS_WEIGHT: the first pass's share of a hit's score
+	ExpansionContrast  bool    // H4R_EXPANSION_CONTRAST: KL term selection against the whole first pass
 }
 
 // Var describes one environment variable: its name, its default as it would

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/config"
 )
 
@@ -135,9 +136,16 @@ func TestDefault(t *testing.T) {
 		IngestCredentials:        "flag",
 		ChunkMaxTokens:           400,
 		ChunkOverlapTokens:       50,
+		ExpansionDocs:            5,
+		ExpansionTerms:           10,
+		ExpansionWeight:          0.7,
 	}
 	if c != want {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
+	}
+	x := analysis.DefaultExpansion()
+	if got := (analysis.Expansion{Docs: c.ExpansionDocs, Terms: c.ExpansionTerms, OriginalWeight: c.ExpansionWeight, FirstPass: c.ExpansionFirstPass, Contrast: c.ExpansionContrast}); got != x {
+		t.Errorf("the H4R_EXPANSION_* defaults are %+v, want analysis.DefaultExpansion() %+v", got, x)
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Default().Validate() = %v, want nil", err)
@@ -155,6 +163,8 @@ func TestVarsNamesAndOrder(t *testing.T) {
 		"H4R_WEIGHT_RELEVANCE", "H4R_WEIGHT_RECENCY", "H4R_WEIGHT_FREQUENCY", "H4R_WEIGHT_IMPORTANCE",
 		"H4R_WEIGHT_CAUSALITY", "H4R_WEIGHT_NOVELTY", "H4R_WEIGHT_TRUST", "H4R_WEIGHT_SENSITIVITY",
 		"H4R_WEIGHTS_FILE", "H4R_RECENCY_DECAY_LAMBDA", "H4R_ACCESS_COUNTING", "H4R_STOP_WORDS",
+		"H4R_QUERY_EXPANSION", "H4R_EXPANSION_DOCS", "H4R_EXPANSION_TERMS", "H4R_EXPANSION_ORIGINAL_WEIGHT",
+		"H4R_EXPANSION_FIRST_PASS_WEIGHT", "H4R_EXPANSION_CONTRAST",
 		"H4R_MAX_HOPS", "H4R_CAUSAL_LINK_TYPES",
 		"DATABASE_URL", "QDRANT_URL", "NEO4J_URL",
 		"H4R_PG_MAX_READ_CONNS", "H4R_PG_MAX_WRITE_CONNS", "H4R_WRITE_TIMEOUT", "H4R_VECTOR_ANN_THRESHOLD", "H4R_ITEM_CACHE_MB", "H4R_SQLITE_SYNC",
@@ -230,6 +240,12 @@ func TestFromEnvParsesEachVariable(t *testing.T) {
 		{"H4R_CAUSAL_LINK_TYPES", "caused_by, fixes", func(c *config.Config) { c.CausalLinkTypes = "caused_by, fixes" }},
 		{"H4R_ACCESS_COUNTING", "delivery", func(c *config.Config) { c.AccessCounting = "delivery" }},
 		{"H4R_STOP_WORDS", "none", func(c *config.Config) { c.StopWords = "none" }},
+		{"H4R_QUERY_EXPANSION", "true", func(c *config.Config) { c.QueryExpansion = true }},
+		{"H4R_EXPANSION_DOCS", "8", func(c *config.Config) { c.ExpansionDocs = 8 }},
+		{"H4R_EXPANSION_TERMS", "20", func(c *config.Config) { c.ExpansionTerms = 20 }},
+		{"H4R_EXPANSION_ORIGINAL_WEIGHT", "0.6", func(c *config.Config) { c.ExpansionWeight = 0.6 }},
+		{"H4R_EXPANSION_FIRST_PASS_WEIGHT", "0.5", func(c *config.Config) { c.ExpansionFirstPass = 0.5 }},
+		{"H4R_EXPANSION_CONTRAST", "true", func(c *config.Config) { c.ExpansionContrast = true }},
 		{"SCS_OPA_COMPILED_PREDICATES", "0", func(c *config.Config) { c.OPACompiledPredicates = 0 }},
 		{"DATABASE_URL", "postgres://h4r:secret@db:5432/h4r?sslmode=disable", func(c *config.Config) {
 			c.DatabaseURL = "postgres://h4r:secret@db:5432/h4r?sslmode=disable"

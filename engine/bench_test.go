@@ -61,20 +61,28 @@ func benchStages(b *testing.B, a *app.App, queries []string) {
 			i++
 		}
 	})
-	b.Run("pack", func(b *testing.B) {
-		spec := healer()
-		b.ReportAllocs()
-		i, results := 0, 0
-		for b.Loop() {
-			p, err := a.Engine.ContextPack(context.Background(), spec, &h4r.ContextRequest{Query: h4r.Query{Text: queries[i%len(queries)]}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			results += len(p.Results)
-			i++
+	// pack-expanded is the pack path with pseudo-relevance feedback, its
+	// cost read as a ratio of pack's.
+	for _, expand := range []bool{false, true} {
+		name := "pack"
+		if expand {
+			name = "pack-expanded"
 		}
-		b.ReportMetric(float64(results)/float64(i), "results/op")
-	})
+		b.Run(name, func(b *testing.B) {
+			spec := healer()
+			b.ReportAllocs()
+			i, results := 0, 0
+			for b.Loop() {
+				p, err := a.Engine.ContextPack(context.Background(), spec, &h4r.ContextRequest{Query: h4r.Query{Text: queries[i%len(queries)], Expand: &expand}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				results += len(p.Results)
+				i++
+			}
+			b.ReportMetric(float64(results)/float64(i), "results/op")
+		})
+	}
 }
 
 // corpus generates agent-memory items whose words follow a Zipf

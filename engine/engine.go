@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/conversation"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/rank"
@@ -65,6 +66,11 @@ type Settings struct {
 	// is near it, not its cause, and at causality's weight it would outrank
 	// the turns that answer.
 	CausalLinkTypes []string
+	// Expansion are the parameters of pseudo-relevance feedback, and
+	// ExpandQueries whether a request that does not say gets it
+	// (H4R_QUERY_EXPANSION); see expand.go.
+	Expansion     analysis.Expansion
+	ExpandQueries bool
 	// Conversation, when set, adds the evidence of conversations to the
 	// candidates (H4R_CONVERSATION): the session of each text hit and the
 	// turns around the top ones, and the time the question names. Its
@@ -85,6 +91,8 @@ type Engine struct {
 	// slots bounds the packs built at once; waiting callers are served in
 	// arrival order. nil: no bound.
 	slots chan struct{}
+
+	expansion expansion // pseudo-relevance feedback (expand.go)
 }
 
 // Option configures an Engine.
@@ -145,6 +153,12 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	if e.slicer == nil {
 		return nil, errors.New("engine: a slicer is required")
+	}
+	if e.expansion.analyzer == nil {
+		e.expansion.analyzer = analysis.Default()
+	}
+	if e.settings.Expansion == (analysis.Expansion{}) {
+		e.settings.Expansion = analysis.DefaultExpansion()
 	}
 	if e.builder == nil {
 		e.builder = pack.NewBuilder()
@@ -494,6 +508,7 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 		}
 	}
 	runs := e.runAll(ctx, gens, q)
+	warnings = append(warnings, e.expand(ctx, spec, req, runs, gens, q)...)
 	if anchorRun != nil {
 		runs = append(runs, *anchorRun)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 const benchUsage = `Usage:
   h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--conversation config|on|off] [--against-bm25] [--out DIR]
   h4r bench tune    --dataset DIR [--dataset DIR …] [--from-feedback] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
+  h4r bench expansion --dataset DIR [--dataset DIR …] [--docs 5,10,20] [--terms 10,20] [--original 0.5,0.7] [--first-pass 0,0.5] [--spread 0,2] [--contrast false,true] [--k 5] [--out DIR]
   h4r bench gen     --out DIR [--seed 1] [--queries 30] [--kind memory|conversation [--hard]]
   h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
 
@@ -37,13 +39,15 @@ folder, or Postgres when DATABASE_URL is set (it must name an empty database).
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
-		return usageError{"bench: missing subcommand (quality, tune, gen or latency)"}
+		return usageError{"bench: missing subcommand (quality, tune, expansion, gen or latency)"}
 	}
 	switch args[0] {
 	case "quality":
 		return cmdBenchQuality(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "tune":
 		return cmdBenchTune(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "expansion":
+		return cmdBenchExpansion(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "gen":
 		return cmdBenchGen(ctx, args[1:], stdout, stderr)
 	case "latency":
@@ -72,6 +76,7 @@ type benchCommon struct {
 	verbose  bool
 	timeout  time.Duration
 	maxHops  int
+	http     bool
 }
 
 func (c *benchCommon) register(fs *flag.FlagSet) {
@@ -82,6 +87,7 @@ func (c *benchCommon) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 2, "queries in flight")
 	fs.BoolVar(&c.verbose, "v", false, "log the service's warnings")
 	fs.IntVar(&c.maxHops, "max-hops", 0, "causal hops from the anchors per request (0: H4R_MAX_HOPS)")
+	fs.BoolVar(&c.http, "http", false, "ask the queries through the HTTP API (POST /v1/context-pack on a loopback server over the loaded store, anonymous audit on) instead of calling the engine in process")
 	fs.DurationVar(&c.timeout, "generator-timeout", time.Minute, "deadline of each generator and request: long, so that a loaded machine does not change what is measured")
 }
 
@@ -191,6 +197,14 @@ func collect(ctx context.Context, cfg config.Config, dir string, c *benchCommon,
 		return nil, nil, err
 	}
 	defer a.Close()
+	if c.http {
+		base, stop, err := serveBench(cfg, a, cfg.Logger(io.Discard))
+		if err != nil {
+			return nil, nil, err
+		}
+		defer stop()
+		opts = append(opts, bench.WithEndpoint(base, &http.Client{}))
+	}
 	runs, err := bench.Run(ctx, a, ds, opts...)
 	if err != nil {
 		return nil, nil, err

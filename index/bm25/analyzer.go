@@ -46,6 +46,11 @@ func Query(terms []analysis.Term) map[string]int {
 	return qtf
 }
 
+// Term returns the index term one query word stands for (folded and
+// stemmed as Analyze does), or "" when nothing is left: the key by which
+// query expansion groups a document's words.
+func Term(word string) string { return normalize(word, nil) }
+
 // eachTerm calls fn with each term of text, in order, stemming through
 // cache (which may be nil).
 func eachTerm(text string, cache stemCache, fn func(string)) {

@@ -106,6 +106,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("fulltext_ranking", s.testFullTextRanking)
 	t.Run("fulltext_query_analysis", s.testFullTextQueryAnalysis)
 	t.Run("fulltext_syntax", s.testFullTextSyntax)
+	t.Run("fulltext_expansion", s.testFullTextExpansion)
 	t.Run("hops", s.testHops)
 	t.Run("bad_queries", s.testBadQueries)
 	t.Run("access_counts", s.testAccessCounts)

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/analysis"
+)
+
+// WithQueryExpansion sets the analyzer that picks expansion words (its stop
+// words are never added) and key, which groups the words one index term
+// stands for (the stores' stemmer; nil: words as they are). Without it the
+// engine expands with analysis.Default() and no grouping.
+func WithQueryExpansion(a *analysis.Analyzer, key func(string) string) Option {
+	return func(e *Engine) { e.expansion = expansion{analyzer: a, key: key} }
+}
+
+// expansion is what picks expansion words: the analyzer (its stop words
+// are never added) and the key that groups words by index term.
+type expansion struct {
+	analyzer *analysis.Analyzer
+	key      func(string) string
+}
+
+// Expanding returns an engine that shares e's generators, slicer and pack
+// slots but expands requests that do not say when on is true, with p: what
+// a benchmark compares expansion settings with, on one loaded store.
+func (e *Engine) Expanding(on bool, p analysis.Expansion) *Engine {
+	c := *e
+	c.settings.ExpandQueries, c.settings.Expansion = on, p
+	return &c
+}
+
+// expand is the second full-text pass of pseudo-relevance feedback
+// (analysis.Feedback), for requests that ask for it (query.expand, else
+// Settings.ExpandQueries): each full-text run's hits are replaced by the
+// expanded search's. Only items the policy lets spec see feed the
+// expansion: words from the others would rank what it sees by what it may
+// not. A second pass that fails keeps the first pass's hits, with a
+// warning.
+func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, runs []generatorRun, gens []h4r.Generator, q h4r.CandidateQuery) []string {
+	on := e.settings.ExpandQueries
+	if req.Query.Expand != nil {
+		on = *req.Query.Expand
+	}
+	if !on {
+		return nil
+	}
+	usable := func(items []*h4r.Item) []bool {
+		ok := map[string]bool{}
+		for _, id := range e.permitted(ctx, spec, items) {
+			ok[id] = true
+		}
+		use := make([]bool, len(items))
+		for i, it := range items {
+			use[i] = ok[it.ID]
+		}
+		return use
+	}
+	var warnings []string
+	for i := range runs {
+		r := &runs[i]
+		if r.name != h4r.GenFullText || r.err != nil || i >= len(gens) {
+			continue
+		}
+		gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
+		t0 := time.Now()
+		hits, _, err := e.expansion.analyzer.Feedback(gctx, gens[i], q, r.hits, e.settings.Expansion, e.expansion.key, usable)
+		cancel()
+		r.took += time.Since(t0)
+		var fallback *h4r.FallbackError
+		if err != nil && !errors.As(err, &fallback) {
+			warnings = append(warnings, fmt.Sprintf("generator %s: pseudo-relevance feedback failed, the hits are the first pass's: %v", r.name, err))
+			continue
+		}
+		r.hits = hits
+	}
+	return warnings
+}
