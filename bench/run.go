@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/embed"
 )
 
 // RunOption configures OpenLoaded and Run.
@@ -108,6 +110,12 @@ func OpenLoaded(ctx context.Context, cfg config.Config, ds *Dataset, opts ...Run
 		p.add(end - start)
 	}
 	p.finish()
+	// What an operator does after a bulk load (h4r reindex): the learned
+	// embedder learns from what was loaded and embeds it.
+	if _, err := a.LearnEmbedder(ctx); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+		a.Close()
+		return nil, fmt.Errorf("%s: learning the embedder: %w", ds.Name, err)
+	}
 	var accesses []string
 	for _, d := range ds.Docs {
 		for range d.AccessCount {

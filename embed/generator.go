@@ -87,6 +87,10 @@ func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.H
 	if err == nil && (len(vecs) != 1 || len(vecs[0]) == 0) {
 		err = fmt.Errorf("embedder %s returned no vector", g.embedder.Model())
 	}
+	if errors.Is(err, ErrNotLearned) {
+		// Nothing to fuse yet: full-text answers alone rather than twice.
+		return nil, &h4r.FallbackError{Primary: "vector search", Fallback: "full-text search alone", Err: err}
+	}
 	if err != nil {
 		err = fmt.Errorf("embedding the query: %w", err)
 		if g.fallback == nil || ctx.Err() != nil {
