@@ -147,3 +147,28 @@ func FuzzDecodeLearned(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEmbedQuery embeds a three-word query with the learned embedder
+// (128 dimensions, a model learned from the topic corpus) and with the
+// hashing embedder it replaces as the default (512 dimensions).
+func BenchmarkEmbedQuery(b *testing.B) {
+	texts := topicCorpus()
+	m, err := Learn(context.Background(), sliceCorpus(texts), len(texts), WithLearnedDim(128))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := NewHash()
+	if err != nil {
+		b.Fatal(err)
+	}
+	query := []string{"engine wheel automobile"}
+	for _, e := range []Embedder{NewLearned(m, m.Dim()), h} {
+		b.Run(e.Model(), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.Embed(context.Background(), query); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
