@@ -143,6 +143,14 @@ func prepareLearned(ctx context.Context, cfg config.Config, a *App, emb *embed.L
 	if err != nil {
 		return err
 	}
+	if vs == nil {
+		// The Qdrant collection is rebuilt by h4r reindex, which learns
+		// first: learning here would leave its points of another model.
+		if !loaded {
+			log.WarnContext(ctx, "the learned embedder has no model yet: with QDRANT_URL it learns on h4r reindex; until then there are no vector candidates")
+		}
+		return nil
+	}
 	if !loaded {
 		if drifted, err := l.drifted(ctx); err != nil {
 			return err

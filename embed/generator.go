@@ -88,8 +88,10 @@ func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.H
 		err = fmt.Errorf("embedder %s returned no vector", g.embedder.Model())
 	}
 	if errors.Is(err, ErrNotLearned) {
-		// Nothing to fuse yet: full-text answers alone rather than twice.
-		return nil, &h4r.FallbackError{Primary: "vector search", Fallback: "full-text search alone", Err: err}
+		// A corpus too small to learn from has no vectors yet: no hits,
+		// so full-text answers alone (not twice, as a fallback would),
+		// and no warning on every request of a new store.
+		return nil, nil
 	}
 	if err != nil {
 		err = fmt.Errorf("embedding the query: %w", err)
