@@ -63,7 +63,25 @@ func (l *learner) load(ctx context.Context) (bool, error) {
 	l.mu.Lock()
 	l.learnedAt = m.Docs()
 	l.mu.Unlock()
+	if err := l.follow(ctx, m); err != nil {
+		return false, err
+	}
 	return true, nil
+}
+
+// follow points the vector store's in-memory index at m's vectors (the
+// Postgres store holds one model's, named when vectors were enabled).
+func (l *learner) follow(ctx context.Context, m *embed.LearnedModel) error {
+	f, ok := l.vs.(interface {
+		UseVectorModel(context.Context, string) error
+	})
+	if !ok {
+		return nil
+	}
+	if err := f.UseVectorModel(ctx, m.Name()); err != nil {
+		return fmt.Errorf("switching the vector index to the learned model: %w", err)
+	}
+	return nil
 }
 
 // relearn learns a model from the store's items, saves it, makes it
@@ -94,12 +112,8 @@ func (l *learner) relearn(ctx context.Context, progress func(done int)) (int, er
 	}
 	l.emb.Swap(m)
 	l.learnedAt = total
-	if f, ok := l.vs.(interface {
-		UseVectorModel(context.Context, string) error
-	}); ok {
-		if err := f.UseVectorModel(ctx, m.Name()); err != nil {
-			return 0, fmt.Errorf("switching the vector index to the learned model: %w", err)
-		}
+	if err := l.follow(ctx, m); err != nil {
+		return 0, err
 	}
 	l.log.InfoContext(ctx, "learned the embedder from the corpus", "model", m.Name(), "items", total,
 		"documents_read", m.Docs(), "vocabulary", m.Vocabulary(), "took", time.Since(start).Round(time.Millisecond))

@@ -96,7 +96,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 				"items", n, "model", docs.Model())
 		}
 		warmVectors(a, vs, docs.Model(), o.log)
-		a.vectorCount = storeVectorCount(a.base, vs, docs.Model())
+		a.vectorCount = storeVectorCount(a.base, vs, docs.Model)
 		index = vs
 	default:
 		o.log.WarnContext(ctx, "vector candidates are unavailable: this store keeps no vectors; set QDRANT_URL for semantic and hybrid vector search (semantic queries are answered by full-text search)")
@@ -110,15 +110,15 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 	return []h4r.Generator{fulltext, gen}, fusion, nil
 }
 
-// storeVectorCount counts the vectors of model a store keeps: its items
+// storeVectorCount counts the vectors of the current model a store keeps: its items
 // less those without one.
-func storeVectorCount(store Store, vs vectorStore, model string) func(context.Context) (int, error) {
+func storeVectorCount(store Store, vs vectorStore, model func() string) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		total, err := store.Count(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("counting items: %w", err)
 		}
-		missing, err := vs.MissingVectors(ctx, model)
+		missing, err := vs.MissingVectors(ctx, model()) // the learned embedder's model changes when it learns
 		if err != nil {
 			return 0, err
 		}

@@ -197,9 +197,10 @@ func (s *Store) UseVectorModel(ctx context.Context, model string) error {
 	v.mu.Lock()
 	same := v.model == model
 	v.model = model
+	loaded := v.loaded
 	v.mu.Unlock()
-	if same {
-		return nil
+	if same || !loaded {
+		return nil // not loaded yet: WarmVectors loads this model's
 	}
 	return s.loadVectors(ctx)
 }
