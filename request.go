@@ -47,6 +47,17 @@ type Query struct {
 	Filters map[string]any `json:"filters,omitempty"`
 }
 
+// Which items explainability.items explains (ContextRequest.Explain).
+const (
+	// ExplainKept explains the delivered items only: a ten-item pack
+	// stays small (the explanations of the up to a hundred candidates that
+	// were cut were half of its bytes). The default.
+	ExplainKept = "kept"
+	// ExplainAll explains every ranked candidate the caller may learn of,
+	// with why each one that was not kept was left out.
+	ExplainAll = "all"
+)
+
 // Budget caps a context pack. Zero means "the server's configured value".
 type Budget struct {
 	MaxBytes  int `json:"maxBytes,omitempty"`
@@ -71,6 +82,12 @@ type ContextRequest struct {
 	MinScore      float64            `json:"min_score,omitempty"`
 	IncludeGraph  *bool              `json:"include_graph,omitempty"`
 	TLDRSentences *int               `json:"tldr_sentences,omitempty"`
+	// AsOf is when the question is asked (RFC 3339): the moment relative
+	// times in the query ("two weeks ago", "last May") count from, and the
+	// clock recency is measured against. Empty: the service's clock.
+	AsOf string `json:"as_of,omitempty"`
+	// Explain is ExplainKept (default when empty) or ExplainAll.
+	Explain string `json:"explain,omitempty"`
 }
 
 // Plan is a validated request, what the engine runs: the request with its
@@ -80,12 +97,18 @@ type ContextRequest struct {
 type Plan struct {
 	Request ContextRequest
 	Filters Filters
+	// AsOf is the request's as_of, parsed; zero when it gives none.
+	AsOf time.Time
 	// Audit: the caller may see what policy hid — the id, reason and
 	// signals of every item policy denied, and of items under min_score,
 	// which never reach the policy. Without it a pack reports those only as
 	// counts. The server sets it from the caller's key (route class audit or
 	// admin), never from the request.
 	Audit bool
+	// BusyError: when no pack slot frees within half the request deadline,
+	// the caller wants an unavailable error rather than an empty degraded
+	// pack. The server sets it from "Prefer: busy=503".
+	BusyError bool
 }
 
 // Plan validates the request once and returns it planned. field is the
@@ -98,11 +121,17 @@ func (r *ContextRequest) Plan(field string) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Request: *r, Filters: filters}
+	if r.AsOf != "" {
+		p.AsOf, _ = time.Parse(time.RFC3339, r.AsOf) // checked by validate
+	}
 	if p.Request.Query.Type == "" {
 		p.Request.Query.Type = DefaultQueryType
 	}
 	if p.Request.Limit == 0 {
 		p.Request.Limit = DefaultLimit
+	}
+	if p.Request.Explain == "" {
+		p.Request.Explain = ExplainKept
 	}
 	return p, nil
 }
@@ -184,6 +213,19 @@ func (r *ContextRequest) validate(field string) (Filters, error) {
 	}
 	if n := r.TLDRSentences; n != nil && (*n < 0 || *n > MaxTLDRSentences) {
 		return Filters{}, Errorf(EINVALID, at("tldr_sentences"), "tldr_sentences must be between 0 and %d, got %d", MaxTLDRSentences, *n)
+	}
+	if r.AsOf != "" {
+		if len(r.AsOf) > 64 {
+			return Filters{}, Errorf(EINVALID, at("as_of"), "as_of is an RFC 3339 timestamp, at most 64 bytes; got %d", len(r.AsOf))
+		}
+		if _, err := time.Parse(time.RFC3339, r.AsOf); err != nil {
+			return Filters{}, Errorf(EINVALID, at("as_of"), "as_of must be an RFC 3339 timestamp such as 2026-11-20T10:00:00Z, got %q", r.AsOf)
+		}
+	}
+	switch r.Explain {
+	case "", ExplainKept, ExplainAll:
+	default:
+		return Filters{}, Errorf(EINVALID, at("explain"), "unknown explain %q (want %s or %s)", r.Explain, ExplainKept, ExplainAll)
 	}
 	if s := r.Specialist; s != nil {
 		if strings.TrimSpace(s.ID) == "" {

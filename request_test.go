@@ -3,6 +3,7 @@ package h4r_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 )
@@ -86,6 +87,46 @@ func TestParseFiltersTagLists(t *testing.T) {
 			}
 			if f.Empty() {
 				t.Error("Empty() is true for a tag filter")
+			}
+		})
+	}
+}
+
+// TestPlanAsOf: as_of is parsed into the plan; a value that is not RFC
+// 3339 is refused naming the field.
+func TestPlanAsOf(t *testing.T) {
+	tests := []struct {
+		name    string
+		asOf    string
+		want    string // RFC 3339 of the plan's AsOf; "" for zero
+		wantErr bool
+	}{
+		{"absent is zero", "", "", false},
+		{"utc", "2023-06-25T13:22:00Z", "2023-06-25T13:22:00Z", false},
+		{"offset kept as the same instant", "2023-06-25T15:22:00+02:00", "2023-06-25T13:22:00Z", false},
+		{"date only refused", "2023-06-25", "", true},
+		{"words refused", "yesterday", "", true},
+		{"too long refused", "2023-06-25T13:22:00.000000000000000000000000000000000000000000000000000Z", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := h4r.ContextRequest{Query: h4r.Query{Text: "x"}, AsOf: tt.asOf}
+			plan, err := req.Plan("payload")
+			if tt.wantErr {
+				if e, ok := err.(*h4r.Error); !ok || e.Field != "payload.as_of" {
+					t.Errorf("error %v, want one naming payload.as_of", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if !plan.AsOf.IsZero() {
+				got = plan.AsOf.UTC().Format(time.RFC3339)
+			}
+			if got != tt.want {
+				t.Errorf("plan as_of %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/h4r/h4r/affordance"
 	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/conversation"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/engine"
 	"github.com/h4r/h4r/memory"
@@ -84,6 +85,7 @@ type options struct {
 	log              *slog.Logger
 	now              func() time.Time
 	observeEmbedding func(time.Duration) // nil: not observed
+	guard            WriteGuard          // nil: every write admitted
 }
 
 // WithLogger sets the logger (default: the one cfg describes, on stderr).
@@ -141,6 +143,9 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if len(a.mirrors) > 0 {
 		a.Store = &mirroredStore{Store: a.base, mirrors: a.mirrors, log: o.log}
 	}
+	if o.guard != nil {
+		a.Store = &guardedStore{Store: a.Store, guard: o.guard}
+	}
 	slicer, err := newSlicer(ctx, cfg, a, counter, o)
 	if err != nil {
 		return nil, err
@@ -176,6 +181,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 			GeneratorTimeout: cfg.GeneratorTimeout,
 			Fusion:           fusion,
 			CountDeliveries:  cfg.AccessCounting == "delivery",
+			Conversation:     conversationOptions(cfg),
 		}),
 		engine.WithLogger(o.log),
 		engine.WithClock(o.now),
@@ -234,4 +240,13 @@ func (a *App) DatabaseSize() func(context.Context) (int64, error) {
 		return ds.DatabaseSize
 	}
 	return nil
+}
+
+// conversationOptions are the engine's conversation settings: nil (off)
+// unless H4R_CONVERSATION.
+func conversationOptions(cfg config.Config) *conversation.Options {
+	if !cfg.Conversation {
+		return nil
+	}
+	return &conversation.Options{}
 }

@@ -38,6 +38,11 @@ func (j *Jobs) StartReindex(ctx context.Context, owner string, graph, embeddings
 // Get returns a job's record.
 func (j *Jobs) Get(ctx context.Context, id string) (jobs.Job, error) { return j.Runner.Get(ctx, id) }
 
+// Recent returns the jobs updated last, newest first (jobs.Runner.Recent).
+func (j *Jobs) Recent(ctx context.Context, limit int) ([]jobs.Job, error) {
+	return j.Runner.Recent(ctx, limit)
+}
+
 // Unschedule stops a scheduled job's schedule (jobs.Runner.Unschedule).
 func (j *Jobs) Unschedule(ctx context.Context, id string) (jobs.Job, error) {
 	return j.Runner.Unschedule(ctx, id)

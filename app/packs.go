@@ -35,3 +35,20 @@ func (a *App) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) err
 	}
 	return fb.EachFeedback(ctx, fn)
 }
+
+// PackHistory lists delivered packs and the verdicts on them (the
+// console's pack browser).
+type PackHistory interface {
+	PacksOf(ctx context.Context, principal string, limit, offset int) ([]h4r.StoredPack, int, error)
+	FeedbackOn(ctx context.Context, packID string) ([]h4r.Feedback, error)
+}
+
+// Packs returns the store's pack history, or nil when the store keeps no
+// packs.
+func (a *App) Packs() PackHistory {
+	ph, ok := a.base.(PackHistory)
+	if !ok {
+		return nil
+	}
+	return ph
+}

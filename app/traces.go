@@ -54,7 +54,7 @@ func OpenTraces(ctx context.Context, a *App, m *trace.Metrics, log *slog.Logger)
 	}
 	t.Service = trace.NewService(a.Store, opts...)
 	if t.NATS != nil {
-		t.Fanout = decision.NewNATSFanout(t.NATS, decision.DefaultFanoutSubject)
+		t.Fanout = decision.NewNATSFanout(t.NATS, fanoutSubject(cfg.Tenant))
 		t.Consumer, err = trace.NewConsumer(t.NATS, t.Service, trace.ConsumerConfig{
 			Stream: cfg.TraceStream, Subject: cfg.TraceSubject, Durable: cfg.TraceDurable, DeadLetter: cfg.TraceDeadLetter,
 		}, trace.WithConsumerLogger(log), trace.WithConsumerMetrics(m), trace.WithConsumerTracerProvider(tp),
@@ -87,4 +87,14 @@ func (t *Traces) Close(ctx context.Context) error {
 	}
 	errs = append(errs, t.shutdown(ctx))
 	return errors.Join(errs...)
+}
+
+// fanoutSubject is where a tenant's replicas tell each other of ingested
+// items: the default tenant's is the default subject, another tenant's a
+// subject of its own, so that no hub hears of another tenant's items.
+func fanoutSubject(tenant string) string {
+	if tenant == "" || tenant == "default" {
+		return decision.DefaultFanoutSubject
+	}
+	return decision.DefaultFanoutSubject + "." + tenant
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/conversation"
 	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/store/postgres"
@@ -43,9 +44,11 @@ type vectorStore interface {
 // so in their pack.
 func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) ([]h4r.Generator, rank.Fusion, error) {
 	fusion := rank.Fusion{Method: cfg.Fusion, Weights: map[string]float64{
-		h4r.GenFullText: 1 - cfg.FusionVector,
-		h4r.GenVector:   cfg.FusionVector,
-	}}
+		h4r.GenFullText:         1 - cfg.FusionVector,
+		h4r.GenVector:           cfg.FusionVector,
+		conversation.GenSession: cfg.FusionSession,
+		conversation.GenTime:    cfg.FusionTime,
+	}, Unscaled: map[string]bool{conversation.GenSession: true, conversation.GenTime: true}}
 	fulltext := a.base.FullText()
 	if cfg.Embedder == "none" {
 		o.log.InfoContext(ctx, "vectors are off (H4R_EMBEDDER=none): nothing is embedded; hybrid and semantic queries are answered by full-text search")

@@ -41,6 +41,13 @@ type Principal struct {
 	Routes             []Route
 	RateLimitPerMinute int    // 0: the server's default
 	KeyID              string // the first 12 hex digits of the key's hash, for logs and metrics
+	// Tenant is the one tenant the key belongs to ("": the default
+	// tenant). Requests with the key never reach another tenant's data.
+	Tenant string
+	// Operator keys belong to no tenant: they name the tenant of each
+	// request in a header (package tenant), and default to the default
+	// tenant without it.
+	Operator bool
 }
 
 // Allows reports whether the principal may call routes of class r.
@@ -59,6 +66,8 @@ type entry struct {
 	Principal          json.RawMessage `json:"principal"`
 	Routes             []Route         `json:"routes"`
 	RateLimitPerMinute int             `json:"rateLimitPerMinute,omitempty"`
+	Tenant             string          `json:"tenant,omitempty"`
+	Operator           bool            `json:"operator,omitempty"`
 }
 
 // Keys maps key hashes to principals. It is read-only after Parse and safe
@@ -152,7 +161,15 @@ func Parse(data []byte) (*Keys, error) {
 		if e.RateLimitPerMinute < 0 {
 			return nil, h4r.Errorf(h4r.EINVALID, at("rateLimitPerMinute"), "must be >= 0 (0: the server's default), got %d", e.RateLimitPerMinute)
 		}
+		if e.Tenant != "" && e.Operator {
+			return nil, h4r.Errorf(h4r.EINVALID, at("operator"), "an operator key names the tenant per request: it cannot also belong to tenant %q", e.Tenant)
+		}
+		if e.Tenant != strings.TrimSpace(e.Tenant) {
+			return nil, h4r.Errorf(h4r.EINVALID, at("tenant"), "tenant %q has surrounding spaces", e.Tenant)
+		}
 		k.byHash[sum] = &Principal{
+			Tenant:             e.Tenant,
+			Operator:           e.Operator,
 			Specialist:         spec,
 			Routes:             slices.Clone(e.Routes),
 			RateLimitPerMinute: e.RateLimitPerMinute,
@@ -171,6 +188,16 @@ func (k *Keys) Authenticate(key string) (*Principal, bool) {
 	}
 	p, ok := k.byHash[sha256.Sum256([]byte(key))]
 	return p, ok
+}
+
+// Principals returns every key's principal, in no particular order (the
+// tenant router checks that each key's tenant exists).
+func (k *Keys) Principals() []*Principal {
+	ps := make([]*Principal, 0, len(k.byHash))
+	for _, p := range k.byHash {
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // Len returns the number of keys.

@@ -15,6 +15,20 @@ import (
 // healerHash is auth.Hash("healer-key").
 var healerHash = auth.Hash("healer-key")
 
+func TestPrincipalsCarryTheirTenant(t *testing.T) {
+	k, err := auth.Parse([]byte(`[{"sha256": "` + healerHash + `", "principal": {"id": "a"}, "routes": ["read"], "tenant": "acme"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := k.Authenticate("healer-key")
+	if !ok || p.Tenant != "acme" || p.Operator {
+		t.Errorf("the key's principal: %+v, %v; want tenant acme, no operator", p, ok)
+	}
+	if ps := k.Principals(); len(ps) != 1 || ps[0] != p {
+		t.Errorf("Principals() = %v", ps)
+	}
+}
+
 func TestParse(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -34,6 +48,10 @@ func TestParse(t *testing.T) {
 		{"no principal", `[{"sha256": "` + healerHash + `", "routes": ["read"]}]`, "[0].principal"},
 		{"no routes", `[{"sha256": "` + healerHash + `", "principal": {"id": "a"}}]`, "[0].routes"},
 		{"an unknown route", `[{"sha256": "` + healerHash + `", "principal": {"id": "a"}, "routes": ["read", "write"]}]`, "[0].routes[1]"},
+		{"a key of a tenant", `[{"sha256": "` + healerHash + `", "principal": {"id": "a"}, "routes": ["read"], "tenant": "acme"}]`, "-"},
+		{"an operator key", `[{"sha256": "` + healerHash + `", "principal": {"id": "a"}, "routes": ["read"], "operator": true}]`, "-"},
+		{"an operator key of a tenant", `[{"sha256": "` + healerHash + `", "principal": {"id": "a"}, "routes": ["read"], "operator": true, "tenant": "acme"}]`, "[0].operator"},
+		{"a tenant in spaces", `[{"sha256": "` + healerHash + `", "principal": {"id": "a"}, "routes": ["read"], "tenant": " acme"}]`, "[0].tenant"},
 		{"a negative rate limit", `[{"sha256": "` + healerHash + `", "principal": {"id": "a"}, "routes": ["read"], "rateLimitPerMinute": -1}]`, "[0].rateLimitPerMinute"},
 	}
 	for _, tt := range tests {

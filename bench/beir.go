@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/conversation"
 )
 
 // Doc is one document of a BEIR corpus. The fields the dataset's Mapping
@@ -28,6 +30,9 @@ type Doc struct {
 	Importance, Trust, Sensitivity, Novelty *float64 // nil: the item model's default
 	AccessCount                             int64
 	Scope                                   string
+	Session                                 string // the conversation session, "" for none
+	Turn                                    int    // order within the session, when HasTurn
+	HasTurn                                 bool
 
 	Extra map[string]json.RawMessage
 }
@@ -45,6 +50,7 @@ type Query struct {
 	Text     string
 	Scope    string
 	Category string
+	AsOf     time.Time // when the question is asked; zero: not given
 }
 
 // Dataset is a labelled retrieval collection in BEIR layout:
@@ -124,6 +130,13 @@ func LoadBEIR(dir, split string, opts ...LoadOption) (*Dataset, error) {
 		if err := unmarshalField(raw, "text", &q.Text, true); err != nil {
 			return err
 		}
+		if v, ok := raw[ds.Mapping.QueryDate]; ok && ds.Mapping.QueryDate != "" && string(v) != "null" {
+			t, err := parseTime(v)
+			if err != nil {
+				return fmt.Errorf("%q: %w", ds.Mapping.QueryDate, err)
+			}
+			q.AsOf = t
+		}
 		for _, f := range []struct {
 			name string
 			dst  *string
@@ -146,6 +159,12 @@ func LoadBEIR(dir, split string, opts ...LoadOption) (*Dataset, error) {
 	}
 	if len(ds.Queries) == 0 {
 		return nil, fmt.Errorf("%s: no query of queries.jsonl is judged in qrels/%s.tsv", dir, split)
+	}
+	if ds.Mapping.Turn != "" {
+		linkTurns(ds.Docs, ds.Mapping.LinkType)
+	}
+	if ds.Mapping.Category == "" && ds.Mapping.Session != "" {
+		ds.sessionCategories()
 	}
 	ds.Now = DefaultNow()
 	if ds.Mapping.Now != "" {
@@ -180,8 +199,14 @@ func (ds *Dataset) Items() []h4r.Item {
 		m := &it.Metadata
 		m.CreatedAt = d.CreatedAt
 		m.Importance, m.Trust, m.Sensitivity, m.Novelty = d.Importance, d.Trust, d.Sensitivity, d.Novelty
+		if d.Scope != "" || d.Session != "" {
+			m.Extra = map[string]any{}
+		}
 		if d.Scope != "" {
-			m.Extra = map[string]any{ScopeKey: d.Scope}
+			m.Extra[ScopeKey] = d.Scope
+		}
+		if d.Session != "" {
+			m.Extra[conversation.SessionKey] = d.Session
 		}
 		for _, l := range d.Links {
 			it.Links = append(it.Links, h4r.Link{Type: l.Type, Target: l.Target, Strength: 1})
@@ -281,4 +306,55 @@ func parseQrels(r io.Reader, name string, into map[string]Judgments) error {
 		return fmt.Errorf("reading %s: %w", name, err)
 	}
 	return nil
+}
+
+// Question categories of datasets with sessions and no category field.
+const (
+	SessionSingle = "single-session" // every evidence turn is in one session
+	SessionMulti  = "multi-session"  // the evidence spans sessions
+)
+
+// linkTurns gives each turn a link of type linkType to the turn before it
+// in its session (and scope), by turn order, unless it links there
+// already. Turns without a session or a turn number are left alone.
+func linkTurns(docs []Doc, linkType string) {
+	type key struct{ scope, session string }
+	bySession := map[key][]int{}
+	for i, d := range docs {
+		if d.Session != "" && d.HasTurn {
+			k := key{d.Scope, d.Session}
+			bySession[k] = append(bySession[k], i)
+		}
+	}
+	for _, idx := range bySession {
+		slices.SortStableFunc(idx, func(a, b int) int { return docs[a].Turn - docs[b].Turn })
+		for j := 1; j < len(idx); j++ {
+			d, prev := &docs[idx[j]], docs[idx[j-1]]
+			l := Link{Target: prev.ID, Type: linkType}
+			if !slices.Contains(d.Links, l) {
+				d.Links = append(d.Links, l)
+			}
+		}
+	}
+}
+
+// sessionCategories sets each query's category by where its evidence is:
+// in one session or in several.
+func (ds *Dataset) sessionCategories() {
+	session := make(map[string]string, len(ds.Docs))
+	for _, d := range ds.Docs {
+		session[d.ID] = d.Session
+	}
+	for i, q := range ds.Queries {
+		seen := map[string]bool{}
+		for id, g := range ds.Qrels[q.ID] {
+			if g > 0 {
+				seen[session[id]] = true
+			}
+		}
+		ds.Queries[i].Category = SessionSingle
+		if len(seen) > 1 {
+			ds.Queries[i].Category = SessionMulti
+		}
+	}
 }

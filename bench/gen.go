@@ -60,6 +60,7 @@ type genDoc struct {
 	AccessCount int       `json:"accessCount"`
 	Links       []genLink `json:"links,omitempty"`
 	Scope       string    `json:"scope"`
+	Session     string    `json:"session,omitempty"`
 }
 
 type genLink struct {
@@ -72,6 +73,7 @@ type genQuery struct {
 	Text     string `json:"text"`
 	Scope    string `json:"scope"`
 	Category string `json:"category"`
+	Date     string `json:"date,omitempty"` // when the question is asked
 }
 
 type genJudgment struct {

@@ -27,6 +27,10 @@ type ConvOptions struct {
 	Sessions      int       // sessions per conversation (at least 3)
 	Turns         int       // turns per session (at least 6)
 	Now           time.Time // the dataset's clock: the last session ends a day before
+	// Hard writes the harder set (ConvHardCategories): paraphrased
+	// questions, distractor sessions on the same topics, knowledge updates
+	// and temporal questions, ten sessions per conversation.
+	Hard bool
 }
 
 // convTopic is one thing a user tells about themself: how it is said, how
@@ -63,10 +67,14 @@ func GenerateConversations(dir string, o ConvOptions) error {
 	}
 	g := &generator{rng: rand.New(rand.NewPCG(o.Seed, 0x636f6e76)), opts: GenOptions{Seed: o.Seed, Now: o.Now}, used: map[string]bool{}}
 	for c := range o.Conversations {
-		g.conversation(fmt.Sprintf("c%03d", c+1), o)
+		if o.Hard {
+			g.conversationHard(fmt.Sprintf("c%03d", c+1), o)
+		} else {
+			g.conversation(fmt.Sprintf("c%03d", c+1), o)
+		}
 	}
 	m := GenMapping(o.Now)
-	m.LinkType = "follows"
+	m.LinkType, m.Session, m.QueryDate = "follows", "session", "date"
 	return g.write(dir, m)
 }
 
@@ -149,7 +157,7 @@ func (g *generator) conversation(cid string, o ConvOptions) {
 			default:
 				text = "user: " + g.filler(6) + " " + g.word()
 			}
-			d := genDoc{ID: id, Text: text, Scope: cid,
+			d := genDoc{ID: id, Text: text, Scope: cid, Session: fmt.Sprintf("%s-s%d", cid, s+1),
 				CreatedAt:  start.Add(time.Duration(t) * 2 * time.Minute).Format(time.RFC3339),
 				Importance: 0.5, Trust: 0.7, Sensitivity: 0.1, Novelty: 0.2}
 			if prev != "" {
@@ -161,7 +169,7 @@ func (g *generator) conversation(cid string, o ConvOptions) {
 	}
 	for i, q := range qs {
 		qid := fmt.Sprintf("%s-q%d", cid, i+1)
-		g.qs = append(g.qs, genQuery{ID: qid, Text: q.text, Scope: cid, Category: q.category})
+		g.qs = append(g.qs, genQuery{ID: qid, Text: q.text, Scope: cid, Category: q.category, Date: o.Now.Format(time.RFC3339)})
 		for _, f := range q.evidence {
 			g.qrels = append(g.qrels, genJudgment{qid, f.id, 1})
 		}

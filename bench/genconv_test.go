@@ -1,8 +1,14 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/h4r/h4r/analysis"
+	"github.com/h4r/h4r/timeref"
 )
 
 // The conversation set's ground truth holds: every question is judged on
@@ -82,6 +88,129 @@ func TestGenerateConversationsGroundTruth(t *testing.T) {
 func changedTurn(text string) bool {
 	for _, t := range convTopics {
 		if strings.HasPrefix(text, "user: "+strings.SplitN(t.update, "%s", 2)[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// The harder set's ground truth holds: one question per category and
+// conversation, asked at a date; evidence on user turns of its own
+// conversation; the multi-session question's two turns in two sessions;
+// the temporal question's turn inside the time it names, counted from its
+// date, and the other turns of its kind outside it; the knowledge update's
+// turn later than the fact it changes; and every evidence turn sharing
+// fewer of the question's words than some other turn of its session, so
+// that text alone ranks the talk around the answer above it.
+func TestGenerateHardConversationsGroundTruth(t *testing.T) {
+	dir := t.TempDir()
+	const conversations = 8
+	if err := GenerateConversations(dir, ConvOptions{Seed: 5, Conversations: conversations, Turns: 8, Hard: true}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := LoadBEIR(dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Doc{}
+	bySession := map[string][]Doc{}
+	for _, d := range ds.Docs {
+		byID[d.ID] = d
+		bySession[d.Session] = append(bySession[d.Session], d)
+	}
+	if n := len(bySession); n != conversations*hardSessions {
+		t.Errorf("%d sessions, want %d", n, conversations*hardSessions)
+	}
+	shared := func(a, b string) int {
+		words := map[string]bool{}
+		for _, t := range analysis.Default().Terms(a) {
+			words[t.Word] = true
+		}
+		n := 0
+		for _, t := range analysis.Default().Terms(b) {
+			if words[t.Word] {
+				n++
+			}
+		}
+		return n
+	}
+	perCat := map[string]int{}
+	for _, q := range ds.Queries {
+		perCat[q.Category]++
+		if q.AsOf.IsZero() {
+			t.Fatalf("%s has no date", q.ID)
+		}
+		var evidence []Doc
+		for id := range ds.Qrels[q.ID] {
+			d := byID[id]
+			if d.Scope != q.Scope || !strings.HasPrefix(d.Text, "user: ") {
+				t.Errorf("%s: evidence %s (%q) is not a user turn of %s", q.ID, id, d.Text, q.Scope)
+			}
+			evidence = append(evidence, d)
+			best := 0
+			for _, o := range bySession[d.Session] {
+				if o.ID != d.ID {
+					best = max(best, shared(q.Text, o.Text))
+				}
+			}
+			if got := shared(q.Text, d.Text); got == 0 || got >= best {
+				t.Errorf("%s: evidence %q shares %d words with %q, its session's best other turn %d; want at least one, and fewer", q.ID, d.Text, got, q.Text, best)
+			}
+		}
+		switch q.Category {
+		case ConvMulti:
+			if len(evidence) != 2 || evidence[0].Session == evidence[1].Session {
+				t.Errorf("%s: evidence %v, want two turns of two sessions", q.ID, evidence)
+			}
+		case ConvTemporal:
+			w, ok := timeref.Find(q.Text, q.AsOf)
+			if !ok || len(evidence) != 1 || !w.Contains(evidence[0].CreatedAt) {
+				t.Fatalf("%s: %q names window %+v (%v), evidence %v", q.ID, q.Text, w, ok, evidence)
+			}
+			kind := strings.SplitN(evidence[0].Text, " ", 4)[:3]
+			for _, d := range ds.Docs {
+				if d.Scope == q.Scope && d.ID != evidence[0].ID && slices.Equal(strings.SplitN(d.Text, " ", 4)[:3], kind) && w.Contains(d.CreatedAt) {
+					t.Errorf("%s: %s (%q) is of the same kind and inside the window too", q.ID, d.ID, d.Text)
+				}
+			}
+		case ConvUpdate:
+			if len(evidence) != 1 {
+				t.Fatalf("%s: %d evidence turns", q.ID, len(evidence))
+			}
+			older := false
+			for _, d := range ds.Docs {
+				if d.Scope == q.Scope && d.CreatedAt.Before(evidence[0].CreatedAt) && d.Session != evidence[0].Session && hasFact(d.Text) {
+					older = true
+				}
+			}
+			if !older {
+				t.Errorf("%s: no earlier fact before the update %q", q.ID, evidence[0].Text)
+			}
+		}
+	}
+	for _, c := range ConvHardCategories() {
+		if perCat[c] != conversations {
+			t.Errorf("category %s has %d questions, want %d", c, perCat[c], conversations)
+		}
+	}
+	again := t.TempDir()
+	if err := GenerateConversations(again, ConvOptions{Seed: 5, Conversations: conversations, Turns: 8, Hard: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"corpus.jsonl", "queries.jsonl", "qrels/test.tsv"} {
+		a, _ := os.ReadFile(filepath.Join(dir, f))
+		b, _ := os.ReadFile(filepath.Join(again, f))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("%s differs between two runs with the same seed", f)
+		}
+	}
+}
+
+// hasFact reports whether text is one of the harder topics' first
+// statements of a fact.
+func hasFact(text string) bool {
+	for _, t := range hardTopics {
+		if strings.HasPrefix(text, "user: "+strings.SplitN(t.fact, "%s", 2)[0]) {
 			return true
 		}
 	}

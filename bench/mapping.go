@@ -52,7 +52,19 @@ type Mapping struct {
 	// is sent as a query filter on metadata.scope.
 	Scope string `json:"scope,omitempty"`
 	// Category names a query field by which quality is also reported.
+	// A dataset with sessions and no category field is reported by
+	// single-session and multi-session questions (where the evidence is).
 	Category string `json:"category,omitempty"`
+	// Session names a document field holding the conversation session a
+	// turn belongs to; it becomes metadata.session.
+	Session string `json:"session,omitempty"`
+	// Turn names a whole-number document field: the turn's order in its
+	// session. Each turn then gets a follows link to the turn before it in
+	// the same session (and scope).
+	Turn string `json:"turn,omitempty"`
+	// QueryDate names a query field holding when the question is asked
+	// (RFC 3339 or Unix seconds); it is sent as the request's as_of.
+	QueryDate string `json:"queryDate,omitempty"`
 	// Now is the clock of the run (RFC 3339); recency is measured against
 	// it. Empty: the latest createdAt in the corpus, else DefaultNow.
 	Now string `json:"now,omitempty"`
@@ -65,6 +77,18 @@ func DefaultNow() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // DefaultMapping is used when a dataset folder has no mapping file.
 func DefaultMapping() Mapping {
 	return Mapping{Version: MappingVersion, Links: "xrefs", LinkType: "cites"}
+}
+
+// builtinMappings are the mappings of the shared collections whose extra
+// fields cannot be told from their names alone, keyed by folder name; a
+// folder's own h4r-mapping.json overrides them.
+func builtinMappings() map[string]Mapping {
+	return map[string]Mapping{
+		// Turns of three chat histories: each question is asked within its
+		// own history ("conv"), at its "date".
+		"longmemeval-mini": {Version: MappingVersion, CreatedAt: "date", Scope: "conv", Session: "session",
+			Turn: "turn", LinkType: "follows", QueryDate: "date"},
+	}
 }
 
 // ScopeKey is the metadata key (and query filter) a scope is stored under.
@@ -97,6 +121,9 @@ func readMapping(dir string) (Mapping, error) {
 	path := filepath.Join(dir, MappingFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if m, ok := builtinMappings()[filepath.Base(dir)]; ok {
+			return m, nil
+		}
 		return DefaultMapping(), nil
 	}
 	if err != nil {
@@ -156,6 +183,24 @@ func (m Mapping) applyMapping(raw map[string]json.RawMessage, d *Doc) error {
 			return fmt.Errorf("%q: want a whole number in [0, 1000000], got %v", m.AccessCount, x)
 		}
 		d.AccessCount = int64(x)
+	}
+	if v, ok := take(m.Session); ok {
+		s, err := parseScalarString(v)
+		if err != nil {
+			return fmt.Errorf("%q: %w", m.Session, err)
+		}
+		d.Session = s
+	}
+	if v, ok := take(m.Turn); ok {
+		x, err := parseNumber(v)
+		if err != nil {
+			return fmt.Errorf("%q: %w", m.Turn, err)
+		}
+		if x < 0 || x != math.Trunc(x) || x > 1e9 {
+			return fmt.Errorf("%q: want a whole number in [0, 1000000000], got %v", m.Turn, x)
+		}
+		d.Turn = int(x)
+		d.HasTurn = true
 	}
 	if v, ok := take(m.Scope); ok {
 		s, err := parseScalarString(v)

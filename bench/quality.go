@@ -62,17 +62,20 @@ type GroupMetrics struct {
 type QualityReport struct {
 	Schema    string             `json:"schema"`
 	Dataset   string             `json:"dataset"`
-	Store     string             `json:"store"` // "sqlite" or "postgres"
+	Setup     string             `json:"setup,omitempty"` // "bm25": the relevance-only BM25 run beside another
+	Store     string             `json:"store"`           // "sqlite" or "postgres"
 	QueryType string             `json:"queryType"`
 	Weights   map[string]float64 `json:"weights"`
 	Lambda    float64            `json:"recencyDecayLambda"`
-	Docs      int                `json:"docs"`
-	Queries   int                `json:"queries"`
-	Degraded  int                `json:"degraded"` // queries whose pack was degraded (a generator failed or was late)
-	Overall   Metrics            `json:"overall"`
-	Groups    []GroupMetrics     `json:"groups,omitempty"` // per query category, when the dataset has them
-	Seconds   float64            `json:"seconds"`
-	PerQuery  []QueryResult      `json:"-"` // written as its own JSONL file
+	// Conversation: conversation-aware retrieval was on (H4R_CONVERSATION).
+	Conversation bool           `json:"conversation"`
+	Docs         int            `json:"docs"`
+	Queries      int            `json:"queries"`
+	Degraded     int            `json:"degraded"` // queries whose pack was degraded (a generator failed or was late)
+	Overall      Metrics        `json:"overall"`
+	Groups       []GroupMetrics `json:"groups,omitempty"` // per query category, when the dataset has them
+	Seconds      float64        `json:"seconds"`
+	PerQuery     []QueryResult  `json:"-"` // written as its own JSONL file
 }
 
 // Evaluate scores every run against the dataset's judgments: the overall

@@ -62,16 +62,20 @@ func metricsRow(m Metrics) string {
 // QualityMarkdown writes the quality reports as one table, then a table
 // per dataset with query categories.
 func QualityMarkdown(w io.Writer, reps []*QualityReport) {
-	fmt.Fprintln(w, "| dataset | store | weights | queries | nDCG@10 | MRR@10 | Recall@10 | Recall@100 |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| dataset | store | weights | conversation | queries | nDCG@10 | MRR@10 | Recall@10 | Recall@100 |")
+	fmt.Fprintln(w, "|---|---|---|---|---:|---:|---:|---:|---:|")
 	for _, r := range reps {
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %s |\n", r.Dataset, r.Store, weightsLabel(r.Weights), r.Queries, metricsRow(r.Overall))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s |\n", r.Dataset, r.Store, weightsLabel(r.Weights), onOff(r.Conversation), r.Queries, metricsRow(r.Overall))
 	}
 	for _, r := range reps {
 		if len(r.Groups) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s by query category:\n\n", r.Dataset)
+		name := r.Dataset
+		if r.Setup != "" {
+			name += " (" + r.Setup + ")"
+		}
+		fmt.Fprintf(w, "\n%s by query category:\n\n", name)
 		fmt.Fprintln(w, "| category | queries | nDCG@10 | MRR@10 | Recall@10 | Recall@100 |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 		for _, g := range r.Groups {
@@ -155,4 +159,39 @@ func weightsVector(w h4r.Weights) string {
 		parts[i] = fmt.Sprintf("%.3f", v)
 	}
 	return strings.Join(parts, " ")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// ComparisonMarkdown writes, for every dataset run both as relevance-only
+// BM25 (Setup "bm25") and otherwise, nDCG@10 and Recall@10 of both and
+// their difference, overall and by query category.
+func ComparisonMarkdown(w io.Writer, reps []*QualityReport) {
+	fmt.Fprintln(w, "Against relevance-only BM25 (conversation off), same run:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| dataset | category | queries | nDCG@10 BM25 | nDCG@10 | Δ | Recall@10 BM25 | Recall@10 | Δ |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	for i, base := range reps {
+		if base.Setup != "bm25" || i+1 >= len(reps) || reps[i+1].Dataset != base.Dataset {
+			continue
+		}
+		r := reps[i+1]
+		row := func(cat string, n int, b, t Metrics) {
+			fmt.Fprintf(w, "| %s | %s | %d | %.3f | %.3f | %+.3f | %.3f | %.3f | %+.3f |\n", base.Dataset, cat, n,
+				b.NDCG10, t.NDCG10, t.NDCG10-b.NDCG10, b.Recall10, t.Recall10, t.Recall10-b.Recall10)
+		}
+		row("all", r.Queries, base.Overall, r.Overall)
+		for _, g := range r.Groups {
+			for _, bg := range base.Groups {
+				if bg.Group == g.Group {
+					row(g.Group, g.Queries, bg.Metrics, g.Metrics)
+				}
+			}
+		}
+	}
 }

@@ -242,6 +242,9 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 	if q.Scope != "" {
 		req.Query.Filters = map[string]any{ScopeKey: q.Scope}
 	}
+	if !q.AsOf.IsZero() {
+		req.AsOf = q.AsOf.Format(time.RFC3339)
+	}
 	if !o.deliver {
 		req.Budget = &h4r.Budget{MaxBytes: 1}
 	}
@@ -251,6 +254,8 @@ func runQuery(ctx context.Context, a *app.App, q Query, o runOptions) (QueryRun,
 			req.Weights[s.String()] = o.weights[s]
 		}
 	}
+	// The ranking of every candidate, not only the kept ones.
+	req.Explain = h4r.ExplainAll
 	plan, err := req.Plan("")
 	if err != nil {
 		return QueryRun{Query: q}, err

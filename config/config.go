@@ -79,6 +79,8 @@ type Config struct {
 
 	// Who may ask.
 	APIKeysFile        string        // H4R_API_KEYS_FILE: API keys (SHA-256 hashes) and the principal of each
+	TenantsFile        string        // H4R_TENANTS_FILE: the tenants h4r serve serves besides the default one
+	Tenant             string        // H4R_TENANT: the tenant the command-line commands act on
 	AnonymousAudit     bool          // H4R_ANONYMOUS_AUDIT: without keys, packs explain what policy hid
 	MCPAPIKey          string        // H4R_MCP_API_KEY: the key whose principal h4r mcp (stdio) answers for
 	RateLimitPerMinute int           // H4R_RATE_LIMIT_PER_MINUTE: requests per minute per key and route class
@@ -104,6 +106,9 @@ type Config struct {
 	AccessCounting   string        // H4R_ACCESS_COUNTING: use or delivery
 	StopWords        string        // H4R_STOP_WORDS: english, none or a file of stop words
 	FusionVector     float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
+	Conversation     bool          // H4R_CONVERSATION: session and time evidence of conversations
+	FusionSession    float64       // H4R_FUSION_SESSION_WEIGHT: weight of the session evidence in relevance
+	FusionTime       float64       // H4R_FUSION_TIME_WEIGHT: weight of the time evidence in relevance
 	QdrantAPIKey     string        // QDRANT_API_KEY
 	QdrantCollection string        // QDRANT_COLLECTION
 

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -144,4 +145,51 @@ func (c *corpus) queries(n int) []string {
 		out[i] = c.words(3 + c.rng.IntN(4))
 	}
 	return out
+}
+
+// BenchmarkPackJSON builds and encodes the packs of rotating queries over
+// 10,000 generated items, explaining the kept items only (the default) or
+// every candidate (explain "all"), and reports the encoded bytes per pack:
+// what leaves the server for one ten-item pack, and what encoding it costs.
+//
+//	go test ./engine -run '^$' -bench PackJSON -count 6 | tee out.txt; benchstat out.txt
+func BenchmarkPackJSON(b *testing.B) {
+	a, err := app.Open(context.Background(), testConfig(b), app.WithClock(fixedClock), app.WithLogger(discardLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close() })
+	corpus := newCorpus(1)
+	items := corpus.items(10_000)
+	for start := 0; start < len(items); start += 1000 {
+		if _, err := a.Store.Upsert(context.Background(), items[start:start+1000]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	queries := corpus.queries(64)
+	for _, explain := range []string{h4r.ExplainKept, h4r.ExplainAll} {
+		b.Run("explain="+explain, func(b *testing.B) {
+			var bytes, packs int
+			i := 0
+			for b.Loop() {
+				req := h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: queries[i%len(queries)]}, Explain: explain}
+				i++
+				plan, err := req.Plan("")
+				if err != nil {
+					b.Fatal(err)
+				}
+				p, err := a.Engine.Run(context.Background(), healer(), plan)
+				if err != nil {
+					b.Fatal(err)
+				}
+				raw, err := json.Marshal(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes += len(raw)
+				packs++
+			}
+			b.ReportMetric(float64(bytes)/float64(packs), "bytes/pack")
+		})
+	}
 }

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/conversation"
 	"github.com/h4r/h4r/pack"
 	"github.com/h4r/h4r/rank"
 	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/timeref"
 )
 
 // Defaults for Settings fields left at zero.
@@ -22,7 +24,8 @@ const (
 	DefaultAnchorsFromTop   = 3
 	DefaultGeneratorTimeout = time.Second
 	// DefaultInFlightPerCPU packs are built at once per CPU
-	// (WithMaxInFlight), as the server admits them.
+	// (WithMaxInFlight): enough to overlap a pack's waits on the store
+	// with another's CPU work.
 	DefaultInFlightPerCPU = 2
 )
 
@@ -62,6 +65,11 @@ type Settings struct {
 	// is near it, not its cause, and at causality's weight it would outrank
 	// the turns that answer.
 	CausalLinkTypes []string
+	// Conversation, when set, adds the evidence of conversations to the
+	// candidates (H4R_CONVERSATION): the session of each text hit and the
+	// turns around the top ones, and the time the question names. Its
+	// sources fuse into relevance with Fusion's weights for them.
+	Conversation *conversation.Options
 }
 
 // Engine answers context requests. It is safe for concurrent use.
@@ -111,13 +119,12 @@ func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 // WithMaxInFlight bounds the packs built at once (default
 // DefaultInFlightPerCPU per CPU); n <= 0 removes the bound. A pack is CPU
 // work: past a few per core, more at once only share the cores, so every
-// one of them runs long and its generators miss their deadlines together
-// (at 1M items, 16 packs at once on two cores degraded 1 to 3 of 200).
-// Bounded, the others wait their turn, and a pack whose request deadline
-// passes while it waits comes back empty and degraded, saying the engine
-// was busy. The server admits HTTP packs the same way (and can answer 503
-// instead); this bound holds for every other caller too: MCP tools, POST
-// /query, trace search, the CLI and the benchmark.
+// one of them runs long and its generators miss their deadlines together.
+// Bounded, the others wait their turn, and a request that gets no slot
+// within half its deadline comes back empty and degraded, saying the
+// server was busy (or as an unavailable error, Plan.BusyError). The bound
+// holds for every caller: HTTP and A2A packs, MCP tools, POST /query,
+// trace search, the CLI and the benchmark.
 func WithMaxInFlight(n int) Option {
 	return func(e *Engine) {
 		e.slots = nil
@@ -203,16 +210,20 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	}
 	release, admitted := e.admit(ctx)
 	if !admitted {
-		return e.busy(ctx, spec, plan, weights, start), nil
+		return e.busy(ctx, spec, plan, weights, start)
 	}
 	defer release()
 	var stats Stats
 	limits, warnings := e.limits(req)
 
-	cands, w := e.candidates(ctx, spec, req, plan.Filters, &stats)
+	now := e.now()
+	if !plan.AsOf.IsZero() {
+		now = plan.AsOf
+	}
+	cands, w := e.candidates(ctx, spec, req, plan.Filters, now, &stats)
 	warnings = append(warnings, w...)
 
-	ranked, w := e.rank(cands, weights, &stats)
+	ranked, w := e.rank(cands, weights, now, &stats)
 	warnings = append(warnings, w...)
 
 	entries, w := e.slice(ctx, spec, req, ranked, limits, &stats)
@@ -253,15 +264,20 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 		IncludeScores: req.IncludeScores == nil || *req.IncludeScores,
 		TLDRSentences: req.TLDRSentences,
 		IncludeGraph:  req.IncludeGraph,
+		ExplainAll:    req.Explain == h4r.ExplainAll,
 		Audit:         plan.Audit,
 	})
 	e.recordDeliveries(entries)
 	return p, nil
 }
 
-// admit waits for one of the slots that bound the packs built at once,
-// until ctx ends. A free slot is taken even when ctx has ended: the pack
-// then degrades as any late pack does.
+// admit waits for one of the slots that bound the packs built at once.
+// It waits at most half the time left before ctx's deadline, so that an
+// admitted pack has the other half to be built in; without a deadline it
+// waits until ctx ends. A free slot is taken even when ctx has ended: the
+// pack then degrades as any late pack does. This is the one admission
+// point for packs: every caller (HTTP, A2A, MCP, /query, the CLI, the
+// benchmark) is admitted here.
 func (e *Engine) admit(ctx context.Context) (release func(), ok bool) {
 	if e.slots == nil {
 		return func() {}, true
@@ -272,6 +288,11 @@ func (e *Engine) admit(ctx context.Context) (release func(), ok bool) {
 		return release, true
 	default:
 	}
+	if deadline, has := ctx.Deadline(); has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
+	}
 	select {
 	case e.slots <- struct{}{}:
 		return release, true
@@ -280,17 +301,38 @@ func (e *Engine) admit(ctx context.Context) (release func(), ok bool) {
 	}
 }
 
-// busy is the pack of a request whose deadline passed while it waited for
-// a slot: empty, degraded, and saying why.
-func (e *Engine) busy(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, weights h4r.Weights, start time.Time) *h4r.Pack {
+// busy answers a request that got no slot in time: an unavailable error
+// when the caller prefers one (Plan.BusyError, "Prefer: busy=503" over
+// HTTP), otherwise an empty degraded pack saying why.
+func (e *Engine) busy(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, weights h4r.Weights, start time.Time) (*h4r.Pack, error) {
 	waited := time.Since(start).Round(time.Millisecond)
-	e.log.WarnContext(ctx, "busy: no pack slot before the request deadline", "slots", cap(e.slots), "waited", waited)
+	e.log.WarnContext(ctx, "busy: no pack slot within half the request deadline", "slots", cap(e.slots), "waited", waited)
+	if plan.BusyError {
+		return nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is busy: %d packs were being built and none finished within %s (half the request deadline); retry after a pause", cap(e.slots), waited)
+	}
 	normalized, _ := weights.Normalized()
 	return e.builder.Build(pack.Input{
 		Query: plan.Request.Query.Text, Specialist: spec, Sources: map[string]h4r.SourceStats{}, Start: start,
 		Weights: normalized, Status: h4r.StatusDegraded, Audit: plan.Audit,
-		Warnings: []string{fmt.Sprintf("the engine was busy: %d packs were being built and the request deadline passed after %s of waiting, so this pack is empty; retry after a pause", cap(e.slots), waited)},
-	})
+		Warnings: []string{fmt.Sprintf("the server was busy: %d packs were being built and none finished within %s (half the request deadline), so this pack is empty; retry after a pause", cap(e.slots), waited)},
+	}), nil
+}
+
+// InFlight is the number of packs being built now (h4r_packs_in_flight).
+func (e *Engine) InFlight() int { return len(e.slots) }
+
+// HoldSlots takes every pack slot, as a burst of slow packs would, until
+// release is called: the busy path, made reproducible for tests.
+func (e *Engine) HoldSlots() (release func()) {
+	n := cap(e.slots)
+	for range n {
+		e.slots <- struct{}{}
+	}
+	return func() {
+		for range n {
+			<-e.slots
+		}
+	}
 }
 
 // weights are the configured weights with the request's overrides.
@@ -303,10 +345,10 @@ func (e *Engine) weights(req *h4r.ContextRequest) (h4r.Weights, error) {
 }
 
 // rank scores and orders the candidates.
-func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, stats *Stats) ([]rank.Ranked, []string) {
+func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, now time.Time, stats *Stats) ([]rank.Ranked, []string) {
 	t0 := time.Now()
 	ranked, warnings := rank.Rank(cands, rank.Options{
-		Weights: weights, Lambda: e.settings.Lambda, Now: e.now(), Fusion: e.settings.Fusion,
+		Weights: weights, Lambda: e.settings.Lambda, Now: now, Fusion: e.settings.Fusion,
 	})
 	stats.RankTime = time.Since(t0)
 	return ranked, warnings
@@ -409,8 +451,8 @@ type generatorRun struct {
 // request names anchors, and after them (from the top text hits) when it
 // does not. Hops start only from anchors the policy lets spec see: from
 // any other they would deliver the items it links to, and so tell the
-// caller of links it may not see.
-func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, filters h4r.Filters, stats *Stats) ([]*h4r.Candidate, []string) {
+// caller of links it may not see. now is when the question is asked.
+func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, filters h4r.Filters, now time.Time, stats *Stats) ([]*h4r.Candidate, []string) {
 	t0 := time.Now()
 	var warnings []string
 	text := e.textGenerators(req.Query.Type, &warnings)
@@ -458,6 +500,9 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 		}
 	}
 	e.targetDistances(ctx, runs, q)
+	if e.settings.Conversation != nil {
+		runs = append(runs, e.conversation(ctx, spec, runs, q, now)...)
+	}
 
 	order := make([]string, 0, len(runs))
 	hits := make(map[string][]h4r.Hit, len(runs))
@@ -543,6 +588,59 @@ func (e *Engine) targetDistances(ctx context.Context, runs []generatorRun, q h4r
 			runs[g].hits = append(runs[g].hits, h)
 		}
 	}
+}
+
+// conversation adds the evidence of conversations to the runs: the
+// session of each text hit and the turns around the top ones (walked from
+// anchors the policy lets spec see, as causal hops are), and how near each
+// candidate is to the time the question names.
+func (e *Engine) conversation(ctx context.Context, spec h4r.Specialist, runs []generatorRun, q h4r.CandidateQuery, now time.Time) []generatorRun {
+	var text [][]h4r.Hit
+	for _, r := range runs {
+		if e.graph == nil || r.name != e.graph.Name() {
+			text = append(text, r.hits)
+		}
+	}
+	var out []generatorRun
+	t0 := time.Now()
+	var walk conversation.Walker
+	if e.graph != nil {
+		walk = e.graph
+	}
+	permitted := func(items []*h4r.Item) []*h4r.Item {
+		var keep []*h4r.Item
+		for i, ok := range e.slicer.Permitted(ctx, spec, items) {
+			if ok {
+				keep = append(keep, items[i])
+			}
+		}
+		return keep
+	}
+	gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
+	hits, err := conversation.SessionEvidence(gctx, text, walk, permitted, q.Filters, *e.settings.Conversation)
+	cancel()
+	if len(hits) > 0 || err != nil {
+		out = append(out, generatorRun{name: conversation.GenSession, hits: hits, took: time.Since(t0), err: err})
+	}
+	w, ok := timeref.Find(q.Text, now)
+	if !ok {
+		return out
+	}
+	t0 = time.Now()
+	seen := map[string]bool{}
+	var items []*h4r.Item
+	for _, r := range append(slices.Clone(runs), out...) {
+		for _, h := range r.hits {
+			if h.Item != nil && !seen[h.Item.ID] {
+				seen[h.Item.ID] = true
+				items = append(items, h.Item)
+			}
+		}
+	}
+	if hits := conversation.TimeEvidence(items, w); len(hits) > 0 {
+		out = append(out, generatorRun{name: conversation.GenTime, hits: hits, took: time.Since(t0)})
+	}
+	return out
 }
 
 // textGenerators picks the relevance generators for a query type.

@@ -66,6 +66,9 @@ func openDemo(tb testing.TB) *app.App {
 // explains every candidate, those policy denied included.
 func auditPack(t testing.TB, e *engine.Engine, spec h4r.Specialist, req h4r.ContextRequest) *h4r.Pack {
 	t.Helper()
+	if req.Explain == "" {
+		req.Explain = h4r.ExplainAll
+	}
 	plan, err := req.Plan("")
 	if err != nil {
 		t.Fatal(err)
@@ -712,6 +715,107 @@ func TestMaxInFlightQueuesPacks(t *testing.T) {
 	}
 	if p, err := e.ContextPack(t.Context(), healer(), req()); err != nil || p.Status != h4r.StatusOK || len(p.Results) == 0 {
 		t.Fatalf("after the first finished: %v, %+v", err, p)
+	}
+}
+
+// TestBusyWaitsHalfTheDeadline: with every slot taken, a request waits
+// half of its deadline, not all of it, so that the caller still has time to
+// act on the answer; one that prefers an error (Plan.BusyError, "Prefer:
+// busy=503" over HTTP) gets unavailable instead of the empty pack.
+func TestBusyWaitsHalfTheDeadline(t *testing.T) {
+	a := openDemo(t)
+	e := newEngine(t, a, patient, nil, engine.WithMaxInFlight(1), engine.WithLogger(discardLogger()))
+	release := e.HoldSlots()
+	defer release()
+	if got := e.InFlight(); got != 1 {
+		t.Fatalf("InFlight %d with the one slot held, want 1", got)
+	}
+	for _, tc := range []struct {
+		name      string
+		busyError bool
+	}{
+		{"empty_degraded_pack", false},
+		{"unavailable_error", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := (&h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}}).Plan("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan.BusyError = tc.busyError
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel()
+			p, err := e.Run(ctx, healer(), plan)
+			if ctx.Err() != nil {
+				t.Fatalf("the answer came after the deadline (%v): the wait must end at half of it", ctx.Err())
+			}
+			if tc.busyError {
+				if h4r.ErrorCode(err) != h4r.EUNAVAILABLE || p != nil {
+					t.Fatalf("got pack %v, error %v; want an unavailable error", p, err)
+				}
+				return
+			}
+			if err != nil || p.Status != h4r.StatusDegraded || len(p.Results) != 0 {
+				t.Fatalf("got %v, %+v; want an empty degraded pack", err, p)
+			}
+		})
+	}
+}
+
+// TestExplainKeptOrAll: by default a pack explains its kept items only;
+// explain "all" adds every other candidate the caller may learn of, with
+// why it was left out. A kept item has the same rank, score and signals
+// either way, and the default pack is the smaller one.
+func TestExplainKeptOrAll(t *testing.T) {
+	a := openDemo(t)
+	build := func(explain string) (*h4r.Pack, int) {
+		req := h4r.ContextRequest{Query: h4r.Query{Text: "login test failures with selector issues"}, Explain: explain}
+		plan, err := req.Plan("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := a.Engine.Run(t.Context(), healer(), plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, len(raw)
+	}
+	kept, keptBytes := build("")
+	all, allBytes := build(h4r.ExplainAll)
+	if len(kept.Results) == 0 || len(kept.Explainability.Items) != len(kept.Results) {
+		t.Fatalf("default: %d results, %d explanations; want one explanation per kept item", len(kept.Results), len(kept.Explainability.Items))
+	}
+	for _, e := range kept.Explainability.Items {
+		if e.Reason != h4r.ReasonKept {
+			t.Errorf("default pack explains %s, left out (%s)", e.ID, e.Reason)
+		}
+	}
+	byID := map[string]h4r.ItemExplanation{}
+	left := 0
+	for _, e := range all.Explainability.Items {
+		byID[e.ID] = e
+		if e.Reason != h4r.ReasonKept {
+			left++
+		}
+	}
+	if left == 0 {
+		t.Fatal(`explain "all" lists no item that was left out`)
+	}
+	for _, e := range kept.Explainability.Items {
+		if got := byID[e.ID]; got.Rank != e.Rank || got.Score != e.Score || got.Signals != e.Signals {
+			t.Errorf("%s: rank %d score %v by default, rank %d score %v with all", e.ID, e.Rank, e.Score, got.Rank, got.Score)
+		}
+	}
+	if keptBytes >= allBytes {
+		t.Errorf("default pack %d bytes, with all %d: want the default smaller", keptBytes, allBytes)
+	}
+	var e *h4r.Error
+	if _, err := (&h4r.ContextRequest{Query: h4r.Query{Text: "x"}, Explain: "some"}).Plan(""); !errors.As(err, &e) || e.Field != "explain" {
+		t.Errorf(`explain "some": %v, want an error naming explain`, err)
 	}
 }
 

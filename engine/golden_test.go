@@ -94,7 +94,7 @@ func rankDemoQueries(t *testing.T, weights map[string]float64) ([]byte, float64)
 	fmt.Fprintf(&out, "%-36s %8s %8s %8s\n", "query", "nDCG@10", "MRR@10", "R@10")
 	var sumNDCG, sumMRR, sumRecall float64
 	for _, q := range queries {
-		req := h4r.ContextRequest{Query: h4r.Query{Text: q.Text}, Weights: weights}
+		req := h4r.ContextRequest{Query: h4r.Query{Text: q.Text}, Weights: weights, Explain: h4r.ExplainAll}
 		plan, err := req.Plan("")
 		if err != nil {
 			t.Fatalf("%s: %v", q.ID, err)

@@ -122,6 +122,8 @@ type Store interface {
 	UpdateJob(ctx context.Context, j Job) error
 	GetJob(ctx context.Context, id string) (Job, error)
 	UnfinishedJobs(ctx context.Context) ([]Job, error)
+	// RecentJobs are the jobs updated last, newest first.
+	RecentJobs(ctx context.Context, limit int) ([]Job, error)
 }
 
 // Func does a job's work, reporting progress through report (which
@@ -233,6 +235,11 @@ func (r *Runner) StartScheduled(ctx context.Context, kindName, owner string, req
 
 // Get returns a job's record, or an *h4r.Error not_found.
 func (r *Runner) Get(ctx context.Context, id string) (Job, error) { return r.store.GetJob(ctx, id) }
+
+// Recent returns the jobs updated last, newest first, at most limit.
+func (r *Runner) Recent(ctx context.Context, limit int) ([]Job, error) {
+	return r.store.RecentJobs(ctx, limit)
+}
 
 // VisibleTo reports whether a viewer (a key id) may see the job: its
 // owner or an admin. A server without keys treats every caller as admin.

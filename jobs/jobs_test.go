@@ -322,3 +322,24 @@ func TestUnscheduleStopsTheNextRun(t *testing.T) {
 		t.Errorf("unscheduling a job without a schedule: %v", err)
 	}
 }
+
+func TestRecentJobsNewestFirst(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			at := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+			for i, id := range []string{"j1", "j2", "j3"} {
+				if err := s.CreateJob(context.Background(), jobs.Job{ID: id, Kind: "ingest", State: "done", Owner: "k" + id, UpdatedAt: at.Add(time.Duration(i) * time.Minute)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := jobs.NewRunner(s).Recent(context.Background(), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[0].ID != "j3" || got[1].ID != "j2" || got[0].Owner != "kj3" {
+				t.Errorf("Recent(2) = %+v, want j3 and j2", got)
+			}
+		})
+	}
+}

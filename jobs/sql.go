@@ -170,6 +170,28 @@ func (s *SQLStore) UnfinishedJobs(ctx context.Context) ([]Job, error) {
 	return out, rows.Err()
 }
 
+// RecentJobs returns the jobs updated last, newest first, at most limit.
+func (s *SQLStore) RecentJobs(ctx context.Context, limit int) ([]Job, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT record FROM h4r_jobs ORDER BY updated_at DESC, id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing recent jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []Job
+	for rows.Next() {
+		var rec string
+		if err := rows.Scan(&rec); err != nil {
+			return nil, fmt.Errorf("listing recent jobs: %w", err)
+		}
+		var j Job
+		if err := json.Unmarshal([]byte(rec), &j); err != nil {
+			return nil, fmt.Errorf("decoding a recent job: %w", err)
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
 // FileState is what a source last wrote for one file.
 type FileState struct {
 	Path   string

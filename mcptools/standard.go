@@ -47,6 +47,8 @@ type ContextPackArgs struct {
 	Budget        *h4r.Budget        `json:"budget,omitempty" jsonschema:"maxBytes, maxTokens, maxItems"`
 	MinScore      float64            `json:"min_score,omitempty" jsonschema:"drop results under this score"`
 	TLDRSentences *int               `json:"tldr_sentences,omitempty" jsonschema:"sentences of the TL;DR"`
+	AsOf          string             `json:"as_of,omitempty" jsonschema:"when the question is asked (RFC 3339): relative times in the query count from it"`
+	Explain       string             `json:"explain,omitempty" jsonschema:"with compact false: kept (default) explains the delivered items; all also explains every other candidate and why it was left out"`
 	Compact       *bool              `json:"compact,omitempty" jsonschema:"true (default): the TL;DR, results as id, kind, text, score, source, and warnings; false: the whole pack with its explainability"`
 }
 
@@ -76,7 +78,7 @@ func Standard(r *Registry, d Deps) {
 	AddTool(r, "context_pack", "A context pack: items ranked by eight signals, sliced by policy for this key, within budgets, with a TL;DR. Compact by default.", auth.RouteRead,
 		func(ctx context.Context, c Caller, in ContextPackArgs) (any, error) {
 			req := h4r.ContextRequest{Query: in.Query, Limit: in.Limit, Weights: in.Weights, Anchors: in.Anchors, MaxHops: in.MaxHops,
-				Budget: in.Budget, MinScore: in.MinScore, TLDRSentences: in.TLDRSentences}
+				Budget: in.Budget, MinScore: in.MinScore, TLDRSentences: in.TLDRSentences, AsOf: in.AsOf, Explain: in.Explain}
 			plan, err := req.Plan("")
 			if err != nil {
 				return nil, err

@@ -34,6 +34,8 @@ func gather(t *testing.T, m *metrics.Metrics, name string, labels ...string) (su
 			switch {
 			case s.Counter != nil:
 				sum += s.Counter.GetValue()
+			case s.Gauge != nil:
+				sum += s.Gauge.GetValue()
 			case s.Histogram != nil:
 				sum += float64(s.Histogram.GetSampleCount())
 			}

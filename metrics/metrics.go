@@ -37,7 +37,6 @@ type Metrics struct {
 	canceled    *prometheus.CounterVec
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
-	inFlight    prometheus.Gauge
 }
 
 // CacheStats reports a decision cache's hits and misses since it started
@@ -46,6 +45,7 @@ type CacheStats func() (hits, misses uint64)
 
 type options struct {
 	opaCache CacheStats
+	inFlight func() int
 }
 
 // Option configures New.
@@ -56,6 +56,11 @@ type Option func(*options)
 // so that dashboards and alerts can be written before the cache exists.
 func WithOPACache(stats CacheStats) Option { return func(o *options) { o.opaCache = stats } }
 
+// WithPacksInFlight makes h4r_packs_in_flight report the packs the engine
+// is building now (engine.Engine.InFlight, the one admission point).
+// Without it the gauge stays registered at 0.
+func WithPacksInFlight(n func() int) Option { return func(o *options) { o.inFlight = n } }
+
 // New registers every metric in a new registry.
 func New(opts ...Option) *Metrics {
 	var o options
@@ -64,6 +69,9 @@ func New(opts ...Option) *Metrics {
 	}
 	if o.opaCache == nil {
 		o.opaCache = func() (uint64, uint64) { return 0, 0 }
+	}
+	if o.inFlight == nil {
+		o.inFlight = func() int { return 0 }
 	}
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
@@ -92,9 +100,10 @@ func New(opts ...Option) *Metrics {
 			Name: "h4r_http_requests_total", Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "h4r_http_request_duration_seconds", Help: "HTTP request duration by route pattern.", Buckets: stageBuckets}, []string{"route"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "h4r_packs_in_flight", Help: "Context packs being built now (at most the server's slots)."}),
 	}
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "h4r_packs_in_flight", Help: "Context packs being built now (at most the engine's pack slots)."},
+		func() float64 { return float64(o.inFlight()) })
 	hits := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "scs_opa_cache_hits_total", Help: "Policy decisions answered from the decision cache."},
 		func() float64 { h, _ := o.opaCache(); return float64(h) })
@@ -102,7 +111,7 @@ func New(opts ...Option) *Metrics {
 		Name: "scs_opa_cache_misses_total", Help: "Policy decisions the decision cache did not hold."},
 		func() float64 { _, mi := o.opaCache(); return float64(mi) })
 	reg.MustRegister(m.retrieval, m.generator, m.candidates, m.slicing, m.assembly, m.budget,
-		m.affordances, m.packs, m.rejected, m.canceled, m.requests, m.duration, m.inFlight, hits, misses,
+		m.affordances, m.packs, m.rejected, m.canceled, m.requests, m.duration, inFlight, hits, misses,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -152,10 +161,6 @@ func (m *Metrics) ObservePack(p *h4r.Pack) {
 	}
 	m.packs.WithLabelValues(p.Status).Inc()
 }
-
-// PackStarted and PackDone track the packs being built.
-func (m *Metrics) PackStarted() { m.inFlight.Inc() }
-func (m *Metrics) PackDone()    { m.inFlight.Dec() }
 
 // Rejected counts a request answered with an error of the given code.
 func (m *Metrics) Rejected(code string) { m.rejected.WithLabelValues(code).Inc() }

@@ -10,7 +10,8 @@ import (
 // TestObservePack checks what one pack adds to each series, from the
 // numbers the pack itself reports.
 func TestObservePack(t *testing.T) {
-	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) { return 7, 3 }))
+	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) { return 7, 3 }),
+		metrics.WithPacksInFlight(func() int { return 4 }))
 	p := &h4r.Pack{
 		Status:  h4r.StatusDegraded,
 		Sources: map[string]h4r.SourceStats{"fulltext": {Candidates: 40, Ms: 12}, "graph": {Candidates: 5, Ms: 3}},
@@ -37,6 +38,7 @@ func TestObservePack(t *testing.T) {
 		{"graph candidates", sum("h4r_candidates_total", "source", "graph"), 10},
 		{"opa cache hits", sum("scs_opa_cache_hits_total"), 7},
 		{"opa cache misses", sum("scs_opa_cache_misses_total"), 3},
+		{"packs in flight, read from the engine", sum("h4r_packs_in_flight"), 4},
 		{"retrieval observations", sum("h4r_retrieval_duration_seconds"), 2},
 		{"generator observations", sum("h4r_generator_duration_seconds", "source", "graph"), 2},
 		{"budget kinds observed (tokens has no limit)", count("scs_budget_utilization_ratio"), 2},

@@ -43,6 +43,9 @@ type Input struct {
 	IncludeScores bool
 	TLDRSentences *int  // the request's override of the builder's TL;DR length
 	IncludeGraph  *bool // the request's override of the builder's graph setting
+	// ExplainAll: explainability.items explains every entry the caller may
+	// learn of, not only the kept ones (h4r.ExplainAll).
+	ExplainAll bool
 	// Audit: the caller may see what policy hid (h4r.Plan.Audit). Without
 	// it, explainability.items and the per-generator counts cover only the
 	// entries policy let through (kept, or left out by the budget); the
@@ -157,7 +160,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 			Slicing:     in.Slicing,
 			Weights:     in.Weights,
 			Warnings:    warnings,
-			Items:       itemExplanations(in.Entries, undeliverable, in.Audit),
+			Items:       itemExplanations(in.Entries, undeliverable, in.Audit, in.ExplainAll),
 		},
 	}
 	if p.Status == "" {
@@ -235,9 +238,11 @@ func results(kept []*Entry, includeScores bool) []h4r.Result {
 // through, ranked among themselves, so that neither an id nor a gap in the
 // ranks tells of an item it may not see. An entry kept without a delivered
 // form (left out of the results) is reported as a policy drop: its
-// decision could not be carried out.
-func itemExplanations(entries []Entry, undeliverable map[int]bool, audit bool) []h4r.ItemExplanation {
+// decision could not be carried out. Without all, only the kept entries
+// are listed, with the ranks they have in the full list.
+func itemExplanations(entries []Entry, undeliverable map[int]bool, audit, all bool) []h4r.ItemExplanation {
 	out := make([]h4r.ItemExplanation, 0, len(entries))
+	rank := 0
 	for i, e := range entries {
 		if undeliverable[i] {
 			e.Reason, e.Detail = h4r.ReasonPolicy, "kept without a delivered form"
@@ -245,9 +250,13 @@ func itemExplanations(entries []Entry, undeliverable map[int]bool, audit bool) [
 		if !audit && !passedPolicy(e.Reason) {
 			continue
 		}
+		rank++
+		if !all && e.Reason != h4r.ReasonKept {
+			continue
+		}
 		out = append(out, h4r.ItemExplanation{
 			ID:          e.Ranked.Candidate.Item.ID,
-			Rank:        len(out) + 1,
+			Rank:        rank,
 			Score:       e.Ranked.Score,
 			Signals:     e.Ranked.Signals,
 			Reason:      e.Reason,

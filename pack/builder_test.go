@@ -107,26 +107,33 @@ func TestRedactedResult(t *testing.T) {
 	}
 }
 
-// TestExplainabilityItems: an audit caller gets the verdict on every
-// ranked candidate; any other caller only on those the policy let through
-// (mem-004 was denied), ranked among themselves, with generators counting
-// only those.
+// TestExplainabilityItems: with explain "all", an audit caller gets the
+// verdict on every ranked candidate; any other caller only on those the
+// policy let through (mem-004 was denied), ranked among themselves, with
+// generators counting only those. By default only the kept items are
+// explained, with the ranks they have in that list.
 func TestExplainabilityItems(t *testing.T) {
 	tests := []struct {
 		name    string
 		audit   bool
+		all     bool
 		ids     []string // explained, in rank order
+		ranks   []int
 		sources map[string]int
 	}{
-		{"audit", true, []string{"mem-004", "mem-001", "mem-003", "mem-002", "mem-006", "mem-005"},
+		{"audit, all", true, true, []string{"mem-004", "mem-001", "mem-003", "mem-002", "mem-006", "mem-005"}, []int{1, 2, 3, 4, 5, 6},
 			map[string]int{h4r.GenFullText: 5, h4r.GenVector: 4, h4r.GenGraph: 3}},
-		{"no audit", false, []string{"mem-001", "mem-003", "mem-002", "mem-006", "mem-005"},
+		{"no audit, all", false, true, []string{"mem-001", "mem-003", "mem-002", "mem-006", "mem-005"}, []int{1, 2, 3, 4, 5},
+			map[string]int{h4r.GenFullText: 4, h4r.GenVector: 3, h4r.GenGraph: 3}},
+		{"audit, kept", true, false, []string{"mem-001", "mem-003", "mem-002", "mem-006"}, []int{2, 3, 4, 5},
+			map[string]int{h4r.GenFullText: 5, h4r.GenVector: 4, h4r.GenGraph: 3}},
+		{"no audit, kept", false, false, []string{"mem-001", "mem-003", "mem-002", "mem-006"}, []int{1, 2, 3, 4},
 			map[string]int{h4r.GenFullText: 4, h4r.GenVector: 3, h4r.GenGraph: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := fixtureInput(t)
-			in.Audit = tt.audit
+			in.Audit, in.ExplainAll = tt.audit, tt.all
 			p := NewBuilder(WithClock(fixedClock)).Build(in)
 			if p.TotalCount != len(in.Entries) || p.Explainability.Slicing.TotalDroppedPolicy != 1 {
 				t.Errorf("total_count = %d, totalDroppedPolicy %d; want %d and 1: counts stay", p.TotalCount, p.Explainability.Slicing.TotalDroppedPolicy, len(in.Entries))
@@ -139,8 +146,12 @@ func TestExplainabilityItems(t *testing.T) {
 			reasons := map[string]string{}
 			for i, it := range p.Explainability.Items {
 				e := byID[it.ID]
+				rank := 0
+				if i < len(tt.ranks) {
+					rank = tt.ranks[i]
+				}
 				want := h4r.ItemExplanation{
-					ID: it.ID, Rank: i + 1, Score: e.Ranked.Score, Signals: e.Ranked.Signals,
+					ID: it.ID, Rank: rank, Score: e.Ranked.Score, Signals: e.Ranked.Signals,
 					Reason: e.Reason, Detail: e.Detail, Redacted: e.Redacted, Explanation: e.Ranked.Explanation,
 				}
 				if !reflect.DeepEqual(it, want) {
@@ -410,7 +421,7 @@ func TestStatusAndWarnings(t *testing.T) {
 func TestKeptWithoutDeliveredIsLeftOut(t *testing.T) {
 	bad := kept("raw", "unredacted secret text")
 	bad.Delivered = nil
-	p := NewBuilder(WithClock(fixedClock)).Build(Input{Query: "secret", Entries: []Entry{bad, kept("ok", "a secret handshake")}})
+	p := NewBuilder(WithClock(fixedClock)).Build(Input{Query: "secret", Entries: []Entry{bad, kept("ok", "a secret handshake")}, ExplainAll: true})
 	if len(p.Results) != 1 || p.Results[0].ID != "ok" {
 		t.Errorf("results %+v, want only the delivered item", p.Results)
 	}
@@ -423,7 +434,7 @@ func TestKeptWithoutDeliveredIsLeftOut(t *testing.T) {
 	if got := p.Explainability.Items; len(got) != 1 || got[0].ID != "ok" || got[0].Reason != h4r.ReasonKept || got[0].Rank != 1 {
 		t.Errorf("explanations %+v, want only the delivered item", got)
 	}
-	p = NewBuilder(WithClock(fixedClock)).Build(Input{Query: "secret", Entries: []Entry{bad, kept("ok", "a secret handshake")}, Audit: true})
+	p = NewBuilder(WithClock(fixedClock)).Build(Input{Query: "secret", Entries: []Entry{bad, kept("ok", "a secret handshake")}, Audit: true, ExplainAll: true})
 	if got := p.Explainability.Items[0]; got.ID != "raw" || got.Reason != h4r.ReasonPolicy {
 		t.Errorf("audit explanation of the undeliverable item = %+v, want reason policy", got)
 	}

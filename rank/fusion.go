@@ -29,6 +29,12 @@ type Fusion struct {
 	Method  string             // FusionRelative (default when empty) or FusionRRF
 	Weights map[string]float64 // per generator name; a generator not listed weighs 1
 	RRFK    float64            // k of reciprocal-rank fusion; 0 means DefaultRRFK
+	// Unscaled names generators whose scores are already on the 0–1 scale
+	// of relevance (the session and time evidence of conversations):
+	// relative fusion takes them as they are, clamped to [0, 1], instead of
+	// min-max normalising them. Min-max would stretch the gap between the
+	// best and the worst of them to the whole scale even where it is small.
+	Unscaled map[string]bool
 }
 
 // Validate checks the method, the generator weights (finite, >= 0) and k.
@@ -78,7 +84,7 @@ func (f Fusion) relevance(cands []*h4r.Candidate) ([]float64, []string) {
 	if f.Method == FusionRRF {
 		f.fuseRRF(cands, gens, weight, out)
 	} else {
-		fuseRelative(cands, gens, weight, out)
+		fuseRelative(cands, gens, weight, f.Unscaled, out)
 	}
 	return out, warnings
 }
@@ -98,10 +104,11 @@ func textGenerators(cands []*h4r.Candidate) []string {
 	return gens
 }
 
-// fuseRelative writes Σ w·minmax(s) / Σ w into out. A generator whose
-// scores are all equal (or that has a single hit) gives its hits 1.
+// fuseRelative writes Σ w·minmax(s) / Σ w into out (Σ w·s for unscaled
+// generators). A generator whose scores are all equal (or that has a
+// single hit) gives its hits 1.
 // Non-finite raw scores count as the worst score.
-func fuseRelative(cands []*h4r.Candidate, gens []string, weight func(string) float64, out []float64) {
+func fuseRelative(cands []*h4r.Candidate, gens []string, weight func(string) float64, unscaled map[string]bool, out []float64) {
 	var totalWeight float64
 	for _, gen := range gens {
 		w := weight(gen)
@@ -109,6 +116,14 @@ func fuseRelative(cands []*h4r.Candidate, gens []string, weight func(string) flo
 			continue
 		}
 		totalWeight += w
+		if unscaled[gen] {
+			for i, c := range cands {
+				if e, ok := c.Find(gen); ok && finite(e.Score) {
+					out[i] += w * min(max(e.Score, 0), 1)
+				}
+			}
+			continue
+		}
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, c := range cands {
 			if e, ok := c.Find(gen); ok && finite(e.Score) {

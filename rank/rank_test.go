@@ -161,6 +161,17 @@ func TestRelevanceRelative(t *testing.T) {
 			want:  map[string]float64{"a": 1, "b": 0, "c": 0},
 		},
 		{
+			name: "an unscaled generator's scores are taken as they are, clamped to [0, 1]",
+			cands: []*h4r.Candidate{
+				cand("a", ft(10, 1), h4r.Evidence{Generator: "session", Score: 0.6, Rank: 1}),
+				cand("b", ft(4, 2), h4r.Evidence{Generator: "session", Score: 0.5, Rank: 2}),
+				cand("c", h4r.Evidence{Generator: "session", Score: 1.5, Rank: 3}),
+			},
+			// Min-max would give the session scores 0.1/1 → 0.1, 0 and 1.
+			fusion: Fusion{Unscaled: map[string]bool{"session": true}},
+			want:   map[string]float64{"a": 0.8, "b": 0.25, "c": 0.5},
+		},
+		{
 			name:  "another text generator (a Postgres one, say) counts as text",
 			cands: []*h4r.Candidate{cand("a", h4r.Evidence{Generator: "pgfts", Score: 2, Rank: 1}), cand("b", ft(5, 1))},
 			want:  map[string]float64{"a": 0.5, "b": 0.5},

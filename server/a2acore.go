@@ -272,22 +272,16 @@ func (a *a2aService) subscribe(ctx context.Context, caller a2aCaller, id a2a.Tas
 	return emit(&a2a.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status, Final: true})
 }
 
-// pack builds the pack for the caller within the request deadline and a
-// pack slot, as the other pack routes do. It returns the pack, the JSON
-// object a data part holds, and its encoded size.
+// pack builds the pack for the caller within the request deadline, as the
+// other pack routes do (the engine admits it). A busy server is an
+// unavailable error here, not an empty artifact: a task that was never
+// worked on fails rather than completing with nothing. It returns the pack,
+// the JSON object a data part holds, and its encoded size.
 func (a *a2aService) pack(ctx context.Context, caller a2aCaller, plan *h4r.Plan) (*h4r.Pack, map[string]any, int64, error) {
 	plan.Audit = caller.audit
+	plan.BusyError = true
 	ctx, cancel := context.WithTimeout(ctx, a.s.requestTimeout)
 	defer cancel()
-	if a.s.slots != nil {
-		select {
-		case a.s.slots <- struct{}{}:
-			a.s.metrics.PackStarted()
-			defer func() { <-a.s.slots; a.s.metrics.PackDone() }()
-		case <-ctx.Done():
-			return nil, nil, 0, h4r.Errorf(h4r.EUNAVAILABLE, "", "the server was busy: no pack slot within the request deadline (%s)", a.s.requestTimeout)
-		}
-	}
 	p, err := a.s.engine.Run(ctx, caller.spec, plan)
 	if err != nil {
 		return nil, nil, 0, err

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,9 +15,11 @@ import (
 // With every pack slot taken, a context request that sends
 // "Prefer: busy=503" gets 503 unavailable with Retry-After (over HTTP, on
 // both the pack route and A2A); without it, or with another preference,
-// the default empty degraded pack (200) is kept.
+// the default empty degraded pack (200) is kept. An A2A task made while
+// busy fails, saying so. The slots held are the engine's: the one
+// admission point every caller waits at.
 func TestBusyServerAnswers503WhenPreferred(t *testing.T) {
-	s := newStack(t, server.WithMaxInFlight(1), server.WithRequestTimeout(200*time.Millisecond))
+	s := newStack(t, server.WithRequestTimeout(200*time.Millisecond))
 	base := s.serve(t)
 	release := s.srv.HoldSlots()
 	defer release()
@@ -59,6 +63,29 @@ func TestBusyServerAnswers503WhenPreferred(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a2a_task_fails", func(t *testing.T) {
+		a := rpc(t, base, "", "", "message/send", map[string]any{"message": map[string]any{
+			"kind": "message", "messageId": "m-busy", "role": "user", "parts": []any{map[string]any{"kind": "text", "text": "login"}}}})
+		var task struct {
+			Status struct {
+				State   string `json:"state"`
+				Message struct {
+					Parts []struct {
+						Text string `json:"text"`
+					} `json:"parts"`
+				} `json:"message"`
+			} `json:"status"`
+		}
+		if a.Error != nil {
+			t.Fatalf("message/send while busy: %+v", a.Error)
+		}
+		if err := json.Unmarshal(a.Result, &task); err != nil {
+			t.Fatal(err)
+		}
+		if parts := task.Status.Message.Parts; task.Status.State != "failed" || len(parts) != 1 || !strings.Contains(parts[0].Text, "busy") {
+			t.Errorf("task while busy: %s; want a failed task saying the server is busy", a.Result)
+		}
+	})
 	t.Run("a2a", func(t *testing.T) {
 		r := post(t, base+"/v1/a2a", `{"meta": {"id": "msg-busy", "type": "ContextRequest"}, "payload": {"query": {"text": "login"}}}`, "Prefer", "busy=503")
 		env := decodeEnvelope(t, r)

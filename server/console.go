@@ -47,9 +47,10 @@ const (
 	consoleSessionLife = 8 * time.Hour
 	consoleMaxSessions = 10000
 	consoleMaxForm     = 64 << 10
-	// consoleCSP allows only the console's own stylesheet and script; the
+	// consoleCSP allows only the console's own stylesheet, script and
+	// requests (the script's reload of a running job); the
 	// SVG graph and the signal meters are markup, not script.
-	consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 
 // consoleRoute: the console's pages authenticate by their session cookie
@@ -75,7 +76,7 @@ type consoleState struct {
 
 func newConsoleState() (*consoleState, error) {
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "pack", "dryrun", "error"} {
+	for _, name := range []string{"login", "pack", "dryrun", "error", "items", "traces", "packs", "jobs", "job", "bench"} {
 		t, err := template.New("layout.html").Funcs(consoleFuncs).ParseFS(consoleFiles, "console/layout.html", "console/parts.html", "console/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parsing the console page %s: %w", name, err)
@@ -479,6 +480,8 @@ func (s *Server) runForm(c *echo.Context, q queryForm, field string, sf specForm
 	if err != nil {
 		return nil, spec, err
 	}
+	// The console lists what was left out and why, beside what was kept.
+	req.Explain = h4r.ExplainAll
 	plan, err := req.Plan("")
 	if err != nil {
 		return nil, spec, err
@@ -524,9 +527,11 @@ func (s *Server) consolePage(c *echo.Context) (*consoleSession, bool, error) {
 
 // pageData is what every signed-in page shows.
 func (s *Server) pageData(c *echo.Context, sess *consoleSession, title string) map[string]any {
-	d := map[string]any{"Title": title, "CSRF": sess.csrf, "SignedIn": true, "MayAudit": s.mayAudit(c), "Levels": levelNames()}
+	d := map[string]any{"Title": title, "CSRF": sess.csrf, "SignedIn": true, "MayAudit": s.mayAudit(c), "Levels": levelNames(),
+		"MayRead": true, "MayIngest": true}
 	if p := principal(c); p != nil {
 		d["Principal"] = p.Specialist
+		d["MayRead"], d["MayIngest"] = p.Allows(auth.RouteRead), p.Allows(auth.RouteIngest)
 	}
 	return d
 }

@@ -262,7 +262,7 @@ func TestConsoleShowsWhatTheAPIShows(t *testing.T) {
 					t.Errorf("the page shows %q", s)
 				}
 			}
-			api := post(t, base+"/v1/context-pack", `{"query": {"type": "hybrid", "text": "login test failures with selector issues"}, "limit": 10, "include_scores": true, "include_graph": true}`, bearer(tt.key)...)
+			api := post(t, base+"/v1/context-pack", `{"query": {"type": "hybrid", "text": "login test failures with selector issues"}, "limit": 10, "include_scores": true, "include_graph": true, "explain": "all"}`, bearer(tt.key)...)
 			var pack h4r.Pack
 			if err := json.Unmarshal(api.body, &pack); err != nil {
 				t.Fatal(err)

@@ -39,6 +39,13 @@ var consoleFuncs = template.FuncMap{
 	"specArgs": func(prefix string, spec specForm, levels []string, keys bool) map[string]any {
 		return map[string]any{"Prefix": prefix, "Spec": spec, "Levels": levels, "Keys": keys}
 	},
+	// heading is a report's heading at its level (2 to 6), text escaped.
+	"heading": func(level int, text string) template.HTML {
+		level = min(max(level, 2), 6)
+		return template.HTML(fmt.Sprintf("<h%d>%s</h%d>", level, template.HTMLEscapeString(text), level))
+	},
+	// benchSVG is a chart's path as the one segment /ui/bench/:name takes.
+	"benchSVG": func(name string) string { return strings.Replace(name, "/", "~", 1) },
 	"hasPolicy": func(left []leftView) bool {
 		return slices.ContainsFunc(left, func(l leftView) bool { return l.Policy })
 	},

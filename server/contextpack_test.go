@@ -66,9 +66,9 @@ func TestContextPackPolicy(t *testing.T) {
 	for _, tt := range tests {
 		for _, audit := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, audit %v", tt.name, audit), func(t *testing.T) {
-				body := `{"query": {"text": "login test failures with selector issues"}, "limit": 10}`
+				body := `{"query": {"text": "login test failures with selector issues"}, "limit": 10, "explain": "all"}`
 				if tt.specialist != "" {
-					body = `{"specialist": ` + tt.specialist + `, "query": {"text": "login test failures with selector issues"}, "limit": 10}`
+					body = `{"specialist": ` + tt.specialist + `, "query": {"text": "login test failures with selector issues"}, "limit": 10, "explain": "all"}`
 				}
 				r := post(t, urls[audit], body)
 				p := decodePack(t, r)
@@ -271,6 +271,7 @@ func TestContextPackErrors(t *testing.T) {
 		{"empty link type", `{"query": {"type": "causal", "text": ""}, "anchors": ["mem-root"], "link_types": ["caused_by", ""]}`, "link_types[1]"},
 		{"link_types not a list", `{"query": {"type": "causal", "text": ""}, "anchors": ["mem-root"], "link_types": "caused_by"}`, "link_types"},
 		{"tldr_sentences negative", `{` + q + `, "tldr_sentences": -1}`, "tldr_sentences"},
+		{"as_of not a timestamp", `{` + q + `, "as_of": "last tuesday"}`, "as_of"},
 		{"specialist with a bad securityLevel", `{"specialist": {"id": "x", "securityLevel": "secret"}, ` + q + `}`, "specialist.securityLevel"},
 		{"specialist without an id", `{"specialist": {"securityLevel": "internal"}, ` + q + `}`, "specialist.id"},
 		{"specialist with an unknown key", `{"specialist": {"id": "x", "clearance": 3}, ` + q + `}`, "specialist.clearance"},

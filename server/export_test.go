@@ -55,16 +55,8 @@ func (s *Server) RouteAccess(route string) (public, limited bool) {
 	return a.public, a.limited
 }
 
-// HoldSlots takes every pack slot, as a burst of slow packs would, until
-// release is called.
+// HoldSlots takes every pack slot of the server's engine, as a burst of
+// slow packs would, until release is called.
 func (s *Server) HoldSlots() (release func()) {
-	n := cap(s.slots)
-	for range n {
-		s.slots <- struct{}{}
-	}
-	return func() {
-		for range n {
-			<-s.slots
-		}
-	}
+	return s.engine.(interface{ HoldSlots() func() }).HoldSlots()
 }

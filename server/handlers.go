@@ -137,18 +137,20 @@ func (s *Server) contextPack(c *echo.Context) error {
 	return c.JSON(http.StatusOK, p)
 }
 
-// pack builds the pack of a planned request, within the request deadline
-// and a pack slot.
+// pack builds the pack of a planned request within the request deadline.
+// The engine admits it (its pack slots are the one admission point); a
+// request that prefers "busy=503" gets the engine's unavailable error,
+// which writeError answers with Retry-After.
 func (s *Server) pack(c *echo.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4r.Pack, error) {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.requestTimeout)
 	defer cancel()
-	release, p, err := s.admit(ctx, c, spec)
-	if p != nil || err != nil {
-		return p, err
-	}
-	defer release()
 	plan.Audit = s.mayAudit(c)
-	p, err = s.engine.Run(ctx, spec, plan)
+	plan.BusyError = prefersBusy503(c.Request()) // prefer.go
+	p, err := s.engine.Run(ctx, spec, plan)
+	if err != nil && plan.BusyError && h4r.ErrorCode(err) == h4r.EUNAVAILABLE {
+		c.Response().Header().Set(preferAppliedHd, preferBusy+"="+preferBusy503)
+		return nil, err
+	}
 	if err != nil && ctx.Err() != nil && c.Request().Context().Err() == nil && h4r.ErrorCode(err) == h4r.EINTERNAL {
 		// The engine degrades a pack itself when the deadline expires; this
 		// is for a stage that fails on the deadline anyway: the agent still
@@ -168,42 +170,6 @@ func (s *Server) pack(c *echo.Context, spec h4r.Specialist, plan *h4r.Plan) (*h4
 	p.RequestID = requestID(c)
 	s.metrics.ObservePack(p)
 	return p, nil
-}
-
-// admit waits for one of the slots that bound how many packs are built at
-// once. Packs are CPU-bound: past a few per core, more at once only make
-// every one of them miss its deadline, so that under a burst every agent
-// gets a degraded pack. With slots, the admitted packs finish in time and
-// a request that waits longer than half its deadline gets an empty
-// degraded pack at once, saying the server was busy. Requests are planned
-// (validated) before they wait, so an invalid one gets its error at once.
-// A request with "Prefer: busy=503" gets an unavailable error (503 with
-// Retry-After) instead of the empty pack. On admission, release frees the slot.
-func (s *Server) admit(ctx context.Context, c *echo.Context, spec h4r.Specialist) (release func(), shed *h4r.Pack, err error) {
-	if s.slots == nil {
-		return func() {}, nil, nil
-	}
-	wait := s.requestTimeout / 2
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	select {
-	case s.slots <- struct{}{}:
-		s.metrics.PackStarted()
-		return func() { <-s.slots; s.metrics.PackDone() }, nil, nil
-	case <-wctx.Done():
-	}
-	if err := c.Request().Context().Err(); err != nil {
-		return nil, nil, err // the client went away
-	}
-	s.log.WarnContext(ctx, "busy: no pack slot within half the deadline", "slots", cap(s.slots), "waited", wait)
-	if prefersBusy503(c.Request()) { // prefer.go; writeError adds Retry-After
-		c.Response().Header().Set(preferAppliedHd, preferBusy+"="+preferBusy503)
-		return nil, nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is busy: %d packs were being built and none finished within %s (half the request deadline); retry after the pause Retry-After gives", cap(s.slots), wait)
-	}
-	p := emptyPack(spec, fmt.Sprintf("the server was busy: %d packs were being built and none finished within %s (half the request deadline), so this pack is empty; retry after a pause", cap(s.slots), wait))
-	p.RequestID = requestID(c)
-	s.metrics.ObservePack(p)
-	return nil, p, nil
 }
 
 // emptyPack is an empty degraded pack whose one warning says why.

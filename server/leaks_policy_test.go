@@ -78,6 +78,9 @@ func TestDeniedItemsAreOnlyCounted(t *testing.T) {
 		{"admin key", adminKey, `{"query": {"type": "keyword", "text": "hunter2"}}`, true},
 	}
 	for _, tt := range tests {
+		// Every candidate the caller may learn of is explained, so that a
+		// leak through explainability.items would show.
+		tt.body = strings.TrimSuffix(tt.body, "}") + `, "explain": "all"}`
 		for _, route := range []string{"context-pack", "a2a"} {
 			t.Run(tt.name+" via "+route, func(t *testing.T) {
 				var p *h4r.Pack

@@ -328,7 +328,7 @@ func TestGeneratorFailureDegrades(t *testing.T) {
 // pack that says the server was busy — while a bad request still gets its
 // error — and that a freed slot serves packs again.
 func TestBusyServerAnswersDegraded(t *testing.T) {
-	s := newStack(t, server.WithMaxInFlight(2), server.WithRequestTimeout(400*time.Millisecond))
+	s := newStack(t, server.WithRequestTimeout(400*time.Millisecond))
 	base := s.serve(t)
 	busy := func(p *h4r.Pack) bool {
 		return slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "server was busy") })

@@ -35,7 +35,7 @@ var draftItem = h4r.Item{
 func ptrTo(v float64) *float64 { return &v }
 
 const draftQuery = `{"specialist": {"id": "planner", "securityLevel": "internal"},
-  "query": {"type": "keyword", "text": "zeppelin rollout plan"}, "limit": 5}`
+  "query": {"type": "keyword", "text": "zeppelin rollout plan"}, "limit": 5, "explain": "all"}`
 
 // policyStack is the real service with its policy read from a directory
 // (or a remote OPA), watched, and decisions logged to a file.

@@ -60,6 +60,7 @@ func (s *Server) routeTables() [][]route {
 		s.bridgeRoutes(),
 		s.ingestRoutes(),
 		s.consoleRoutes(),
+		s.browseRoutes(),
 	}
 }
 

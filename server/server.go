@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -29,10 +28,7 @@ const (
 	// DefaultRateLimitPerMinute is the original design's 60 context
 	// requests per minute per key.
 	DefaultRateLimitPerMinute = 60
-	// DefaultPacksPerCPU packs are built at once per CPU: enough to overlap
-	// a pack's waits on the store, few enough that each keeps its deadline.
-	DefaultPacksPerCPU = 2
-	requestIDHeader    = "X-Request-Id"
+	requestIDHeader           = "X-Request-Id"
 )
 
 // ContextPacker builds context packs from planned requests (engine.Engine).
@@ -61,7 +57,6 @@ type Server struct {
 	limiter        *auth.Limiter // per-key rate limits of context requests
 	metrics        *metrics.Metrics
 	checks         []readinessCheck // backends /health/ready checks besides the store
-	slots          chan struct{}    // packs being built; nil: unbounded
 	policy         PolicyReporter   // nil: no GET /v1/policy
 	anonymousAudit bool             // without keys, packs explain what policy hid
 	now            func() time.Time
@@ -87,6 +82,8 @@ type Server struct {
 	a2aOpts        A2AOptions     // the A2A protocol endpoint (a2aproto.go)
 	limits         limits         // work per key, unauthenticated clients (rpclimit.go)
 	console        *consoleState  // the web console's pages and sessions (console.go)
+	browse         Browse         // what the console's browsers read (console_browse.go)
+	consoleSecret  []byte         // nil: a random one (WithConsoleSecret)
 }
 
 // readinessCheck is one backend /health/ready checks.
@@ -135,17 +132,6 @@ func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = n
 // it. Without it the server makes its own.
 func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.metrics = m } }
 
-// WithMaxInFlight bounds the context packs built at once (default
-// DefaultPacksPerCPU per CPU); n <= 0 removes the bound. See admit.
-func WithMaxInFlight(n int) Option {
-	return func(s *Server) {
-		s.slots = nil
-		if n > 0 {
-			s.slots = make(chan struct{}, n)
-		}
-	}
-}
-
 // WithMaxConnections caps the connections Listener serves at once
 // (default DefaultMaxConnections); n <= 0 removes the cap.
 func WithMaxConnections(n int) Option { return func(s *Server) { s.maxConns = max(n, 0) } }
@@ -177,7 +163,6 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 		engine: engine, store: store,
 		maxBodyBytes: DefaultMaxBodyBytes, requestTimeout: DefaultRequestTimeout,
 		log: slog.Default(), now: time.Now,
-		slots:    make(chan struct{}, DefaultPacksPerCPU*runtime.GOMAXPROCS(0)),
 		maxConns: DefaultMaxConnections, readTimeout: DefaultReadTimeout,
 		limits: defaultLimits(),
 	}
@@ -216,6 +201,9 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	if err != nil {
 		// Embedded too, and parsed by every test that builds a Server.
 		panic(fmt.Sprintf("server: the embedded console pages: %v", err))
+	}
+	if s.consoleSecret != nil {
+		console.secret = s.consoleSecret
 	}
 	s.console = console
 	s.echo = e

@@ -23,9 +23,9 @@ import (
 )
 
 const benchUsage = `Usage:
-  h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--out DIR]
+  h4r bench quality --dataset DIR [--dataset DIR …] [--weights config|relevance|seed|FILE] [--conversation config|on|off] [--against-bm25] [--out DIR]
   h4r bench tune    --dataset DIR [--dataset DIR …] [--from-feedback] [--k 5] [--seed 1] [--restarts 4] [--out DIR]
-  h4r bench gen     --out DIR [--seed 1] [--queries 30]
+  h4r bench gen     --out DIR [--seed 1] [--queries 30] [--kind memory|conversation [--hard]]
   h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
 
 Datasets are BEIR folders (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) with an optional
@@ -235,8 +235,17 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
 	deliver := fs.Bool("deliver", false, "let packs deliver items (raises access counts during the run; see bench.WithDelivery)")
 	replay := fs.Bool("replay", false, "replay mode: queries in order, one at a time, packs delivering, and the relevant items of each pack's top ten used (read) by the caller, so access counts evolve as in production (see bench.WithReplay)")
+	conv := fs.String("conversation", "config", "conversation-aware retrieval: config (H4R_CONVERSATION), on or off")
+	againstBM25 := fs.Bool("against-bm25", false, "also run every dataset with relevance-only BM25 (relevance-only weights, conversation off) in the same process, and report the difference by query category")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	switch *conv {
+	case "config":
+	case "on", "off":
+		cfg.Conversation = *conv == "on"
+	default:
+		return usageError{fmt.Sprintf("bench quality: --conversation must be config, on or off, got %q", *conv)}
 	}
 	if len(c.datasets) == 0 {
 		return usageError{"bench quality: --dataset DIR is required"}
@@ -247,45 +256,77 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	cfg.RecencyDecayLambda = lambda
 	cfg.WeightsFile = "" // applied above; the request carries the weights
+	type setup struct {
+		name    string
+		cfg     config.Config
+		weights h4r.Weights
+		lambda  float64
+	}
+	setups := []setup{{"", cfg, w, lambda}}
+	if *againstBM25 {
+		base := cfg
+		base.Conversation = false
+		setups = []setup{{"bm25", base, bench.RelevanceOnly(), lambda}, {"", cfg, w, lambda}}
+	}
 	var reps []*bench.QualityReport
 	for _, dir := range c.datasets {
-		start := time.Now()
-		ds, runs, err := collect(ctx, cfg, dir, &c, stderr, bench.WithWeights(w), bench.WithDelivery(*deliver), bench.WithReplay(*replay))
-		if err != nil {
-			return err
-		}
-		overall, groups, per := bench.Evaluate(ds, runs)
-		degraded := 0
-		for _, r := range runs {
-			if r.Status != h4r.StatusOK {
-				degraded++
+		for _, su := range setups {
+			rep, err := qualityRun(ctx, su.cfg, dir, su.name, &c, su.weights, su.lambda, stderr, bench.WithWeights(su.weights), bench.WithDelivery(*deliver), bench.WithReplay(*replay))
+			if err != nil {
+				return err
 			}
-		}
-		if degraded > 0 {
-			fmt.Fprintf(stderr, "%s: %d of %d packs were degraded (a generator failed or missed --generator-timeout); see the per-query file's warnings\n", ds.Name, degraded, len(runs))
-		}
-		rep := &bench.QualityReport{Degraded: degraded,
-			Schema: bench.QualitySchema, Dataset: ds.Name, Store: storeName(cfg), QueryType: c.qtype,
-			Weights: bench.WeightsMap(w), Lambda: lambda, Docs: len(ds.Docs), Queries: len(runs),
-			Overall: overall, Groups: groups, Seconds: time.Since(start).Seconds(), PerQuery: per,
-		}
-		reps = append(reps, rep)
-		base := filepath.Join(c.out, "quality-"+ds.Name)
-		if err := bench.WriteJSON(base+".json", rep); err != nil {
-			return err
-		}
-		if err := bench.WritePerQuery(base+"-queries.jsonl", per); err != nil {
-			return err
+			reps = append(reps, rep)
 		}
 	}
 	var md strings.Builder
 	bench.QualityMarkdown(&md, reps)
+	if *againstBM25 {
+		md.WriteString("\n")
+		bench.ComparisonMarkdown(&md, reps)
+	}
 	if err := os.WriteFile(filepath.Join(c.out, "quality.md"), []byte(md.String()), 0o644); err != nil {
 		return fmt.Errorf("writing the Markdown report: %w", err)
 	}
 	fmt.Fprint(stdout, md.String())
 	fmt.Fprintf(stdout, "\nreports in %s (quality-DATASET.json, quality-DATASET-queries.jsonl, quality.md)\n", c.out)
 	return nil
+}
+
+// qualityRun loads one dataset into a fresh store, runs its queries with
+// the given weights and writes its report files (quality-DATASET, with
+// "-"+setup after it when the setup has a name).
+func qualityRun(ctx context.Context, cfg config.Config, dir, setup string, c *benchCommon, w h4r.Weights, lambda float64, stderr io.Writer, opts ...bench.RunOption) (*bench.QualityReport, error) {
+	start := time.Now()
+	ds, runs, err := collect(ctx, cfg, dir, c, stderr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	overall, groups, per := bench.Evaluate(ds, runs)
+	degraded := 0
+	for _, r := range runs {
+		if r.Status != h4r.StatusOK {
+			degraded++
+		}
+	}
+	if degraded > 0 {
+		fmt.Fprintf(stderr, "%s: %d of %d packs were degraded (a generator failed or missed --generator-timeout); see the per-query file's warnings\n", ds.Name, degraded, len(runs))
+	}
+	rep := &bench.QualityReport{Degraded: degraded,
+		Schema: bench.QualitySchema, Dataset: ds.Name, Setup: setup, Store: storeName(cfg), QueryType: c.qtype,
+		Weights: bench.WeightsMap(w), Lambda: lambda, Conversation: cfg.Conversation, Docs: len(ds.Docs), Queries: len(runs),
+		Overall: overall, Groups: groups, Seconds: time.Since(start).Seconds(), PerQuery: per,
+	}
+	base := filepath.Join(c.out, "quality-"+ds.Name)
+	if setup != "" {
+		base += "-" + setup
+	}
+	if err := bench.WriteJSON(base+".json", rep); err != nil {
+		return nil, err
+	}
+	if err := bench.WritePerQuery(base+"-queries.jsonl", per); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 func cmdBenchTune(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
@@ -423,6 +464,7 @@ func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	conversations := fs.Int("conversations", 50, "conversations (--kind conversation)")
 	sessions := fs.Int("sessions", 4, "sessions per conversation, a week apart (--kind conversation; at least 3)")
 	turns := fs.Int("turns", 12, "turns per session (--kind conversation; at least 6)")
+	hard := fs.Bool("hard", false, "the harder conversation set (--kind conversation): paraphrased questions, distractor sessions on the same topics, knowledge updates and temporal questions, ten sessions per conversation")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -432,10 +474,14 @@ func cmdBenchGen(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch *kind {
 	case "memory":
 	case "conversation":
-		if err := bench.GenerateConversations(*out, bench.ConvOptions{Seed: *seed, Conversations: *conversations, Sessions: *sessions, Turns: *turns}); err != nil {
+		if err := bench.GenerateConversations(*out, bench.ConvOptions{Seed: *seed, Conversations: *conversations, Sessions: *sessions, Turns: *turns, Hard: *hard}); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote a conversation dataset (%d conversations, %d questions, seed %d) to %s\n", *conversations, *conversations*bench.ConvQuestions, *seed, *out)
+		questions := bench.ConvQuestions
+		if *hard {
+			questions = bench.ConvHardQuestions
+		}
+		fmt.Fprintf(stdout, "wrote a conversation dataset (%d conversations, %d questions, seed %d) to %s\n", *conversations, *conversations*questions, *seed, *out)
 		return nil
 	default:
 		return usageError{fmt.Sprintf("bench gen: --kind must be memory or conversation, got %q", *kind)}

@@ -22,7 +22,7 @@ func TestBenchCommands(t *testing.T) {
 	// A minute's write deadline: loading under -race on a loaded machine
 	// misses the 5 s default, and nothing here depends on it.
 	vars := env(map[string]string{"H4R_LOG_LEVEL": "error", "H4R_WRITE_TIMEOUT_MS": "60000"})
-	conv := t.TempDir()
+	conv, hard := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
 	steps := []struct {
 		name  string
@@ -35,6 +35,10 @@ func TestBenchCommands(t *testing.T) {
 			[]string{filepath.Join(conv, "corpus.jsonl"), filepath.Join(conv, "qrels", "test.tsv"), filepath.Join(conv, bench.MappingFile)}},
 		{"quality", []string{"bench", "quality", "--dataset", data, "--weights", "relevance", "--out", out},
 			[]string{"quality-" + filepath.Base(data) + ".json", "quality-" + filepath.Base(data) + "-queries.jsonl", "quality.md"}},
+		{"gen hard conversation", []string{"bench", "gen", "--kind", "conversation", "--hard", "--out", hard, "--conversations", "2", "--seed", "4"},
+			[]string{filepath.Join(hard, "corpus.jsonl"), filepath.Join(hard, "qrels", "test.tsv"), filepath.Join(hard, bench.MappingFile)}},
+		{"quality against bm25", []string{"bench", "quality", "--dataset", hard, "--against-bm25", "--out", out},
+			[]string{"quality-" + filepath.Base(hard) + ".json", "quality-" + filepath.Base(hard) + "-bm25.json", "quality-" + filepath.Base(hard) + "-bm25-queries.jsonl"}},
 		{"tune", []string{"bench", "tune", "--dataset", data, "--k", "3", "--restarts", "0", "--out", out, "--save-cache", filepath.Join(out, "cache.json")},
 			[]string{"weights.json", "tune.json", "tune.md", "tune-sweep.svg", "tune-path.svg", "cache.json"}},
 		{"tune from the cache", []string{"bench", "tune", "--from-cache", filepath.Join(out, "cache.json"), "--k", "3", "--restarts", "0", "--out", out, "--weights-out", filepath.Join(out, "again.json")},
@@ -58,6 +62,15 @@ func TestBenchCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+	md, err := os.ReadFile(filepath.Join(out, "quality.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Against relevance-only BM25", "| " + filepath.Base(hard) + " | temporal | 2 |", "| relevance only | off |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("quality.md of --against-bm25 lacks %q:\n%s", want, md)
+		}
 	}
 	wf, err := config.ReadWeightsFile(filepath.Join(out, "weights.json"))
 	if err != nil {

@@ -77,15 +77,23 @@ var (
 var probeKeys = []keyClass{keyNone, keyPublic, keyGroup, keyConfidential, keyAdmin}
 
 // writeKeysFile writes the keys of every class (SHA-256 hashes).
-func writeKeysFile(t *testing.T, dir string) string {
+func writeKeysFile(t *testing.T, dir string) string { return writeTenantKeysFile(t, dir, nil) }
+
+// writeTenantKeysFile writes the keys of every class, each in the tenant
+// tenantOf gives it ("": the default tenant; tenantOf nil: all of them).
+func writeTenantKeysFile(t *testing.T, dir string, tenantOf func(keyClass) string) string {
 	t.Helper()
 	var entries []string
 	for _, k := range append(slices.Clone(probeKeys[1:]), keyVault, keySeeder) {
 		sum := sha256.Sum256([]byte(k.key))
 		groups, _ := json.Marshal(append([]string{}, k.groups...))
 		routes, _ := json.Marshal(k.routes)
-		entries = append(entries, fmt.Sprintf(`{"sha256": %q, "principal": {"id": "cnry_%s", "type": "specialist", "securityLevel": %q, "authorizedGroups": %s}, "routes": %s}`,
-			hex.EncodeToString(sum[:]), k.name, k.level, groups, routes))
+		tenantField := ""
+		if tenantOf != nil && tenantOf(k) != "" {
+			tenantField = fmt.Sprintf(`, "tenant": %q`, tenantOf(k))
+		}
+		entries = append(entries, fmt.Sprintf(`{"sha256": %q, "principal": {"id": "cnry_%s", "type": "specialist", "securityLevel": %q, "authorizedGroups": %s}, "routes": %s%s}`,
+			hex.EncodeToString(sum[:]), k.name, k.level, groups, routes, tenantField))
 	}
 	p := filepath.Join(dir, "keys.json")
 	if err := os.WriteFile(p, []byte("["+strings.Join(entries, ",\n")+"]"), 0o600); err != nil {
@@ -106,6 +114,9 @@ type canaryServer struct {
 // wraps the handler (the self-test's planted leak).
 func startCanaryServer(t *testing.T, vars map[string]string, wrap func(*app.App, http.Handler) http.Handler) *canaryServer {
 	t.Helper()
+	if vars["H4R_TENANTS_FILE"] != "" {
+		return startTenantCanaryServer(t, vars)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg, err := app.LoadConfig(env(vars))
 	if err != nil {

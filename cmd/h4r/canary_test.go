@@ -24,6 +24,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"html/template"
 	"io"
 	"net/http"
@@ -79,6 +80,10 @@ type harness struct {
 	deletedYet bool
 	hidden     map[string]canary // ids no probe key may see (restricted, or deleted), by the canary they hold
 	subs       []*pushLog
+	// tenants: the canaries are another tenant's (seedTenant) than the
+	// probe keys' (probeTenant), so that none of them may reach a probe,
+	// whatever its class (canary_tenants_test.go).
+	tenants bool
 }
 
 // seed writes every canary through the writer; deletions come later
@@ -175,7 +180,7 @@ func (h *harness) seed() {
 		r, d = mark("trace-nats", classRestricted, "trace summary and decision"), mark("trace-nats", classDeleted, "trace summary and decision")
 		for i, tc := range []struct{ marker, groups string }{{r, `["vault"]`}, {d, `[]`}} {
 			sha := fmt.Sprintf("beef%036d", i+1)
-			if _, err := js.Publish(context.Background(), h.vars["H4R_TRACE_SUBJECT"], []byte(commitTrace(sha, tc.marker, tc.groups))); err != nil {
+			if _, err := js.Publish(context.Background(), h.traceSubject(), []byte(commitTrace(sha, tc.marker, tc.groups))); err != nil {
 				t.Fatal(err)
 			}
 			h.traceSHAs = append(h.traceSHAs, sha)
@@ -429,7 +434,10 @@ func (p *probe) scan(where string, b []byte) {
 		b = bytes.ReplaceAll(b, []byte(template.HTMLEscapeString(q)), nil) // the console's form shows it back
 	}
 	allow := p.allow
-	if !p.h.deletedYet || p.early {
+	switch {
+	case p.h.tenants:
+		allow = nil // another tenant's data, whatever its class
+	case !p.h.deletedYet || p.early:
 		// Before the delete the deleted class is ordinary data.
 		allow = func(c canary) bool { return c.class == classDeleted || (p.allow != nil && p.allow(c)) }
 	}
@@ -532,14 +540,16 @@ var noItemData = map[string]string{
 
 // canarySurfaces is the table: one entry per surface.
 func canarySurfaces() []surface {
+	// Packs are asked with explain "all": every candidate's explanation
+	// is then in the answer, the widest a pack can be.
 	pack := func(p *probe, path string, wrap func(string) string) {
 		for _, q := range p.h.queries {
 			for _, typ := range []string{"keyword", "hybrid"} {
-				p.http("POST", path, wrap(`{"query": {"type": "`+typ+`", "text": "`+q+`"}, "limit": 50}`))
+				p.http("POST", path, wrap(`{"query": {"type": "`+typ+`", "text": "`+q+`"}, "limit": 50, "explain": "all"}`))
 			}
 		}
 		anchors, _ := json.Marshal(p.h.itemIDs)
-		p.http("POST", path, wrap(`{"query": {"type": "causal", "text": "`+topic+`"}, "anchors": `+string(anchors)+`, "limit": 50}`))
+		p.http("POST", path, wrap(`{"query": {"type": "causal", "text": "`+topic+`"}, "anchors": `+string(anchors)+`, "limit": 50, "explain": "all"}`))
 	}
 	return []surface{
 		{"context-pack", []string{"POST /v1/context-pack"}, func(p *probe) {
@@ -667,7 +677,8 @@ func canarySurfaces() []surface {
 		{"a2a-rpc", []string{"GET /.well-known/agent-card.json", "POST /v1/a2a/rpc"}, probeA2ARPC},
 		{"mcp", []string{"POST /mcp", "GET /mcp", "DELETE /mcp"}, probeMCP},
 		{"console", []string{"GET /ui", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/pack", "POST /ui/pack",
-			"GET /ui/dryrun", "POST /ui/dryrun", "GET /ui/static/:name"}, probeConsole},
+			"GET /ui/dryrun", "POST /ui/dryrun", "GET /ui/static/:name", "GET /ui/items", "GET /ui/traces", "GET /ui/packs",
+			"POST /ui/packs/feedback", "GET /ui/jobs", "GET /ui/jobs/:id", "GET /ui/bench", "GET /ui/bench/:name"}, probeConsole},
 		// The WebSocket lives across the seeding: harness.subscribe opens it
 		// before, scanPushes reads it after the delete.
 		{"subscribe", []string{"GET /v1/subscribe"}, nil},
@@ -734,8 +745,39 @@ func probeConsole(p *probe) {
 	for _, q := range p.h.queries {
 		send("POST", "/ui/dryrun", url.Values{"csrf": {csrf}, "text": {q}, "type": {"hybrid"}, "limit": {"50"}, "b_level": {"public"}, "b_groups": {""}})
 	}
+	// The browsers, every page of each, and a verdict on the vault key's
+	// pack (its own, or for another key the answer of an unknown pack).
+	for _, path := range []string{"/ui/items", "/ui/items?kind=memory", "/ui/traces", "/ui/packs", "/ui/jobs"} {
+		next := path
+		for range 100 {
+			page := send("GET", next, nil)
+			m := consoleNext.FindStringSubmatch(page)
+			if m == nil {
+				break
+			}
+			next = html.UnescapeString(m[1])
+		}
+	}
+	for _, id := range p.h.jobIDs {
+		send("GET", "/ui/jobs/"+id, nil)
+	}
+	send("POST", "/ui/packs/feedback", url.Values{"csrf": {csrf}, "pack": {p.h.packID}, "verdict": {"wrong"}, "notes": {"probe"}})
+	bench := send("GET", "/ui/bench", nil)
+	if m := consoleChart.FindStringSubmatch(bench); m != nil {
+		send("GET", m[1], nil)
+	}
+	if m := consoleReport.FindStringSubmatch(bench); m != nil {
+		send("GET", html.UnescapeString(m[1]), nil)
+	}
 	send("POST", "/ui/logout", url.Values{"csrf": {csrf}})
 }
+
+// The links of a browser's next page, of a benchmark chart and of a report.
+var (
+	consoleNext   = regexp.MustCompile(`<a href="([^"]+)" rel="next"`)
+	consoleChart  = regexp.MustCompile(`<img src="(/ui/bench/[^"]+)"`)
+	consoleReport = regexp.MustCompile(`<a href="(/ui/bench\?report=[^"]+)"`)
+)
 
 // probeA2ARPC calls every A2A method: the card, message/send and
 // message/stream, and tasks/get, tasks/cancel and tasks/list on the
@@ -999,6 +1041,9 @@ func replicaName(i int) string { return string(rune('A' + i)) }
 func (h *harness) probeCLI() {
 	for _, k := range probeKeys[1:] {
 		vars := map[string]string{"H4R_LOG_LEVEL": "error", "H4R_DATA_DIR": h.vars["H4R_DATA_DIR"], "DATABASE_URL": h.vars["DATABASE_URL"], "H4R_WRITE_TIMEOUT_MS": "120000"}
+		if h.tenants {
+			vars["H4R_TENANTS_FILE"], vars["H4R_TENANT"] = h.vars["H4R_TENANTS_FILE"], probeTenant
+		}
 		spec := []string{"--specialist", "cnry_" + k.name, "--level", k.level, "--groups", strings.Join(k.groups, ",")}
 		p := &probe{h: h, replica: "cli", k: k, surface: "cli"}
 		for _, q := range h.queries {
@@ -1061,7 +1106,7 @@ func canaryVars(t *testing.T, dataDir, databaseURL string) map[string]string {
 // runHarness seeds, warms every surface (the deleted class still
 // allowed), deletes, probes again, and returns what was found.
 func runHarness(t *testing.T, vars map[string]string, replicas int, surfaces []surface, wrap func(*app.App, http.Handler) http.Handler) *harness {
-	h := &harness{t: t, det: newDetector(), vars: vars}
+	h := &harness{t: t, det: newDetector(), vars: vars, tenants: vars["H4R_TENANTS_FILE"] != ""}
 	if os.Getenv(natstest.Var) != "" {
 		stream, prefix := natstest.Names(t)
 		vars["NATS_URL"], vars["H4R_TRACE_STREAM"], vars["H4R_TRACE_SUBJECT"] = natstest.URL(t), stream, prefix+".trace.commit"
@@ -1080,6 +1125,9 @@ func runHarness(t *testing.T, vars map[string]string, replicas int, surfaces []s
 	checkRouteRegistry(t, h.writer.routes, surfaces)
 	h.subscribe("early", topic)
 	h.seed()
+	if h.tenants {
+		h.seedProbeTenant()
+	}
 	var markers []string
 	for _, c := range h.det.canaries {
 		markers = append(markers, c.marker)
@@ -1241,7 +1289,7 @@ func TestCanaryDetectsAPlantedLeak(t *testing.T) {
 		surfaces = append(surfaces, pl.surface)
 	}
 	vars := canaryVars(t, t.TempDir(), "")
-	h := &harness{t: t, det: newDetector(), vars: vars}
+	h := &harness{t: t, det: newDetector(), vars: vars, tenants: vars["H4R_TENANTS_FILE"] != ""}
 	h.replicas = []*canaryServer{startCanaryServer(t, vars, plantLeak)}
 	h.writer = h.replicas[0]
 	h.seed()

@@ -16,12 +16,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/metrics"
+	"github.com/h4r/h4r/server"
+	"github.com/h4r/h4r/trace"
 )
 
 var consoleScreenshots = flag.Bool("console-screenshots", false, "rewrite docs/images/console-*.png from the browser test of the console")
@@ -37,9 +40,22 @@ const (
 	securityItem = "sec-admin-login-bypass"
 )
 
-// consoleDemoServer is the demo as `h4r serve --demo` serves it behind
-// the two keys above, with the docs' clock.
+// consoleEnv is the demo as `h4r serve --demo` serves it behind the two
+// keys above, with the docs' clock, its jobs and its commit traces.
+type consoleEnv struct {
+	base   string
+	app    *app.App
+	jobs   *app.Jobs
+	traces *app.Traces
+}
+
+// consoleDemoServer is the demo's console, for the playground's tests.
 func consoleDemoServer(t *testing.T) string {
+	t.Helper()
+	return consoleStack(t).base
+}
+
+func consoleStack(t *testing.T) *consoleEnv {
 	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
@@ -57,18 +73,27 @@ func consoleDemoServer(t *testing.T) string {
 	hash := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
 	keys, err := auth.Parse(fmt.Appendf(nil, `[
 	  {"sha256": %q, "principal": {"id": "playwright_healer", "type": "specialist", "securityLevel": "internal", "authorizedGroups": ["qa"]}, "routes": ["read"]},
-	  {"sha256": %q, "principal": {"id": "qa_lead", "type": "human", "securityLevel": "restricted", "authorizedGroups": ["qa", "security"]}, "routes": ["read", "audit"]}
+	  {"sha256": %q, "principal": {"id": "qa_lead", "type": "human", "securityLevel": "restricted", "authorizedGroups": ["qa", "security"]}, "routes": ["read", "audit", "ingest"]}
 	]`, hash(consoleHealerKey), hash(consoleLeadKey)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := apiServer(cfg, a, keys, false, log, metrics.New(), nil)
+	tr, err := app.OpenTraces(ctx, a, trace.NewMetrics(prometheus.NewRegistry()), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := app.OpenJobs(ctx, a, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(jb.Runner.Close)
+	api := apiServer(cfg, a, keys, false, log, metrics.New(), nil, append(traceOptions(cfg, a, tr), server.WithJobs(jb))...)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = api.HTTPServer()
 	ts.Listener = api.Listener(ts.Listener)
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return ts.URL
+	return &consoleEnv{base: ts.URL, app: a, jobs: jb, traces: tr}
 }
 
 // chromium returns the browser to drive. Without one the test is skipped,
@@ -122,8 +147,9 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // a11yProblems is a small axe-style check of the page: the language, one
-// h1, a label for every form control, a name for every button, link and
-// image.
+// h1, a label for every form control, a name for every button, link,
+// image, progress bar and meter, header cells in every table, and
+// sections labelled by headings that exist.
 const a11yProblems = `(() => {
   const out = [];
   if (!document.documentElement.lang) out.push("html has no lang");
@@ -136,6 +162,15 @@ const a11yProblems = `(() => {
   }
   for (const el of document.querySelectorAll("svg[role=img], img")) {
     if (!el.getAttribute("aria-label") && !el.getAttribute("alt")) out.push("image without a name");
+  }
+  for (const el of document.querySelectorAll("progress, meter")) {
+    if (!el.getAttribute("aria-label") && !(el.labels && el.labels.length)) out.push(el.tagName.toLowerCase() + " without a name");
+  }
+  for (const el of document.querySelectorAll("table")) {
+    if (!el.querySelector("th")) out.push("table without header cells");
+  }
+  for (const el of document.querySelectorAll("section[aria-labelledby]")) {
+    if (!document.getElementById(el.getAttribute("aria-labelledby"))) out.push("section labelled by a missing id");
   }
   const ids = [...document.querySelectorAll("[id]")].map(e => e.id);
   if (new Set(ids).size !== ids.length) out.push("duplicate ids");

@@ -59,7 +59,7 @@ func cmdIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fmt.Errorf("%s holds no items", pos[0])
 	}
 
-	a, err := app.Open(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
+	a, err := openApp(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
 	if err != nil {
 		return err
 	}

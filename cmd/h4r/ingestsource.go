@@ -69,7 +69,7 @@ func cmdIngestSource(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 	}
 	log := cfg.Logger(stderr)
-	a, err := app.Open(ctx, cfg, app.WithLogger(log))
+	a, err := openApp(ctx, cfg, app.WithLogger(log))
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ Usage:
   h4r migrate [--refresh-impacts]               apply the Postgres schema migrations (DATABASE_URL)
   h4r policy check|test|eval ...                compile, unit-test or try out a Rego policy (h4r policy help)
   h4r keys hash < KEY                           print the SHA-256 of an API key for the keys file
+  h4r tenants list|create|delete [NAME]         administer the tenants of H4R_TENANTS_FILE (h4r tenants help)
   h4r bench  quality|tune|gen|latency [flags]   measure ranking quality and latency, tune weights
   h4r config [--changed] [--json]               the effective configuration, each value's source, secrets masked
   h4r health [--addr HOST:PORT] [--ready]       exit 0 when a running server is live (container health checks)
@@ -139,6 +140,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdPolicy(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "keys":
 		return cmdKeys(ctx, args[1:], stdin, stdout, stderr)
+	case "tenants":
+		return cmdTenants(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -160,7 +163,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // message and shell completion (TestCommandsAllDispatch keeps the two
 // lists equal).
 var commands = []string{"serve", "pack", "ingest", "query", "mcp", "ingest-source", "reindex", "migrate",
-	"policy", "keys", "bench", "config", "health", "backup", "version", "completion", "help"}
+	"policy", "keys", "tenants", "bench", "config", "health", "backup", "version", "completion", "help"}
 
 // unknownCommand is a first argument that names no command.
 type unknownCommand struct{ name string }

@@ -155,11 +155,20 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 // TestServeAnonymousAudit: with H4R_ANONYMOUS_AUDIT=true and no keys, the
-// README's pack explains what policy left out, and why.
+// README's pack, asked with explain "all", explains what policy left out,
+// and why.
 func TestServeAnonymousAudit(t *testing.T) {
 	base := startServer(t, "H4R_ANONYMOUS_AUDIT", "true")
 	body, err := os.ReadFile(filepath.Join("testdata", "readme-context-pack.json"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	req["explain"] = h4r.ExplainAll
+	if body, err = json.Marshal(req); err != nil {
 		t.Fatal(err)
 	}
 	status, raw := post(t, base+"/v1/context-pack", string(body))
@@ -230,7 +239,7 @@ func TestIngestCommand(t *testing.T) {
 func TestPackCommandReadable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	vars := env(map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error"})
-	err := run(context.Background(), []string{"pack", "login test failures with selector issues", "--demo", "--specialist", "playwright_healer", "--level", "internal", "--groups", "qa", "--max-tokens", "2500"}, nil, &stdout, &stderr, vars)
+	err := run(context.Background(), []string{"pack", "login test failures with selector issues", "--demo", "--specialist", "playwright_healer", "--level", "internal", "--groups", "qa", "--max-tokens", "2500", "--explain", "all"}, nil, &stdout, &stderr, vars)
 	if err != nil {
 		t.Fatalf("%v (%s)", err, stderr.String())
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/h4r/h4r/bridge"
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/mcptools"
+	"github.com/h4r/h4r/tenant"
 	"github.com/h4r/h4r/trace"
 )
 
@@ -45,7 +47,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	log := cfg.Logger(stderr)
 	defer tuneGC(ctx, cfg, log)()
-	a, err := app.Open(ctx, cfg, app.WithLogger(log))
+	a, err := openApp(ctx, cfg, app.WithLogger(log))
 	if err != nil {
 		return err
 	}
@@ -85,6 +87,9 @@ func mcpCaller(cfg config.Config) (mcptools.Caller, error) {
 	p, ok := keys.Authenticate(cfg.MCPAPIKey)
 	if !ok {
 		return mcptools.Caller{}, h4r.Errorf(h4r.EINVALID, "H4R_MCP_API_KEY", "is not a key of H4R_API_KEYS_FILE (%s)", cfg.APIKeysFile)
+	}
+	if want := cmp.Or(cfg.Tenant, tenant.Default); !p.Operator && tenant.Of(p) != want {
+		return mcptools.Caller{}, h4r.Errorf(h4r.EINVALID, "H4R_MCP_API_KEY", "belongs to tenant %s, and h4r mcp would serve tenant %s (H4R_TENANT)", tenant.Of(p), want)
 	}
 	return mcptools.CallerOf(p), nil
 }

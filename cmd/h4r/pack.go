@@ -33,6 +33,7 @@ func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, looku
 	maxTokens := fs.Int("max-tokens", 0, "token budget (default: SCS_MAX_TOKENS_DEFAULT)")
 	asJSON := fs.Bool("json", false, "print the pack as JSON")
 	withDemo := fs.Bool("demo", false, "load the bundled example corpus when the store is empty")
+	explain := fs.String("explain", h4r.ExplainKept, "which items to explain: kept, or all (with why each other candidate was left out)")
 	graph := fs.Bool("graph", true, "include the causal graph among the evidence (--graph=false leaves it out)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -51,12 +52,13 @@ func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, looku
 		// The readable view draws the causal graph among the evidence
 		// whatever CONTEXT_PACK_INCLUDE_GRAPH says for API callers.
 		IncludeGraph: graph,
+		Explain:      *explain,
 	}
 	if *maxTokens > 0 {
 		req.Budget = &h4r.Budget{MaxTokens: *maxTokens}
 	}
 
-	a, err := app.Open(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
+	a, err := openApp(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	if err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
+	a, err := openApp(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	if len(pos) != 0 {
 		return usageError{fmt.Sprintf("reindex takes no arguments, got %q", pos)}
 	}
-	a, err := app.Open(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
+	a, err := openApp(ctx, cfg, app.WithLogger(cfg.Logger(stderr)))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
+	"github.com/h4r/h4r/tenant"
 	"github.com/h4r/h4r/trace"
 )
 
@@ -53,6 +55,151 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		return err
 	}
 	defer tuneGC(ctx, cfg, log)()
+	svc, err := openService(ctx, cfg, keys, !loopback, *withDemo, log)
+	if err != nil {
+		return err
+	}
+	defer svc.close(log)
+	def := svc.stacks[tenant.Default]
+	srv := def.api.HTTPServer()
+	srv.Handler = svc.handler
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	}
+	ln = def.api.Listener(ln)
+	logServing(log, cfg, def.a, keys, loopback, ln.Addr().String())
+	if len(svc.stacks) > 1 {
+		log.Info("serving tenants", "tenants", len(svc.stacks), "tenants_file", cfg.TenantsFile)
+	}
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	return serveUntilDone(ctx, srv, ln, cfg.ShutdownGrace, log)
+}
+
+// service is what h4r serve serves: a stack per tenant and the handler
+// in front of them (the default tenant's server alone without tenants).
+type service struct {
+	stacks  map[string]*stack
+	handler http.Handler
+}
+
+func (s *service) close(log *slog.Logger) {
+	for _, st := range s.stacks {
+		st.close(log)
+	}
+}
+
+// openService opens every tenant's stack and, with tenants, the router
+// in front of them.
+func openService(ctx context.Context, cfg config.Config, keys *auth.Keys, anyHost, withDemo bool, log *slog.Logger) (_ *service, err error) {
+	specs, err := servedTenants(cfg, keys)
+	if err != nil {
+		return nil, err
+	}
+	svc := &service{stacks: map[string]*stack{}}
+	defer func() {
+		if err != nil {
+			svc.close(log)
+		}
+	}()
+	// Servers behind the tenant router share the console's form key: a
+	// login form drawn by one is posted to the tenant of the key typed in.
+	consoleSecret := make([]byte, 32)
+	_, _ = rand.Read(consoleSecret)
+	for _, spec := range specs {
+		tcfg, err := tenant.Config(cfg, spec)
+		if err != nil {
+			return nil, err
+		}
+		tlog := log
+		var extra []server.Option
+		if len(specs) > 1 {
+			tlog = log.With("tenant", spec.Name)
+			extra = []server.Option{server.WithAuthenticator(tenant.Scoped(keys, spec.Name)), server.WithConsoleSecret(consoleSecret)}
+		}
+		st, err := openStack(ctx, tcfg, spec, keys, anyHost, withDemo && spec.Name == tenant.Default, tlog, extra...)
+		if err != nil {
+			if len(specs) > 1 {
+				return nil, fmt.Errorf("tenant %s: %w", spec.Name, err)
+			}
+			return nil, err
+		}
+		svc.stacks[spec.Name] = st
+	}
+	svc.handler = svc.stacks[tenant.Default].api.Handler()
+	if len(specs) == 1 {
+		return svc, nil
+	}
+	handlers := map[string]http.Handler{}
+	ropts := []tenant.RouterOption{tenant.WithRouterLogger(log), tenant.WithSignedRoute("/webhook/github")}
+	for _, spec := range specs {
+		handlers[spec.Name] = svc.stacks[spec.Name].api.Handler()
+		ropts = append(ropts, tenant.WithRequestQuota(spec.Name, spec.RequestsPerMinute))
+	}
+	if svc.handler, err = tenant.NewRouter(keys, handlers, ropts...); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// servedTenants lists the tenants h4r serve serves: the default one, and
+// with H4R_TENANTS_FILE those it lists, which need API keys.
+func servedTenants(cfg config.Config, keys *auth.Keys) ([]tenant.Spec, error) {
+	specs := []tenant.Spec{{Name: tenant.Default}}
+	if cfg.TenantsFile == "" {
+		if keys != nil {
+			for _, p := range keys.Principals() {
+				if p.Tenant != "" && p.Tenant != tenant.Default {
+					// Served by the default tenant's server, the key
+					// would reach the default tenant's data.
+					return nil, fmt.Errorf("API key %s belongs to tenant %q, and H4R_TENANTS_FILE is not set: set it to serve tenants", p.KeyID, p.Tenant)
+				}
+			}
+		}
+		return specs, nil
+	}
+	if keys == nil {
+		return nil, fmt.Errorf("H4R_TENANTS_FILE needs H4R_API_KEYS_FILE: without keys a caller could claim any tenant")
+	}
+	reg, err := tenant.Load(cfg.TenantsFile)
+	if err != nil {
+		return nil, err
+	}
+	return append(specs, reg.Specs()...), nil
+}
+
+// stack is one tenant's complete service: the app, its commit traces,
+// its jobs and its HTTP server.
+type stack struct {
+	a   *app.App
+	tr  *app.Traces
+	jb  *app.Jobs
+	api *server.Server
+}
+
+// close releases the stack, last opened first: the app's Close flushes
+// access counts and the decision log, after the last request that could
+// add to them.
+func (st *stack) close(log *slog.Logger) {
+	if st.jb != nil {
+		if err := st.jb.Close(); err != nil {
+			log.Error("closing the job store", "error", err)
+		}
+	}
+	if st.tr != nil {
+		if err := st.tr.Close(context.Background()); err != nil {
+			log.Error("closing the trace consumer", "error", err)
+		}
+	}
+	if err := st.a.Close(); err != nil {
+		log.Error("closing the store", "error", err)
+	}
+}
+
+// openStack opens one tenant's service from its configuration.
+func openStack(ctx context.Context, cfg config.Config, spec tenant.Spec, keys *auth.Keys, anyHost, withDemo bool, log *slog.Logger, extra ...server.Option) (_ *stack, err error) {
 	// The metrics exist before the app, so that the app's embedder can
 	// record into them; the OPA cache counters read the app once it is.
 	var a *app.App
@@ -64,62 +211,52 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 			return st.Cache.Hits, st.Cache.Misses
 		}
 		return 0, 0
+	}), metrics.WithPacksInFlight(func() int {
+		if a == nil {
+			return 0
+		}
+		return a.Engine.InFlight()
 	}))
 	traceMetrics := trace.NewMetrics(m.Registry())
-	a, err = app.Open(ctx, cfg, app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding))
-	if err != nil {
-		return err
+	aopts := []app.Option{app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding)}
+	if q := tenant.NewQuota(spec); q != nil {
+		aopts = append(aopts, app.WithWriteGuard(q))
 	}
+	a, err = app.Open(ctx, cfg, aopts...)
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{a: a}
 	defer func() {
-		if err := a.Close(); err != nil {
-			log.Error("closing the store", "error", err)
+		if err != nil {
+			st.close(log)
 		}
 	}()
-	if *withDemo {
+	if withDemo {
 		if err := loadDemo(ctx, a, log); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	tr, err := app.OpenTraces(ctx, a, traceMetrics, log)
-	if err != nil {
-		return err
+	if st.tr, err = app.OpenTraces(ctx, a, traceMetrics, log); err != nil {
+		return nil, err
 	}
-	defer func() {
-		if err := tr.Close(context.Background()); err != nil {
-			log.Error("closing the trace consumer", "error", err)
-		}
-	}()
-	if err := tr.Start(ctx, log); err != nil {
-		return err
+	if err := st.tr.Start(ctx, log); err != nil {
+		return nil, err
 	}
-	jb, err := app.OpenJobs(ctx, a, log)
-	if err != nil {
-		return err
+	if st.jb, err = app.OpenJobs(ctx, a, log); err != nil {
+		return nil, err
 	}
-	defer func() {
-		if err := jb.Close(); err != nil {
-			log.Error("closing the job store", "error", err)
-		}
-	}()
 	// With NATS, ambient precedents fan out across replicas over it: a
 	// trace ingested on one replica (HTTP or the NATS consumer) reaches
 	// subscribers on another.
-	api := apiServer(cfg, a, keys, !loopback, log, m, tr.Fanout, append(traceOptions(cfg, a, tr), server.WithJobs(jb))...)
-	if resumed, failed, err := jb.Runner.Resume(ctx); err != nil {
+	opts := append(traceOptions(cfg, a, st.tr), server.WithJobs(st.jb))
+	st.api = apiServer(cfg, a, keys, anyHost, log, m, st.tr.Fanout, append(opts, extra...)...)
+	if resumed, failed, err := st.jb.Runner.Resume(ctx); err != nil {
 		log.Error("resuming interrupted jobs", "error", err)
 	} else if resumed+failed > 0 {
 		log.Info("jobs interrupted by the last stop", "resumed", resumed, "marked_failed", failed)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
-	}
-	srv, ln := api.HTTPServer(), api.Listener(ln)
-	logServing(log, cfg, a, keys, loopback, ln.Addr().String())
-	if ready != nil {
-		ready <- ln.Addr().String()
-	}
-	return serveUntilDone(ctx, srv, ln, cfg.ShutdownGrace, log)
+	return st, nil
 }
 
 // serveSecurity loads the API keys, if any, and refuses a non-loopback
@@ -193,6 +330,12 @@ func apiServer(cfg config.Config, a *app.App, keys *auth.Keys, anyHost bool, log
 	if svc := a.RAG(); svc != nil {
 		sopts = append(sopts, server.WithRAG(svc))
 	}
+	// The console's browsers read through the same slicer as packs.
+	browse := server.Browse{Items: a.Store, Slicer: a.Slicer}
+	if ph := a.Packs(); ph != nil {
+		browse.Packs = ph
+	}
+	sopts = append(sopts, server.WithBrowse(browse))
 	if b != nil {
 		sopts = append(sopts, server.WithBridge(b))
 	}

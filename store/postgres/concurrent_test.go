@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/embed"
 )
 
 // waitForSleep waits until a backend of the test database sleeps in
@@ -141,4 +142,56 @@ func TestChangeGenerationsFollowCommits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Writes with an embedder run side by side up to their vectors: the
+// vector lock is taken after the rows, so a write held in flight in its
+// item insert does not stop another from writing items and vectors, and
+// a delete (which holds the lock from its start) still commits. Taking the
+// lock with the statistics lock makes the second write time out.
+func TestVectorWritesDoNotWaitForEachOther(t *testing.T) {
+	dsn := newSchema(t)
+	h, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openAt(t, dsn)
+	s.EnableVectors(h)
+	if _, err := s.Upsert(t.Context(), []h4r.Item{{ID: "seed", Text: "seed words here"}, {ID: "gone", Text: "to be deleted"}}); err != nil {
+		t.Fatal(err)
+	}
+	slowWritesOf(t, dsn, "slow")
+	ctx, cancel := context.WithCancel(t.Context())
+	slowDone := make(chan error, 1)
+	go func() {
+		_, err := s.Upsert(ctx, []h4r.Item{{ID: "slow", Text: "a slow write"}})
+		slowDone <- err
+	}()
+	defer func() { cancel(); <-slowDone }()
+	waitForSleep(t, adminConn(t))
+
+	fast, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	if _, err := s.Upsert(fast, []h4r.Item{{ID: "fast", Text: "a fast write of several words"}}); err != nil {
+		t.Fatalf("upsert with an embedder beside a write in flight: %v", err)
+	}
+	if err := s.Delete(fast, "gone"); err != nil {
+		t.Fatalf("delete beside a write in flight: %v", err)
+	}
+	var vectors []string
+	rows, err := s.pool.Query(fast, `SELECT item_id FROM item_vectors ORDER BY vseq`)
+	if err == nil {
+		vectors, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(vectors, []string{"seed", "fast"}) {
+		t.Errorf("vectors of %v in vseq order, want [seed fast]", vectors)
+	}
+	cancel()
+	if err := <-slowDone; err == nil {
+		t.Error("the cancelled slow write succeeded")
+	}
+	slowDone <- nil // for the deferred wait
 }

@@ -9,7 +9,9 @@
 // Full text does not use ts_rank, whose ordering is far from BM25 (nDCG@10
 // 0.56 against 0.69 on scifact). Postgres only stems: the text is split
 // into words in Go (as the SQLite store does) and to_tsvector('english')
-// turns the words into lexemes. Each (term, item) pair is a row of the
+// turns the words into lexemes (each store keeps the lexemes of the words
+// and the ids of the terms it has met, so that a write asks Postgres only
+// about new ones, lexicon.go). Each (term, item) pair is a row of the
 // postings table with its BM25 impact precomputed; term statistics (df,
 // the corpus size and total length) are kept in the ingest transaction,
 // in shard rows each write claims for itself and searches sum, so that

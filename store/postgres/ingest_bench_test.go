@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/internal/pgtest"
 	"github.com/h4r/h4r/store/postgres"
 )
@@ -43,6 +44,17 @@ func scifactTexts(b *testing.B, n int) []string {
 // pool has a connection per writer. One op is one batch; items/s is the
 // figure to compare.
 func BenchmarkIngestWriters(b *testing.B) {
+	benchmarkIngestWriters(b, false)
+}
+
+// BenchmarkIngestWritersEmbedded is BenchmarkIngestWriters with an
+// embedder (the hashing one, cheap), so that every write also writes
+// vectors.
+func BenchmarkIngestWritersEmbedded(b *testing.B) {
+	benchmarkIngestWriters(b, true)
+}
+
+func benchmarkIngestWriters(b *testing.B, embedded bool) {
 	texts := scifactTexts(b, 5000)
 	for _, writers := range []int{1, 3} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
@@ -52,6 +64,13 @@ func BenchmarkIngestWriters(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			if embedded {
+				h, err := embed.NewHash()
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.EnableVectors(h)
+			}
 			const batch = 100
 			next := make(chan int)
 			var wg sync.WaitGroup

@@ -112,16 +112,19 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		texts[i], vecIDs[i] = e.item.Text, e.item.ID
 	}
 	embedder, vecs := s.embedTexts(ctx, texts)
-	termID, err := s.addTerms(ctx, encoded)
-	if err != nil {
-		return nil, fmt.Errorf("upserting %d items: %w", len(items), err)
-	}
+	var (
+		termID     map[string]int32
+		termsEpoch int64
+	)
 	write := func(ctx context.Context, tx pgx.Tx) error {
-		// A delete drops vectors by cascade: it, like a vector write, takes
-		// the vector lock.
-		stats, err := lockStats(ctx, tx, false, embedder != nil || len(deletes) > 0)
+		// A delete drops vectors by cascade: it takes the vector lock
+		// first. A write of vectors alone takes it last (below).
+		stats, err := lockStats(ctx, tx, false, len(deletes) > 0)
 		if err != nil {
 			return err
+		}
+		if len(termID) > 0 && stats.termsEpoch != termsEpoch {
+			return errTermsMoved
 		}
 		if check != nil {
 			if err := checkVersion(ctx, tx, *check); err != nil {
@@ -131,22 +134,43 @@ func (s *Store) replace(ctx context.Context, items []h4r.Item, deletes []string,
 		if err := deleteItems(ctx, tx, deletes, stats); err != nil {
 			return err
 		}
+		var tail batch
 		if len(encoded) > 0 {
-			if err := s.writeItems(ctx, tx, encoded, now, termID, stats); err != nil {
+			if err := s.writeItems(ctx, tx, encoded, now, termID, stats, &tail); err != nil {
 				return err
 			}
 		}
-		if err := stats.save(ctx, tx); err != nil {
+		stats.queueSave(&tail)
+		if err := tail.send(ctx, tx); err != nil {
 			return err
 		}
 		if embedder == nil || len(encoded) == 0 {
 			return nil
 		}
+		// The vector lock orders vseq values as commits; taken after the
+		// rows, it is held only for the vectors and the commit, so that
+		// writes with an embedder run side by side up to there. A write
+		// with deletes holds it from its start; it and a write of one of
+		// its ids can then wait for each other, and Postgres ends one, which
+		// is run again (isDeadlock).
+		if len(deletes) == 0 {
+			if _, err := tx.Exec(ctx, vectorLockSQL); err != nil {
+				return fmt.Errorf("taking the vector lock: %w", err)
+			}
+		}
 		return writeVectors(ctx, tx, embedder.Model(), vecIDs, vecs)
 	}
+	var err error
 	for attempt := 1; ; attempt++ {
+		termID, termsEpoch, err = s.addTerms(ctx, encoded)
+		if err != nil {
+			break
+		}
 		err = s.writeTx(ctx, write)
-		if !(errors.Is(err, errInsertRace) || isDeadlock(err)) || attempt == maxInsertRaces {
+		if errors.Is(err, errTermsMoved) {
+			s.termIDs.reset(0)
+		}
+		if !(errors.Is(err, errInsertRace) || errors.Is(err, errTermsMoved) || isDeadlock(err)) || attempt == maxInsertRaces {
 			break
 		}
 	}
@@ -268,6 +292,11 @@ func (s *Store) encode(it h4r.Item, now time.Time, field string) (encodedItem, e
 // between. The write is rolled back and run again, now finding it.
 var errInsertRace = errors.New("an item was created by another write meanwhile")
 
+// errTermsMoved is a write whose term ids were read from another terms
+// table than the one it found (a restore, a TRUNCATE): the cache is
+// emptied and the write run again with the ids read anew.
+var errTermsMoved = errors.New("the terms table changed under the term id cache")
+
 // maxInsertRaces bounds how often a write runs again after errInsertRace
 // or a deadlock.
 const maxInsertRaces = 5
@@ -281,9 +310,9 @@ func isDeadlock(err error) bool {
 }
 
 // writeItems writes encoded items in tx, which holds a statistics shard
-// (lockStats): the rows, their postings (postings.go), their part in the
-// statistics and the links.
-func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, now time.Time, termID map[string]int32, stats *corpusStats) error {
+// (lockStats): the rows and their links, their postings (postings.go) and
+// their part in the statistics, whose last statements it queues in tail.
+func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, now time.Time, termID map[string]int32, stats *corpusStats, tail *batch) error {
 	ids := make([]string, len(items))
 	for i := range items {
 		ids[i] = items[i].item.ID
@@ -326,7 +355,9 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 	}
 	// A new id starts after the version it had when it was last deleted
 	// (deleted_versions), so that no (id, version) is ever reused.
-	rows, err = tx.Query(ctx, `INSERT INTO items (id, kind, text, content, metadata, tags, created_at, updated_at, version, byte_size, tokens, doc_len, token_encoding)
+	// The rows and the links go in one round trip.
+	var b batch
+	b.queue("writing the items", `INSERT INTO items (id, kind, text, content, metadata, tags, created_at, updated_at, version, byte_size, tokens, doc_len, token_encoding)
 		SELECT u.id, u.kind, u.text, u.content::jsonb, u.metadata::jsonb,
 		       ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.created_at, $12,
 		       u.version + coalesce((SELECT d.version FROM deleted_versions d WHERE d.id = u.id), 0),
@@ -341,31 +372,43 @@ func (s *Store) writeItems(ctx context.Context, tx pgx.Tx, items []encodedItem, 
 			doc_len = excluded.doc_len, token_encoding = excluded.token_encoding
 		RETURNING id, seq, xmax <> '0'`,
 		ids, kinds, texts, contents, metas, tagLists, created, versions, sizes, toks, lens, now, s.counter.Encoding())
-	if err != nil {
-		return fmt.Errorf("writing the items: %w", err)
-	}
+	queueLinks(&b, items)
 	seqByID := make(map[string]int64, n)
-	var (
-		id       string
-		replaced bool
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &replaced}, func() error {
-		seqByID[id] = seq
-		if replaced && !slices.Contains(oldSeqs, seq) {
-			return errInsertRace
+	err = func() error {
+		br := tx.SendBatch(ctx, &b.b)
+		defer br.Close()
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("writing the items: %w", err)
 		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("writing the items: %w", err)
-	}
-
-	if err := s.writePostings(ctx, tx, items, seqByID, termID, stats); err != nil {
+		var (
+			id       string
+			replaced bool
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &replaced}, func() error {
+			seqByID[id] = seq
+			if replaced && !slices.Contains(oldSeqs, seq) {
+				return errInsertRace
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("writing the items: %w", err)
+		}
+		for _, what := range b.what[1:] {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+		return br.Close()
+	}()
+	if err != nil {
 		return err
 	}
-	return writeLinks(ctx, tx, items)
+	return s.writePostings(ctx, tx, items, seqByID, termID, stats, tail)
 }
 
-func writeLinks(ctx context.Context, tx pgx.Tx, items []encodedItem) error {
+// queueLinks queues in t the statements that replace the items' links.
+func queueLinks(t *batch, items []encodedItem) {
 	ids := make([]string, len(items))
 	var sources_, targets, types, targetTypes, contexts []string
 	var positions []int32
@@ -382,19 +425,13 @@ func writeLinks(ctx context.Context, tx pgx.Tx, items []encodedItem) error {
 			contexts = append(contexts, l.Context)
 		}
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM links WHERE source = ANY($1)`, ids); err != nil {
-		return fmt.Errorf("clearing old links: %w", err)
-	}
+	t.queue("clearing old links", `DELETE FROM links WHERE source = ANY($1)`, ids)
 	if len(sources_) == 0 {
-		return nil
+		return
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO links (source, position, target, type, strength, target_type, context)
+	t.queue(fmt.Sprintf("writing %d links", len(sources_)), `INSERT INTO links (source, position, target, type, strength, target_type, context)
 		SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[])`,
 		sources_, positions, targets, types, strengths, targetTypes, contexts)
-	if err != nil {
-		return fmt.Errorf("writing %d links: %w", len(sources_), err)
-	}
-	return nil
 }
 
 // writeTx runs fn in a transaction on the write pool and commits it, or
@@ -477,7 +514,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return h4r.Errorf(h4r.ENOTFOUND, "id", "no item with id %q", id)
 	}
 	found := false
-	err := s.writeTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	write := func(ctx context.Context, tx pgx.Tx) error {
+		found = false
 		stats, err := lockStats(ctx, tx, false, true) // its vector goes by cascade
 		if err != nil {
 			return err
@@ -502,7 +540,16 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			return err
 		}
 		return stats.save(ctx, tx)
-	})
+	}
+	// A write of the item's vector waits for the delete's vector lock
+	// while holding the item's row: Postgres ends one of the two.
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = s.writeTx(ctx, write)
+		if !isDeadlock(err) || attempt == maxInsertRaces {
+			break
+		}
+	}
 	s.refreshIfDrifted(ctx) // found or not: it held the statistics lock (postings.go)
 	if err != nil {
 		return fmt.Errorf("deleting item %q: %w", id, err)

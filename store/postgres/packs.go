@@ -89,3 +89,63 @@ func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) e
 	}
 	return sqlkit.VisitFeedback(all, fn)
 }
+
+// PacksOf returns the packs delivered to principal, newest first: at most
+// limit of them from offset, and how many there are.
+func (s *Store) PacksOf(ctx context.Context, principal string, limit, offset int) ([]h4r.StoredPack, int, error) {
+	var out []h4r.StoredPack
+	var total int
+	err := s.read(ctx, func(ctx context.Context) error {
+		out = out[:0]
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM packs WHERE principal_id = $1`, principal).Scan(&total); err != nil {
+			return err
+		}
+		rows, err := s.pool.Query(ctx, `SELECT id, principal_id, query, request, result_ids, policy_revision, created_at FROM packs
+			WHERE principal_id = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3`, principal, limit, offset)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p h4r.StoredPack
+			var req string
+			if err := rows.Scan(&p.ID, &p.PrincipalID, &p.Query, &req, &p.ResultIDs, &p.PolicyRevision, &p.CreatedAt); err != nil {
+				return err
+			}
+			p.Request = []byte(req)
+			p.CreatedAt = p.CreatedAt.UTC()
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing the packs of %q: %w", principal, err)
+	}
+	return out, total, nil
+}
+
+// FeedbackOn returns the verdicts on one pack, oldest first.
+func (s *Store) FeedbackOn(ctx context.Context, packID string) ([]h4r.Feedback, error) {
+	var out []h4r.Feedback
+	err := s.read(ctx, func(ctx context.Context) error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback WHERE pack_id = $1 ORDER BY seq`, packID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f h4r.Feedback
+			if err := rows.Scan(&f.PackID, &f.PrincipalID, &f.Verdict, &f.Notes, &f.Query, &f.ResultIDs, &f.CreatedAt); err != nil {
+				return err
+			}
+			f.CreatedAt = f.CreatedAt.UTC()
+			out = append(out, f)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the feedback on pack %s: %w", packID, err)
+	}
+	return out, nil
+}

@@ -83,6 +83,10 @@ type Store struct {
 	graph     graphMemory
 	graphPoll time.Duration
 	hits      hitCache // decoded graph hits of the walk in memory
+	// lexemes and termIDs spare writes the analysis and the term lookups
+	// of words seen before (lexicon.go).
+	lexemes   *lexemeCache
+	termIDs   *termIDCache
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -245,6 +249,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		graphPoll: o.graphPoll}
 	s.graph.nudge = make(chan struct{}, 1)
 	s.hits = newHitCache(o.hitCacheBytes)
+	s.lexemes, s.termIDs = newLexemeCache(), newTermIDCache()
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
 	s.vacuumCtx, s.stopVacuums = context.WithCancel(context.WithoutCancel(ctx))
 	cacheBytes := int64(DefaultItemCacheBytes)

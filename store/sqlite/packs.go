@@ -107,3 +107,74 @@ func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) e
 	}
 	return sqlkit.VisitFeedback(all, fn)
 }
+
+// PacksOf returns the packs delivered to principal, newest first: at most
+// limit of them from offset, and how many there are.
+func (s *Store) PacksOf(ctx context.Context, principal string, limit, offset int) ([]h4r.StoredPack, int, error) {
+	var out []h4r.StoredPack
+	var total int
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM packs WHERE principal_id = ?`, principal).Scan(&total); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, principal_id, query, request, result_ids, policy_revision, created_at FROM packs
+			WHERE principal_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?`, principal, limit, offset)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p h4r.StoredPack
+			var req, ids, created string
+			if err := rows.Scan(&p.ID, &p.PrincipalID, &p.Query, &req, &ids, &p.PolicyRevision, &created); err != nil {
+				return err
+			}
+			p.Request = []byte(req)
+			if err := json.Unmarshal([]byte(ids), &p.ResultIDs); err != nil {
+				return fmt.Errorf("decoding the result ids of pack %q: %w", p.ID, err)
+			}
+			if p.CreatedAt, err = parseTime(created); err != nil {
+				return fmt.Errorf("decoding the time of pack %q: %w", p.ID, err)
+			}
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing the packs of %q: %w", principal, err)
+	}
+	return out, total, nil
+}
+
+// FeedbackOn returns the verdicts on one pack, oldest first.
+func (s *Store) FeedbackOn(ctx context.Context, packID string) ([]h4r.Feedback, error) {
+	var out []h4r.Feedback
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback WHERE pack_id = ? ORDER BY seq`, packID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f h4r.Feedback
+			var ids, created string
+			if err := rows.Scan(&f.PackID, &f.PrincipalID, &f.Verdict, &f.Notes, &f.Query, &ids, &created); err != nil {
+				return err
+			}
+			if err := json.Unmarshal([]byte(ids), &f.ResultIDs); err != nil {
+				return fmt.Errorf("decoding the result ids of feedback on %s: %w", f.PackID, err)
+			}
+			if f.CreatedAt, err = parseTime(created); err != nil {
+				return fmt.Errorf("decoding the time of feedback on %s: %w", f.PackID, err)
+			}
+			out = append(out, f)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the feedback on pack %s: %w", packID, err)
+	}
+	return out, nil
+}

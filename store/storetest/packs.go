@@ -17,6 +17,8 @@ type PackStore interface {
 	Pack(ctx context.Context, id string) (*h4r.StoredPack, error)
 	AddFeedback(ctx context.Context, f h4r.Feedback) error
 	EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) error
+	PacksOf(ctx context.Context, principal string, limit, offset int) ([]h4r.StoredPack, int, error)
+	FeedbackOn(ctx context.Context, packID string) ([]h4r.Feedback, error)
 }
 
 // RunPacks runs the stored-pack contract against the stores open returns
@@ -103,6 +105,43 @@ func RunPacks(t *testing.T, open func(t *testing.T) PackStore) {
 		if len(got) != 2 || got[0].Verdict != h4r.VerdictUseful || got[1].Verdict != h4r.VerdictWrong ||
 			got[0].Notes != "ok" || !slices.Equal(got[0].ResultIDs, p.ResultIDs) || got[0].Query != "q7" || !got[1].CreatedAt.Equal(at.Add(time.Minute)) {
 			t.Errorf("EachFeedback = %+v", got)
+		}
+	})
+	t.Run("packs_of_a_principal_newest_first", func(t *testing.T) {
+		st := open(t)
+		for i := range 4 {
+			if err := st.SavePack(t.Context(), pack(i), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		other := pack(9)
+		other.PrincipalID, other.ID = "bob", "cp_bob"
+		if err := st.SavePack(t.Context(), other, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, total, err := st.PacksOf(t.Context(), "alice", 2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != 4 || len(got) != 2 || got[0].ID != pack(2).ID || got[1].ID != pack(1).ID ||
+			got[0].Query != "q2" || !slices.Equal(got[0].ResultIDs, pack(2).ResultIDs) || !got[0].CreatedAt.Equal(pack(2).CreatedAt) {
+			t.Errorf("PacksOf(alice, 2, 1) = %d, %+v; want 4 and packs 2 and 1", total, got)
+		}
+		if got, total, err := st.PacksOf(t.Context(), "carol", 10, 0); err != nil || total != 0 || len(got) != 0 {
+			t.Errorf("PacksOf(carol) = %d, %+v, %v; want none", total, got, err)
+		}
+		if err := st.AddFeedback(t.Context(), h4r.Feedback{PackID: pack(1).ID, PrincipalID: "alice", Verdict: h4r.VerdictPartial, Notes: "n", Query: "q1", ResultIDs: pack(1).ResultIDs, CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		fb, err := st.FeedbackOn(t.Context(), pack(1).ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fb) != 1 || fb[0].Verdict != h4r.VerdictPartial || fb[0].Notes != "n" || !fb[0].CreatedAt.Equal(at) {
+			t.Errorf("FeedbackOn(pack 1) = %+v", fb)
+		}
+		if fb, err := st.FeedbackOn(t.Context(), pack(2).ID); err != nil || len(fb) != 0 {
+			t.Errorf("FeedbackOn(pack 2) = %+v, %v; want none", fb, err)
 		}
 	})
 	t.Run("bad_verdict_is_refused_by_the_schema", func(t *testing.T) {
