@@ -3,7 +3,8 @@ package h4r
 import "context"
 
 // Embedder turns texts into vectors of one model: the built-in hashing
-// embedder and an OpenAI-compatible server (package embed) implement it;
+// embedder, the learned embedder and an OpenAI-compatible server (package
+// embed) implement it;
 // the stores embed item texts with it at ingest and reindex, the vector
 // generator embeds queries, the context bridge embeds tool calls.
 type Embedder interface {

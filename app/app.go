@@ -73,6 +73,7 @@ type App struct {
 	mirrors     []storeMirror                      // copies kept in step with base, in write order
 	graphMirror *neo4j.Mirror                      // nil without NEO4J_URL
 	vectorCount func(context.Context) (int, error) // nil: no vector index
+	learner     *learner                           // nil unless H4R_EMBEDDER=learned
 	// trajectories is the context bridge's signature index, kept in step
 	// with writes as a mirror; nil with the bridge off (bridge.go).
 	trajectories *bridge.Index

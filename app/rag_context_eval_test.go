@@ -33,6 +33,8 @@ func TestRAGGitContextRetrieval(t *testing.T) {
 	copyCorpus(t, corpus)
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	// The hashing embedder and its fusion settings, which the documented figures were measured with.
+	cfg.Embedder, cfg.FusionVector, cfg.VectorCandidates = "hash", 0.1, 20
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := app.Open(ctx, cfg, app.WithLogger(log))
 	if err != nil {

@@ -23,10 +23,6 @@ const (
 	// a remote model embeds batches of documents: H4R_EMBED_TIMEOUT is a
 	// query's budget, far too short for that.
 	docEmbedTimeout = 30 * time.Second
-	// vectorCandidates caps the vector generator's hits (the engine asks
-	// each generator for 100): chosen with the default fusion on scifact's
-	// train split, confirmed on its test split (BenchmarkSciFact).
-	vectorCandidates = 20
 	// mirrorCloseTimeout bounds the Qdrant mirror's last retry at shutdown.
 	mirrorCloseTimeout = 10 * time.Second
 )
@@ -54,16 +50,26 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		conversation.GenTime:    cfg.FusionTime,
 	}, Unscaled: map[string]bool{conversation.GenSession: true, conversation.GenTime: true}}
 	fulltext := a.base.FullText()
+	if cfg.Embedder == "none" {
+		o.log.InfoContext(ctx, "vectors are off (H4R_EMBEDDER=none): nothing is embedded; hybrid and semantic queries are answered by full-text search")
+		return []h4r.Generator{fulltext}, fusion, nil
+	}
 	docs, queries, err := embedders(cfg, o.log)
 	if err != nil {
 		return nil, fusion, err
 	}
+	learned, _ := docs.(*embed.Learned)
 	if o.observeEmbedding != nil {
 		docs = timedEmbedder{docs, o.observeEmbedding}
 	}
 	var index embed.Index
 	switch vs, isVectorStore := enableVectors(a.base, docs); {
 	case cfg.QdrantURL != "":
+		if learned != nil {
+			if err := prepareLearned(ctx, cfg, a, learned, nil, o.log); err != nil {
+				return nil, fusion, err
+			}
+		}
 		ix, mirror, err := openQdrant(ctx, cfg, docs, a.base, o.log)
 		if err != nil {
 			return nil, fusion, err
@@ -78,6 +84,11 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		a.vectorCount = ix.PointCount
 		index = ix
 	case isVectorStore:
+		if learned != nil {
+			if err := prepareLearned(ctx, cfg, a, learned, vs, o.log); err != nil {
+				return nil, fusion, err
+			}
+		}
 		if r, ok := vs.(interface{ VectorsReady(context.Context) error }); ok {
 			a.Checks["vectors"] = r.VectorsReady // Postgres: ready once this replica loaded them
 		}
@@ -88,29 +99,29 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 				"items", n, "model", docs.Model())
 		}
 		warmVectors(a, vs, docs.Model(), o.log)
-		a.vectorCount = storeVectorCount(a.base, vs, docs.Model())
+		a.vectorCount = storeVectorCount(a.base, vs, docs.Model)
 		index = vs
 	default:
 		o.log.WarnContext(ctx, "vector candidates are unavailable: this store keeps no vectors; set QDRANT_URL for semantic and hybrid vector search (semantic queries are answered by full-text search)")
 		return []h4r.Generator{fulltext}, fusion, nil
 	}
 	gen, err := embed.NewGenerator(queries, index, embed.WithQueryTimeout(cfg.EmbedTimeout),
-		embed.WithMaxHits(vectorCandidates), embed.WithFallback(fulltext))
+		embed.WithMaxHits(cfg.VectorCandidates), embed.WithFallback(fulltext))
 	if err != nil {
 		return nil, fusion, fmt.Errorf("building the vector generator: %w", err)
 	}
 	return []h4r.Generator{fulltext, gen}, fusion, nil
 }
 
-// storeVectorCount counts the vectors of model a store keeps: its items
+// storeVectorCount counts the vectors of the current model a store keeps: its items
 // less those without one.
-func storeVectorCount(store Store, vs vectorStore, model string) func(context.Context) (int, error) {
+func storeVectorCount(store Store, vs vectorStore, model func() string) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		total, err := store.Count(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("counting items: %w", err)
 		}
-		missing, err := vs.MissingVectors(ctx, model)
+		missing, err := vs.MissingVectors(ctx, model()) // the learned embedder's model changes when it learns
 		if err != nil {
 			return 0, err
 		}
@@ -177,7 +188,12 @@ func embedders(cfg config.Config, log *slog.Logger) (docs, queries embed.Embedde
 			return nil, nil, fmt.Errorf("H4R_EMBED_TIMEOUT: %w", err)
 		}
 		docs, queries = d, q
-	default: // "hash", the only other value config accepts
+	case "learned":
+		// One embedder for documents and queries: the model it holds is
+		// replaced in place when the corpus is learned again.
+		l := embed.NewLearned(nil, cfg.EmbedLearnedDim)
+		docs, queries = l, l
+	default: // "hash", the only other value config accepts ("none" keeps no embedder)
 		h, err := embed.NewHash(embed.WithHashDim(cfg.EmbedDim))
 		if err != nil {
 			return nil, nil, fmt.Errorf("H4R_EMBED_DIM: %w", err)
@@ -214,9 +230,28 @@ func openQdrant(ctx context.Context, cfg config.Config, docs embed.Embedder, sto
 // set. progress, when not nil, is called with the items done so far. It
 // returns the number of items embedded.
 func RebuildVectors(ctx context.Context, a *App, progress func(done int)) (int, error) {
+	if a.Config.Embedder == "none" {
+		return 0, errors.New("vectors are off (H4R_EMBEDDER=none): there is no vector index to rebuild")
+	}
+	if a.learner != nil && a.Config.QdrantURL == "" {
+		// Learning again re-embeds every item with the new model.
+		n, err := a.learner.relearn(ctx, progress)
+		if errors.Is(err, embed.ErrNotLearned) {
+			return 0, fmt.Errorf("%w: at least %d items are needed", err, embed.DefaultLearnMinDocs)
+		}
+		return n, err
+	}
+	if a.learner != nil {
+		if _, err := a.learner.relearn(ctx, nil); err != nil {
+			return 0, err
+		}
+	}
 	docs, _, err := embedders(a.Config, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return 0, err
+	}
+	if a.learner != nil {
+		docs = a.learner.emb
 	}
 	if a.Config.QdrantURL != "" {
 		// A mirror of its own: the service's is busy with live writes.
@@ -238,6 +273,12 @@ func RebuildVectors(ctx context.Context, a *App, progress func(done int)) (int, 
 type timedEmbedder struct {
 	embed.Embedder
 	observe func(time.Duration)
+}
+
+// Ready passes the embedder's readiness on (see embed.Learned.Ready).
+func (e timedEmbedder) Ready() bool {
+	r, ok := e.Embedder.(interface{ Ready() bool })
+	return !ok || r.Ready()
 }
 
 func (e timedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {

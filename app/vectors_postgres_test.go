@@ -14,7 +14,8 @@ import (
 // Over Postgres without QDRANT_URL the service has vector candidates (the
 // in-process index over item_vectors): /health/ready has a "vectors" check
 // that passes once the index loaded, and a semantic pack is answered by
-// the vector generator, not by the full-text fallback.
+// the vector generator (the learned embedder, once it learned from the
+// demo corpus), not by the full-text fallback, before and after a restart.
 func TestPostgresVectorsWithoutQdrant(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
@@ -39,6 +40,28 @@ func TestPostgresVectorsWithoutQdrant(t *testing.T) {
 	if n, err := demo.LoadIfEmpty(t.Context(), a.Store); err != nil || n == 0 {
 		t.Fatalf("loading the demo corpus: %d items, %v", n, err)
 	}
+	// The learned embedder learns from the demo corpus, switches the
+	// replica's index to its model and embeds every item.
+	if n, err := a.LearnEmbedder(t.Context()); err != nil || n == 0 {
+		t.Fatalf("LearnEmbedder = %d, %v", n, err)
+	}
+	semantic(t, a)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A restart loads the saved model and the vectors of it.
+	b, err := app.Open(t.Context(), cfg, app.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	semantic(t, b)
+}
+
+// semantic asks the README's query as a semantic pack and checks that the
+// vector generator answered it.
+func semantic(t *testing.T, a *app.App) {
+	t.Helper()
 	p, err := a.Engine.ContextPack(t.Context(), h4r.Specialist{Type: "specialist", ID: "playwright_healer", SecurityLevel: h4r.Internal, AuthorizedGroups: []string{"qa"}},
 		&h4r.ContextRequest{Query: h4r.Query{Type: h4r.QuerySemantic, Text: "login test failures with selector issues"}, Limit: 10})
 	if err != nil {

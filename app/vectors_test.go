@@ -32,6 +32,15 @@ func testConfig(t *testing.T) config.Config {
 	return cfg
 }
 
+// hashConfig is testConfig with the hashing embedder and the fusion
+// settings chosen for it (vector share 0.1, at most 20 vector hits), for
+// tests of what its character n-grams catch.
+func hashConfig(t *testing.T) config.Config {
+	cfg := testConfig(t)
+	cfg.Embedder, cfg.FusionVector, cfg.VectorCandidates = "hash", 0.1, 20
+	return cfg
+}
+
 // openApp opens the service as the CLI does, on a store in a temporary
 // directory, with deadlines patient enough that load never decides a test.
 func openApp(t *testing.T, cfg config.Config) *app.App {
@@ -93,7 +102,7 @@ func hasWarning(p *h4r.Pack, part string) bool {
 // query type picks the generators: keyword full-text only, semantic
 // vectors only, hybrid both.
 func TestQueryTypesWithBuiltInVectors(t *testing.T) {
-	a := openApp(t, testConfig(t))
+	a := openApp(t, hashConfig(t))
 	ingest(t, a, memories())
 	for _, tc := range []struct {
 		typ         h4r.QueryType
@@ -147,7 +156,7 @@ func TestFusionSettings(t *testing.T) {
 		{"rrf", 0.2, 0.2},
 	} {
 		t.Run(fmt.Sprintf("%s vector weight %.1f", tc.method, tc.weight), func(t *testing.T) {
-			cfg := testConfig(t)
+			cfg := hashConfig(t)
 			cfg.Fusion, cfg.FusionVector = tc.method, tc.weight
 			a := openApp(t, cfg)
 			ingest(t, a, append(memories(), h4r.Item{ID: "zqx", Text: "zqx " + filler}))
@@ -235,7 +244,7 @@ func newEmbeddingsServer(t *testing.T) *embeddingsServer {
 // stored all the same.
 func TestEmbeddingFailureDegradesToFullText(t *testing.T) {
 	srv := newEmbeddingsServer(t)
-	cfg := testConfig(t)
+	cfg := hashConfig(t)
 	cfg.Embedder, cfg.EmbedURL, cfg.EmbedModel = "openai", srv.url, "test-model"
 	cfg.EmbedTimeout = 50 * time.Millisecond
 	cfg.EmbedCacheSize = 0
@@ -270,7 +279,7 @@ func TestEmbeddingFailureDegradesToFullText(t *testing.T) {
 // from it; h4r reindex rebuilds the collection from the store.
 func TestQdrantEndToEnd(t *testing.T) {
 	q, url := qdranttest.Start(t)
-	cfg := testConfig(t)
+	cfg := hashConfig(t)
 	cfg.QdrantURL = url
 	a := openApp(t, cfg)
 	ingest(t, a, memories())
@@ -308,7 +317,7 @@ func TestQdrantEndToEnd(t *testing.T) {
 // A collection of another dimension stops the service at start.
 func TestQdrantDimensionMismatchRefused(t *testing.T) {
 	_, url := qdranttest.Start(t)
-	cfg := testConfig(t)
+	cfg := hashConfig(t)
 	cfg.QdrantURL = url
 	openApp(t, cfg).Close()
 	cfg.EmbedDim = 256
@@ -321,7 +330,7 @@ func TestQdrantDimensionMismatchRefused(t *testing.T) {
 // Changing the embedder leaves the stored vectors of the old model unused
 // until h4r reindex.
 func TestRebuildVectorsEmbedded(t *testing.T) {
-	cfg := testConfig(t)
+	cfg := hashConfig(t)
 	ingest(t, openApp(t, cfg), memories())
 	cfg.EmbedDim = 128
 	a := openApp(t, cfg)
@@ -403,7 +412,7 @@ func TestHybridWithFixedVectorsFromAnOpenAIServer(t *testing.T) {
 		"quartz survey notes from the northern ridge": {s, s, 0, 0},
 		"geology field report":                        {0, 1, 0, 0},
 	})
-	cfg := testConfig(t)
+	cfg := hashConfig(t) // its fusion settings: vector share 0.1
 	cfg.Embedder, cfg.EmbedURL, cfg.EmbedModel = "openai", url, "fixed-model"
 	cfg.EmbedCacheSize = 0
 	a := openApp(t, cfg)
@@ -464,7 +473,7 @@ func TestVectorCount(t *testing.T) {
 		{"Qdrant points", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t)
+			cfg := hashConfig(t)
 			if tc.qdrant {
 				_, cfg.QdrantURL = qdranttest.Start(t)
 			}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/internal/procmem"
 )
 
@@ -195,6 +197,12 @@ func Latency(ctx context.Context, cfg config.Config, o LatencyOptions, logOpts .
 			loaded = end
 		}
 		p.finish()
+		// The learned embedder learns again when the corpus doubles, in
+		// the background; here at once, so that each size is measured
+		// with a model of it (learning and embedding count as loading).
+		if _, err := a.LearnEmbedder(ctx); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+			return nil, fmt.Errorf("latency: learning the embedder at %d items: %w", size, err)
+		}
 		rep.Load[size] = time.Since(start).Seconds()
 
 		floor, err := timeFloor(ctx, a, corpus, o)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/engine"
 )
 
@@ -37,9 +39,9 @@ type runOptions struct {
 	// superseded is the request's superseded (empty: the service's
 	// default, demote).
 	superseded string
-	expansion *expansionSetting
-	endpoint  string       // the service's base URL: queries go over HTTP
-	client    *http.Client // for endpoint
+	expansion  *expansionSetting
+	endpoint   string       // the service's base URL: queries go over HTTP
+	client     *http.Client // for endpoint
 }
 
 // WithEndpoint sends every query as POST base/v1/context-pack, the public
@@ -146,6 +148,12 @@ func OpenLoaded(ctx context.Context, cfg config.Config, ds *Dataset, opts ...Run
 		p.add(end - start)
 	}
 	p.finish()
+	// What an operator does after a bulk load (h4r reindex): the learned
+	// embedder learns from what was loaded and embeds it.
+	if _, err := a.LearnEmbedder(ctx); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+		a.Close()
+		return nil, fmt.Errorf("%s: learning the embedder: %w", ds.Name, err)
+	}
 	var accesses []string
 	for _, d := range ds.Docs {
 		for range d.AccessCount {

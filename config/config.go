@@ -93,11 +93,13 @@ type Config struct {
 	A2ATaskMaxBytes int64         // H4R_A2A_TASK_MAX_BYTES: bytes of A2A tasks kept at most
 
 	// Vectors and hybrid relevance.
-	Embedder         string        // H4R_EMBEDDER: hash (built in, offline) or openai (an OpenAI-compatible /v1/embeddings server)
+	Embedder         string        // H4R_EMBEDDER: learned or hash (built in, offline), openai (an OpenAI-compatible /v1/embeddings server) or none
 	EmbedURL         string        // H4R_EMBED_URL: base URL of the embeddings server
 	EmbedModel       string        // H4R_EMBED_MODEL
 	EmbedAPIKey      string        // H4R_EMBED_API_KEY
 	EmbedDim         int           // H4R_EMBED_DIM: dimension of the built-in hashing embedder
+	EmbedLearnedDim  int           // H4R_EMBED_LEARNED_DIM: dimension of the learned embedder
+	VectorCandidates int           // H4R_VECTOR_CANDIDATES: most hits of the vector generator
 	EmbedTimeout     time.Duration // H4R_EMBED_TIMEOUT: deadline of one embedding call
 	EmbedCacheSize   int           // H4R_EMBED_CACHE_SIZE: query embeddings kept (LRU); 0 turns the cache off
 	Fusion           string        // H4R_FUSION: relative (min-max) or rrf

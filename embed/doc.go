@@ -1,9 +1,23 @@
 // Package embed turns text into vectors for semantic candidates, and finds
 // candidates by them.
 //
-// Two embedders implement Embedder:
+// Three embedders implement Embedder:
 //
-//   - Hash, the built-in default: deterministic feature hashing of
+//   - Learned, the built-in default: latent semantic analysis of the
+//     corpus itself. Learn reads the indexed texts, weighs each term of each
+//     text by sublinear term frequency times idf (stop words, and terms in
+//     fewer than two or more than half of the texts, left out), and keeps
+//     the leading left singular vectors of that term–text matrix, found by
+//     a randomised range finder with power iterations on A·Aᵀ (one pass
+//     over the texts per product, no dense matrix of the corpus). A term's
+//     vector is its row; a text's vector is the tf-idf-weighted sum of its
+//     terms' rows, normalised, so a query costs a few additions per word.
+//     Terms that occur in the same texts, or in texts that share other
+//     terms, end up close: "car" and "automobile" meet when both sit
+//     beside "engine" and "wheel". The model is named by its dimension and
+//     a digest, so vectors of two learnings never mix, and it is saved
+//     (Encode, Decode) in the store that holds the vectors.
+//   - Hash: deterministic feature hashing of
 //     normalised word unigrams, word bigrams and character n-grams into a
 //     fixed dimension, L2-normalised. It needs no model and no network.
 //     Because words share character n-grams, morphological variants

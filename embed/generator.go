@@ -87,6 +87,12 @@ func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.H
 	if err == nil && (len(vecs) != 1 || len(vecs[0]) == 0) {
 		err = fmt.Errorf("embedder %s returned no vector", g.embedder.Model())
 	}
+	if errors.Is(err, ErrNotLearned) {
+		// A corpus too small to learn from has no vectors yet: no hits,
+		// so full-text answers alone (not twice, as a fallback would),
+		// and no warning on every request of a new store.
+		return nil, nil
+	}
 	if err != nil {
 		err = fmt.Errorf("embedding the query: %w", err)
 		if g.fallback == nil || ctx.Err() != nil {

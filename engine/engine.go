@@ -681,6 +681,10 @@ func (e *Engine) textGenerators(t h4r.QueryType, warnings *[]string) []h4r.Gener
 			return fulltext
 		}
 		return vector
+	case h4r.QueryHybrid:
+		if len(vector) == 0 {
+			*warnings = append(*warnings, "no vector generator is configured: the hybrid query was answered by full-text search alone")
+		}
 	}
 	return e.text
 }

@@ -56,6 +56,9 @@ func openDemo(tb testing.TB) *app.App {
 	if n, err := demo.LoadIfEmpty(context.Background(), a.Store); err != nil || n == 0 {
 		tb.Fatalf("loading the demo corpus: %d items, %v", n, err)
 	}
+	if _, err := a.LearnEmbedder(context.Background()); err != nil { // as h4r serve does after loading it
+		tb.Fatal(err)
+	}
 	return a
 }
 

@@ -62,6 +62,10 @@ func newStackWith(t testing.TB, configure func(*config.Config), opts ...server.O
 	cfg.DataDir = t.TempDir()
 	// Generous, so that a slow -race run never degrades a pack.
 	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
+	// The fixture is too small for the learned embedder to learn from: the
+	// hashing embedder (with its fusion settings) gives its semantic and
+	// hybrid queries vectors.
+	cfg.Embedder, cfg.FusionVector, cfg.VectorCandidates = "hash", 0.1, 20
 	if configure != nil {
 		configure(&cfg)
 	}

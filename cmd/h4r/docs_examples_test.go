@@ -20,7 +20,6 @@ import (
 
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
-	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/metrics"
 )
 
@@ -112,7 +111,7 @@ func docsServer(t *testing.T) (base string, dataDir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	if _, err := demo.LoadIfEmpty(ctx, a.Store); err != nil {
+	if err := loadDemo(ctx, a, log); err != nil {
 		t.Fatal(err)
 	}
 	api := apiServer(cfg, a, nil, false, log, metrics.New(), nil)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/embed"
 )
 
 // cmdPack builds one context pack against the local store and prints it,
@@ -62,8 +64,12 @@ func cmdPack(ctx context.Context, args []string, stdout, stderr io.Writer, looku
 	}
 	defer a.Close()
 	if *withDemo {
-		if _, err := demo.LoadIfEmpty(ctx, a.Store); err != nil {
+		if n, err := demo.LoadIfEmpty(ctx, a.Store); err != nil {
 			return fmt.Errorf("loading the demo corpus: %w", err)
+		} else if n > 0 {
+			if _, err := a.LearnEmbedder(ctx); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+				return fmt.Errorf("learning the embedder from the demo corpus: %w", err)
+			}
 		}
 	}
 	plan, err := req.Plan("")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -50,7 +51,8 @@ func TestReindex(t *testing.T) {
 		{name: "argument refused", args: []string{"extra"}, wantErr: "takes no arguments", usage: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error"}
+			// Two items are too few for the learned embedder to learn from.
+			vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error", "H4R_EMBEDDER": "hash"}
 			out, err := ingestThenReindex(t, vars, tc.reindexVars, tc.args...)
 			if !strings.Contains(out, tc.wantOut) {
 				t.Errorf("output %q, want it to contain %q", out, tc.wantOut)
@@ -73,12 +75,51 @@ func TestReindex(t *testing.T) {
 // items were ingested before Qdrant was configured.
 func TestReindexIntoQdrant(t *testing.T) {
 	q, url := qdranttest.Start(t)
-	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error"}
+	vars := map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error", "H4R_EMBEDDER": "hash"}
 	out, err := ingestThenReindex(t, vars, map[string]string{"QDRANT_URL": url, "QDRANT_COLLECTION": "mem"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "reindexed 2 items into Qdrant collection mem") || q.PointCount("mem") != 2 {
 		t.Fatalf("output %q, %d points; want 2 items in mem", out, q.PointCount("mem"))
+	}
+}
+
+// With the learned embedder (the default), reindex learns from the store
+// and embeds every item; under the minimum it says why it cannot.
+func TestReindexLearned(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		items   int
+		wantOut string
+		wantErr string
+	}{
+		{"enough items", 60, "reindexed 60 items into the embedded store", ""},
+		{"too few items", 10, "", "at least 50 items are needed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var lines strings.Builder
+			for i := range tt.items {
+				fmt.Fprintf(&lines, `{"id": "n%d", "text": "note %d about the %s engine and the %s wheel"}`+"\n",
+					i, i, []string{"car", "automobile"}[i%2], []string{"front", "rear", "spare"}[i%3])
+			}
+			vars := env(map[string]string{"H4R_DATA_DIR": t.TempDir(), "H4R_LOG_LEVEL": "error"})
+			if err := run(ctx, []string{"ingest", "-"}, strings.NewReader(lines.String()), io.Discard, io.Discard, vars); err != nil {
+				t.Fatalf("ingest: %v", err)
+			}
+			var out bytes.Buffer
+			err := run(ctx, []string{"reindex"}, nil, &out, io.Discard, vars)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(out.String(), tt.wantOut) {
+				t.Fatalf("output %q, %v; want %q", out.String(), err, tt.wantOut)
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/demo"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
 	"github.com/h4r/h4r/tenant"
@@ -283,6 +284,11 @@ func loadDemo(ctx context.Context, a *app.App, log *slog.Logger) error {
 	}
 	if n > 0 {
 		log.Info("loaded the demo corpus", "items", n)
+		// A bulk load: the learned embedder learns from it now rather than
+		// at its next drift check.
+		if _, err := a.LearnEmbedder(ctx); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+			return fmt.Errorf("learning the embedder from the demo corpus: %w", err)
+		}
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func (s *Store) vectorEmbedder() h4r.Embedder {
 // (vector search misses them until h4r reindex), as on the embedded store.
 func (s *Store) embedTexts(ctx context.Context, texts []string) (h4r.Embedder, [][]float32) {
 	e := s.vectorEmbedder()
-	if e == nil || len(texts) == 0 {
+	if e == nil || len(texts) == 0 || !embedderReady(e) {
 		return e, nil
 	}
 	vecs, err := e.Embed(ctx, texts)
@@ -90,6 +90,15 @@ func (s *Store) embedTexts(ctx context.Context, texts []string) (h4r.Embedder, [
 		return e, nil
 	}
 	return e, vecs
+}
+
+// embedderReady reports whether e can embed yet: an embedder learned from
+// the corpus has nothing to embed with before it learned, and items
+// written meanwhile get their vectors when it does (it re-embeds them all),
+// so the write skips them quietly rather than warn on every write.
+func embedderReady(e h4r.Embedder) bool {
+	r, ok := e.(interface{ Ready() bool })
+	return !ok || r.Ready()
 }
 
 func checkVectors(vecs [][]float32, n int) error {
@@ -177,6 +186,23 @@ func (s *Store) WarmVectors(ctx context.Context, model string) error {
 			}
 		}
 	}
+}
+
+// UseVectorModel makes model the one whose vectors this replica keeps in
+// memory and searches, and loads them: an embedder whose model changes in
+// place (the learned embedder, learning again) calls it before re-embedding
+// the items, which then reach memory as they are written.
+func (s *Store) UseVectorModel(ctx context.Context, model string) error {
+	v := &s.vectors
+	v.mu.Lock()
+	same := v.model == model
+	v.model = model
+	loaded := v.loaded
+	v.mu.Unlock()
+	if same || !loaded {
+		return nil // not loaded yet: WarmVectors loads this model's
+	}
+	return s.loadVectors(ctx)
 }
 
 // VectorsReady returns nil once the vector index is loaded, and an

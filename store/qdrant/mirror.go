@@ -168,6 +168,9 @@ func (m *Mirror) sync(ctx context.Context, ids []string) error {
 }
 
 func (m *Mirror) upsert(ctx context.Context, items []*h4r.Item) error {
+	if r, ok := m.embedder.(interface{ Ready() bool }); ok && !r.Ready() {
+		return nil // an embedder learned from the corpus, not learned yet: h4r reindex learns and rebuilds
+	}
 	for start := 0; start < len(items); start += mirrorBatch {
 		batch := items[start:min(start+mirrorBatch, len(items))]
 		texts := make([]string, len(batch))

@@ -168,7 +168,7 @@ func readGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
 // vectors (vector search misses them) and the log says to run h4r reindex.
 func (s *Store) embedItems(ctx context.Context, items []encodedItem) (h4r.Embedder, [][]float32) {
 	e := s.vectors.getEmbedder()
-	if e == nil || len(items) == 0 {
+	if e == nil || len(items) == 0 || !embedderReady(e) {
 		return e, nil
 	}
 	texts := make([]string, len(items))
@@ -185,6 +185,15 @@ func (s *Store) embedItems(ctx context.Context, items []encodedItem) (h4r.Embedd
 		return e, nil
 	}
 	return e, vecs
+}
+
+// embedderReady reports whether e can embed yet: an embedder learned from
+// the corpus has nothing to embed with before it learned, and items
+// written meanwhile get their vectors when it does (it re-embeds them all),
+// so the write skips them quietly rather than warn on every write.
+func embedderReady(e h4r.Embedder) bool {
+	r, ok := e.(interface{ Ready() bool })
+	return !ok || r.Ready()
 }
 
 // checkVectors checks that an embedder gave n vectors of one dimension.

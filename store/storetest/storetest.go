@@ -121,6 +121,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts ...Option) {
 	t.Run("add_link", s.testAddLink)
 	t.Run("supersedes", s.testSupersedes)
 	t.Run("nul_characters", s.testNUL)
+	t.Run("embedder_model", s.testEmbedderModel)
 }
 
 // reopenable returns a function opening one place's data again, or skips t

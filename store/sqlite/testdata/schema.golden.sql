@@ -22,6 +22,14 @@ CREATE TABLE deleted_versions (
     version INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 
+-- table embedder_models
+CREATE TABLE embedder_models (
+    kind       TEXT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    data       BLOB NOT NULL,
+    updated_at TEXT NOT NULL
+) STRICT;
+
 -- table graph_generation
 CREATE TABLE graph_generation (
     id         INTEGER PRIMARY KEY CHECK (id = 1),

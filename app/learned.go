@@ -1,0 +1,222 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/embed"
+)
+
+// Learning settings without a variable of their own.
+const (
+	// learnedKind is the row of the learned embedder's model in the
+	// store's embedder_models.
+	learnedKind = "learned"
+	// relearnCheckEvery is how often a server checks whether the corpus
+	// drifted from what the model was learned on.
+	relearnCheckEvery = time.Minute
+	// relearnGrowth: the model is learned again when the corpus has grown
+	// to this many times the size it was learned at, since its vocabulary
+	// then misses much of what is indexed.
+	relearnGrowth = 2
+)
+
+// modelStore keeps what a built-in embedder learned (store/sqlite.Store,
+// store/postgres.Store).
+type modelStore interface {
+	EmbedderModel(ctx context.Context, kind string) (name string, model []byte, err error)
+	PutEmbedderModel(ctx context.Context, kind, name string, model []byte) error
+}
+
+// learner learns the learned embedder's model from the store, saves it
+// there and re-embeds the items with it. One learning runs at a time.
+type learner struct {
+	emb    *embed.Learned
+	store  Store
+	models modelStore
+	vs     vectorStore // nil with Qdrant: its mirror is rebuilt by h4r reindex
+	dim    int
+	log    *slog.Logger
+
+	mu        sync.Mutex // one learning at a time
+	learnedAt int        // items in the store when the current model was learned (0: none)
+}
+
+// load makes the saved model current; it reports whether there was one.
+func (l *learner) load(ctx context.Context) (bool, error) {
+	_, data, err := l.models.EmbedderModel(ctx, learnedKind)
+	if err != nil || data == nil {
+		return false, err
+	}
+	m, err := embed.Decode(data)
+	if err != nil {
+		return false, fmt.Errorf("loading the learned embedder's model: %w", err)
+	}
+	l.emb.Swap(m)
+	l.mu.Lock()
+	l.learnedAt = m.Docs()
+	l.mu.Unlock()
+	if err := l.follow(ctx, m); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// follow points the vector store's in-memory index at m's vectors (the
+// Postgres store holds one model's, named when vectors were enabled).
+func (l *learner) follow(ctx context.Context, m *embed.LearnedModel) error {
+	f, ok := l.vs.(interface {
+		UseVectorModel(context.Context, string) error
+	})
+	if !ok {
+		return nil
+	}
+	if err := f.UseVectorModel(ctx, m.Name()); err != nil {
+		return fmt.Errorf("switching the vector index to the learned model: %w", err)
+	}
+	return nil
+}
+
+// relearn learns a model from the store's items, saves it, makes it
+// current and re-embeds every item with it. It returns the items
+// re-embedded; with too few items it learns nothing and returns
+// embed.ErrNotLearned.
+func (l *learner) relearn(ctx context.Context, progress func(done int)) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total, err := l.store.Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("learning the embedder: %w", err)
+	}
+	start := time.Now()
+	corpus := func(ctx context.Context, fn func(string) error) error {
+		return l.store.Each(ctx, func(it *h4r.Item) error { return fn(it.Text) })
+	}
+	m, err := embed.Learn(ctx, corpus, total, embed.WithLearnedDim(l.dim))
+	if err != nil {
+		return 0, err
+	}
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		return 0, err
+	}
+	if err := l.models.PutEmbedderModel(ctx, learnedKind, m.Name(), buf.Bytes()); err != nil {
+		return 0, err
+	}
+	l.emb.Swap(m)
+	l.learnedAt = total
+	if err := l.follow(ctx, m); err != nil {
+		return 0, err
+	}
+	l.log.InfoContext(ctx, "learned the embedder from the corpus", "model", m.Name(), "items", total,
+		"documents_read", m.Docs(), "vocabulary", m.Vocabulary(), "took", time.Since(start).Round(time.Millisecond))
+	if l.vs == nil {
+		return 0, nil
+	}
+	n, err := l.vs.ReindexVectors(ctx, progress)
+	if err != nil {
+		return n, fmt.Errorf("re-embedding the items with the learned model: %w", err)
+	}
+	return n, nil
+}
+
+// drifted reports whether the corpus outgrew the model: none learned yet
+// over enough items, or the corpus grown relearnGrowth-fold since.
+func (l *learner) drifted(ctx context.Context) (bool, error) {
+	total, err := l.store.Count(ctx)
+	if err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	at := l.learnedAt
+	l.mu.Unlock()
+	if at == 0 {
+		return total >= embed.DefaultLearnMinDocs, nil
+	}
+	return total >= relearnGrowth*at, nil
+}
+
+// prepareLearned loads the learned embedder's saved model, or, over a
+// corpus that has none yet (a first start), learns one and embeds the
+// items with it before the service answers.
+func prepareLearned(ctx context.Context, cfg config.Config, a *App, emb *embed.Learned, vs vectorStore, log *slog.Logger) error {
+	models, ok := a.base.(modelStore)
+	if !ok {
+		return errors.New("H4R_EMBEDDER=learned: this store cannot keep the learned model")
+	}
+	l := &learner{emb: emb, store: a.base, models: models, vs: vs, dim: cfg.EmbedLearnedDim, log: log}
+	a.learner = l
+	loaded, err := l.load(ctx)
+	if err != nil {
+		return err
+	}
+	if vs == nil {
+		// The Qdrant collection is rebuilt by h4r reindex, which learns
+		// first: learning here would leave its points of another model.
+		if !loaded {
+			log.WarnContext(ctx, "the learned embedder has no model yet: with QDRANT_URL it learns on h4r reindex; until then there are no vector candidates")
+		}
+		return nil
+	}
+	if !loaded {
+		if drifted, err := l.drifted(ctx); err != nil {
+			return err
+		} else if drifted {
+			if _, err := l.relearn(ctx, nil); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+				return err
+			}
+		}
+	}
+	watchDrift(a, l, log)
+	return nil
+}
+
+// watchDrift learns the model again in the background when the corpus
+// outgrows it; Close waits for it to stop.
+func watchDrift(a *App, l *learner, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(relearnCheckEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			drifted, err := l.drifted(ctx)
+			if err == nil && drifted {
+				_, err = l.relearn(ctx, nil)
+			}
+			if err != nil && ctx.Err() == nil && !errors.Is(err, embed.ErrNotLearned) {
+				log.WarnContext(ctx, "learning the embedder again failed; the current model stays", "error", err)
+			}
+		}
+	}()
+	a.closers = append(a.closers, func() error {
+		cancel()
+		<-done
+		return nil
+	})
+}
+
+// LearnEmbedder learns the learned embedder's model from the store now and
+// re-embeds every item with it, as h4r reindex does: after a bulk load, so
+// that the model reflects it without waiting for the drift check. It
+// returns the items embedded, and does nothing (0, nil) when another
+// embedder is configured.
+func (a *App) LearnEmbedder(ctx context.Context) (int, error) {
+	if a.learner == nil {
+		return 0, nil
+	}
+	return a.learner.relearn(ctx, nil)
+}

@@ -1,0 +1,38 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EmbedderModel returns the model of the kind of built-in embedder that
+// PutEmbedderModel saved last, with its name; a nil model when none was.
+func (s *Store) EmbedderModel(ctx context.Context, kind string) (name string, model []byte, err error) {
+	err = s.read(ctx, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT name, data FROM embedder_models WHERE kind = $1`, kind).Scan(&name, &model)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("reading the %s embedder's model: %w", kind, err)
+	}
+	return name, model, nil
+}
+
+// PutEmbedderModel saves what a built-in embedder of kind learned,
+// replacing its previous model, for every replica to load. It is
+// maintenance (learning runs at start and on h4r reindex), bounded by ctx
+// only.
+func (s *Store) PutEmbedderModel(ctx context.Context, kind, name string, model []byte) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO embedder_models (kind, name, data, updated_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (kind) DO UPDATE SET name = excluded.name, data = excluded.data, updated_at = excluded.updated_at`,
+		kind, name, model, s.now().UTC())
+	if err != nil {
+		return fmt.Errorf("saving the %s embedder's model: %w", kind, err)
+	}
+	return nil
+}
