@@ -52,7 +52,7 @@ type APILatencyOptions struct {
 	// first concurrency at each size, one a line, for a peer to run
 	// (bench/xapian_peer.py).
 	QueriesDir string
-	Progress io.Writer
+	Progress   io.Writer
 	// AfterRun is called with the report so far after each measurement.
 	AfterRun func(*APILatencyReport) error
 }
