@@ -231,7 +231,7 @@ func (x *Index) walk(bg *rebuild, read func(l *list, lo, hi int), after ...func(
 }
 
 // finish swaps the rebuilt lists in under the write lock, after placing
-// the vectors logged since the last round; nx nil ends the rebuild without
+// the vectors logged since the last pass over the log; nx nil ends the rebuild without
 // a swap.
 func (x *Index) finish(bg *rebuild, nx *Index) {
 	x.mu.Lock()
