@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -330,7 +331,7 @@ func BuildCorpus(ctx context.Context, cfg config.Config, dir string, size int, s
 	}
 	cfg.DataDir, cfg.DatabaseURL = dir, ""
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	a, err := app.Open(ctx, cfg, app.WithClock(func() time.Time { return now }))
+	a, err := app.Open(ctx, cfg, app.WithLogger(slog.New(slog.DiscardHandler)), app.WithClock(func() time.Time { return now }))
 	if err != nil {
 		return false, fmt.Errorf("api latency: opening the store in %s: %w", dir, err)
 	}

@@ -198,6 +198,10 @@ func TestRecallAfterBackgroundGrowth(t *testing.T) {
 // mode=stop-the-world clusters inside the write that triggers it, under the
 // owner's write lock (the index without WithLock); mode=background hands
 // the index the lock (WithLock). Each iteration is one whole re-clustering.
+// max-put-hold-ms is the longest a Put held the write lock: the wait it
+// imposes on every other search and write, apart from the machine's load
+// (the waits themselves include the searches in progress, which a loaded
+// machine stretches).
 //
 //	nice go test ./index/ann -run '^$' -bench ReclusterPause -benchtime 1x
 //	H4R_ANN_BENCH_SIZES=1000000 … (the same, at a million)
@@ -242,6 +246,7 @@ func reclusterPause(b *testing.B, c *corpus, n int, background bool) {
 		wg                 sync.WaitGroup
 		recMu              sync.Mutex
 		searchMs, writeMs  []float64
+		holdMs             []float64 // a Put's time holding the write lock: what it makes others wait
 		reclusterStarted   = make(chan struct{})
 		reclusterStartOnce sync.Once
 	)
@@ -278,9 +283,12 @@ func reclusterPause(b *testing.B, c *corpus, n int, background bool) {
 			v := c.vector(i)
 			t0 := time.Now()
 			mu.Lock()
+			t1 := time.Now()
 			x.Put(idOf(i), v)
+			hold := float64(time.Since(t1).Microseconds()) / 1000
 			mu.Unlock()
 			record(&writeMs, float64(time.Since(t0).Microseconds())/1000)
+			record(&holdMs, hold)
 			if i == n-1 {
 				reclusterStartOnce.Do(func() { close(reclusterStarted) })
 			}
@@ -292,6 +300,8 @@ func reclusterPause(b *testing.B, c *corpus, n int, background bool) {
 	wg.Wait()
 	b.ReportMetric(slices.Max(searchMs), "max-search-ms")
 	b.ReportMetric(slices.Max(writeMs), "max-write-ms")
+	b.ReportMetric(slices.Max(holdMs), "max-put-hold-ms")
+	b.ReportMetric(quantile(searchMs, 0.5), "p50-search-ms")
 	b.ReportMetric(quantile(searchMs, 0.99), "p99-search-ms")
 	b.ReportMetric(quantile(writeMs, 0.99), "p99-write-ms")
 	b.ReportMetric(float64(len(searchMs)), "searches")
