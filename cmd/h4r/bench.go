@@ -518,6 +518,8 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 			if err := writeFile(p.path, func(w io.Writer) error { return pprof.Lookup(p.name).WriteTo(w, 0) }); err != nil {
 				fmt.Fprintf(stderr, "writing the %s profile: %v\n", p.name, err)
 			}
+			runtime.SetMutexProfileFraction(0)
+			runtime.SetBlockProfileRate(0)
 		}()
 	}
 	var md strings.Builder
