@@ -46,6 +46,12 @@ func (x *Index) Guard(mu *sync.RWMutex, threshold int) {
 	x.maybeRecluster()
 }
 
+// Abandon drops a background re-clustering, if one runs, and leaves the
+// lists as they are: for an owner replacing the index with another, so
+// that the old one's rebuild stops at its next look instead of finishing
+// for nothing. The caller holds the lock for writing.
+func (x *Index) Abandon() { x.dropRebuild() }
+
 // Rebuilding reports whether a re-clustering is running in the background.
 // The caller holds the lock.
 func (x *Index) Rebuilding() bool { return x.bg != nil }

@@ -312,3 +312,31 @@ func quantile(ms []float64, q float64) float64 {
 	s := slices.Sorted(slices.Values(ms))
 	return s[min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)]
 }
+
+// Abandon stops a running rebuild without touching the lists: searches of
+// the abandoned index still see every vector, exactly.
+func TestAbandonKeepsTheLists(t *testing.T) {
+	const dim, n = 32, 20_000
+	vecs := clustered(19, n, dim, 100)
+	var mu sync.RWMutex
+	x := ann.New(ann.WithThreshold(n/2), ann.WithLock(&mu))
+	mu.Lock()
+	for i := range n {
+		x.Put(idOf(i), vecs[i])
+	}
+	running := x.Rebuilding()
+	x.Abandon()
+	mu.Unlock()
+	x.Wait()
+	mu.RLock()
+	defer mu.RUnlock()
+	if !running || x.Rebuilding() {
+		t.Fatalf("rebuilding before Abandon %v, after %v: want true, false", running, x.Rebuilding())
+	}
+	if err := x.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _, _, exact := x.Search(vecs[0], n); len(ids) != n || !exact || x.Approximate() {
+		t.Errorf("after Abandon: %d ids scanned (exact %v, approximate %v), want all %d, exact", len(ids), exact, x.Approximate(), n)
+	}
+}

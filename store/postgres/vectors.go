@@ -234,6 +234,9 @@ func (s *Store) loadVectors(ctx context.Context) error {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.ix != nil {
+		v.ix.Abandon()
+	}
 	v.ix, v.mark, v.loaded = ix, mark, true
 	ix.Guard(&v.mu, s.annAbove)
 	if v.ready != nil {
