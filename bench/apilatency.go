@@ -128,6 +128,8 @@ func APILatency(ctx context.Context, cfg config.Config, o APILatencyOptions) (*A
 			err = measureAPI(ctx, rep, o, url, pid, size)
 			if stopErr := srv.stop(); err == nil {
 				err = stopErr
+			} else if err != nil {
+				err = fmt.Errorf("%w; the server's log ends: %s", err, tail(srv.logs.String(), 2000))
 			}
 			if err != nil {
 				return nil, err
@@ -377,6 +379,7 @@ type server struct {
 	url  string
 	pid  int
 	stop func() error
+	logs *syncWriter // its standard error
 }
 
 // startServer starts command serving dir on a free loopback port and waits
@@ -393,8 +396,8 @@ func startServer(ctx context.Context, command, env []string, dir string) (*serve
 	l.Close()
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Env = append(append(os.Environ(), env...), "H4R_ADDR="+addr, "H4R_DATA_DIR="+dir, "DATABASE_URL=")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &syncWriter{w: &logs}
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = io.Discard, logs
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("api latency: starting %s: %w", command[0], err)
 	}
@@ -425,7 +428,7 @@ func startServer(ctx context.Context, command, env []string, dir string) (*serve
 		if resp, err := http.Get(url + "/health/ready"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return &server{url: url, pid: cmd.Process.Pid, stop: stop}, nil
+				return &server{url: url, pid: cmd.Process.Pid, stop: stop, logs: logs}, nil
 			}
 		}
 		if time.Now().After(deadline) {
@@ -437,13 +440,19 @@ func startServer(ctx context.Context, command, env []string, dir string) (*serve
 
 type syncWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	w  *bytes.Buffer
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }
 
 func tail(s string, n int) string {
