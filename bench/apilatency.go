@@ -151,16 +151,24 @@ func measureAPI(ctx context.Context, rep *APILatencyReport, o APILatencyOptions,
 	queries.words = newMemoryCorpus(o.Seed, o.Vocabulary, now).words
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 	defer client.CloseIdleConnections()
-	// Warm up untimed: the first pack loads the vectors into memory and
-	// fills the caches a running server has.
-	for range min(20, o.Requests) {
+	// Warm up untimed: the first pack loads the in-memory indexes (about
+	// two minutes at 1M items on a loaded machine, past the server's write
+	// deadline, so that its connection is closed) and fills the caches a
+	// running server has. Failures are retried for up to ten minutes.
+	warmUntil := time.Now().Add(10 * time.Minute)
+	for warmed := 0; warmed < min(20, o.Requests); {
 		b, err := json.Marshal(map[string]any{"query": h4r.Query{Type: o.QueryType, Text: queries.query()}, "specialist": Benchmarker()})
 		if err != nil {
 			return fmt.Errorf("api latency: encoding a request: %w", err)
 		}
 		if _, _, err := postPack(ctx, client, url, b); err != nil {
-			return err
+			var status statusError
+			if errors.As(err, &status) || time.Now().After(warmUntil) || ctx.Err() != nil {
+				return err
+			}
+			continue
 		}
+		warmed++
 	}
 	for ci, c := range o.Concurrency {
 		texts := make([]string, o.Requests)
@@ -283,7 +291,7 @@ func postPack(ctx context.Context, client *http.Client, url string, body []byte)
 	cr := &countingReader{r: resp.Body}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(cr, 1<<10))
-		return nil, 0, fmt.Errorf("api latency: the server answered %s: %s", resp.Status, b)
+		return nil, 0, statusError(fmt.Sprintf("api latency: the server answered %s: %s", resp.Status, b))
 	}
 	var pk h4r.Pack
 	if err := json.NewDecoder(cr).Decode(&pk); err != nil {
@@ -291,6 +299,12 @@ func postPack(ctx context.Context, client *http.Client, url string, body []byte)
 	}
 	return &pk, cr.n, nil
 }
+
+// statusError is an answer other than 200: the server is up, so a warm-up
+// does not retry it.
+type statusError string
+
+func (e statusError) Error() string { return string(e) }
 
 type countingReader struct {
 	r io.Reader
