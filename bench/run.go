@@ -302,7 +302,7 @@ func runQuery(ctx context.Context, eng *engine.Engine, q Query, o runOptions) (Q
 	var p *h4r.Pack
 	var err error
 	if o.endpoint != "" {
-		p, err = postPack(ctx, o, req)
+		p, err = askEndpoint(ctx, o, req)
 	} else {
 		p, err = runPlan(ctx, eng, req)
 	}
@@ -338,9 +338,9 @@ func runPlan(ctx context.Context, eng *engine.Engine, req h4r.ContextRequest) (*
 	return eng.Run(ctx, Benchmarker(), plan)
 }
 
-// postPack asks the service at o.endpoint for req's pack, as the
+// askEndpoint asks the service at o.endpoint for req's pack, as the
 // benchmark's specialist.
-func postPack(ctx context.Context, o runOptions, req h4r.ContextRequest) (*h4r.Pack, error) {
+func askEndpoint(ctx context.Context, o runOptions, req h4r.ContextRequest) (*h4r.Pack, error) {
 	spec := Benchmarker()
 	req.Specialist = &spec
 	body, err := json.Marshal(req)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ const benchUsage = `Usage:
   h4r bench expansion --dataset DIR [--dataset DIR …] [--docs 5,10,20] [--terms 10,20] [--original 0.5,0.7] [--first-pass 0,0.5] [--spread 0,2] [--contrast false,true] [--k 5] [--out DIR]
   h4r bench gen     --out DIR [--seed 1] [--queries 30] [--kind memory|conversation [--hard]]
   h4r bench latency [--sizes 1000,10000,100000,1000000] [--requests 200] [--concurrency 1,16,100] [--out DIR]
+  h4r bench latency --api [--data bench-data | --url URL] [--sizes 10000,100000] [--concurrency 1,16,100] [--out DIR]
 
 Datasets are BEIR folders (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) with an optional
 h4r-mapping.json. Each run loads them into a fresh store: the embedded one in a temporary
@@ -525,6 +527,11 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	verbose := fs.Bool("v", false, "log the service's warnings")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run, loading included, to this file (go tool pprof reads it)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to this file after the requests at each size, overwriting it (go tool pprof -sample_index=inuse_space reads it)")
+	mutexProfile := fs.String("mutexprofile", "", "write a mutex contention profile of the whole run to this file at the end")
+	blockProfile := fs.String("blockprofile", "", "write a blocking profile (waits of 10µs or more) of the whole run to this file at the end")
+	api := fs.Bool("api", false, "measure through HTTP: start h4r serve on a store of each size (built once under --data) and decode every pack with a client")
+	apiURL := fs.String("url", "", "with --api, measure the server at this URL instead of starting one (it must hold the corpus of --seed; --sizes names its size)")
+	dataDir := fs.String("data", "bench-data", "with --api, the folder that keeps one store per size (items-SIZE), reused by later runs")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -537,6 +544,10 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	if *requests <= 0 {
 		return usageError{"--requests must be positive"}
+	}
+	command := "h4r bench " + strings.Join(append([]string{"latency"}, args...), " ")
+	if *api || *apiURL != "" {
+		return benchLatencyAPI(ctx, cfg, o, *apiURL, *dataDir, *out, command, stdout)
 	}
 	cleanup, err := freshStore(&cfg, "latency")
 	if err != nil {
@@ -555,7 +566,23 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		defer stop()
 	}
-	command := "h4r bench " + strings.Join(append([]string{"latency"}, args...), " ")
+	for _, p := range []struct{ name, path string }{{"mutex", *mutexProfile}, {"block", *blockProfile}} {
+		if p.path == "" {
+			continue
+		}
+		if p.name == "mutex" {
+			runtime.SetMutexProfileFraction(5)
+		} else {
+			runtime.SetBlockProfileRate(10_000)
+		}
+		defer func() {
+			if err := writeFile(p.path, func(w io.Writer) error { return pprof.Lookup(p.name).WriteTo(w, 0) }); err != nil {
+				fmt.Fprintf(stderr, "writing the %s profile: %v\n", p.name, err)
+			}
+			runtime.SetMutexProfileFraction(0)
+			runtime.SetBlockProfileRate(0)
+		}()
+	}
 	var md strings.Builder
 	o.AfterSize = func(rep *bench.LatencyReport) error {
 		rep.Store = storeName(cfg)
@@ -580,6 +607,35 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprint(stdout, md.String())
 	fmt.Fprintf(stdout, "\nreports in %s (latency.json, latency.md, latency.svg)\n", *out)
+	return nil
+}
+
+// benchLatencyAPI is h4r bench latency --api: packs through HTTP.
+func benchLatencyAPI(ctx context.Context, cfg config.Config, lo bench.LatencyOptions, url, dataDir, out, command string, stdout io.Writer) error {
+	if cfg.DatabaseURL != "" && url == "" {
+		return usageError{"bench latency --api builds embedded stores; unset DATABASE_URL, or target a server with --url"}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the h4r binary to serve: %w", err)
+	}
+	o := bench.APILatencyOptions{Sizes: lo.Sizes, Requests: lo.Requests, Concurrency: lo.Concurrency, Seed: lo.Seed,
+		QueryType: lo.QueryType, DataDir: dataDir, URL: strings.TrimSuffix(url, "/"), Server: []string{self, "serve"}, Progress: lo.Progress, QueriesDir: out}
+	var md strings.Builder
+	o.AfterRun = func(rep *bench.APILatencyReport) error {
+		rep.Command = command
+		if err := bench.WriteJSON(filepath.Join(out, "api-latency.json"), rep); err != nil {
+			return err
+		}
+		md.Reset()
+		bench.APILatencyMarkdown(&md, rep)
+		return os.WriteFile(filepath.Join(out, "api-latency.md"), []byte(md.String()), 0o644)
+	}
+	if _, err := bench.APILatency(ctx, cfg, o); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, md.String())
+	fmt.Fprintf(stdout, "\nreports in %s (api-latency.json, api-latency.md)\n", out)
 	return nil
 }
 

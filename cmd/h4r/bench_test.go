@@ -43,8 +43,9 @@ func TestBenchCommands(t *testing.T) {
 			[]string{"weights.json", "tune.json", "tune.md", "tune-sweep.svg", "tune-path.svg", "cache.json"}},
 		{"tune from the cache", []string{"bench", "tune", "--from-cache", filepath.Join(out, "cache.json"), "--k", "3", "--restarts", "0", "--out", out, "--weights-out", filepath.Join(out, "again.json")},
 			[]string{"again.json"}},
-		{"latency", []string{"bench", "latency", "--sizes", "20,40", "--requests", "3", "--concurrency", "1,2", "--out", out, "--cpuprofile", filepath.Join(out, "cpu.pprof")},
-			[]string{"latency.json", "latency.md", "latency.svg", "cpu.pprof"}},
+		{"latency", []string{"bench", "latency", "--sizes", "20,40", "--requests", "3", "--concurrency", "1,2", "--out", out, "--cpuprofile", filepath.Join(out, "cpu.pprof"),
+			"--mutexprofile", filepath.Join(out, "mutex.pprof"), "--blockprofile", filepath.Join(out, "block.pprof")},
+			[]string{"latency.json", "latency.md", "latency.svg", "cpu.pprof", "mutex.pprof", "block.pprof"}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {

@@ -41,7 +41,9 @@ const (
 // around k-means centroids (an inverted file, IVF) so that a search scans
 // only the lists nearest the query. Below the threshold it is one list and
 // every search is the exact scan. It is not safe for concurrent use: the
-// stores guard it with their own lock. Make it with New.
+// stores guard it with their own lock, which they may hand it (WithLock)
+// so that re-clustering runs in the background instead of in the write that
+// triggers it. Make it with New.
 type Index struct {
 	threshold int
 	probes    int
@@ -64,6 +66,13 @@ type Index struct {
 	coarse    []float32
 	children  [][]int32
 	trainedAt int // Len when last clustered
+
+	// With a lock (WithLock, Guard) re-clustering runs in the background
+	// (rebuild.go): bg is the one running, and gen changes whenever the
+	// lists are replaced or emptied under it, which drops it.
+	mu  *sync.RWMutex
+	bg  *rebuild
+	gen uint64
 }
 
 type list struct {
@@ -134,6 +143,7 @@ func New(opts ...Option) *Index {
 
 // Reset empties the index and forgets its dimension.
 func (x *Index) Reset() {
+	x.dropRebuild()
 	x.dim, x.n, x.maxScale = 0, 0, 0
 	x.changes++
 	x.lists = []list{{}}
@@ -185,6 +195,13 @@ func (x *Index) PutCodes(id string, codes []int8, scale float32) {
 		x.dim = len(codes)
 	}
 	x.remove(id)
+	x.place(id, codes, scale)
+	x.changes++
+	x.maybeRecluster()
+}
+
+// place appends a vector not stored yet to its nearest list.
+func (x *Index) place(id string, codes []int8, scale float32) {
 	li := 0
 	if x.centroids != nil {
 		li = x.nearestList(codes, scale)
@@ -196,8 +213,9 @@ func (x *Index) PutCodes(id string, codes []int8, scale float32) {
 	l.scales = append(l.scales, scale)
 	x.maxScale = max(x.maxScale, scale)
 	x.n++
-	x.changes++
-	x.maybeRecluster()
+	if x.bg != nil {
+		x.bg.pending[id] = struct{}{}
+	}
 }
 
 // Remove deletes id's vector, if any.
@@ -214,9 +232,15 @@ func (x *Index) remove(id string) bool {
 	}
 	l := &x.lists[p.list]
 	i, last := int(p.i), len(l.ids)-1
+	if x.bg != nil {
+		x.bg.pending[id] = struct{}{}
+	}
 	if i != last {
 		l.ids[i] = l.ids[last]
 		x.pos[l.ids[i]] = loc{p.list, p.i}
+		if x.bg != nil { // moved behind a running rebuild's walk: it may not see it there
+			x.bg.pending[l.ids[i]] = struct{}{}
+		}
 		copy(x.code(l, i), x.code(l, last))
 		l.scales[i] = l.scales[last]
 	}
@@ -237,16 +261,17 @@ func (x *Index) maybeRecluster() {
 	switch {
 	case x.threshold <= 0:
 	case x.centroids == nil && x.n >= x.threshold:
-		x.Recluster()
+		x.startRecluster()
 	case x.centroids != nil && x.n < x.threshold/2:
 		x.merge()
 	case x.centroids != nil && (x.n >= 2*x.trainedAt || 2*x.n < x.trainedAt):
-		x.Recluster()
+		x.startRecluster()
 	}
 }
 
 // merge puts every vector back into one list.
 func (x *Index) merge() {
+	x.dropRebuild()
 	all := list{ids: make([]string, 0, x.n), scales: make([]float32, 0, x.n)}
 	for li := range x.lists {
 		l := &x.lists[li]
@@ -268,38 +293,19 @@ func (x *Index) merge() {
 func ListsFor(n int) int { return max(1, int(math.Round(math.Sqrt(float64(n))))) }
 
 // Recluster computes centroids for the vectors stored now (k-means on a
-// sample, two levels) and redistributes the vectors among their lists.
+// sample, two levels) and redistributes the vectors among their lists, at
+// once: a re-cluster running in the background is dropped.
 func (x *Index) Recluster() {
+	x.dropRebuild()
 	if x.n == 0 {
 		return
 	}
 	nlist := ListsFor(x.n)
 	rng := rand.New(rand.NewPCG(x.seed, uint64(x.n)))
 	sample := x.sample(rng, min(x.n, trainPerList*nlist))
-	d := x.dim
-	ncoarse := max(1, int(math.Round(math.Sqrt(float64(nlist)))))
-	coarse := kmeans(rng, sample, d, ncoarse)
-	// Each coarse cluster gets fine lists in proportion to its sample share.
-	members := make([][]float32, ncoarse)
-	for i, c := range assign(sample, d, coarse) {
-		members[c] = append(members[c], sample[i*d:(i+1)*d]...)
-	}
-	var centroids []float32
-	children := make([][]int32, ncoarse)
-	ns := len(sample) / d
-	for c, m := range members {
-		k := max(1, int(math.Round(float64(nlist)*float64(len(m)/d)/float64(ns))))
-		if len(m) == 0 {
-			continue
-		}
-		for _, f := range chunks(kmeans(rng, m, d, min(k, len(m)/d)), d) {
-			children[c] = append(children[c], int32(len(centroids)/d))
-			centroids = append(centroids, f...)
-		}
-	}
 	old := x.lists
-	x.centroids, x.coarse, x.children, x.trainedAt = centroids, coarse, children, x.n
-	x.lists = make([]list, len(centroids)/d)
+	x.train(rng, sample, nlist)
+	x.trainedAt = x.n
 	// Place every vector (in parallel: this is the costly part), then move them.
 	type placed struct {
 		li, i int
@@ -330,6 +336,34 @@ func (x *Index) Recluster() {
 	if !x.fixed {
 		x.calibrate(rng)
 	}
+}
+
+// train sets x's centroids from sample (two levels of k-means: coarse
+// centroids, then about nlist fine ones spread among them by their share
+// of the sample) and makes one empty list per fine centroid.
+func (x *Index) train(rng *rand.Rand, sample []float32, nlist int) {
+	d := x.dim
+	ncoarse := max(1, int(math.Round(math.Sqrt(float64(nlist)))))
+	coarse := kmeans(rng, sample, d, ncoarse)
+	members := make([][]float32, ncoarse)
+	for i, c := range assign(sample, d, coarse) {
+		members[c] = append(members[c], sample[i*d:(i+1)*d]...)
+	}
+	var centroids []float32
+	children := make([][]int32, ncoarse)
+	ns := len(sample) / d
+	for c, m := range members {
+		k := max(1, int(math.Round(float64(nlist)*float64(len(m)/d)/float64(ns))))
+		if len(m) == 0 {
+			continue
+		}
+		for _, f := range chunks(kmeans(rng, m, d, min(k, len(m)/d)), d) {
+			children[c] = append(children[c], int32(len(centroids)/d))
+			centroids = append(centroids, f...)
+		}
+	}
+	x.centroids, x.coarse, x.children = centroids, coarse, children
+	x.lists = make([]list, len(centroids)/d)
 }
 
 // Calibration: how many stored vectors serve as queries, and the share of

@@ -250,7 +250,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	s.graph.nudge = make(chan struct{}, 1)
 	s.hits = newHitCache(o.hitCacheBytes)
 	s.lexemes, s.termIDs = newLexemeCache(), newTermIDCache()
-	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
+	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove), ann.WithLock(&s.vectors.mu)) // re-clusters in the background
 	s.vacuumCtx, s.stopVacuums = context.WithCancel(context.WithoutCancel(ctx))
 	cacheBytes := int64(DefaultItemCacheBytes)
 	if o.itemCacheBytes != nil {

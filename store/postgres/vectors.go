@@ -225,7 +225,9 @@ func (s *Store) loadVectors(ctx context.Context) error {
 	v.mu.RLock()
 	model := v.model
 	v.mu.RUnlock()
-	ix := ann.New(ann.WithThreshold(s.annAbove))
+	// Filled exact (threshold 0) off the lock, then clustered in the
+	// background once published (Guard): the load never stops to cluster.
+	ix := ann.New(ann.WithThreshold(0))
 	var mark int64
 	err := s.read(ctx, func(ctx context.Context) error {
 		ix.Reset()
@@ -258,7 +260,11 @@ func (s *Store) loadVectors(ctx context.Context) error {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.ix != nil {
+		v.ix.Abandon()
+	}
 	v.ix, v.mark, v.loaded = ix, mark, true
+	ix.Guard(&v.mu, s.annAbove)
 	if v.ready != nil {
 		select {
 		case <-v.ready:

@@ -215,7 +215,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := &Store{path: abs, writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
 	s.vectors.embedder = o.embedder
 	s.items = newItemCache(cacheBytes)
-	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove))
+	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove), ann.WithLock(&s.vectors.mu)) // re-clusters in the background
 	s.access = sqlkit.StartAccessTracker(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	if n, err := s.recountTokens(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
