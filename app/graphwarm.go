@@ -27,17 +27,9 @@ func warmGraph(a *App, store Store, log *slog.Logger) {
 		store = u.Unwrap()
 		gw, ok = store.(graphWarmer)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := gw.WarmGraph(ctx); err != nil && ctx.Err() == nil {
-			log.WarnContext(ctx, "loading the link graph failed; the first hop query will retry", "error", err)
-		}
-	}()
-	a.closers = append(a.closers, func() error {
-		cancel()
-		<-done
-		return nil
-	})
+	var ready func(context.Context) error
+	if r, ok := gw.(interface{ GraphReady(context.Context) error }); ok {
+		ready = r.GraphReady // Postgres: WarmGraph follows other replicas until Close
+	}
+	a.warmUntil("link graph", gw.WarmGraph, ready, log, "loading the link graph failed; the first hop query will retry")
 }

@@ -20,17 +20,5 @@ func warmFullText(a *App, store Store, log *slog.Logger) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := w.WarmFullText(ctx); err != nil && ctx.Err() == nil {
-			log.WarnContext(ctx, "building the full-text index failed; the first full-text search will retry", "error", err)
-		}
-	}()
-	a.closers = append(a.closers, func() error {
-		cancel()
-		<-done
-		return nil
-	})
+	a.warmInBackground("full-text index", w.WarmFullText, log, "building the full-text index failed; the first full-text search will retry")
 }

@@ -158,19 +158,12 @@ func enableVectors(store Store, docs embed.Embedder) (vectorStore, bool) {
 // Requests that arrive before it is done wait (under their generator
 // deadline) rather than load a second copy.
 func warmVectors(a *App, vs vectorStore, model string, log *slog.Logger) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := vs.WarmVectors(ctx, model); err != nil && ctx.Err() == nil {
-			log.WarnContext(ctx, "loading the vector index failed; the first vector search will retry", "error", err)
-		}
-	}()
-	a.closers = append(a.closers, func() error {
-		cancel()
-		<-done
-		return nil
-	})
+	var ready func(context.Context) error
+	if r, ok := vs.(interface{ VectorsReady(context.Context) error }); ok {
+		ready = r.VectorsReady // Postgres: WarmVectors follows other replicas until Close
+	}
+	a.warmUntil("vector index", func(ctx context.Context) error { return vs.WarmVectors(ctx, model) },
+		ready, log, "loading the vector index failed; the first vector search will retry")
 }
 
 // embedders returns the embedder of documents (ingest, reindex) and that

@@ -1,0 +1,86 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// warming tracks the in-memory indexes being built in the background after
+// Open (full text, link graph, vectors). Until each has been built once,
+// /health/ready answers 503 naming them: at a million items building takes
+// minutes, and a replica that took traffic meanwhile would answer its
+// first packs late or degraded.
+type warming struct {
+	mu      sync.Mutex
+	pending []string
+	// ready are the checks of warmers that never return (Postgres: they
+	// load, then follow other replicas until Close), by name.
+	ready map[string]func(context.Context) error
+}
+
+// check is the readiness check: an error naming what is still being built.
+func (w *warming) check(ctx context.Context) error {
+	w.mu.Lock()
+	pending := slices.Clone(w.pending)
+	ready := w.ready
+	w.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(ready)) {
+		if ready[name](ctx) != nil {
+			pending = append(pending, name)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	return fmt.Errorf("still loading the in-memory %s", strings.Join(pending, ", "))
+}
+
+// warmInBackground runs build in a goroutine; Close cancels it and waits for
+// it. The index counts as loading under name until build returns or, when
+// the store says so itself (a Ready method of the warmer's store), until
+// that says it is loaded. A failure is logged and no longer holds
+// readiness: the first search retries it.
+func (a *App) warmInBackground(name string, build func(context.Context) error, log *slog.Logger, failed string) {
+	a.warmUntil(name, build, nil, log, failed)
+}
+
+// warmUntil is warmInBackground for a warmer that never returns: ready
+// says when its first load is done.
+func (a *App) warmUntil(name string, build, ready func(context.Context) error, log *slog.Logger, failed string) {
+	w := a.warming
+	w.mu.Lock()
+	if ready != nil {
+		if w.ready == nil {
+			w.ready = map[string]func(context.Context) error{}
+		}
+		w.ready[name] = ready
+	} else {
+		w.pending = append(w.pending, name)
+	}
+	w.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if i := slices.Index(w.pending, name); i >= 0 {
+				w.pending = slices.Delete(w.pending, i, i+1)
+			}
+		}()
+		if err := build(ctx); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, failed, "error", err)
+		}
+	}()
+	a.closers = append(a.closers, func() error {
+		cancel()
+		<-done
+		return nil
+	})
+}
