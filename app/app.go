@@ -78,7 +78,7 @@ type App struct {
 	// with writes as a mirror; nil with the bridge off (bridge.go).
 	trajectories *bridge.Index
 	closers      []func() error // run by Close, last first
-	warming      *warming       // the in-memory indexes still being built (warm.go)
+	warming      warming        // the in-memory indexes still being built (warm.go)
 }
 
 // Option configures Open.
@@ -118,7 +118,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err := cfg.ApplyWeightsFile(); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Checks: map[string]func(context.Context) error{}, warming: &warming{}}
+	a := &App{Config: cfg, Checks: map[string]func(context.Context) error{}}
 	a.Checks["warm-up"] = a.warming.check
 	defer func() {
 		if err != nil {

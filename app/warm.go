@@ -52,7 +52,7 @@ func (a *App) warmInBackground(name string, build func(context.Context) error, l
 // warmUntil is warmInBackground for a warmer that never returns: ready
 // says when its first load is done.
 func (a *App) warmUntil(name string, build, ready func(context.Context) error, log *slog.Logger, failed string) {
-	w := a.warming
+	w := &a.warming
 	w.mu.Lock()
 	if ready != nil {
 		if w.ready == nil {

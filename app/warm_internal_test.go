@@ -15,7 +15,7 @@ import (
 // follows other replicas and never returns, once the store says it is
 // loaded); a warmer that fails no longer holds it.
 func TestWarmUpHoldsReadiness(t *testing.T) {
-	a := &App{warming: &warming{}}
+	a := &App{}
 	defer a.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	release := make(chan struct{})

@@ -33,6 +33,10 @@ func newHarness(t testing.TB, opts ...trace.ServiceOption) *harness {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	// The hashing embedder, with its fusion settings: the learned one learns
+	// in the background once a minute as the corpus grows, so what a search
+	// golden saw would depend on how long the seeding took.
+	cfg.Embedder, cfg.FusionVector, cfg.VectorCandidates = "hash", 0.1, 20
 	// Generous, so that a loaded -race run (or the 10k benchmark's seeding)
 	// never times out.
 	cfg.GeneratorTimeout, cfg.RequestTimeout, cfg.WriteTimeout = 30*time.Second, 30*time.Second, 2*time.Minute
