@@ -66,10 +66,24 @@ func (s *Store) AddFeedback(ctx context.Context, f h4r.Feedback) error {
 
 // EachFeedback visits every stored verdict, oldest first.
 func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) error {
-	var all []h4r.Feedback
+	all, err := s.feedback(ctx, "")
+	if err != nil {
+		return fmt.Errorf("reading feedback: %w", err)
+	}
+	return sqlkit.VisitFeedback(all, fn)
+}
+
+// feedback reads the stored verdicts, oldest first: on one pack, or on
+// every pack when packID is empty.
+func (s *Store) feedback(ctx context.Context, packID string) ([]h4r.Feedback, error) {
+	query, args := `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback ORDER BY seq`, []any(nil)
+	if packID != "" {
+		query, args = `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback WHERE pack_id = $1 ORDER BY seq`, []any{packID}
+	}
+	var out []h4r.Feedback
 	err := s.read(ctx, func(ctx context.Context) error {
-		all = all[:0]
-		rows, err := s.pool.Query(ctx, `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback ORDER BY seq`)
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -80,14 +94,11 @@ func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) e
 				return err
 			}
 			f.CreatedAt = f.CreatedAt.UTC()
-			all = append(all, f)
+			out = append(out, f)
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return fmt.Errorf("reading feedback: %w", err)
-	}
-	return sqlkit.VisitFeedback(all, fn)
+	return out, err
 }
 
 // PacksOf returns the packs delivered to principal, newest first: at most
@@ -126,24 +137,7 @@ func (s *Store) PacksOf(ctx context.Context, principal string, limit, offset int
 
 // FeedbackOn returns the verdicts on one pack, oldest first.
 func (s *Store) FeedbackOn(ctx context.Context, packID string) ([]h4r.Feedback, error) {
-	var out []h4r.Feedback
-	err := s.read(ctx, func(ctx context.Context) error {
-		out = out[:0]
-		rows, err := s.pool.Query(ctx, `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback WHERE pack_id = $1 ORDER BY seq`, packID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var f h4r.Feedback
-			if err := rows.Scan(&f.PackID, &f.PrincipalID, &f.Verdict, &f.Notes, &f.Query, &f.ResultIDs, &f.CreatedAt); err != nil {
-				return err
-			}
-			f.CreatedAt = f.CreatedAt.UTC()
-			out = append(out, f)
-		}
-		return rows.Err()
-	})
+	out, err := s.feedback(ctx, packID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the feedback on pack %s: %w", packID, err)
 	}

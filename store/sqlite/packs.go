@@ -79,9 +79,24 @@ func (s *Store) AddFeedback(ctx context.Context, f h4r.Feedback) error {
 
 // EachFeedback visits every stored verdict, oldest first.
 func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) error {
-	var all []h4r.Feedback
+	all, err := s.feedback(ctx, "")
+	if err != nil {
+		return fmt.Errorf("reading feedback: %w", err)
+	}
+	return sqlkit.VisitFeedback(all, fn)
+}
+
+// feedback reads the stored verdicts, oldest first: on one pack, or on
+// every pack when packID is empty.
+func (s *Store) feedback(ctx context.Context, packID string) ([]h4r.Feedback, error) {
+	query, args := `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback ORDER BY seq`, []any(nil)
+	if packID != "" {
+		query, args = `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback WHERE pack_id = ? ORDER BY seq`, []any{packID}
+	}
+	var out []h4r.Feedback
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback ORDER BY seq`)
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -98,14 +113,11 @@ func (s *Store) EachFeedback(ctx context.Context, fn func(h4r.Feedback) error) e
 			if f.CreatedAt, err = parseTime(created); err != nil {
 				return fmt.Errorf("decoding the time of feedback on %s: %w", f.PackID, err)
 			}
-			all = append(all, f)
+			out = append(out, f)
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return fmt.Errorf("reading feedback: %w", err)
-	}
-	return sqlkit.VisitFeedback(all, fn)
+	return out, err
 }
 
 // PacksOf returns the packs delivered to principal, newest first: at most
@@ -149,30 +161,7 @@ func (s *Store) PacksOf(ctx context.Context, principal string, limit, offset int
 
 // FeedbackOn returns the verdicts on one pack, oldest first.
 func (s *Store) FeedbackOn(ctx context.Context, packID string) ([]h4r.Feedback, error) {
-	var out []h4r.Feedback
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT pack_id, principal_id, verdict, notes, query, result_ids, created_at FROM pack_feedback WHERE pack_id = ? ORDER BY seq`, packID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var f h4r.Feedback
-			var ids, created string
-			if err := rows.Scan(&f.PackID, &f.PrincipalID, &f.Verdict, &f.Notes, &f.Query, &ids, &created); err != nil {
-				return err
-			}
-			if err := json.Unmarshal([]byte(ids), &f.ResultIDs); err != nil {
-				return fmt.Errorf("decoding the result ids of feedback on %s: %w", f.PackID, err)
-			}
-			if f.CreatedAt, err = parseTime(created); err != nil {
-				return fmt.Errorf("decoding the time of feedback on %s: %w", f.PackID, err)
-			}
-			out = append(out, f)
-		}
-		return rows.Err()
-	})
+	out, err := s.feedback(ctx, packID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the feedback on pack %s: %w", packID, err)
 	}
