@@ -224,45 +224,31 @@ func timeAPIRequests(ctx context.Context, client *http.Client, url string, texts
 	}
 	var (
 		mu       sync.Mutex
-		wg       sync.WaitGroup
 		firstErr error
 		degraded int
 		ms       []float64
 		bytesIn  int64
 	)
 	p := newProgress(o.Progress, fmt.Sprintf("API: %d items, %d in flight", size, c), o.Requests)
-	next := make(chan int)
 	start := time.Now()
-	for range c {
-		wg.Go(func() {
-			for i := range next {
-				t0 := time.Now()
-				pk, n, err := postPack(ctx, client, url, bodies[i])
-				total := float64(time.Since(t0).Microseconds()) / 1000
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if err == nil {
-					if pk.Status != h4r.StatusOK {
-						degraded++
-					}
-					ms = append(ms, total)
-					bytesIn += n
-				}
-				mu.Unlock()
-				p.add(1)
-			}
-		})
-	}
-	for i := range bodies {
-		if ctx.Err() != nil {
-			break
+	fanOut(ctx, len(bodies), c, func(i int) {
+		t0 := time.Now()
+		pk, n, err := postPack(ctx, client, url, bodies[i])
+		total := float64(time.Since(t0).Microseconds()) / 1000
+		mu.Lock()
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		if err == nil {
+			if pk.Status != h4r.StatusOK {
+				degraded++
+			}
+			ms = append(ms, total)
+			bytesIn += n
+		}
+		mu.Unlock()
+		p.add(1)
+	})
 	p.finish()
 	elapsed := time.Since(start).Seconds()
 	if firstErr != nil {

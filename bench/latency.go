@@ -273,54 +273,40 @@ func timeRequests(ctx context.Context, a *app.App, corpus *memoryCorpus, o Laten
 	stages := map[string][]float64{}
 	var (
 		mu       sync.Mutex
-		wg       sync.WaitGroup
 		firstErr error
 		degraded int
 	)
 	p := newProgress(o.Progress, fmt.Sprintf("%d items, %d in flight", size, c), o.Requests)
-	next := make(chan int)
 	start := time.Now()
-	for range c {
-		wg.Go(func() {
-			for i := range next {
-				req := h4r.ContextRequest{Query: h4r.Query{Type: o.QueryType, Text: texts[i]}}
-				t0 := time.Now()
-				// Each request has the server's deadline (H4R_REQUEST_TIMEOUT):
-				// one that waits for a pack slot past it comes back degraded.
-				rctx, cancel := context.WithTimeout(ctx, a.Config.RequestTimeout)
-				pk, err := a.Engine.ContextPack(rctx, Benchmarker(), &req)
-				cancel()
-				total := float64(time.Since(t0).Microseconds()) / 1000
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("latency: request %q: %w", texts[i], err)
-				}
-				if err == nil {
-					if pk.Status != h4r.StatusOK {
-						degraded++
-					}
-					for name, s := range pk.Sources {
-						stages[name] = append(stages[name], s.Ms)
-					}
-					t := pk.Explainability.Timings
-					stages[StageRanking] = append(stages[StageRanking], t.RankingMs)
-					stages[StageSlicing] = append(stages[StageSlicing], t.SlicingMs)
-					stages[StagePack] = append(stages[StagePack], max(t.TotalMs-t.RetrievalMs-t.SlicingMs, 0))
-					stages[StageTotal] = append(stages[StageTotal], total)
-				}
-				mu.Unlock()
-				p.add(1)
-			}
-		})
-	}
-	for i := range texts {
-		if ctx.Err() != nil {
-			break
+	fanOut(ctx, len(texts), c, func(i int) {
+		req := h4r.ContextRequest{Query: h4r.Query{Type: o.QueryType, Text: texts[i]}}
+		t0 := time.Now()
+		// Each request has the server's deadline (H4R_REQUEST_TIMEOUT):
+		// one that waits for a pack slot past it comes back degraded.
+		rctx, cancel := context.WithTimeout(ctx, a.Config.RequestTimeout)
+		pk, err := a.Engine.ContextPack(rctx, Benchmarker(), &req)
+		cancel()
+		total := float64(time.Since(t0).Microseconds()) / 1000
+		mu.Lock()
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("latency: request %q: %w", texts[i], err)
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		if err == nil {
+			if pk.Status != h4r.StatusOK {
+				degraded++
+			}
+			for name, s := range pk.Sources {
+				stages[name] = append(stages[name], s.Ms)
+			}
+			t := pk.Explainability.Timings
+			stages[StageRanking] = append(stages[StageRanking], t.RankingMs)
+			stages[StageSlicing] = append(stages[StageSlicing], t.SlicingMs)
+			stages[StagePack] = append(stages[StagePack], max(t.TotalMs-t.RetrievalMs-t.SlicingMs, 0))
+			stages[StageTotal] = append(stages[StageTotal], total)
+		}
+		mu.Unlock()
+		p.add(1)
+	})
 	p.finish()
 	elapsed := time.Since(start).Seconds()
 	if firstErr != nil {

@@ -230,40 +230,26 @@ func Run(ctx context.Context, a *app.App, ds *Dataset, opts ...RunOption) ([]Que
 	p := newProgress(o.progress, "querying "+ds.Name, len(ds.Queries))
 	defer p.finish()
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
 	)
-	next := make(chan int)
-	for range o.workers {
-		wg.Go(func() {
-			for i := range next {
-				r, err := runQuery(ctx, eng, ds.Queries[i], o)
-				if err == nil && o.replay {
-					if used := usedItems(r.Delivered, ds.Qrels[r.Query.ID]); len(used) > 0 {
-						a.Store.RecordAccess(used)
-					}
-				}
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("%s: query %s: %w", ds.Name, ds.Queries[i].ID, err)
-					}
-					mu.Unlock()
-				}
-				runs[i] = r
-				p.add(1)
+	fanOut(ctx, len(ds.Queries), o.workers, func(i int) {
+		r, err := runQuery(ctx, eng, ds.Queries[i], o)
+		if err == nil && o.replay {
+			if used := usedItems(r.Delivered, ds.Qrels[r.Query.ID]); len(used) > 0 {
+				a.Store.RecordAccess(used)
 			}
-		})
-	}
-	for i := range ds.Queries {
-		if ctx.Err() != nil {
-			break
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s: query %s: %w", ds.Name, ds.Queries[i].ID, err)
+			}
+			mu.Unlock()
+		}
+		runs[i] = r
+		p.add(1)
+	})
 	if firstErr != nil {
 		return nil, firstErr
 	}
