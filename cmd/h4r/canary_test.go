@@ -830,14 +830,14 @@ func mcpProbes(h *harness) map[string][]map[string]any {
 	_ = json.Unmarshal([]byte(canaryScope), &scope)
 	out := map[string][]map[string]any{}
 	for _, q := range h.queries {
-		out["context_pack"] = append(out["context_pack"], map[string]any{"query": map[string]any{"type": "hybrid", "text": q}, "limit": 50, "compact": false})
+		out["context_pack"] = append(out["context_pack"], map[string]any{"query": map[string]any{"type": "hybrid", "text": q}, "limit": 50, "compact": false, "explain": "all"})
 		out["memory_read"] = append(out["memory_read"], map[string]any{"scope": scope, "filter": map[string]any{"text": q}, "limit": 100})
 		out["rag_query"] = append(out["rag_query"], map[string]any{"session_id": "cnry-mcp", "agent_id": "probe", "query": q, "k": 50})
 		out["search_traces"] = append(out["search_traces"], map[string]any{"query": q, "include_decisions": true, "limit": 100})
 		out["context_bridge"] = append(out["context_bridge"], map[string]any{"tool": "think", "params": map[string]any{"problem": "Plan the " + q + " trajectory", "domain": "canary"}})
 	}
 	anchors := slices.Clone(h.itemIDs)
-	out["context_pack"] = append(out["context_pack"], map[string]any{"query": map[string]any{"type": "causal", "text": topic}, "anchors": anchors, "compact": false})
+	out["context_pack"] = append(out["context_pack"], map[string]any{"query": map[string]any{"type": "causal", "text": topic}, "anchors": anchors, "compact": false, "explain": "all"})
 	out["memory_read"] = append(out["memory_read"], map[string]any{"scope": scope, "limit": 100})
 	out["memory_stats"] = []map[string]any{{"scope": scope}}
 	out["memory_write"] = []map[string]any{{"scope": map[string]any{"session_id": "cnry-probe", "agent_id": "probe"}, "type": "lesson", "payload": map[string]any{"note": "probe"}}}
