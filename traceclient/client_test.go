@@ -154,6 +154,11 @@ func TestClientPublishesOverNATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The client publishes on a connection of its own: without a round
+	// trip here the server may see that publish before this subscription.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	c, err := traceclient.New(traceclient.Config{Enabled: true, ServiceEndpoint: closedPort(t), NatsURL: natstest.URL(t), Subject: subject, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

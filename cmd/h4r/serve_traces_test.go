@@ -130,6 +130,11 @@ func TestServeTraceLifecycleOverNATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server publishes on a connection of its own: the round trip
+	// makes sure this subscription is registered before it does.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	trace, err := os.ReadFile("../../trace/testdata/trace.json")
 	if err != nil {
 		t.Fatal(err)
