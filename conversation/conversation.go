@@ -89,12 +89,24 @@ type Walker interface {
 //
 // The sessions are walked (by walk, along turn-order links, within
 // Options.Reach of their best hit) to count their turns and find the
-// missing ones; walk may be nil. permitted keeps the items a walk may start
-// from, since a walk from an item the caller may not see would reveal its
-// neighbours. filters are the request's: the turns found pass them too.
-// Without any session among the text hits it returns nothing.
+// missing ones; walk may be nil. filters are the request's: the turns
+// found pass them too. Without any session among the text hits it returns
+// nothing.
+//
+// permitted (nil: every item) keeps the items the caller may see. The
+// evidence is built from those alone, the text hits and the turns a walk
+// reaches alike: a hidden turn is no anchor (a walk from it would reveal
+// its neighbours), counts in no session's length, lends no score to its
+// session and is not the best hit others are scored against, so that the
+// evidence is what it would be if the hidden turns did not exist.
 func SessionEvidence(ctx context.Context, text [][]h4r.Hit, walk Walker, permitted func([]*h4r.Item) []*h4r.Item, filters h4r.Filters, o Options) ([]h4r.Hit, error) {
 	o = o.withDefaults()
+	if !anySession(text) {
+		return nil, nil
+	}
+	if permitted != nil {
+		text = visibleHits(text, permitted)
+	}
 	own := map[string]float64{}
 	var order []*h4r.Item
 	for _, hits := range text {
@@ -194,9 +206,10 @@ func SessionEvidence(ctx context.Context, text [][]h4r.Hit, walk Walker, permitt
 }
 
 // walkSessions walks from the best hit of each of the o.Anchors sessions
-// with the highest sum, calling count for every turn of a walked session
-// it reaches (the hits included), and returns the turns that are not text
-// hits.
+// with the highest sum (visible hits: SessionEvidence keeps no other),
+// calling count for every turn of a walked session it reaches that
+// permitted keeps (the hits included), and returns those that are not
+// text hits.
 func walkSessions(ctx context.Context, walk Walker, permitted func([]*h4r.Item) []*h4r.Item, filters h4r.Filters, o Options,
 	names []string, top func(string) *h4r.Item, sum func(string) float64, count func(*h4r.Item), own map[string]float64) ([]*h4r.Item, error) {
 	ranked := slices.Clone(names)
@@ -204,9 +217,6 @@ func walkSessions(ctx context.Context, walk Walker, permitted func([]*h4r.Item) 
 	var anchors []*h4r.Item
 	for _, name := range ranked[:min(o.Anchors, len(ranked))] {
 		anchors = append(anchors, top(name))
-	}
-	if permitted != nil {
-		anchors = permitted(anchors)
 	}
 	if len(anchors) == 0 {
 		return nil, nil
@@ -225,19 +235,66 @@ func walkSessions(ctx context.Context, walk Walker, permitted func([]*h4r.Item) 
 	if err != nil && !errors.As(err, &fallback) { // a fallback's hits are whole; the graph's own run warns of it
 		return nil, fmt.Errorf("reaching the turns around %d hits: %w", len(ids), err)
 	}
-	var out []*h4r.Item
+	var turns []*h4r.Item
 	seen := map[string]bool{}
 	for _, h := range reached {
 		if h.Item == nil || seen[h.Item.ID] || !walked[Session(h.Item)] {
 			continue // a repeat, or another session's turn
 		}
 		seen[h.Item.ID] = true
-		count(h.Item)
-		if _, hit := own[h.Item.ID]; !hit {
-			out = append(out, h.Item)
+		turns = append(turns, h.Item)
+	}
+	if permitted != nil {
+		turns = permitted(turns)
+	}
+	var out []*h4r.Item
+	for _, it := range turns {
+		count(it)
+		if _, hit := own[it.ID]; !hit {
+			out = append(out, it)
 		}
 	}
 	return out, nil
+}
+
+// anySession reports whether some hit belongs to a session.
+func anySession(text [][]h4r.Hit) bool {
+	for _, hits := range text {
+		for _, h := range hits {
+			if Session(h.Item) != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// visibleHits returns text without the hits whose items permitted does
+// not keep, asking it once about every item.
+func visibleHits(text [][]h4r.Hit, permitted func([]*h4r.Item) []*h4r.Item) [][]h4r.Hit {
+	var items []*h4r.Item
+	asked := map[string]bool{}
+	for _, hits := range text {
+		for _, h := range hits {
+			if h.Item != nil && !asked[h.Item.ID] {
+				asked[h.Item.ID] = true
+				items = append(items, h.Item)
+			}
+		}
+	}
+	ok := make(map[string]bool, len(items))
+	for _, it := range permitted(items) {
+		ok[it.ID] = true
+	}
+	out := make([][]h4r.Hit, len(text))
+	for i, hits := range text {
+		for _, h := range hits {
+			if h.Item != nil && ok[h.Item.ID] {
+				out[i] = append(out[i], h)
+			}
+		}
+	}
+	return out
 }
 
 // TimeEvidence scores the candidates by the window the question names:

@@ -85,9 +85,7 @@ func TestSessionEvidence(t *testing.T) {
 		{"not walked: a session counts only its hits", false, all, map[string]float64{
 			"a1": 1, "a2": 2.0 / 3, "a3": 2.0 / 3, "b1": 0.8, "doc": 0.25,
 		}},
-		{"anchors the caller may not see are not walked from", true, func([]*h4r.Item) []*h4r.Item { return nil }, map[string]float64{
-			"a1": 1, "a2": 2.0 / 3, "a3": 2.0 / 3, "b1": 0.8, "doc": 0.25,
-		}},
+		{"hits the caller may not see are no evidence", true, func([]*h4r.Item) []*h4r.Item { return nil }, map[string]float64{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +113,47 @@ func TestSessionEvidence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A turn the caller may not see, a text hit or one the walk reaches,
+// weighs as a turn that does not exist: it is not in the evidence, it
+// counts in no session's density, it is no anchor, and its score moves no
+// other hit's. a1 is the best hit of all and its session's anchor.
+func TestSessionEvidenceHiddenTurn(t *testing.T) {
+	all := func(items []*h4r.Item) []*h4r.Item { return items }
+	notA1 := func(items []*h4r.Item) []*h4r.Item {
+		var keep []*h4r.Item
+		for _, it := range items {
+			if it.ID != "a1" {
+				keep = append(keep, it)
+			}
+		}
+		return keep
+	}
+	w, text := fixture()
+	hidden, err := conversation.SessionEvidence(context.Background(), text, w, notA1, h4r.Filters{}, conversation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, text = fixture()
+	text[0] = text[0][1:]
+	w.turns["a"] = w.turns["a"][1:]
+	absent, err := conversation.SessionEvidence(context.Background(), text, w, all, h4r.Filters{}, conversation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := scores(hidden), scores(absent)
+	if _, ok := want["a4"]; !ok || len(want) != 8 {
+		t.Fatalf("without a1: %v, want session a walked from a2 (a4 joins) and b walked", want)
+	}
+	if len(got) != len(want) {
+		t.Errorf("with a1 hidden: %v; as if it did not exist: %v", got, want)
+	}
+	for id, s := range want {
+		if g, ok := got[id]; !ok || math.Abs(g-s) > 1e-9 {
+			t.Errorf("%s scored %v (present %v) with a1 hidden, %v as if a1 did not exist", id, g, ok, s)
+		}
 	}
 }
 

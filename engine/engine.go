@@ -30,12 +30,14 @@ const (
 	DefaultInFlightPerCPU = 2
 )
 
-// Slicer applies policy and budgets to ranked items (scs.Slicer), and
-// says which items the policy lets a specialist see at all (the anchors of
-// causal hops).
+// Slicer applies policy and budgets to ranked items (scs.Slicer), says
+// which items the policy lets a specialist see at all (the anchors of
+// causal hops), and clears items without budgets (the texts that
+// pseudo-relevance feedback reads).
 type Slicer interface {
 	Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome
 	Permitted(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []bool
+	Clear(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []scs.Cleared
 }
 
 // AccessRecorder counts accesses; it must not block on I/O.
@@ -610,9 +612,12 @@ func (e *Engine) targetDistances(ctx context.Context, runs []generatorRun, q h4r
 }
 
 // conversation adds the evidence of conversations to the runs: the
-// session of each text hit and the turns around the top ones (walked from
-// anchors the policy lets spec see, as causal hops are), and how near each
-// candidate is to the time the question names.
+// session of each text hit and the turns around the top ones, and how near
+// each candidate is to the time the question names. Both are built from
+// the items the policy lets spec see alone: a hidden turn would otherwise
+// be an anchor (its neighbours revealed), lengthen or score its session,
+// or decide whether the time separates the candidates, and each of those
+// shows in the visible items' scores.
 func (e *Engine) conversation(ctx context.Context, spec h4r.Specialist, runs []generatorRun, q h4r.CandidateQuery, now time.Time) []generatorRun {
 	var text [][]h4r.Hit
 	for _, r := range runs {
@@ -626,11 +631,23 @@ func (e *Engine) conversation(ctx context.Context, spec h4r.Specialist, runs []g
 	if e.graph != nil {
 		walk = e.graph
 	}
+	// Each item is asked about once: the session walk and the time
+	// evidence ask about the same hits.
+	decided := map[string]bool{}
 	permitted := func(items []*h4r.Item) []*h4r.Item {
+		var ask []*h4r.Item
+		for _, it := range items {
+			if _, ok := decided[it.ID]; !ok {
+				ask = append(ask, it)
+			}
+		}
+		for i, ok := range e.slicer.Permitted(ctx, spec, ask) {
+			decided[ask[i].ID] = ok
+		}
 		var keep []*h4r.Item
-		for i, ok := range e.slicer.Permitted(ctx, spec, items) {
-			if ok {
-				keep = append(keep, items[i])
+		for _, it := range items {
+			if decided[it.ID] {
+				keep = append(keep, it)
 			}
 		}
 		return keep
@@ -656,7 +673,7 @@ func (e *Engine) conversation(ctx context.Context, spec h4r.Specialist, runs []g
 			}
 		}
 	}
-	if hits := conversation.TimeEvidence(items, w); len(hits) > 0 {
+	if hits := conversation.TimeEvidence(permitted(items), w); len(hits) > 0 {
 		out = append(out, generatorRun{name: conversation.GenTime, hits: hits, took: time.Since(t0)})
 	}
 	return out
