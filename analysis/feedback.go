@@ -12,53 +12,38 @@ import (
 
 // Feedback is pseudo-relevance feedback over any full-text generator, the
 // one implementation both stores are searched with: first holds gen's hits
-// for q, best first; when there are at least p.Docs of them and their
-// scores do not stand out (p.Skip), q's text is expanded from the top
-// p.Docs (Expand, grouped by key) and gen is asked again, and the two
-// passes are fused (p.FirstPass). usable, when not nil, says which of the
-// top hits may feed the expansion (the caller's policy); the others are
-// left out of the relevance model. It returns first unchanged, and false,
-// when nothing was expanded; a failed second pass returns its error.
-func (a *Analyzer) Feedback(ctx context.Context, gen h4r.Generator, q h4r.CandidateQuery, first []h4r.Hit, p Expansion, key func(string) string, usable func([]*h4r.Item) []bool) ([]h4r.Hit, bool, error) {
+// for q, best first; when the top p.Docs of them (the feedback documents)
+// have scores that do not stand out (p.Skip), q's text is expanded from
+// them (Expand, grouped by key) and gen is asked again, and the two passes
+// are fused (p.FirstPass).
+//
+// view, when not nil, is the caller's view of hits' items: each item as
+// the caller would receive it, nil for one it may not see. Only what the
+// caller sees takes part: the feedback documents are the top p.Docs hits
+// it may see, each lending its text as received (a redacted text lends
+// nothing), and the contrast's background is every hit it may see. So the
+// expansion tells nothing the caller could not read itself. When fewer
+// than p.Docs hits are left, nothing is expanded.
+//
+// It returns first unchanged, and false, when nothing was expanded; a
+// failed second pass returns its error.
+func (a *Analyzer) Feedback(ctx context.Context, gen h4r.Generator, q h4r.CandidateQuery, first []h4r.Hit, p Expansion, key func(string) string, view func([]*h4r.Item) []*h4r.Item) ([]h4r.Hit, bool, error) {
 	if !p.Valid() || len(first) < p.Docs {
 		return first, false, nil
 	}
-	top := first[:p.Docs]
-	scores := make([]float64, len(top))
-	for i, h := range top {
-		scores[i] = h.Score
+	docs, background := feedbackDocs(first, p, view)
+	if len(docs) < p.Docs {
+		return first, false, nil
+	}
+	scores := make([]float64, len(docs))
+	for i, d := range docs {
+		scores[i] = d.Score
 	}
 	if p.Skip(scores) {
 		return first, false, nil
 	}
-	// The contrast's background is every hit; else the top alone is read.
-	feed := top
-	if p.Contrast {
-		feed = first
-	}
-	use := make([]bool, len(feed))
-	if usable != nil {
-		items := make([]*h4r.Item, len(feed))
-		for i, h := range feed {
-			items[i] = h.Item
-		}
-		use = usable(items)
-	} else {
-		for i := range use {
-			use[i] = true
-		}
-	}
-	var docs, background []FeedbackDoc
-	for i, h := range feed {
-		if i < len(use) && use[i] {
-			d := FeedbackDoc{Text: h.Item.Text, Score: h.Score}
-			if i < p.Docs {
-				docs = append(docs, d)
-			}
-			if p.Contrast {
-				background = append(background, d)
-			}
-		}
+	if !p.Contrast {
+		background = nil
 	}
 	terms := a.Expand(q.Text, docs, background, p, key)
 	if SameTerms(terms, a.Terms(q.Text)) {
@@ -103,4 +88,37 @@ func fuse(first, second []h4r.Hit, p Expansion, limit int) []h4r.Hit {
 		out = out[:limit]
 	}
 	return out
+}
+
+// feedbackDocs returns the top p.Docs hits of first the caller may see
+// (view), and with p.Contrast every such hit, as feedback documents. The
+// view is asked in windows of p.Docs hits down the ranking until enough
+// are found, so that a caller who sees the top asks about no more.
+func feedbackDocs(first []h4r.Hit, p Expansion, view func([]*h4r.Item) []*h4r.Item) (docs, background []FeedbackDoc) {
+	for lo := 0; lo < len(first) && (len(docs) < p.Docs || p.Contrast); {
+		hi := min(len(first), lo+p.Docs)
+		if p.Contrast {
+			hi = len(first)
+		}
+		items := make([]*h4r.Item, hi-lo)
+		for i, h := range first[lo:hi] {
+			items[i] = h.Item
+		}
+		seen := items
+		if view != nil {
+			seen = view(items)
+		}
+		for i, it := range seen {
+			if it == nil || i >= len(items) {
+				continue
+			}
+			d := FeedbackDoc{Text: it.Text, Score: first[lo+i].Score}
+			if len(docs) < p.Docs {
+				docs = append(docs, d)
+			}
+			background = append(background, d)
+		}
+		lo = hi
+	}
+	return docs, background
 }

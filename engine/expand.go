@@ -37,10 +37,12 @@ func (e *Engine) Expanding(on bool, p analysis.Expansion) *Engine {
 // expand is the second full-text pass of pseudo-relevance feedback
 // (analysis.Feedback), for requests that ask for it (query.expand, else
 // Settings.ExpandQueries): each full-text run's hits are replaced by the
-// expanded search's. Only items the policy lets spec see feed the
-// expansion: words from the others would rank what it sees by what it may
-// not. A second pass that fails keeps the first pass's hits, with a
-// warning.
+// expanded search's. The expansion reads the hits as the slicer clears
+// them for spec: the ones it may not see lend nothing, and a redacted
+// text lends none of its words. Otherwise the words of what it may not
+// read would rank what it sees, and they come back as the words the
+// second pass matched. A second pass that fails keeps the first pass's
+// hits, with a warning.
 func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, runs []generatorRun, gens []h4r.Generator, q h4r.CandidateQuery) []string {
 	on := e.settings.ExpandQueries
 	if req.Query.Expand != nil {
@@ -49,16 +51,25 @@ func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.Conte
 	if !on {
 		return nil
 	}
-	usable := func(items []*h4r.Item) []bool {
-		ok := map[string]bool{}
-		for _, id := range e.permitted(ctx, spec, items) {
-			ok[id] = true
+	view := func(items []*h4r.Item) []*h4r.Item {
+		cleared := map[string]*h4r.Item{}
+		for _, c := range e.slicer.Clear(ctx, spec, items) {
+			cleared[c.ID()] = c.Item()
 		}
-		use := make([]bool, len(items))
+		out := make([]*h4r.Item, len(items))
 		for i, it := range items {
-			use[i] = ok[it.ID]
+			c, ok := cleared[it.ID]
+			if !ok {
+				continue
+			}
+			if c.Text != it.Text { // the text was redacted: the marker is no word of it
+				cp := *c
+				cp.Text = ""
+				c = &cp
+			}
+			out[i] = c
 		}
-		return use
+		return out
 	}
 	var warnings []string
 	for i := range runs {
@@ -68,7 +79,7 @@ func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.Conte
 		}
 		gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
 		t0 := time.Now()
-		hits, _, err := e.expansion.analyzer.Feedback(gctx, gens[i], q, r.hits, e.settings.Expansion, e.expansion.key, usable)
+		hits, _, err := e.expansion.analyzer.Feedback(gctx, gens[i], q, r.hits, e.settings.Expansion, e.expansion.key, view)
 		cancel()
 		r.took += time.Since(t0)
 		var fallback *h4r.FallbackError

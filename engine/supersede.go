@@ -26,19 +26,41 @@ type superseder struct {
 // supersede marks the candidates a newer item the caller may see
 // supersedes (Candidate.SupersededBy), and drops the ones the request
 // leaves out: with superseded exclude, the superseded; with valid_at, the
-// items whose validity interval does not hold it. A superseding item the
-// policy hides from spec neither names nor demotes anything: either would
-// tell the caller it exists. Superseders are the items holding a
-// supersedes link to a candidate (among the candidates, and by a one-hop
-// walk over supersedes links when a graph generator is configured), and,
-// proposed, the newest candidate of the same kind, groups and subject
-// (h4r.SubjectKey). The walk failing degrades nothing: the pack is
-// ranked without the links it would have found, and says so.
+// items whose validity interval does not hold it. Superseders are the
+// items holding a supersedes link to a candidate (among the candidates,
+// and by a one-hop walk over supersedes links when a graph generator is
+// configured), and, proposed, the newest candidate of the same kind,
+// groups and subject (h4r.SubjectKey). The walk failing degrades nothing:
+// the pack is ranked without the links it would have found, and says so.
+//
+// Only what the policy lets spec see takes part: a hidden superseder
+// neither names nor demotes anything, a hidden candidate is no subject's
+// newest (it would keep the visible one it hides from being proposed),
+// and the warnings count only visible candidates left out. Each of those
+// would tell the caller that a hidden item exists, and something of it.
 func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, cands []*h4r.Candidate) ([]*h4r.Candidate, []string) {
 	var warnings []string
 	byID := make(map[string]*h4r.Candidate, len(cands))
 	for _, c := range cands {
 		byID[c.Item.ID] = c
+	}
+	// Each item is asked about once, and only when it matters: most
+	// candidates neither supersede nor state a subject.
+	decided := map[string]bool{}
+	visible := func(items []*h4r.Item) map[string]bool {
+		var ask []*h4r.Item
+		for _, it := range items {
+			if _, ok := decided[it.ID]; !ok {
+				decided[it.ID] = false
+				ask = append(ask, it)
+			}
+		}
+		if len(ask) > 0 {
+			for _, id := range e.permitted(ctx, spec, ask) {
+				decided[id] = true
+			}
+		}
+		return decided
 	}
 	found := map[string][]superseder{}
 	add := func(newer *h4r.Item, proposed bool) {
@@ -63,8 +85,6 @@ func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.P
 			}
 		}
 	}
-	proposeBySubject(cands, found)
-
 	var newer []*h4r.Item
 	seen := map[string]bool{}
 	for _, list := range found {
@@ -75,12 +95,14 @@ func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.P
 			}
 		}
 	}
-	visible := map[string]bool{}
-	if len(newer) > 0 {
-		for _, id := range e.permitted(ctx, spec, newer) {
-			visible[id] = true
+	for _, c := range cands {
+		if subjectKey(c.Item) != "" && !seen[c.Item.ID] {
+			seen[c.Item.ID] = true
+			newer = append(newer, c.Item)
 		}
 	}
+	seeing := visible(newer)
+	proposeBySubject(cands, found, seeing)
 	for id, list := range found {
 		// A writer's link before a proposal, then the newest, then the id.
 		slices.SortFunc(list, func(a, b superseder) int {
@@ -93,7 +115,7 @@ func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.P
 			return cmp.Or(b.item.Metadata.CreatedAt.Compare(a.item.Metadata.CreatedAt), strings.Compare(a.item.ID, b.item.ID))
 		})
 		for _, s := range list {
-			if visible[s.item.ID] {
+			if seeing[s.item.ID] {
 				byID[id].SupersededBy, byID[id].SupersessionProposed = s.item.ID, s.proposed
 				break
 			}
@@ -105,24 +127,41 @@ func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.P
 		return cands, warnings
 	}
 	kept := cands[:0:0]
-	var superseded, invalid int
+	var superseded, invalid []*h4r.Item
 	for _, c := range cands {
 		switch {
 		case exclude && c.SupersededBy != "":
-			superseded++
+			superseded = append(superseded, c.Item)
 		case !plan.ValidAt.IsZero() && !c.Item.Metadata.ValidAt(plan.ValidAt):
-			invalid++
+			invalid = append(invalid, c.Item)
 		default:
 			kept = append(kept, c)
 		}
 	}
+	count := func(items []*h4r.Item) int {
+		seeing := visible(items)
+		n := 0
+		for _, it := range items {
+			if seeing[it.ID] {
+				n++
+			}
+		}
+		return n
+	}
+	return kept, append(warnings, leftOutWarnings(count(superseded), count(invalid), plan.ValidAt)...)
+}
+
+// leftOutWarnings say how many visible candidates supersede's exclude
+// and valid_at left out.
+func leftOutWarnings(superseded, invalid int, validAt time.Time) []string {
+	var warnings []string
 	if superseded > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d superseded candidates were left out (superseded: exclude)", superseded))
 	}
 	if invalid > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d candidates not valid at %s were left out (valid_at)", invalid, plan.ValidAt.UTC().Format(time.RFC3339)))
+		warnings = append(warnings, fmt.Sprintf("%d candidates not valid at %s were left out (valid_at)", invalid, validAt.UTC().Format(time.RFC3339)))
 	}
-	return kept, warnings
+	return warnings
 }
 
 // supersedingItems returns the items one supersedes link away from the
@@ -152,21 +191,24 @@ func (e *Engine) supersedingItems(ctx context.Context, cands []*h4r.Candidate) (
 	return out, nil
 }
 
-// proposeBySubject adds, for every candidate that states a subject, the
-// newest candidate of the same kind, groups and subject as its proposed
-// superseder, unless a writer's link supersedes it already.
-func proposeBySubject(cands []*h4r.Candidate, found map[string][]superseder) {
-	newest := map[string]*h4r.Item{}
-	key := func(it *h4r.Item) string {
-		subject, _ := it.Metadata.Extra[h4r.SubjectKey].(string)
-		if strings.TrimSpace(subject) == "" {
-			return ""
-		}
-		return it.Kind + "\x00" + strings.Join(it.Metadata.RestrictedToGroups, "\x01") + "\x00" + subject
+// subjectKey is what two items restating one fact share: kind, groups
+// and subject ("" for an item that states no subject).
+func subjectKey(it *h4r.Item) string {
+	subject, _ := it.Metadata.Extra[h4r.SubjectKey].(string)
+	if strings.TrimSpace(subject) == "" {
+		return ""
 	}
+	return it.Kind + "\x00" + strings.Join(it.Metadata.RestrictedToGroups, "\x01") + "\x00" + subject
+}
+
+// proposeBySubject adds, for every candidate that states a subject, the
+// newest visible candidate of the same kind, groups and subject as its
+// proposed superseder, unless a writer's link supersedes it already.
+func proposeBySubject(cands []*h4r.Candidate, found map[string][]superseder, visible map[string]bool) {
+	newest := map[string]*h4r.Item{}
 	for _, c := range cands {
-		k := key(c.Item)
-		if k == "" {
+		k := subjectKey(c.Item)
+		if k == "" || !visible[c.Item.ID] {
 			continue
 		}
 		if n, ok := newest[k]; !ok || newerThan(c.Item, n) {
@@ -174,7 +216,7 @@ func proposeBySubject(cands []*h4r.Candidate, found map[string][]superseder) {
 		}
 	}
 	for _, c := range cands {
-		k := key(c.Item)
+		k := subjectKey(c.Item)
 		if k == "" || newest[k] == c.Item || len(found[c.Item.ID]) > 0 {
 			continue
 		}

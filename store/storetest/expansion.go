@@ -57,21 +57,30 @@ func (s *suite) testFullTextExpansion(t *testing.T) {
 		t.Errorf("second pass %v, want [j1 j2 j3 garage]", got)
 	}
 
-	t.Run("documents the caller may not use are left out", func(t *testing.T) {
-		onlyJ1 := func(items []*h4r.Item) []bool {
-			use := make([]bool, len(items))
-			for i, it := range items {
-				use[i] = it.ID == "j1"
+	onlyJ3 := func(items []*h4r.Item) []*h4r.Item {
+		seen := make([]*h4r.Item, len(items))
+		for i, it := range items {
+			if it.ID == "j3" {
+				seen[i] = it
 			}
-			return use
 		}
-		// j1 alone: speed joins the model, and no document holds it but j1.
-		hits, expanded, err := a.Feedback(t.Context(), st.FullText(), q, first, analysis.Expansion{Docs: 3, Terms: 4, OriginalWeight: 0.5}, bm25.Term, onlyJ1)
+		return seen
+	}
+	t.Run("the feedback documents are the top hits the caller may see", func(t *testing.T) {
+		// j3 alone, though j1 and j2 rank above it: fuel joins the model,
+		// and no document holds it but j3.
+		hits, expanded, err := a.Feedback(t.Context(), st.FullText(), q, first, analysis.Expansion{Docs: 1, Terms: 4, OriginalWeight: 0.5}, bm25.Term, onlyJ3)
 		if err != nil || !expanded {
 			t.Fatalf("Feedback: expanded %v, error %v", expanded, err)
 		}
-		if got := hitIDs(hits); len(got) < 2 || got[0] != "j1" || !(hits[0].Score > hits[1].Score) {
-			t.Errorf("second pass %v, want j1 first, alone (its words alone expand the query, speed among them)", got)
+		if got := hitIDs(hits); len(got) < 2 || got[0] != "j3" || !(hits[0].Score > hits[1].Score) {
+			t.Errorf("second pass %v, want j3 first, alone (its words alone expand the query, fuel among them)", got)
+		}
+	})
+	t.Run("fewer hits the caller may see than feedback documents are not expanded", func(t *testing.T) {
+		hits, expanded, err := a.Feedback(t.Context(), st.FullText(), q, first, analysis.Expansion{Docs: 3, Terms: 4, OriginalWeight: 0.5}, bm25.Term, onlyJ3)
+		if err != nil || expanded || !slices.Equal(hitIDs(hits), hitIDs(first)) {
+			t.Errorf("Feedback = %v, expanded %v, error %v; want the first pass, unexpanded", hitIDs(hits), expanded, err)
 		}
 	})
 	t.Run("fewer hits than feedback documents are not expanded", func(t *testing.T) {
