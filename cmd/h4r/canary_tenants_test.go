@@ -153,10 +153,11 @@ func TestCanaryTenantsSQLite(t *testing.T) {
 }
 
 // TestCanaryTenantsPostgres: the same over Postgres, each tenant a schema
-// and role of its own.
+// and role of its own, with two replicas: seeding through A, every probe on
+// A and on B, whose caches and statistics of each tenant fill on their own.
 func TestCanaryTenantsPostgres(t *testing.T) {
 	url := pgtest.Schema(t, "h4r_canary")
-	h := runHarness(t, tenantCanaryVars(t, t.TempDir(), url, probeTenant), 1, canarySurfaces(), nil)
+	h := runHarness(t, tenantCanaryVars(t, t.TempDir(), url, probeTenant), 2, canarySurfaces(), nil)
 	cleanTenantStreams(t, h)
 	h.probeCLI()
 	report(t, h)

@@ -79,7 +79,11 @@ type harness struct {
 	deleteIDs  []string // deleted after seeding
 	deletedYet bool
 	hidden     map[string]canary // ids no probe key may see (restricted, or deleted), by the canary they hold
-	subs       []*pushLog
+	// sessionTurns are the canary session's turns in order; markedIDs the
+	// ids that hold a marker themselves (canary_retrieval_test.go).
+	sessionTurns []string
+	markedIDs    []string
+	subs         []*pushLog
 	// tenants: the canaries are another tenant's (seedTenant) than the
 	// probe keys' (probeTenant), so that none of them may reach a probe,
 	// whatever its class (canary_tenants_test.go).
@@ -217,6 +221,8 @@ func (h *harness) seed() {
 	// file whose chunks are deleted.
 	h.seedChunks(mark)
 
+	h.seedRetrieval(mark)
+
 	// A stored pack (POST /query) and an A2A task of the vault key, whose
 	// request holds a marker and whose answer holds the restricted item.
 	r = mark("stored-pack", classRestricted, "the vault key's /query text")
@@ -353,7 +359,7 @@ func (h *harness) controls() {
 			continue // never delivered to anyone: nothing to check positively
 		}
 		found := false
-		for _, id := range h.itemIDs {
+		for _, id := range append(slices.Clone(h.itemIDs), h.markedIDs...) {
 			b := call(h.writer.base, keySeeder, "GET", "/v1/items/"+url.PathEscape(id), nil).body
 			if bytes.Contains(b, []byte(c.marker)) {
 				found = true
@@ -368,6 +374,7 @@ func (h *harness) controls() {
 	if !bytes.Contains(b, []byte("cnry-item-r")) {
 		t.Errorf("control: the vault key does not get the restricted item, so its absence elsewhere proves nothing: %.400s", b)
 	}
+	h.retrievalControls()
 }
 
 // deleteCanaries deletes the deleted class through the writer.
@@ -440,6 +447,12 @@ func (p *probe) scan(where string, b []byte) {
 	case !p.h.deletedYet || p.early:
 		// Before the delete the deleted class is ordinary data.
 		allow = func(c canary) bool { return c.class == classDeleted || (p.allow != nil && p.allow(c)) }
+	}
+	if !p.h.tenants && auditor(p.k) {
+		// An auditor's pack explains every verdict, a denied item's id
+		// included: an id that holds a marker is no leak to it.
+		surfaceAllow := allow
+		allow = func(c canary) bool { return c.markedID || (surfaceAllow != nil && surfaceAllow(c)) }
 	}
 	p.h.det.scan(p.surface, p.k.name+"@"+p.replica, where, b, allow)
 }
@@ -550,6 +563,14 @@ func canarySurfaces() []surface {
 		}
 		anchors, _ := json.Marshal(p.h.itemIDs)
 		p.http("POST", path, wrap(`{"query": {"type": "causal", "text": "`+topic+`"}, "anchors": `+string(anchors)+`, "limit": 50, "explain": "all"}`))
+		// Pseudo-relevance feedback, and what becomes of superseded facts
+		// (canary_retrieval_test.go).
+		for _, q := range p.h.queries {
+			p.http("POST", path, wrap(`{"query": {"type": "keyword", "text": "`+q+`", "expand": true}, "limit": 50, "explain": "all"}`))
+		}
+		for _, extra := range []string{`"superseded": "exclude", "valid_at": "2026-11-05T00:00:00Z"`, `"superseded": "keep"`, `"superseded": "demote"`} {
+			p.http("POST", path, wrap(`{"query": {"type": "hybrid", "text": "`+topic+` fact session turn", "expand": true}, `+extra+`, "limit": 50, "explain": "all"}`))
+		}
 	}
 	return []surface{
 		{"context-pack", []string{"POST /v1/context-pack"}, func(p *probe) {
@@ -831,6 +852,7 @@ func mcpProbes(h *harness) map[string][]map[string]any {
 	out := map[string][]map[string]any{}
 	for _, q := range h.queries {
 		out["context_pack"] = append(out["context_pack"], map[string]any{"query": map[string]any{"type": "hybrid", "text": q}, "limit": 50, "compact": false, "explain": "all"})
+		out["context_pack"] = append(out["context_pack"], map[string]any{"query": map[string]any{"type": "keyword", "text": q, "expand": true}, "superseded": "exclude", "limit": 50, "compact": false, "explain": "all"})
 		out["memory_read"] = append(out["memory_read"], map[string]any{"scope": scope, "filter": map[string]any{"text": q}, "limit": 100})
 		out["rag_query"] = append(out["rag_query"], map[string]any{"session_id": "cnry-mcp", "agent_id": "probe", "query": q, "k": 50})
 		out["search_traces"] = append(out["search_traces"], map[string]any{"query": q, "include_decisions": true, "limit": 100})
