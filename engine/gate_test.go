@@ -223,3 +223,40 @@ func hrToo(spec h4r.Specialist) h4r.Specialist {
 	spec.AuthorizedGroups = append(slices.Clone(spec.AuthorizedGroups), "hr")
 	return spec
 }
+
+// A hidden candidate does not decide whether the time a question names
+// separates the candidates: every visible one is inside the window, so
+// the time is no evidence for this caller, whatever the hidden one's date.
+func TestConversationTimeHiddenCandidate(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Conversation = true
+	a, err := app.Open(context.Background(), cfg, app.WithClock(fixedClock), app.WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	at := func(m h4r.Metadata, d time.Time) h4r.Metadata { m.CreatedAt = d; return m }
+	inside := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	items := []h4r.Item{
+		{ID: "w-1", Kind: "note", Text: "we watered the garden", Metadata: at(h4r.Metadata{}, inside)},
+		{ID: "w-2", Kind: "note", Text: "the garden fence is painted", Metadata: at(h4r.Metadata{}, inside.Add(time.Hour))},
+		{ID: "w-hr", Kind: "note", Text: "the garden budget of the staff", Metadata: at(h4r.Metadata{RestrictedToGroups: []string{"hr"}}, inside.AddDate(0, -3, 0))},
+	}
+	if _, err := a.Store.Upsert(context.Background(), items); err != nil {
+		t.Fatal(err)
+	}
+	req := h4r.ContextRequest{Query: h4r.Query{Text: "what about the garden two weeks ago"}, Limit: 50,
+		AsOf: time.Date(2026, 5, 15, 12, 0, 0, 0, time.UTC).Format(time.RFC3339)}
+	if seen := callerPack(t, a.Engine, hrToo(healer()), req); !slices.ContainsFunc(seen.Results, func(r h4r.Result) bool { return strings.Contains(r.Metadata.Source, conversation.GenTime) }) {
+		t.Fatalf("a caller that may see w-hr gets no time evidence (results %+v): the test would prove nothing", seen.Results)
+	}
+	p := callerPack(t, a.Engine, healer(), req)
+	if len(p.Results) != 2 {
+		t.Fatalf("results %v, want w-1 and w-2", resultIDs(p))
+	}
+	for _, r := range p.Results {
+		if strings.Contains(r.Metadata.Source, conversation.GenTime) {
+			t.Errorf("%s has time evidence (source %s): only the hidden w-hr is outside the window", r.ID, r.Metadata.Source)
+		}
+	}
+}
