@@ -203,6 +203,7 @@ func TestSupersedeHiddenItems(t *testing.T) {
 				t.Errorf("warning %q counts dock-hidden, which the caller may not see", w)
 			}
 		}
+		sameTotals(t, p, callerPack(t, a.Engine, spec, h4r.ContextRequest{Query: req.Query, Superseded: h4r.SupersededKeep, Limit: req.Limit}))
 	})
 	t.Run("valid_at counts only visible items", func(t *testing.T) {
 		req := h4r.ContextRequest{Query: h4r.Query{Text: "sail boat dock pier permit"}, ValidAt: demoNow.Format(time.RFC3339), Limit: 50}
@@ -215,7 +216,19 @@ func TestSupersedeHiddenItems(t *testing.T) {
 				t.Errorf("warning %q counts dock-expired, which the caller may not see", w)
 			}
 		}
+		sameTotals(t, p, callerPack(t, a.Engine, spec, h4r.ContextRequest{Query: req.Query, Limit: req.Limit}))
 	})
+}
+
+// sameTotals fails unless two packs, which differ only by what the
+// request leaves out of items the caller may not see, count alike.
+func sameTotals(t *testing.T, got, want *h4r.Pack) {
+	t.Helper()
+	g, w := got.Explainability.Slicing, want.Explainability.Slicing
+	if g.TotalCandidates != w.TotalCandidates || g.TotalDroppedPolicy != w.TotalDroppedPolicy || got.TotalCount != want.TotalCount {
+		t.Errorf("candidates %d, dropped by policy %d, total %d; want %d, %d, %d: the totals count the hidden item the request left out",
+			g.TotalCandidates, g.TotalDroppedPolicy, got.TotalCount, w.TotalCandidates, w.TotalDroppedPolicy, want.TotalCount)
+	}
 }
 
 // hrToo is spec with the hr group too.

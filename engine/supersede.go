@@ -36,8 +36,10 @@ type superseder struct {
 // Only what the policy lets spec see takes part: a hidden superseder
 // neither names nor demotes anything, a hidden candidate is no subject's
 // newest (it would keep the visible one it hides from being proposed),
-// and the warnings count only visible candidates left out. Each of those
-// would tell the caller that a hidden item exists, and something of it.
+// and exclude and valid_at leave out only visible candidates (the policy
+// drops the hidden ones, so that the pack's totals do not move with them).
+// Each of those would tell the caller that a hidden item exists, and
+// something of it.
 func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, cands []*h4r.Candidate) ([]*h4r.Candidate, []string) {
 	var warnings []string
 	byID := make(map[string]*h4r.Candidate, len(cands))
@@ -126,29 +128,36 @@ func (e *Engine) supersede(ctx context.Context, spec h4r.Specialist, plan *h4r.P
 	if !exclude && plan.ValidAt.IsZero() {
 		return cands, warnings
 	}
-	kept := cands[:0:0]
-	var superseded, invalid []*h4r.Item
+	leaves := func(c *h4r.Candidate) (superseded, invalid bool) {
+		if exclude && c.SupersededBy != "" {
+			return true, false
+		}
+		return false, !plan.ValidAt.IsZero() && !c.Item.Metadata.ValidAt(plan.ValidAt)
+	}
+	var out []*h4r.Item
 	for _, c := range cands {
+		if s, i := leaves(c); s || i {
+			out = append(out, c.Item)
+		}
+	}
+	shown := visible(out)
+	kept := cands[:0:0]
+	var superseded, invalid int
+	for _, c := range cands {
+		s, i := leaves(c)
 		switch {
-		case exclude && c.SupersededBy != "":
-			superseded = append(superseded, c.Item)
-		case !plan.ValidAt.IsZero() && !c.Item.Metadata.ValidAt(plan.ValidAt):
-			invalid = append(invalid, c.Item)
-		default:
+		case !shown[c.Item.ID] || !(s || i):
+			// A hidden candidate is left to the policy, which drops it
+			// whatever the request asks: leaving it out here would move
+			// the pack's totals by it.
 			kept = append(kept, c)
+		case s:
+			superseded++
+		default:
+			invalid++
 		}
 	}
-	count := func(items []*h4r.Item) int {
-		seeing := visible(items)
-		n := 0
-		for _, it := range items {
-			if seeing[it.ID] {
-				n++
-			}
-		}
-		return n
-	}
-	return kept, append(warnings, leftOutWarnings(count(superseded), count(invalid), plan.ValidAt)...)
+	return kept, append(warnings, leftOutWarnings(superseded, invalid, plan.ValidAt)...)
 }
 
 // leftOutWarnings say how many visible candidates supersede's exclude
