@@ -15,3 +15,17 @@ type Embedder interface {
 	// dimension. It must be safe for concurrent use and respect ctx.
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
+
+// PinEmbedder returns an embedder that embeds with e's model of this
+// moment and names that model, whatever e does meanwhile. An embedder
+// whose model changes in place (the learned embedder, learning again)
+// implements Pin; any other is its own pin. Whoever stores a vector or
+// compares one takes the model's name from the pin that computed it:
+// asking e for its name after embedding could name a model learned in
+// between, and a vector would then claim a model it does not belong to.
+func PinEmbedder(e Embedder) Embedder {
+	if p, ok := e.(interface{ Pin() Embedder }); ok {
+		return p.Pin()
+	}
+	return e
+}

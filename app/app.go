@@ -89,6 +89,9 @@ type options struct {
 	now              func() time.Time
 	observeEmbedding func(time.Duration) // nil: not observed
 	guard            WriteGuard          // nil: every write admitted
+	// modelPoll and relearnCheck replace modelPollEvery and
+	// relearnCheckEvery (learned.go) when not zero: tests shorten them.
+	modelPoll, relearnCheck time.Duration
 }
 
 // WithLogger sets the logger (default: the one cfg describes, on stderr).

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +21,14 @@ const (
 	// store's embedder_models.
 	learnedKind = "learned"
 	// relearnCheckEvery is how often a server checks whether the corpus
-	// drifted from what the model was learned on.
+	// drifted from what the model was learned on, and embeds the items
+	// left without a vector of the current model.
 	relearnCheckEvery = time.Minute
+	// modelPollEvery is how often a server reads the name of the saved
+	// model, to take up one learned by another replica or by h4r reindex:
+	// until it does, its queries are embedded with the model it holds and
+	// meet only the vectors of that model.
+	modelPollEvery = 2 * time.Second
 	// relearnGrowth: the model is learned again when the corpus has grown
 	// to this many times the size it was learned at, since its vocabulary
 	// then misses much of what is indexed.
@@ -32,7 +39,14 @@ const (
 // store/postgres.Store).
 type modelStore interface {
 	EmbedderModel(ctx context.Context, kind string) (name string, model []byte, err error)
+	EmbedderModelName(ctx context.Context, kind string) (string, error)
 	PutEmbedderModel(ctx context.Context, kind, name string, model []byte) error
+}
+
+// missingEmbedder embeds the items without a vector of the current model
+// (store/sqlite.Store, store/postgres.Store).
+type missingEmbedder interface {
+	EmbedMissingVectors(ctx context.Context) (int, error)
 }
 
 // learner learns the learned embedder's model from the store, saves it
@@ -45,12 +59,23 @@ type learner struct {
 	dim    int
 	log    *slog.Logger
 
-	mu        sync.Mutex // one learning at a time
+	// pollEvery and checkEvery are modelPollEvery and relearnCheckEvery
+	// but in tests.
+	pollEvery, checkEvery time.Duration
+
+	mu        sync.Mutex // one learning or loading at a time
 	learnedAt int        // items in the store when the current model was learned (0: none)
 }
 
 // load makes the saved model current; it reports whether there was one.
 func (l *learner) load(ctx context.Context) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.loadLocked(ctx)
+}
+
+// loadLocked is load; the caller holds mu.
+func (l *learner) loadLocked(ctx context.Context) (bool, error) {
 	_, data, err := l.models.EmbedderModel(ctx, learnedKind)
 	if err != nil || data == nil {
 		return false, err
@@ -60,13 +85,60 @@ func (l *learner) load(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("loading the learned embedder's model: %w", err)
 	}
 	l.emb.Swap(m)
-	l.mu.Lock()
 	l.learnedAt = m.Docs()
-	l.mu.Unlock()
 	if err := l.follow(ctx, m); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// takeUp loads the saved model when it is not the one held: another
+// replica, or h4r reindex, learned it. A learning under way here is left
+// to finish (it saves its own model; the next poll compares again). It
+// reports whether it loaded one.
+func (l *learner) takeUp(ctx context.Context) (bool, error) {
+	if !l.mu.TryLock() {
+		return false, nil
+	}
+	defer l.mu.Unlock()
+	name, err := l.models.EmbedderModelName(ctx, learnedKind)
+	if err != nil || name == "" || name == l.emb.Model() {
+		return false, err
+	}
+	old := l.emb.Model()
+	if _, err := l.loadLocked(ctx); err != nil {
+		return false, err
+	}
+	l.log.InfoContext(ctx, "took up the learned embedder's model saved by another process", "model", l.emb.Model(), "previous", old)
+	return true, nil
+}
+
+// sweep embeds the items left without a vector of the current model (a
+// write that embedded with the previous model while a learning replaced
+// it, here or on another replica), once the model held is the saved one:
+// a replica that has not taken up the saved model yet would re-embed with
+// the old one.
+func (l *learner) sweep(ctx context.Context) (int, error) {
+	me, ok := l.vs.(missingEmbedder)
+	if !ok {
+		return 0, nil
+	}
+	if !l.mu.TryLock() {
+		return 0, nil // a learning here re-embeds the items itself
+	}
+	defer l.mu.Unlock()
+	name, err := l.models.EmbedderModelName(ctx, learnedKind)
+	if err != nil || name == "" || name != l.emb.Model() {
+		return 0, err
+	}
+	n, err := me.EmbedMissingVectors(ctx)
+	if err != nil {
+		return n, fmt.Errorf("embedding items without a vector of %s: %w", name, err)
+	}
+	if n > 0 {
+		l.log.InfoContext(ctx, "embedded items left without a vector of the learned model", "model", name, "items", n)
+	}
+	return n, nil
 }
 
 // follow points the vector store's in-memory index at m's vectors (the
@@ -146,12 +218,14 @@ func (l *learner) drifted(ctx context.Context) (bool, error) {
 // prepareLearned loads the learned embedder's saved model, or, over a
 // corpus that has none yet (a first start), learns one and embeds the
 // items with it before the service answers.
-func prepareLearned(ctx context.Context, cfg config.Config, a *App, emb *embed.Learned, vs vectorStore, log *slog.Logger) error {
+func prepareLearned(ctx context.Context, cfg config.Config, a *App, emb *embed.Learned, vs vectorStore, o options) error {
+	log := o.log
 	models, ok := a.base.(modelStore)
 	if !ok {
 		return errors.New("H4R_EMBEDDER=learned: this store cannot keep the learned model")
 	}
-	l := &learner{emb: emb, store: a.base, models: models, vs: vs, dim: cfg.EmbedLearnedDim, log: log}
+	l := &learner{emb: emb, store: a.base, models: models, vs: vs, dim: cfg.EmbedLearnedDim, log: log,
+		pollEvery: cmp.Or(o.modelPoll, modelPollEvery), checkEvery: cmp.Or(o.relearnCheck, relearnCheckEvery)}
 	a.learner = l
 	loaded, err := l.load(ctx)
 	if err != nil {
@@ -178,20 +252,29 @@ func prepareLearned(ctx context.Context, cfg config.Config, a *App, emb *embed.L
 	return nil
 }
 
-// watchDrift learns the model again in the background when the corpus
-// outgrows it; Close waits for it to stop.
+// watchDrift takes up a model saved by another process, learns the model
+// again in the background when the corpus outgrows it, and embeds the
+// items left without a vector of the current one; Close waits for it to
+// stop.
 func watchDrift(a *App, l *learner, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(relearnCheckEvery)
-		defer tick.Stop()
+		poll := time.NewTicker(l.pollEvery)
+		defer poll.Stop()
+		check := time.NewTicker(l.checkEvery)
+		defer check.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-poll.C:
+				if _, err := l.takeUp(ctx); err != nil && ctx.Err() == nil {
+					log.WarnContext(ctx, "taking up the learned model saved by another process failed; the current model stays", "error", err)
+				}
+				continue
+			case <-check.C:
 			}
 			drifted, err := l.drifted(ctx)
 			if err == nil && drifted {
@@ -199,6 +282,9 @@ func watchDrift(a *App, l *learner, log *slog.Logger) {
 			}
 			if err != nil && ctx.Err() == nil && !errors.Is(err, embed.ErrNotLearned) {
 				log.WarnContext(ctx, "learning the embedder again failed; the current model stays", "error", err)
+			}
+			if _, err := l.sweep(ctx); err != nil && ctx.Err() == nil {
+				log.WarnContext(ctx, "embedding items without a vector of the learned model failed; the next check retries", "error", err)
 			}
 		}
 	}()

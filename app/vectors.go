@@ -66,7 +66,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 	switch vs, isVectorStore := enableVectors(a.base, docs); {
 	case cfg.QdrantURL != "":
 		if learned != nil {
-			if err := prepareLearned(ctx, cfg, a, learned, nil, o.log); err != nil {
+			if err := prepareLearned(ctx, cfg, a, learned, nil, o); err != nil {
 				return nil, fusion, err
 			}
 		}
@@ -85,7 +85,7 @@ func textGenerators(ctx context.Context, cfg config.Config, a *App, o options) (
 		index = ix
 	case isVectorStore:
 		if learned != nil {
-			if err := prepareLearned(ctx, cfg, a, learned, vs, o.log); err != nil {
+			if err := prepareLearned(ctx, cfg, a, learned, vs, o); err != nil {
 				return nil, fusion, err
 			}
 		}
@@ -272,6 +272,11 @@ type timedEmbedder struct {
 func (e timedEmbedder) Ready() bool {
 	r, ok := e.Embedder.(interface{ Ready() bool })
 	return !ok || r.Ready()
+}
+
+// Pin pins the embedder (see h4r.PinEmbedder), still timed.
+func (e timedEmbedder) Pin() h4r.Embedder {
+	return timedEmbedder{h4r.PinEmbedder(e.Embedder), e.observe}
 }
 
 func (e timedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/h4r/h4r"
 )
 
 // Cache remembers the embeddings of texts it has seen, keyed by the model
@@ -34,6 +36,17 @@ func NewCache(e Embedder, size int) (Embedder, error) {
 // Model returns the wrapped embedder's model.
 func (c *Cache) Model() string { return c.next.Model() }
 
+// Pin returns a cache of the wrapped embedder's current model alone,
+// sharing the entries (see h4r.PinEmbedder): the keys name the model that
+// computed each vector.
+func (c *Cache) Pin() Embedder {
+	next := h4r.PinEmbedder(c.next)
+	if next == c.next {
+		return c
+	}
+	return &Cache{next: next, cache: c.cache}
+}
+
 // Dim returns the wrapped embedder's dimension when it knows it, else 0.
 func (c *Cache) Dim() int {
 	if d, ok := c.next.(interface{ Dim() int }); ok {
@@ -43,6 +56,7 @@ func (c *Cache) Dim() int {
 }
 
 // Embed answers cached texts from the cache and asks the wrapped embedder
+// (pinned, so that a vector is cached under the model that computed it)
 // for the rest in one call. Returned vectors are shared with the cache:
 // callers must not modify them.
 func (c *Cache) Embed(ctx context.Context, texts []string) ([][]float32, error) {
@@ -50,7 +64,8 @@ func (c *Cache) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 	keys := make([]string, len(texts))
 	var missing []string
 	var missingAt []int
-	model := c.next.Model()
+	next := h4r.PinEmbedder(c.next)
+	model := next.Model()
 	for i, t := range texts {
 		keys[i] = model + "\x00" + NormalizeText(t)
 		if v, ok := c.cache.Get(keys[i]); ok {
@@ -63,7 +78,7 @@ func (c *Cache) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 	if len(missing) == 0 {
 		return out, nil
 	}
-	vecs, err := c.next.Embed(ctx, missing)
+	vecs, err := next.Embed(ctx, missing)
 	if err != nil {
 		return nil, err
 	}

@@ -81,11 +81,14 @@ func (g *Generator) Name() string { return h4r.GenVector }
 // fails or is late and a fallback is set, it returns the fallback's hits
 // with a *h4r.FallbackError, which the engine reports as a warning.
 func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
+	// One model embeds the query and names the vectors it is compared
+	// with, even if the embedder learns a new one meanwhile.
+	e := h4r.PinEmbedder(g.embedder)
 	ectx, cancel := context.WithTimeout(ctx, g.timeout)
-	vecs, err := g.embedder.Embed(ectx, []string{q.Text})
+	vecs, err := e.Embed(ectx, []string{q.Text})
 	cancel()
 	if err == nil && (len(vecs) != 1 || len(vecs[0]) == 0) {
-		err = fmt.Errorf("embedder %s returned no vector", g.embedder.Model())
+		err = fmt.Errorf("embedder %s returned no vector", e.Model())
 	}
 	if errors.Is(err, ErrNotLearned) {
 		// A corpus too small to learn from has no vectors yet: no hits,
@@ -102,13 +105,13 @@ func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.H
 		if ferr != nil {
 			return nil, errors.Join(err, fmt.Errorf("fallback %s: %w", g.fallback.Name(), ferr))
 		}
-		return hits, &h4r.FallbackError{Primary: "query embedding (" + g.embedder.Model() + ")", Fallback: g.fallback.Name() + " search", Err: err}
+		return hits, &h4r.FallbackError{Primary: "query embedding (" + e.Model() + ")", Fallback: g.fallback.Name() + " search", Err: err}
 	}
 	limit := q.Limit
 	if g.maxHits > 0 && (limit == 0 || limit > g.maxHits) {
 		limit = g.maxHits
 	}
-	hits, err := g.index.SearchVectors(ctx, g.embedder.Model(), vecs[0], q.Filters, limit, g.minScore)
+	hits, err := g.index.SearchVectors(ctx, e.Model(), vecs[0], q.Filters, limit, g.minScore)
 	if err != nil {
 		return nil, fmt.Errorf("vector search: %w", err)
 	}

@@ -411,7 +411,7 @@ func (l *Learned) Model() string {
 	if m := l.model.Load(); m != nil {
 		return m.name
 	}
-	return learnedModelPrefix + "-none"
+	return notLearned{}.Model()
 }
 
 // Dim returns the current model's dimension, or before one is learned the
@@ -435,6 +435,26 @@ func (l *Learned) Embed(ctx context.Context, texts []string) ([][]float32, error
 	if m == nil {
 		return nil, ErrNotLearned
 	}
+	return m.Embed(ctx, texts)
+}
+
+// Pin returns an embedder of the current model alone (see
+// h4r.PinEmbedder): the model itself, or before one is learned an
+// embedder that is not ready.
+func (l *Learned) Pin() h4r.Embedder {
+	if m := l.model.Load(); m != nil {
+		return m
+	}
+	return notLearned{dim: l.dim}
+}
+
+// Model is the model's name, as Name: a model is an embedder of its own
+// vector space (Learned.Pin).
+func (m *LearnedModel) Model() string { return m.name }
+
+// Embed returns one unit vector per text; a text with no known term gets a
+// zero vector, which matches nothing.
+func (m *LearnedModel) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	var buf []string
 	for i, t := range texts {
@@ -447,3 +467,14 @@ func (l *Learned) Embed(ctx context.Context, texts []string) ([][]float32, error
 	}
 	return out, nil
 }
+
+// notLearned is the pin of a learned embedder without a model.
+type notLearned struct{ dim int }
+
+func (notLearned) Model() string { return learnedModelPrefix + "-none" }
+
+func (n notLearned) Dim() int { return n.dim }
+
+func (notLearned) Ready() bool { return false }
+
+func (notLearned) Embed(context.Context, []string) ([][]float32, error) { return nil, ErrNotLearned }

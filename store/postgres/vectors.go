@@ -72,11 +72,16 @@ func (s *Store) vectorEmbedder() h4r.Embedder {
 	return s.vectors.embedder
 }
 
-// embedTexts returns the vectors of texts, or nil when the store has no
-// embedder or embedding failed: the items are then written without vectors
-// (vector search misses them until h4r reindex), as on the embedded store.
+// embedTexts returns the vectors of texts and the embedder of the one
+// model that computed them (pinned: the name the vectors are stored under),
+// or nil vectors when the store has no embedder or embedding failed: the
+// items are then written without vectors (vector search misses them until
+// h4r reindex), as on the embedded store.
 func (s *Store) embedTexts(ctx context.Context, texts []string) (h4r.Embedder, [][]float32) {
 	e := s.vectorEmbedder()
+	if e != nil {
+		e = h4r.PinEmbedder(e)
+	}
 	if e == nil || len(texts) == 0 || !embedderReady(e) {
 		return e, nil
 	}
@@ -190,19 +195,25 @@ func (s *Store) WarmVectors(ctx context.Context, model string) error {
 
 // UseVectorModel makes model the one whose vectors this replica keeps in
 // memory and searches, and loads them: an embedder whose model changes in
-// place (the learned embedder, learning again) calls it before re-embedding
-// the items, which then reach memory as they are written.
+// place (the learned embedder, learning again here or on another replica)
+// calls it before re-embedding the items, which then reach memory as they
+// are written. Until the load is done, searches keep the previous model's
+// index, and a search with the new model gets no hits rather than a
+// comparison of vectors of two models.
 func (s *Store) UseVectorModel(ctx context.Context, model string) error {
 	v := &s.vectors
+	v.catchMu.Lock() // a load in flight ends before the model changes
+	defer v.catchMu.Unlock()
 	v.mu.Lock()
-	same := v.model == model
-	v.model = model
-	loaded := v.loaded
+	same, loaded := v.model == model, v.loaded
+	if !loaded {
+		v.model = model // WarmVectors loads this model's
+	}
 	v.mu.Unlock()
 	if same || !loaded {
-		return nil // not loaded yet: WarmVectors loads this model's
+		return nil
 	}
-	return s.loadVectors(ctx)
+	return s.loadVectorsLocked(ctx, model)
 }
 
 // VectorsReady returns nil once the vector index is loaded, and an
@@ -225,6 +236,13 @@ func (s *Store) loadVectors(ctx context.Context) error {
 	v.mu.RLock()
 	model := v.model
 	v.mu.RUnlock()
+	return s.loadVectorsLocked(ctx, model)
+}
+
+// loadVectorsLocked loads model's vectors and makes them, and model, the
+// replica's at once; the caller holds catchMu.
+func (s *Store) loadVectorsLocked(ctx context.Context, model string) error {
+	v := &s.vectors
 	// Filled exact (threshold 0) off the lock, then clustered in the
 	// background once published (Guard): the load never stops to cluster.
 	ix := ann.New(ann.WithThreshold(0))
@@ -263,7 +281,7 @@ func (s *Store) loadVectors(ctx context.Context) error {
 	if v.ix != nil {
 		v.ix.Abandon()
 	}
-	v.ix, v.mark, v.loaded = ix, mark, true
+	v.ix, v.mark, v.loaded, v.model = ix, mark, true, model
 	ix.Guard(&v.mu, s.annAbove)
 	if v.ready != nil {
 		select {
@@ -515,37 +533,20 @@ func (s *Store) MissingVectors(ctx context.Context, model string) (int, error) {
 }
 
 // ReindexVectors embeds every item again with the store's embedder, in
-// batches, then deletes the vectors of other models. progress, when not
-// nil, is called after each batch with the items done so far.
+// batches, deletes the vectors of other models, then embeds the items left
+// without a vector of its model (EmbedMissingVectors: a write that
+// embedded with a model learned meanwhile). progress, when not nil, is
+// called after each batch with the items done so far.
 func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (int, error) {
 	e := s.vectorEmbedder()
 	if e == nil {
 		return 0, errors.New("reindexing vectors: the store has no embedder (EnableVectors)")
 	}
+	e = h4r.PinEmbedder(e) // every batch of one model, the one the vectors are stored under
 	var batch []*h4r.Item
 	done := 0
 	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		texts, ids := make([]string, len(batch)), make([]string, len(batch))
-		for i, it := range batch {
-			texts[i], ids[i] = it.Text, it.ID
-		}
-		vecs, err := e.Embed(ctx, texts)
-		if err == nil {
-			err = checkVectors(vecs, len(texts))
-		}
-		if err != nil {
-			return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
-		}
-		err = s.writeTxWithin(ctx, 0, func(ctx context.Context, tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, vectorLockSQL); err != nil { // orders vseq with every other vector write
-				return fmt.Errorf("taking the vector lock: %w", err)
-			}
-			return writeVectors(ctx, tx, e.Model(), ids, vecs)
-		})
-		if err != nil {
+		if err := s.embedAndWrite(ctx, e, batch); err != nil {
 			return err
 		}
 		done += len(batch)
@@ -577,6 +578,103 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 	if err != nil {
 		return done, fmt.Errorf("reindexing vectors: %w", err)
 	}
+	n, err := s.embedMissing(ctx, e)
+	if err != nil {
+		return done, fmt.Errorf("reindexing vectors: %w", err)
+	}
 	s.afterVectorWrite(ctx)
-	return done, nil
+	return done + n, nil
+}
+
+// EmbedMissingVectors embeds the items that have no vector of the model
+// the store's embedder holds now, and returns how many it embedded. An
+// item gets there when its write embedded with a model that another
+// learning (here or on another replica) replaced before the write
+// committed, or while embedding failed; its vector, stored under the
+// model that computed it, is never compared with the current model's. An
+// embedder that is not ready embeds nothing.
+func (s *Store) EmbedMissingVectors(ctx context.Context) (int, error) {
+	e := s.vectorEmbedder()
+	if e == nil {
+		return 0, errors.New("embedding missing vectors: the store has no embedder (EnableVectors)")
+	}
+	n, err := s.embedMissing(ctx, h4r.PinEmbedder(e))
+	if err != nil {
+		return n, fmt.Errorf("embedding missing vectors: %w", err)
+	}
+	if n > 0 {
+		s.afterVectorWrite(ctx)
+	}
+	return n, nil
+}
+
+// embedMissing embeds, with e, the items without a vector of e's model, in
+// batches in id order.
+func (s *Store) embedMissing(ctx context.Context, e h4r.Embedder) (int, error) {
+	if !embedderReady(e) {
+		return 0, nil
+	}
+	done := 0
+	after := ""
+	for {
+		var ids []string
+		err := s.read(ctx, func(ctx context.Context) error {
+			ids = ids[:0]
+			rows, err := s.pool.Query(ctx, `SELECT i.id FROM items i WHERE i.id > $2
+				AND NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.id AND v.model = $1)
+				ORDER BY i.id LIMIT $3`, e.Model(), after, vectorReindexBatch)
+			if err != nil {
+				return err
+			}
+			var id string
+			_, err = pgx.ForEachRow(rows, []any{&id}, func() error { ids = append(ids, id); return nil })
+			return err
+		})
+		if err != nil {
+			return done, fmt.Errorf("finding items without vectors of %s: %w", e.Model(), err)
+		}
+		if len(ids) == 0 {
+			return done, nil
+		}
+		after = ids[len(ids)-1]
+		byID, err := s.readByID(ctx, ids)
+		if err != nil {
+			return done, err
+		}
+		batch := make([]*h4r.Item, 0, len(ids))
+		for _, id := range ids {
+			if it := byID[id]; it != nil { // deleted meanwhile: nothing to embed
+				batch = append(batch, it)
+			}
+		}
+		if err := s.embedAndWrite(ctx, e, batch); err != nil {
+			return done, err
+		}
+		done += len(batch)
+	}
+}
+
+// embedAndWrite embeds items with e and writes their vectors under e's
+// model (maintenance: bounded by ctx only).
+func (s *Store) embedAndWrite(ctx context.Context, e h4r.Embedder, items []*h4r.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	texts, ids := make([]string, len(items)), make([]string, len(items))
+	for i, it := range items {
+		texts[i], ids[i] = it.Text, it.ID
+	}
+	vecs, err := e.Embed(ctx, texts)
+	if err == nil {
+		err = checkVectors(vecs, len(texts))
+	}
+	if err != nil {
+		return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
+	}
+	return s.writeTxWithin(ctx, 0, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, vectorLockSQL); err != nil { // orders vseq with every other vector write
+			return fmt.Errorf("taking the vector lock: %w", err)
+		}
+		return writeVectors(ctx, tx, e.Model(), ids, vecs)
+	})
 }

@@ -168,7 +168,8 @@ func (m *Mirror) sync(ctx context.Context, ids []string) error {
 }
 
 func (m *Mirror) upsert(ctx context.Context, items []*h4r.Item) error {
-	if r, ok := m.embedder.(interface{ Ready() bool }); ok && !r.Ready() {
+	e := h4r.PinEmbedder(m.embedder) // the points name the model that computed them
+	if r, ok := e.(interface{ Ready() bool }); ok && !r.Ready() {
 		return nil // an embedder learned from the corpus, not learned yet: h4r reindex learns and rebuilds
 	}
 	for start := 0; start < len(items); start += mirrorBatch {
@@ -177,11 +178,11 @@ func (m *Mirror) upsert(ctx context.Context, items []*h4r.Item) error {
 		for i, it := range batch {
 			texts[i] = it.Text
 		}
-		vecs, err := m.embedder.Embed(ctx, texts)
+		vecs, err := e.Embed(ctx, texts)
 		if err != nil {
 			return fmt.Errorf("embedding %d items for Qdrant: %w", len(batch), err)
 		}
-		if err := m.ix.Upsert(ctx, m.embedder.Model(), batch, vecs); err != nil {
+		if err := m.ix.Upsert(ctx, e.Model(), batch, vecs); err != nil {
 			return err
 		}
 	}

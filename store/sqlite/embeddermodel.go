@@ -21,6 +21,21 @@ func (s *Store) EmbedderModel(ctx context.Context, kind string) (name string, mo
 	return name, model, nil
 }
 
+// EmbedderModelName returns the name of the model of kind that
+// PutEmbedderModel saved last, "" when none was: what a server polls to
+// notice a model another process (h4r reindex) learned, without reading
+// the model.
+func (s *Store) EmbedderModelName(ctx context.Context, kind string) (name string, err error) {
+	err = s.readers.QueryRowContext(ctx, `SELECT name FROM embedder_models WHERE kind = ?`, kind).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the name of the %s embedder's model: %w", kind, err)
+	}
+	return name, nil
+}
+
 // PutEmbedderModel saves what a built-in embedder of kind learned,
 // replacing its previous model. It is maintenance (learning runs at start
 // and on h4r reindex), bounded by ctx only.

@@ -168,6 +168,9 @@ func readGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
 // vectors (vector search misses them) and the log says to run h4r reindex.
 func (s *Store) embedItems(ctx context.Context, items []encodedItem) (h4r.Embedder, [][]float32) {
 	e := s.vectors.getEmbedder()
+	if e != nil {
+		e = h4r.PinEmbedder(e) // the model the vectors are stored under is the one that computed them
+	}
 	if e == nil || len(items) == 0 || !embedderReady(e) {
 		return e, nil
 	}
@@ -542,33 +545,21 @@ func (s *Store) MissingVectors(ctx context.Context, model string) (int, error) {
 }
 
 // ReindexVectors embeds every item again with the store's embedder, in
-// batches, and then deletes the vectors of other models. progress, when not
-// nil, is called after each batch with the items done so far. It returns the
+// batches, deletes the vectors of other models, then embeds the items left
+// without a vector of its model (EmbedMissingVectors: a write that
+// embedded with a model learned meanwhile). progress, when not nil, is
+// called after each batch with the items done so far. It returns the
 // number of items embedded.
 func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (int, error) {
 	e := s.vectors.getEmbedder()
 	if e == nil {
 		return 0, errors.New("reindexing vectors: the store has no embedder (WithVectors)")
 	}
+	e = h4r.PinEmbedder(e) // every batch of one model, the one the vectors are stored under
 	var batch []*h4r.Item
 	done := 0
 	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		texts := make([]string, len(batch))
-		ids := make([]string, len(batch))
-		for i, it := range batch {
-			texts[i], ids[i] = it.Text, it.ID
-		}
-		vecs, err := e.Embed(ctx, texts)
-		if err == nil {
-			err = checkVectors(vecs, len(texts))
-		}
-		if err != nil {
-			return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
-		}
-		if err := s.writeVectors(ctx, e.Model(), ids, vecs); err != nil {
+		if err := s.embedAndWrite(ctx, e, batch); err != nil {
 			return err
 		}
 		done += len(batch)
@@ -588,13 +579,109 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 	if err == nil {
 		err = flush()
 	}
+	if err == nil {
+		err = s.pruneVectors(ctx, e.Model())
+	}
 	if err != nil {
 		return done, fmt.Errorf("reindexing vectors: %w", err)
 	}
-	if err := s.pruneVectors(ctx, e.Model()); err != nil {
+	n, err := s.embedMissing(ctx, e)
+	if err != nil {
 		return done, fmt.Errorf("reindexing vectors: %w", err)
 	}
-	return done, nil
+	return done + n, nil
+}
+
+// EmbedMissingVectors embeds the items that have no vector of the model
+// the store's embedder holds now, and returns how many it embedded. An
+// item gets there when its write embedded with a model that a learning
+// replaced before the write committed, or while embedding failed; its
+// vector, stored under the model that computed it, is never compared with
+// the current model's. An embedder that is not ready embeds nothing.
+func (s *Store) EmbedMissingVectors(ctx context.Context) (int, error) {
+	e := s.vectors.getEmbedder()
+	if e == nil {
+		return 0, errors.New("embedding missing vectors: the store has no embedder (WithVectors)")
+	}
+	n, err := s.embedMissing(ctx, h4r.PinEmbedder(e))
+	if err != nil {
+		return n, fmt.Errorf("embedding missing vectors: %w", err)
+	}
+	return n, nil
+}
+
+// embedMissing embeds, with e, the items without a vector of e's model, in
+// batches in id order.
+func (s *Store) embedMissing(ctx context.Context, e h4r.Embedder) (int, error) {
+	if !embedderReady(e) {
+		return 0, nil
+	}
+	done := 0
+	after := ""
+	for {
+		var batch []*h4r.Item
+		found := 0
+		err := s.readTx(ctx, func(tx *sql.Tx) (err error) {
+			rows, err := tx.QueryContext(ctx, `SELECT i.id FROM items i WHERE i.id > ?
+				AND NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.id AND v.model = ?)
+				ORDER BY i.id LIMIT ?`, after, e.Model(), reindexBatch)
+			if err != nil {
+				return err
+			}
+			var ids []string
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return errors.Join(err, rows.Close())
+				}
+				ids = append(ids, id)
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(ids) == 0 {
+				return err
+			}
+			after, found = ids[len(ids)-1], len(ids)
+			byID, err := s.readItems(ctx, tx, ids)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if it := byID[id]; it != nil {
+					batch = append(batch, it)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return done, fmt.Errorf("finding items without vectors of %s: %w", e.Model(), err)
+		}
+		if found == 0 {
+			return done, nil
+		}
+		if err := s.embedAndWrite(ctx, e, batch); err != nil {
+			return done, err
+		}
+		done += len(batch)
+	}
+}
+
+// embedAndWrite embeds items with e and writes their vectors under e's
+// model.
+func (s *Store) embedAndWrite(ctx context.Context, e h4r.Embedder, items []*h4r.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	texts, ids := make([]string, len(items)), make([]string, len(items))
+	for i, it := range items {
+		texts[i], ids[i] = it.Text, it.ID
+	}
+	vecs, err := e.Embed(ctx, texts)
+	if err == nil {
+		err = checkVectors(vecs, len(texts))
+	}
+	if err != nil {
+		return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
+	}
+	return s.writeVectors(ctx, e.Model(), ids, vecs)
 }
 
 // writeVectors writes vectors of existing items and updates memory. It is

@@ -9,12 +9,13 @@ import (
 // embedderModels is what a store keeps for the built-in learned embedder.
 type embedderModels interface {
 	EmbedderModel(ctx context.Context, kind string) (name string, model []byte, err error)
+	EmbedderModelName(ctx context.Context, kind string) (string, error)
 	PutEmbedderModel(ctx context.Context, kind, name string, model []byte) error
 }
 
 // testEmbedderModel checks that a saved embedder model survives a reopen
-// byte for byte, that saving again replaces it, and that a kind never
-// saved reads as none.
+// byte for byte, that saving again replaces it, that a kind never saved
+// reads as none, and that its name alone reads as the model's.
 func (s *suite) testEmbedderModel(t *testing.T) {
 	reopen := s.reopenable(t)
 	st := reopen(t)
@@ -25,6 +26,9 @@ func (s *suite) testEmbedderModel(t *testing.T) {
 	ctx := t.Context()
 	if name, data, err := ms.EmbedderModel(ctx, "learned"); err != nil || data != nil || name != "" {
 		t.Fatalf("EmbedderModel of a new store = %q, %d bytes, %v; want none", name, len(data), err)
+	}
+	if name, err := ms.EmbedderModelName(ctx, "learned"); err != nil || name != "" {
+		t.Fatalf("EmbedderModelName of a new store = %q, %v; want none", name, err)
 	}
 	first := bytes.Repeat([]byte{0, 1, 2, 255}, 100_000) // every byte value class, 400 kB
 	second := []byte("second model")
@@ -59,6 +63,9 @@ func (s *suite) testEmbedderModel(t *testing.T) {
 			}
 			if name != tt.wantName || !bytes.Equal(data, tt.want) {
 				t.Errorf("EmbedderModel(%s) = %q, %d bytes; want %q, %d bytes", tt.kind, name, len(data), tt.wantName, len(tt.want))
+			}
+			if name, err := ms.EmbedderModelName(ctx, tt.kind); err != nil || name != tt.wantName {
+				t.Errorf("EmbedderModelName(%s) = %q, %v; want %q", tt.kind, name, err, tt.wantName)
 			}
 		})
 	}
