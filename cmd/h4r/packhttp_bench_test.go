@@ -62,7 +62,8 @@ func BenchmarkPackHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	one := func(b *testing.B, i int) {
+	// one sends the i-th query and reports whether its pack is degraded.
+	one := func(b *testing.B, i int) (degraded bool) {
 		req := httptest.NewRequest("POST", "/v1/context-pack", bytes.NewReader(bodies[i%len(bodies)]))
 		req.Header.Set("Content-Type", "application/json")
 		req.RemoteAddr = "127.0.0.1:1234"
@@ -76,12 +77,11 @@ func BenchmarkPackHTTP(b *testing.B) {
 		if err := json.NewDecoder(w.Body).Decode(&pk); err != nil {
 			b.Fatal(err)
 		}
-		if pk.Status != h4r.StatusOK {
-			b.Fatalf("pack status %s", pk.Status)
-		}
+		return pk.Status != h4r.StatusOK
 	}
-	// The first packs load the indexes; readiness says the warm-up in the
-	// background is over, so that it is not timed with the packs.
+	// The first packs load the indexes (and may miss their deadlines);
+	// readiness says the warm-up in the background is over, so that it is
+	// not timed with the packs.
 	for i := range min(20, len(bodies)) {
 		one(b, i)
 	}
@@ -101,28 +101,36 @@ func BenchmarkPackHTTP(b *testing.B) {
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		defer reportCPU(b)()
-		i := 0
+		i, degraded := 0, 0
 		for b.Loop() {
-			one(b, i)
+			if one(b, i) {
+				degraded++
+			}
 			i++
 		}
+		// A pack degrades when a generator misses its deadline, as it can
+		// on a loaded machine: counted, as the API benchmark counts them.
+		b.ReportMetric(float64(degraded)/float64(i), "degraded/op")
 	})
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		defer reportCPU(b)()
 		b.SetParallelism(8)
-		var n atomic.Int64
+		var n, degraded atomic.Int64
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				one(b, int(n.Add(1)))
+				if one(b, int(n.Add(1))) {
+					degraded.Add(1)
+				}
 			}
 		})
+		b.ReportMetric(float64(degraded.Load())/float64(b.N), "degraded/op")
 	})
 }
 
 // reportCPU reports the process's CPU time (user and system, every
-// goroutine's) per operation, as cpu-ms/op: unlike ns/op it does not grow
-// with the machine's load. Deferred, it stops the timer first.
+// goroutine's) per operation, as cpu-ms/op: a loaded machine moves it far
+// less than ns/op. Deferred, it stops the timer first.
 func reportCPU(b *testing.B) func() {
 	var prof *os.File
 	if path := os.Getenv("H4R_PACKBENCH_CPUPROFILE"); path != "" {
