@@ -137,26 +137,40 @@ func (w Weights) MarshalJSON() ([]byte, error) { return marshalVector(w) }
 func (s *Signals) UnmarshalJSON(b []byte) error { return unmarshalVector(b, (*[NumSignals]float64)(s)) }
 func (w *Weights) UnmarshalJSON(b []byte) error { return unmarshalVector(b, (*[NumSignals]float64)(w)) }
 
+// marshalVector writes the eight values as an object in signal order. A
+// pack holds one per result: it appends rather than formats, as it runs
+// for every result of every pack.
 func marshalVector(v [NumSignals]float64) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
+	buf := make([]byte, 0, 16*NumSignals+16)
+	buf = append(buf, '{')
 	for i, x := range v {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("signal %s is not finite: %v", Signal(i), x)
 		}
-		fmt.Fprintf(&buf, "%q:%s", Signal(i).String(), strconv.FormatFloat(x, 'f', -1, 64))
+		buf = append(buf, '"')
+		buf = append(buf, Signal(i).String()...) // plain lower-case letters: nothing to escape
+		buf = append(buf, '"', ':')
+		buf = strconv.AppendFloat(buf, x, 'f', -1, 64)
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	buf = append(buf, '}')
+	return buf, nil
 }
 
 // unmarshalVector reads {"relevance": 0.6, …}. Errors are *Error naming
 // the key relative to the object ("recency"); jsonstrict.Decode prefixes
 // the object's path ("weights.recency").
 func unmarshalVector(b []byte, v *[NumSignals]float64) error {
+	if scanVector(b, v) {
+		return nil
+	}
+	return decodeVector(b, v)
+}
+
+// decodeVector is unmarshalVector's general reading, with its errors.
+func decodeVector(b []byte, v *[NumSignals]float64) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Errorf(EINVALID, "", `want an object of signal names to numbers, such as {"relevance": 0.6, "recency": 0.4}`)
@@ -182,4 +196,130 @@ func unmarshalVector(b []byte, v *[NumSignals]float64) error {
 		v[s] = *x
 	}
 	return nil
+}
+
+// scanVector reads the common form of a vector, an object whose keys are
+// signal names without escapes and whose values are JSON numbers, into v
+// and reports whether b had that form. It sets v only when it reports
+// true, with what unmarshalVector's general reading sets (a repeated key's
+// last value); anything else, errors included, is left to that reading.
+// Every result of every pack a client decodes holds one.
+func scanVector(b []byte, v *[NumSignals]float64) bool {
+	out := *v
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		*v = out
+		return skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		end := bytes.IndexByte(b[i+1:], '"')
+		if end < 0 {
+			return false
+		}
+		name := b[i+1 : i+1+end]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return false
+		}
+		s, ok := parseSignalBytes(name)
+		if !ok {
+			return false
+		}
+		i = skipSpace(b, i+end+2)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		n := numberEnd(b, i)
+		if n == i {
+			return false
+		}
+		x, err := strconv.ParseFloat(string(b[i:n]), 64)
+		if err != nil {
+			return false
+		}
+		out[s] = x
+		i = skipSpace(b, n)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			if skipSpace(b, i+1) != len(b) {
+				return false
+			}
+			*v = out
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func parseSignalBytes(name []byte) (Signal, bool) {
+	for s := Signal(0); s < NumSignals; s++ {
+		if s.String() == string(name) {
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// skipSpace returns the index of the first byte of b at or after i that
+// is not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// numberEnd returns the end of the JSON number that starts at b[i], or i
+// when none does: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func numberEnd(b []byte, i int) int {
+	start := i
+	digits := func(j int) int {
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i + 1)
+	default:
+		return start
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return start
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		j := i + 1
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := digits(j)
+		if k == j {
+			return start
+		}
+		i = k
+	}
+	return i
 }

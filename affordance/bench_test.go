@@ -35,8 +35,18 @@ func BenchmarkSuggestFor(b *testing.B) {
 		ev[i] = Evidence{ID: fmt.Sprintf("mem-%03d", i), Kind: "note", Text: phrase(40), Score: 1 - float64(i)/100}
 	}
 	rules, query := DefaultRules(), phrase(3)
-	b.ReportAllocs()
-	for b.Loop() {
-		SuggestFor(rules, query, ev)
-	}
+	b.Run("alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			SuggestFor(rules, query, ev)
+		}
+	})
+	// remembered: stems kept across calls, as a pack.Builder keeps them.
+	b.Run("remembered", func(b *testing.B) {
+		known := NewStems(1 << 16)
+		b.ReportAllocs()
+		for b.Loop() {
+			SuggestWith(rules, query, ev, known)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
@@ -41,6 +42,13 @@ func Suggest(rules []Rule, evidence []Evidence) []h4r.Affordance {
 // nothing (found by character n-grams, say) is answered with
 // request_more_context rather than with the keywords of whatever came back.
 func SuggestFor(rules []Rule, query string, evidence []Evidence) []h4r.Affordance {
+	return SuggestWith(rules, query, evidence, nil)
+}
+
+// SuggestWith is SuggestFor with stems remembered across calls in known
+// (nil: within this call only): the same words come back pack after pack,
+// and stemming them again was most of the pack builder's CPU time.
+func SuggestWith(rules []Rule, query string, evidence []Evidence, known *Stems) []h4r.Affordance {
 	out := []h4r.Affordance{}
 	// Tokenise each text once: every keyword rule reads it.
 	textWords := make([][]string, len(evidence))
@@ -54,12 +62,13 @@ func SuggestFor(rules []Rule, query string, evidence []Evidence) []h4r.Affordanc
 		// Stem each distinct word once: the items of one pack share most of
 		// their words, and stemming every word of every item was the pack
 		// builder's largest CPU cost under load.
-		stem := stemmer{}
+		stem := stemmer{memo: map[string]string{}, known: known}
 		for i, e := range evidence {
 			e.Relevance = overlap(stem, terms, append(contentWords(e.Content), textWords[i]...))
 			judged = append(judged, e)
 			judgedWords = append(judgedWords, textWords[i])
 		}
+		known.add(stem.memo)
 		evidence, textWords = judged, judgedWords
 	}
 	for _, r := range rules {
@@ -243,16 +252,82 @@ func overlap(stem stemmer, terms, text []string) float64 {
 	return float64(n) / float64(len(terms))
 }
 
-// stemmer memoises english.Stem for the words of one call.
-type stemmer map[string]string
+// stemmer memoises english.Stem for the words of one call, reading the
+// stems remembered across calls (known, if any) before stemming.
+type stemmer struct {
+	memo  map[string]string
+	known *Stems
+}
 
 func (m stemmer) of(w string) string {
-	s, ok := m[w]
+	s, ok := m.memo[w]
 	if !ok {
-		s = english.Stem(w, false)
-		m[w] = s
+		if s, ok = m.known.get(w); !ok {
+			s = english.Stem(w, false)
+		}
+		m.memo[w] = s
 	}
 	return s
+}
+
+// Stems remembers the stems of up to a fixed number of words across
+// calls of SuggestWith. A word's stem never changes, so a remembered one
+// is always right; past the bound it forgets them all and starts again.
+// It is safe for concurrent use.
+type Stems struct {
+	mu    sync.RWMutex
+	stems map[string]string
+	limit int
+}
+
+// NewStems returns a memory of up to limit stems.
+func NewStems(limit int) *Stems {
+	return &Stems{stems: map[string]string{}, limit: max(limit, 1)}
+}
+
+// get returns the stem remembered for w, if any; a nil Stems remembers
+// nothing.
+func (k *Stems) get(w string) (string, bool) {
+	if k == nil {
+		return "", false
+	}
+	k.mu.RLock()
+	s, ok := k.stems[w]
+	k.mu.RUnlock()
+	return s, ok
+}
+
+// add remembers the stems of one call, under one lock.
+func (k *Stems) add(stems map[string]string) {
+	if k == nil || len(stems) == 0 {
+		return
+	}
+	k.mu.RLock()
+	fresh := 0
+	for w := range stems {
+		if _, ok := k.stems[w]; !ok {
+			fresh++
+		}
+	}
+	k.mu.RUnlock()
+	if fresh == 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.stems)+fresh > k.limit {
+		clear(k.stems)
+	}
+	for w, s := range stems {
+		if len(k.stems) >= k.limit {
+			return
+		}
+		if _, ok := k.stems[w]; !ok {
+			// Clones: a word may be a slice of a long text, which the
+			// memory would otherwise keep.
+			k.stems[strings.Clone(w)] = strings.Clone(s)
+		}
+	}
 }
 
 // containsPhrase reports whether phrase occurs as consecutive words of

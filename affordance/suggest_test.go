@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/h4r/h4r"
@@ -424,15 +425,54 @@ func TestSuggestForQuery(t *testing.T) {
 		{"no query: ranking relevance", "", []Evidence{incident},
 			map[string][]string{TypeEscalateToHuman: {"inc"}, TypeSuggestFix: {"inc"}}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := map[string][]string{}
-			for _, a := range SuggestFor(DefaultRules(), tc.query, tc.evidence) {
-				got[a.Type] = a.Evidence
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("SuggestFor(%q) = %v, want %v", tc.query, got, tc.want)
+	// Stems remembered across calls change nothing: one memory shared by
+	// every case, run twice, and one so small that it keeps forgetting.
+	shared, tiny := NewStems(1<<10), NewStems(2)
+	for round := range 2 {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, round), func(t *testing.T) {
+				for name, known := range map[string]*Stems{"none": nil, "shared": shared, "tiny": tiny} {
+					got := map[string][]string{}
+					for _, a := range SuggestWith(DefaultRules(), tc.query, tc.evidence, known) {
+						got[a.Type] = a.Evidence
+					}
+					if !reflect.DeepEqual(got, tc.want) {
+						t.Errorf("SuggestWith(%q, %s stems) = %v, want %v", tc.query, name, got, tc.want)
+					}
+				}
+			})
+		}
+	}
+	if n := len(tiny.stems); n > 2 {
+		t.Errorf("a memory of 2 stems holds %d", n)
+	}
+}
+
+// TestStemsConcurrent: calls sharing one memory of stems from many
+// goroutines (run with -race) agree with calls that share none.
+func TestStemsConcurrent(t *testing.T) {
+	ev := []Evidence{
+		{ID: "a", Text: "checkout-spec-004 failed intermittently on CI, retried twice"},
+		{ID: "b", Text: "Critical outage: the login selector broke in production"},
+		{ID: "c", Text: "Deploy 812 renamed the login button selectors and failures followed"},
+	}
+	queries := []string{"test failures", "login selector", "checkout retries", "production outage"}
+	want := make([][]h4r.Affordance, len(queries))
+	for i, q := range queries {
+		want[i] = SuggestFor(DefaultRules(), q, ev)
+	}
+	known := NewStems(8)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				q := (g + i) % len(queries)
+				if got := SuggestWith(DefaultRules(), queries[q], ev, known); !reflect.DeepEqual(got, want[q]) {
+					t.Errorf("query %q: got %v, want %v", queries[q], got, want[q])
+					return
+				}
 			}
 		})
 	}
+	wg.Wait()
 }

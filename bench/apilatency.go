@@ -143,12 +143,30 @@ func APILatency(ctx context.Context, cfg config.Config, o APILatencyOptions) (*A
 	return rep, nil
 }
 
-func measureAPI(ctx context.Context, rep *APILatencyReport, o APILatencyOptions, url string, pid, size int) error {
+// apiQueries generates the queries of the corpus of seed and vocabulary vocab.
+// They come from a generator of their own seed: the corpus's generator
+// would have to replay every item first.
+func apiQueries(seed uint64, vocab int) *memoryCorpus {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	// The queries come from a generator of their own seed: the corpus's
-	// generator would have to replay every item first.
-	queries := newMemoryCorpus(o.Seed+1, o.Vocabulary, now)
-	queries.words = newMemoryCorpus(o.Seed, o.Vocabulary, now).words
+	queries := newMemoryCorpus(seed+1, vocab, now)
+	queries.words = newMemoryCorpus(seed, vocab, now).words
+	return queries
+}
+
+// APIQueries returns the first n queries that h4r bench latency --api asks
+// of the corpus of seed (and the default vocabulary): its warm-up's, then
+// the ones its first concurrency times.
+func APIQueries(seed uint64, n int) []string {
+	q := apiQueries(seed, 20000)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = q.query()
+	}
+	return out
+}
+
+func measureAPI(ctx context.Context, rep *APILatencyReport, o APILatencyOptions, url string, pid, size int) error {
+	queries := apiQueries(o.Seed, o.Vocabulary)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 	defer client.CloseIdleConnections()
 	// Warm up untimed: the first pack loads the in-memory indexes (about

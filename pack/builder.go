@@ -59,6 +59,7 @@ type Builder struct {
 	tldrSentences int
 	includeGraph  bool
 	rules         []affordance.Rule
+	stems         *affordance.Stems // the rules' stems of words, across packs
 	marker        string
 	now           func() time.Time
 }
@@ -89,12 +90,17 @@ func WithRedactionMarker(m string) Option { return func(b *Builder) { b.marker =
 // fix it so that timings are stable.
 func WithClock(now func() time.Time) Option { return func(b *Builder) { b.now = now } }
 
+// stemsRemembered bounds the words whose stems a Builder keeps for its
+// affordance rules: a few megabytes, a large vocabulary's worth.
+const stemsRemembered = 1 << 16
+
 // NewBuilder returns a Builder with the given options.
 func NewBuilder(opts ...Option) *Builder {
 	b := &Builder{
 		tldrSentences: DefaultTLDRSentences,
 		includeGraph:  true,
 		rules:         affordance.DefaultRules(),
+		stems:         affordance.NewStems(stemsRemembered),
 		marker:        h4r.RedactionMarker,
 		now:           time.Now,
 	}
@@ -136,7 +142,7 @@ func (b *Builder) Build(in Input) *h4r.Pack {
 		n = max(*in.TLDRSentences, 0)
 	}
 	tldr := summarize(in.Query, kept, n, b.marker)
-	affordances := affordance.SuggestFor(b.rules, in.Query, evidence(kept, b.marker))
+	affordances := affordance.SuggestWith(b.rules, in.Query, evidence(kept, b.marker), b.stems)
 	includeGraph := b.includeGraph
 	if in.IncludeGraph != nil {
 		includeGraph = *in.IncludeGraph
