@@ -43,7 +43,7 @@ var countCases = []struct{ name, text string }{
 	{"tab before word", "\tword\u00a0word\u3000word"},
 	{"crlf", "line one \r\n line two"},
 	{"contractions", "it's we'll they're I'M don' t 's"},
-	{"contractions upper", "IT'S WE'LL THEY'RE YOU'VE HE'D 'T 'LL 'Ll 'rE"},
+	{"contractions upper", "IT'S WE'LL THEY'RE YOU'VE HE'D 'T 'LL 'Ll 'rE X'Sad Y'REd Z'LLama Q'VEry W'Mom K'Dad O'Tis"},
 	{"apostrophe runs", "''s ?'s '' 'x 'sad 're' '"},
 	{"digits", "12345 678 9 1234567 ١٢٣٤ ²³ ½"},
 	{"punctuation runs", "x !! y ?! z ... (a) [b] {c} ((word ?\n\n!\r\n"},
