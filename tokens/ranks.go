@@ -8,9 +8,9 @@ import (
 // rankTable maps a token's bytes to its rank. The merge looks up a rank
 // for every pair of parts it considers, and counting a piece starts with
 // a lookup of the whole piece, so a lookup should touch one cache line:
-// tokens of up to packedLen bytes (all but about a thousand of cl100k's
-// 100,256) are packed with their rank into 16-byte slots of an
-// open-addressing table, probed linearly; longer ones stay in a map.
+// tokens of up to packedLen bytes (nearly all of cl100k's) are packed
+// with their rank into 16-byte slots of an open-addressing table, probed
+// linearly; longer ones stay in a map.
 type rankTable struct {
 	slots []rankSlot
 	mask  uint64
