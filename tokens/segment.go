@@ -20,8 +20,8 @@ import (
 // alternatives that can end there looks past its end (the only lookahead,
 // (?!\S), belongs to a whitespace piece, and the byte before the cut is
 // not whitespace). Matching from a segment's start therefore finds the
-// same pieces as matching the whole text. TestCountEqualsTiktoken and
-// FuzzCountEqualsTiktoken compare the two on real and random text.
+// same pieces as matching the whole text. TestCountMatchesReference and
+// FuzzCountMatchesReference compare the two on real and random text.
 func cutsBefore(prev byte) bool { return prev > ' ' && prev < 0x7f }
 
 // maxCachedSegment is the longest segment the cache keeps: words and

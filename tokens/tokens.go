@@ -23,6 +23,10 @@ var useOfflineLoader = sync.OnceFunc(func() {
 // Counter counts tokens with one encoding. It is safe for concurrent use.
 type Counter struct {
 	name   string
+	cl100k *bpeCounter // cl100k_base: counted without tiktoken-go
+
+	// Other encodings: tiktoken-go, over segments whose counts are
+	// remembered (segment.go).
 	enc    *tiktoken.Tiktoken
 	counts *segmentCache
 }
@@ -35,6 +39,13 @@ func New(encoding string) (*Counter, error) {
 	case CL100K, O200K:
 	default:
 		return nil, fmt.Errorf("unknown token encoding %q (want %s or %s)", encoding, CL100K, O200K)
+	}
+	if encoding == CL100K {
+		b, err := newCL100K()
+		if err != nil {
+			return nil, err
+		}
+		return &Counter{name: encoding, cl100k: b}, nil
 	}
 	useOfflineLoader()
 	enc, err := tiktoken.GetEncoding(encoding)
@@ -51,12 +62,20 @@ func (c *Counter) Encoding() string { return c.name }
 // such as "<|endoftext|>" in the text count as ordinary text, which is what
 // they are when they arrive in a memory item.
 //
-// The text is cut into segments before every space that follows a
-// printable ASCII character, and the segments' counts are summed; a
-// segment's count is remembered (segment.go says why that is exact).
-// Words recur, so most segments are counted once per process: tiktoken's
-// regular expression was most of an ingest's counting time.
+// cl100k_base is counted without tiktoken-go: its expression's pieces are
+// cut by hand (pretoken.go), each piece's count is one rank lookup when it
+// is a token, and the byte-pair merge of the others is remembered per
+// piece (bpe.go). tiktoken-go's regular expression and its map lookups
+// were most of an ingest's counting time.
+//
+// Other encodings: the text is cut into segments before every space that
+// follows a printable ASCII character, and the segments' counts from
+// tiktoken-go are summed; a segment's count is remembered (segment.go
+// says why that is exact).
 func (c *Counter) Count(text string) int {
+	if c.cl100k != nil {
+		return c.cl100k.count(text)
+	}
 	n, start := 0, 0
 	for i := 1; i < len(text); i++ {
 		if text[i] == ' ' && cutsBefore(text[i-1]) {

@@ -213,6 +213,13 @@ type posting struct {
 	tf     int16
 }
 
+// indexKey orders postings by term, then impact descending, as the index
+// does, in one comparison: term ids are positive and impacts positive
+// floats, whose bits order as their values.
+func (p posting) indexKey() uint64 {
+	return uint64(uint32(p.term))<<32 | uint64(^math.Float32bits(p.impact))
+}
+
 // copyPostings encodes rows in COPY's binary format, the columns being
 // term_id int4, impact float4, item_seq int8 and tf int2: written here
 // directly, without a value per column to encode, as the write's largest
@@ -274,7 +281,10 @@ func (s *Store) writePostings(ctx context.Context, tx pgx.Tx, items []encodedIte
 	// same or neighbouring leaf pages, which a quarter less CPU inserts
 	// than rows in item order, each to a page of another term.
 	slices.SortFunc(rows, func(a, b posting) int {
-		return cmp.Or(cmp.Compare(a.term, b.term), cmp.Compare(b.impact, a.impact), cmp.Compare(a.seq, b.seq))
+		if ka, kb := a.indexKey(), b.indexKey(); ka != kb {
+			return cmp.Compare(ka, kb)
+		}
+		return cmp.Compare(a.seq, b.seq)
 	})
 	if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(copyPostings(rows)),
 		`COPY postings (term_id, impact, item_seq, tf) FROM STDIN BINARY`); err != nil {
