@@ -25,6 +25,16 @@ type warming struct {
 
 // check is the readiness check: an error naming what is still being built.
 func (w *warming) check(ctx context.Context) error {
+	pending := w.loading(ctx)
+	if len(pending) == 0 {
+		return nil
+	}
+	return fmt.Errorf("still loading the in-memory %s", strings.Join(pending, ", "))
+}
+
+// loading names the indexes still being built; the engine names them in
+// the answer to a pack that could not wait for them (engine.WithLoading).
+func (w *warming) loading(ctx context.Context) []string {
 	w.mu.Lock()
 	pending := slices.Clone(w.pending)
 	ready := w.ready
@@ -34,10 +44,7 @@ func (w *warming) check(ctx context.Context) error {
 			pending = append(pending, name)
 		}
 	}
-	if len(pending) == 0 {
-		return nil
-	}
-	return fmt.Errorf("still loading the in-memory %s", strings.Join(pending, ", "))
+	return pending
 }
 
 // warmInBackground runs build in a goroutine; Close cancels it and waits for
