@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -76,9 +77,17 @@ func (a *App) warmUntil(name string, build, ready func(context.Context) error, l
 		defer close(done)
 		defer func() {
 			w.mu.Lock()
-			defer w.mu.Unlock()
 			if i := slices.Index(w.pending, name); i >= 0 {
 				w.pending = slices.Delete(w.pending, i, i+1)
+			}
+			last := len(w.pending) == 0 && ctx.Err() == nil
+			w.mu.Unlock()
+			if last {
+				// Building the indexes allocated far more than they keep
+				// (rows read, texts analysed, vectors decoded); the runtime
+				// would hand that back to the system only slowly, and the
+				// process would stay at its loading peak for minutes.
+				debug.FreeOSMemory()
 			}
 		}()
 		if err := build(ctx); err != nil && ctx.Err() == nil {
