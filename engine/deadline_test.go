@@ -148,3 +148,49 @@ func TestStuckStageAnswersAtTheDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadingAnswersUnavailableWhenPreferred: a pack left empty because its
+// generators waited for indexes being loaded is, for a caller that prefers
+// an error (Plan.BusyError), unavailable naming them; without the
+// preference it is the empty degraded pack.
+func TestLoadingAnswersUnavailableWhenPreferred(t *testing.T) {
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := &gatedGenerator{gate: make(chan struct{})}
+	defer close(gen.gate)
+	cfg := testConfig(t)
+	e, err := engine.New(engine.WithTextGenerators(gen), engine.WithSlicer(scs.New(pol, counter)), engine.WithLogger(discardLogger()),
+		engine.WithSettings(engine.Settings{
+			Weights: cfg.Weights, Budget: scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
+			GeneratorTimeout: 200 * time.Millisecond,
+		}),
+		engine.WithLoading(func() []string { return []string{"full-text index"} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, busyError := range []bool{false, true} {
+		plan, err := (&h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}}).Plan("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan.BusyError = busyError
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		p, err := answerWithin(t, e, ctx, plan, 30*time.Second)
+		cancel()
+		if busyError {
+			if h4r.ErrorCode(err) != h4r.EUNAVAILABLE || !strings.Contains(err.Error(), "full-text index") {
+				t.Errorf("preferring an error: got pack %v, error %v; want unavailable naming the full-text index", p, err)
+			}
+			continue
+		}
+		if err != nil || p.Status != h4r.StatusDegraded || len(p.Results) != 0 {
+			t.Errorf("got %v, %+v; want an empty degraded pack", err, p)
+		}
+	}
+}

@@ -264,6 +264,9 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	}()
 	select {
 	case b := <-done:
+		if err := e.loadingError(plan, b.p); err != nil {
+			return nil, err
+		}
 		e.recordDeliveries(b.entries)
 		return b.p, nil
 	case <-ctx.Done():
@@ -274,6 +277,9 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	defer grace.Stop()
 	select {
 	case b := <-done:
+		if err := e.loadingError(plan, b.p); err != nil {
+			return nil, err
+		}
 		e.recordDeliveries(b.entries)
 		return b.p, nil
 	case <-grace.C:
@@ -344,6 +350,21 @@ func (e *Engine) build(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan,
 		Audit:         plan.Audit,
 	})
 	return p, entries
+}
+
+// loadingError is the unavailable error that replaces an empty degraded
+// pack built while the store was still loading indexes into memory, for a
+// caller that prefers an error it can retry on (Plan.BusyError); nil
+// otherwise.
+func (e *Engine) loadingError(plan *h4r.Plan, p *h4r.Pack) error {
+	if !plan.BusyError || e.loading == nil || p.Status != h4r.StatusDegraded || len(p.Results) > 0 {
+		return nil
+	}
+	names := e.loading()
+	if len(names) == 0 {
+		return nil
+	}
+	return h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is still loading its in-memory %s, and the pack found nothing without it; retry after a pause", strings.Join(names, ", "))
 }
 
 // late answers a request whose stages did not return by its deadline (and
