@@ -835,7 +835,7 @@ func (e *Engine) runAll(ctx context.Context, gens []h4r.Generator, q h4r.Candida
 			t := time.NewTimer(lateGrace)
 			defer t.Stop()
 			expired, abandon = nil, t.C
-			pending++ // this round received nothing
+			pending++ // nothing was received: the loop decrements it back
 			continue
 		case <-abandon:
 		}
