@@ -203,6 +203,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 		engine.WithQueryExpansion(expander, bm25.Term),
 		engine.WithLogger(o.log),
 		engine.WithClock(o.now),
+		engine.WithLoading(func() []string { return a.warming.loading(context.Background()) }),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("building the engine: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,16 @@ type warming struct {
 
 // check is the readiness check: an error naming what is still being built.
 func (w *warming) check(ctx context.Context) error {
+	pending := w.loading(ctx)
+	if len(pending) == 0 {
+		return nil
+	}
+	return fmt.Errorf("still loading the in-memory %s", strings.Join(pending, ", "))
+}
+
+// loading names the indexes still being built; the engine names them in
+// the answer to a pack that could not wait for them (engine.WithLoading).
+func (w *warming) loading(ctx context.Context) []string {
 	w.mu.Lock()
 	pending := slices.Clone(w.pending)
 	ready := w.ready
@@ -34,10 +45,7 @@ func (w *warming) check(ctx context.Context) error {
 			pending = append(pending, name)
 		}
 	}
-	if len(pending) == 0 {
-		return nil
-	}
-	return fmt.Errorf("still loading the in-memory %s", strings.Join(pending, ", "))
+	return pending
 }
 
 // warmInBackground runs build in a goroutine; Close cancels it and waits for
@@ -69,9 +77,17 @@ func (a *App) warmUntil(name string, build, ready func(context.Context) error, l
 		defer close(done)
 		defer func() {
 			w.mu.Lock()
-			defer w.mu.Unlock()
 			if i := slices.Index(w.pending, name); i >= 0 {
 				w.pending = slices.Delete(w.pending, i, i+1)
+			}
+			last := len(w.pending) == 0 && ctx.Err() == nil
+			w.mu.Unlock()
+			if last {
+				// Building the indexes allocated far more than they keep
+				// (rows read, texts analysed, vectors decoded); the runtime
+				// would hand that back to the system only slowly, and the
+				// process would stay at its loading peak for minutes.
+				debug.FreeOSMemory()
 			}
 		}()
 		if err := build(ctx); err != nil && ctx.Err() == nil {

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -29,6 +29,12 @@ const (
 	// with another's CPU work.
 	DefaultInFlightPerCPU = 2
 )
+
+// lateGrace is how long past a deadline the engine waits for a stage or a
+// generator that has not returned before answering without it: long
+// enough for one that honours the deadline to return what it found, short
+// against the server's write deadline.
+const lateGrace = 100 * time.Millisecond
 
 // Slicer applies policy and budgets to ranked items (scs.Slicer), says
 // which items the policy lets a specialist see at all (the anchors of
@@ -93,6 +99,9 @@ type Engine struct {
 	// slots bounds the packs built at once; waiting callers are served in
 	// arrival order. nil: no bound.
 	slots chan struct{}
+	// loading names the in-memory indexes still being loaded (WithLoading);
+	// nil: none are.
+	loading func() []string
 
 	expansion expansion // pseudo-relevance feedback (expand.go)
 }
@@ -143,6 +152,11 @@ func WithMaxInFlight(n int) Option {
 		}
 	}
 }
+
+// WithLoading tells the engine what the store is still loading into memory
+// (the full-text index, the vectors, the link graph at start), so that a
+// pack answered late because a search waited for one says so.
+func WithLoading(loading func() []string) Option { return func(e *Engine) { e.loading = loading } }
 
 // New returns an Engine. It needs at least one text generator and a slicer.
 func New(opts ...Option) (*Engine, error) {
@@ -228,7 +242,58 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	if !admitted {
 		return e.busy(ctx, spec, plan, weights, start)
 	}
-	defer release()
+	if _, has := ctx.Deadline(); !has {
+		defer release()
+		p, entries := e.build(ctx, spec, plan, weights, start)
+		e.recordDeliveries(entries)
+		return p, nil
+	}
+	// The stages run apart from the caller, so that one stuck past the
+	// deadline (a search waiting for an in-memory index being loaded, which
+	// takes minutes at a million items) cannot hold the request past it:
+	// the caller gets a late answer instead (late), and the stages keep
+	// the slot until they return, so that stuck packs still count against
+	// the bound.
+	type built struct {
+		p       *h4r.Pack
+		entries []pack.Entry
+	}
+	done := make(chan built, 1)
+	go func() {
+		defer release()
+		p, entries := e.build(ctx, spec, plan, weights, start)
+		done <- built{p, entries}
+	}()
+	select {
+	case b := <-done:
+		if err := e.loadingError(plan, b.p); err != nil {
+			return nil, err
+		}
+		e.recordDeliveries(b.entries)
+		return b.p, nil
+	case <-ctx.Done():
+	}
+	// The stages see the deadline too and most return a degraded pack
+	// within moments of it: that pack holds what was found in time.
+	grace := time.NewTimer(lateGrace)
+	defer grace.Stop()
+	select {
+	case b := <-done:
+		if err := e.loadingError(plan, b.p); err != nil {
+			return nil, err
+		}
+		e.recordDeliveries(b.entries)
+		return b.p, nil
+	case <-grace.C:
+		return e.late(ctx, spec, plan, weights, start)
+	}
+}
+
+// build runs the stages of an admitted pack: candidates, ranking, slicing,
+// building. It returns the pack and its entries, whose deliveries the
+// caller records once the pack is delivered.
+func (e *Engine) build(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, weights h4r.Weights, start time.Time) (*h4r.Pack, []pack.Entry) {
+	req := &plan.Request
 	var stats Stats
 	limits, warnings := e.limits(req)
 
@@ -286,8 +351,46 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 		ExplainAll:    req.Explain == h4r.ExplainAll,
 		Audit:         plan.Audit,
 	})
-	e.recordDeliveries(entries)
-	return p, nil
+	return p, entries
+}
+
+// loadingError is the unavailable error that replaces an empty degraded
+// pack built while the store was still loading indexes into memory, for a
+// caller that prefers an error it can retry on (Plan.BusyError); nil
+// otherwise.
+func (e *Engine) loadingError(plan *h4r.Plan, p *h4r.Pack) error {
+	if !plan.BusyError || e.loading == nil || p.Status != h4r.StatusDegraded || len(p.Results) > 0 {
+		return nil
+	}
+	names := e.loading()
+	if len(names) == 0 {
+		return nil
+	}
+	return h4r.Errorf(h4r.EUNAVAILABLE, "", "the server is still loading its in-memory %s, and the pack found nothing without it; retry after a pause", strings.Join(names, ", "))
+}
+
+// late answers a request whose stages did not return by its deadline (and
+// a short grace after it): an unavailable error when the caller prefers one
+// (Plan.BusyError), otherwise an empty degraded pack saying why, naming
+// the in-memory indexes still being loaded (WithLoading) when there are.
+func (e *Engine) late(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan, weights h4r.Weights, start time.Time) (*h4r.Pack, error) {
+	waited := time.Since(start).Round(time.Millisecond)
+	why := "the pack's stages did not finish"
+	if e.loading != nil {
+		if names := e.loading(); len(names) > 0 {
+			why = fmt.Sprintf("the server was still loading its in-memory %s", strings.Join(names, ", "))
+		}
+	}
+	e.log.WarnContext(ctx, "late: the request deadline expired before the pack's stages returned", "reason", why, "waited", waited)
+	if plan.BusyError {
+		return nil, h4r.Errorf(h4r.EUNAVAILABLE, "", "the pack could not be built within the request deadline (%s): %s; retry after a pause", waited, why)
+	}
+	normalized, _ := weights.Normalized()
+	return e.builder.Build(pack.Input{
+		Query: plan.Request.Query.Text, Specialist: spec, Sources: map[string]h4r.SourceStats{}, Start: start,
+		Weights: normalized, Status: h4r.StatusDegraded, Audit: plan.Audit,
+		Warnings: []string{fmt.Sprintf("the request deadline expired after %s and %s, so this pack is empty; retry after a pause", waited, why)},
+	}), nil
 }
 
 // admit waits for one of the slots that bound the packs built at once.
@@ -706,31 +809,60 @@ func (e *Engine) textGenerators(t h4r.QueryType, warnings *[]string) []h4r.Gener
 	return e.text
 }
 
-// runAll runs generators concurrently, each under its own deadline.
+// runAll runs generators concurrently, each under its own deadline. A
+// generator that has not returned lateGrace after that deadline (one
+// waiting for an index being loaded, which does not see the deadline) is
+// left to finish alone: its run counts as timed out, so the pack goes on
+// with the others' hits.
 func (e *Engine) runAll(ctx context.Context, gens []h4r.Generator, q h4r.CandidateQuery) []generatorRun {
-	runs := make([]generatorRun, len(gens))
-	var wg sync.WaitGroup
+	type result struct {
+		i   int
+		run generatorRun
+	}
+	gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
+	defer cancel()
+	results := make(chan result, len(gens))
+	t0 := time.Now()
 	for i, g := range gens {
-		wg.Go(func() {
-			gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
-			defer cancel()
-			t0 := time.Now()
+		go func() {
 			hits, err := g.Generate(gctx, q)
-			runs[i] = generatorRun{name: g.Name(), hits: hits, took: time.Since(t0), err: err}
+			run := generatorRun{name: g.Name(), hits: hits, took: time.Since(t0), err: err}
 			var fallback *h4r.FallbackError
 			if errors.As(err, &fallback) {
-				runs[i].err, runs[i].warning = nil, fallback.Error()
-				return
-			}
-			if err != nil {
-				runs[i].hits = nil
+				run.err, run.warning = nil, fallback.Error()
+			} else if err != nil {
+				run.hits = nil
 				if errors.Is(err, context.DeadlineExceeded) || gctx.Err() != nil {
-					runs[i].err = fmt.Errorf("timed out after %s: %w", e.settings.GeneratorTimeout, err)
+					run.err = fmt.Errorf("timed out after %s: %w", e.settings.GeneratorTimeout, err)
 				}
 			}
-		})
+			results <- result{i, run}
+		}()
 	}
-	wg.Wait()
+	runs := make([]generatorRun, len(gens))
+	returned := make([]bool, len(gens))
+	expired := gctx.Done()
+	var abandon <-chan time.Time
+	for pending := len(gens); pending > 0; pending-- {
+		select {
+		case r := <-results:
+			runs[r.i], returned[r.i] = r.run, true
+			continue
+		case <-expired:
+			t := time.NewTimer(lateGrace)
+			defer t.Stop()
+			expired, abandon = nil, t.C
+			pending++ // nothing was received: the loop decrements it back
+			continue
+		case <-abandon:
+		}
+		for i, g := range gens {
+			if !returned[i] {
+				runs[i] = generatorRun{name: g.Name(), took: time.Since(t0), err: fmt.Errorf("timed out after %s: it had not returned %s later", e.settings.GeneratorTimeout, lateGrace)}
+			}
+		}
+		break
+	}
 	return runs
 }
 

@@ -47,6 +47,9 @@ func (t *textIndex) current(gen int64) bool {
 	return t.loaded && t.gen >= gen
 }
 
+// textLoadBatch is how many texts a rebuild analyses at once.
+const textLoadBatch = 4096
+
 func readTextGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var g int64
 	if err := tx.QueryRowContext(ctx, `SELECT generation FROM text_generation WHERE id = 1`).Scan(&g); err != nil {
@@ -131,10 +134,24 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 		if err != nil {
 			return fmt.Errorf("reading the items' texts: %w", err)
 		}
+		// The texts are analysed and indexed a batch at a time, so that
+		// only a batch of them is held at once besides the index: holding
+		// every text and its analysis until the end made the load's peak
+		// several times the index's size at a million items.
 		var (
 			seqs  []uint32
 			texts []string
 		)
+		x := bm25.New()
+		flush := func() error {
+			for i, d := range bm25.PrepareAll(texts) {
+				if err := x.Put(seqs[i], d); err != nil {
+					return err
+				}
+			}
+			seqs, texts = seqs[:0], texts[:0]
+			return nil
+		}
 		ids := map[uint32]string{}
 		for rows.Next() {
 			var (
@@ -151,15 +168,17 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 			seqs = append(seqs, doc)
 			texts = append(texts, text)
 			ids[doc] = id
+			if len(texts) == textLoadBatch {
+				if err := flush(); err != nil {
+					return errors.Join(err, rows.Close())
+				}
+			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return fmt.Errorf("reading the items' texts: %w", err)
 		}
-		x := bm25.New()
-		for i, d := range bm25.PrepareAll(texts) {
-			if err := x.Put(seqs[i], d); err != nil {
-				return err
-			}
+		if err := flush(); err != nil {
+			return err
 		}
 		t.loaded, t.gen, t.x, t.ids = true, gen, x, ids
 		return nil

@@ -1,0 +1,196 @@
+package engine_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/engine"
+	"github.com/h4r/h4r/policy"
+	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/tokens"
+)
+
+// gatedSlicer is a slicer whose Slice waits for its gate whatever its
+// context, as a stage reading through an index being loaded would.
+type gatedSlicer struct {
+	*scs.Slicer
+	gate chan struct{}
+}
+
+func (s gatedSlicer) Slice(ctx context.Context, spec h4r.Specialist, items []*h4r.Item, limits scs.Limits) scs.Outcome {
+	<-s.gate
+	return s.Slicer.Slice(ctx, spec, items, limits)
+}
+
+// answerWithin runs the plan and fails the test unless it returns within
+// limit (far past the deadline the test sets, so that load cannot fail it;
+// a stage that held the request would hold it until the gate opens, which
+// the test does only after).
+func answerWithin(t *testing.T, e *engine.Engine, ctx context.Context, plan *h4r.Plan, limit time.Duration) (*h4r.Pack, error) {
+	t.Helper()
+	type answer struct {
+		p   *h4r.Pack
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		p, err := e.Run(ctx, healer(), plan)
+		done <- answer{p, err}
+	}()
+	select {
+	case a := <-done:
+		return a.p, a.err
+	case <-time.After(limit):
+		t.Fatalf("no answer within %s of a request with a deadline: a stuck stage held it", limit)
+		return nil, nil
+	}
+}
+
+// TestStuckGeneratorIsLeftBehind: a generator that does not return (one
+// waiting for the vectors being loaded, deaf to its context) is left behind
+// at its deadline; the pack comes with the other generators' hits, degraded,
+// saying which one timed out.
+func TestStuckGeneratorIsLeftBehind(t *testing.T) {
+	a := openDemo(t)
+	gen := &gatedGenerator{gate: make(chan struct{})}
+	defer close(gen.gate)
+	e := newEngine(t, a, 300*time.Millisecond, []h4r.Generator{gen}, engine.WithLogger(discardLogger()))
+	plan, err := (&h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}}).Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	p, err := answerWithin(t, e, ctx, plan, 30*time.Second)
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case p.Status != h4r.StatusDegraded:
+		t.Errorf("status %q, want degraded", p.Status)
+	case len(p.Results) == 0:
+		t.Errorf("no results: the full-text hits found in time were lost with the stuck generator")
+	case !strings.Contains(p.Sources[h4r.GenVector].Error, "timed out"):
+		t.Errorf("the stuck generator's source says %q, want timed out", p.Sources[h4r.GenVector].Error)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("answered after the request deadline")
+	}
+}
+
+// TestStuckStageAnswersAtTheDeadline: a stage that does not return by the
+// request deadline cannot hold the request: the caller gets an empty
+// degraded pack naming what was being loaded, or unavailable when it
+// prefers (Plan.BusyError), soon after the deadline; the stuck pack keeps
+// its slot until it returns.
+func TestStuckStageAnswersAtTheDeadline(t *testing.T) {
+	a := openDemo(t)
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		busyError bool
+	}{
+		{"empty_degraded_pack", false},
+		{"unavailable_error", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			opened := false
+			open := func() {
+				if !opened {
+					opened = true
+					close(gate)
+				}
+			}
+			defer open()
+			e := newEngine(t, a, patient, nil, engine.WithMaxInFlight(1), engine.WithLogger(discardLogger()),
+				engine.WithSlicer(gatedSlicer{Slicer: scs.New(pol, counter), gate: gate}),
+				engine.WithLoading(func() []string { return []string{"vector index"} }))
+			plan, err := (&h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}}).Plan("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan.BusyError = tc.busyError
+			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+			defer cancel()
+			p, err := answerWithin(t, e, ctx, plan, 30*time.Second)
+			if tc.busyError {
+				if h4r.ErrorCode(err) != h4r.EUNAVAILABLE || p != nil || !strings.Contains(err.Error(), "vector index") {
+					t.Fatalf("got pack %v, error %v; want unavailable naming the vector index", p, err)
+				}
+			} else {
+				switch {
+				case err != nil:
+					t.Fatal(err)
+				case p.Status != h4r.StatusDegraded || len(p.Results) != 0 || p.Results == nil:
+					t.Errorf("status %q with %d results (nil: %v), want degraded and empty", p.Status, len(p.Results), p.Results == nil)
+				case !slices.ContainsFunc(p.Explainability.Warnings, func(w string) bool { return strings.Contains(w, "loading its in-memory vector index") }):
+					t.Errorf("warnings %v do not say the vector index was loading", p.Explainability.Warnings)
+				}
+			}
+			if got := e.InFlight(); got != 1 {
+				t.Errorf("InFlight %d while the stuck pack runs, want 1: it must keep its slot", got)
+			}
+			open()
+			for e.InFlight() != 0 {
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestLoadingAnswersUnavailableWhenPreferred: a pack left empty because its
+// generators waited for indexes being loaded is, for a caller that prefers
+// an error (Plan.BusyError), unavailable naming them; without the
+// preference it is the empty degraded pack.
+func TestLoadingAnswersUnavailableWhenPreferred(t *testing.T) {
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := &gatedGenerator{gate: make(chan struct{})}
+	defer close(gen.gate)
+	cfg := testConfig(t)
+	e, err := engine.New(engine.WithTextGenerators(gen), engine.WithSlicer(scs.New(pol, counter)), engine.WithLogger(discardLogger()),
+		engine.WithSettings(engine.Settings{
+			Weights: cfg.Weights, Budget: scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
+			GeneratorTimeout: 200 * time.Millisecond,
+		}),
+		engine.WithLoading(func() []string { return []string{"full-text index"} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, busyError := range []bool{false, true} {
+		plan, err := (&h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}}).Plan("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan.BusyError = busyError
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		p, err := answerWithin(t, e, ctx, plan, 30*time.Second)
+		cancel()
+		if busyError {
+			if h4r.ErrorCode(err) != h4r.EUNAVAILABLE || !strings.Contains(err.Error(), "full-text index") {
+				t.Errorf("preferring an error: got pack %v, error %v; want unavailable naming the full-text index", p, err)
+			}
+			continue
+		}
+		if err != nil || p.Status != h4r.StatusDegraded || len(p.Results) != 0 {
+			t.Errorf("got %v, %+v; want an empty degraded pack", err, p)
+		}
+	}
+}
