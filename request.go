@@ -32,11 +32,11 @@ const (
 	MaxTLDRSentences  = 50
 	MaxHopsLimit      = 10
 	MaxLinkTypes      = 32
-	// DefaultQueryType is keyword, not hybrid: with the built-in hashing
-	// embedder, hybrid lost to keyword on cisi (nDCG@10 0.390 against
-	// 0.400, bench/RESULTS.md), and hybrid may be the default only if it
-	// never loses. A request names hybrid to fuse vectors.
-	DefaultQueryType     = QueryKeyword
+	// DefaultQueryType is hybrid: with the built-in learned embedder,
+	// fusing vectors into full-text does not lose to keyword on any public
+	// set (bench/RESULTS.md). Without an embedder (H4R_EMBEDDER=none) a
+	// hybrid query is answered by full-text search and the pack says so.
+	DefaultQueryType     = QueryHybrid
 	maxFilterValueLength = 1024
 )
 

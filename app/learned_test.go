@@ -123,6 +123,7 @@ func TestEmbedderNone(t *testing.T) {
 		warn string
 	}{
 		{"hybrid", h4r.QueryHybrid, "hybrid query was answered by full-text search alone"},
+		{"no type named (hybrid, the default)", "", "hybrid query was answered by full-text search alone"},
 		{"semantic", h4r.QuerySemantic, "semantic query was answered by full-text search"},
 	}
 	for _, tt := range tests {

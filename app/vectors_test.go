@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -114,8 +115,9 @@ func TestQueryTypesWithBuiltInVectors(t *testing.T) {
 		{h4r.QuerySemantic, "authentcation", []string{h4r.GenVector}, true},
 		{h4r.QueryHybrid, "authentcation", []string{h4r.GenFullText, h4r.GenVector}, true},
 		{h4r.QueryHybrid, "login selector", []string{h4r.GenFullText, h4r.GenVector}, false},
+		{"", "authentcation", []string{h4r.GenFullText, h4r.GenVector}, true}, // no type named: hybrid
 	} {
-		t.Run(string(tc.typ)+" "+tc.query, func(t *testing.T) {
+		t.Run(cmp.Or(string(tc.typ), "default")+" "+tc.query, func(t *testing.T) {
 			p := ask(t, a, tc.typ, tc.query)
 			var got []string
 			for name := range p.Sources {

@@ -66,7 +66,7 @@ func WithExpansion(on bool, p analysis.Expansion) RunOption {
 }
 
 func newRunOptions(opts []RunOption) runOptions {
-	o := runOptions{batch: 500, workers: min(runtime.GOMAXPROCS(0), 4), queryType: h4r.QueryKeyword, log: slog.New(slog.DiscardHandler)}
+	o := runOptions{batch: 500, workers: min(runtime.GOMAXPROCS(0), 4), queryType: h4r.DefaultQueryType, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -84,8 +84,8 @@ func WithLogger(l *slog.Logger) RunOption { return func(o *runOptions) { o.log =
 // changes what another sees.
 func WithWorkers(n int) RunOption { return func(o *runOptions) { o.workers = max(n, 1) } }
 
-// WithQueryType sets the request's query type (default keyword: full-text
-// only, the BM25 reference's setting).
+// WithQueryType sets the request's query type (default: the service's,
+// h4r.DefaultQueryType; the BM25 reference asks keyword, full-text only).
 func WithQueryType(t h4r.QueryType) RunOption { return func(o *runOptions) { o.queryType = t } }
 
 // WithWeights sends these weights with every request (default: the

@@ -184,7 +184,7 @@ func table() []variable {
 			func(c *Config) *string { return &c.EmbedAPIKey }, nil),
 		whole("H4R_EMBED_DIM", "512", "Dimension of the built-in hashing embedder's vectors.",
 			func(c *Config) *int { return &c.EmbedDim }, 16, 8192),
-		whole("H4R_EMBED_LEARNED_DIM", "128", "Dimension of the learned embedder's vectors (latent dimensions kept from the corpus); a change takes effect when it learns again (h4r reindex).",
+		whole("H4R_EMBED_LEARNED_DIM", "128", "Dimension of the learned embedder's vectors (latent dimensions kept from the corpus), chosen by cross-validation across the public sets; a change takes effect when it learns again (h4r reindex).",
 			func(c *Config) *int { return &c.EmbedLearnedDim }, 2, 1024),
 		duration("H4R_EMBED_TIMEOUT", "500ms", "Deadline of one embedding call; a late or failed embedding degrades the request to full-text with a warning.",
 			func(c *Config) *time.Duration { return &c.EmbedTimeout }, time.Millisecond, time.Minute),

@@ -51,7 +51,7 @@ func TestQueryExpansion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recordingFullText{Generator: a.Store.FullText()}
 			e := newEngineWith(t, a, rec, tt.byDefault, p)
-			pk := auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "login test failures with selector issues", Expand: tt.expand}})
+			pk := auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryKeyword, Text: "login test failures with selector issues", Expand: tt.expand}})
 			if len(rec.asked) != tt.passes {
 				t.Fatalf("the full-text generator was asked %d times (%q), want %d", len(rec.asked), rec.asked, tt.passes)
 			}

@@ -39,7 +39,7 @@ type Deps struct {
 // ContextPackArgs are context_pack's arguments: the item contract's request
 // payload (no specialist: the caller is the key's principal) and compact.
 type ContextPackArgs struct {
-	Query         h4r.Query          `json:"query" jsonschema:"what to find: text, and optionally type (semantic, keyword, hybrid, causal), filters, and expand (true or false: pseudo-relevance feedback, the query expanded with the words of its top full-text hits; left out: the server default)"`
+	Query         h4r.Query          `json:"query" jsonschema:"what to find: text, and optionally type (hybrid, the default: full-text and vectors; keyword: full-text only; semantic; causal), filters, and expand (true or false: pseudo-relevance feedback, the query expanded with the words of its top full-text hits; left out: the server default)"`
 	Limit         int                `json:"limit,omitempty" jsonschema:"at most this many results (default 10)"`
 	Weights       map[string]float64 `json:"weights,omitempty" jsonschema:"per-request signal weights"`
 	Anchors       []string           `json:"anchors,omitempty" jsonschema:"item ids that causal hops start from"`

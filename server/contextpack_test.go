@@ -42,27 +42,27 @@ func TestContextPackPolicy(t *testing.T) {
 		{
 			name:       "internal qa healer",
 			specialist: healer,
-			kept:       []string{"mem-fix", "mem-pii", "mem-qa", "mem-root"},
+			kept:       []string{"mem-checkout", "mem-fix", "mem-pii", "mem-qa", "mem-root"},
 			policy:     map[string]string{"mem-cred": "credentials", "mem-sensitive": "sensitivity", "mem-ops": "group_restricted"},
 			unseen:     []string{"CONFIDENTIAL-INCIDENT-NOTE", "OPS-ONLY-RUNBOOK"},
 		},
 		{
 			name:   "anonymous is public without groups",
-			kept:   []string{"mem-fix", "mem-pii", "mem-root"},
+			kept:   []string{"mem-checkout", "mem-fix", "mem-pii", "mem-root"},
 			policy: map[string]string{"mem-cred": "credentials", "mem-sensitive": "sensitivity", "mem-ops": "group_restricted", "mem-qa": "group_restricted"},
 			unseen: []string{"CONFIDENTIAL-INCIDENT-NOTE", "OPS-ONLY-RUNBOOK", "qa-login"},
 		},
 		{
 			name:       "confidential ops bot",
 			specialist: `{"id": "incident_bot", "securityLevel": "confidential", "authorizedGroups": ["ops"]}`,
-			kept:       []string{"mem-fix", "mem-ops", "mem-pii", "mem-root", "mem-sensitive"},
+			kept:       []string{"mem-checkout", "mem-fix", "mem-ops", "mem-pii", "mem-root", "mem-sensitive"},
 			policy:     map[string]string{"mem-cred": "credentials", "mem-qa": "group_restricted"},
 			unseen:     []string{"qa-login"},
 		},
 	}
-	// The requests name no query type: keyword, the default, does not find
-	// mem-checkout (it shares no word with the query; hybrid's vectors
-	// did), and every other item matches a word.
+	// The requests name no query type: hybrid, the default, whose vectors
+	// find mem-checkout (it shares no word with the query; keyword would
+	// not), and every other item matches a word.
 	for _, tt := range tests {
 		for _, audit := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, audit %v", tt.name, audit), func(t *testing.T) {

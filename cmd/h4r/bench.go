@@ -85,7 +85,7 @@ func (c *benchCommon) register(fs *flag.FlagSet) {
 	fs.Var(&c.datasets, "dataset", "BEIR dataset folder (repeatable)")
 	fs.StringVar(&c.split, "split", "test", "qrels split: qrels/SPLIT.tsv")
 	fs.StringVar(&c.out, "out", "bench-out", "folder of the reports")
-	fs.StringVar(&c.qtype, "type", string(h4r.QueryKeyword), "query type of the requests: keyword (full-text only), hybrid, semantic")
+	fs.StringVar(&c.qtype, "type", string(h4r.DefaultQueryType), "query type of the requests: hybrid (full-text and vectors, the service's default), keyword (full-text only), semantic")
 	fs.IntVar(&c.workers, "workers", 2, "queries in flight")
 	fs.BoolVar(&c.verbose, "v", false, "log the service's warnings")
 	fs.IntVar(&c.maxHops, "max-hops", 0, "causal hops from the anchors per request (0: H4R_MAX_HOPS)")
@@ -253,7 +253,7 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 	superseded := fs.String("superseded", "", "the requests' superseded: demote (the service's default), keep (no supersession penalty) or exclude")
 	replay := fs.Bool("replay", false, "replay mode: queries in order, one at a time, packs delivering, and the relevant items of each pack's top ten used (read) by the caller, so access counts evolve as in production (see bench.WithReplay)")
 	conv := fs.String("conversation", "config", "conversation-aware retrieval: config (H4R_CONVERSATION), on or off")
-	againstBM25 := fs.Bool("against-bm25", false, "also run every dataset with relevance-only BM25 (relevance-only weights, conversation off) in the same process, and report the difference by query category")
+	againstBM25 := fs.Bool("against-bm25", false, "also run every dataset with relevance-only BM25 (keyword queries, relevance-only weights, conversation and query expansion off) in the same process, and report the difference by query category")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -278,17 +278,22 @@ func cmdBenchQuality(ctx context.Context, args []string, stdout, stderr io.Write
 		cfg     config.Config
 		weights h4r.Weights
 		lambda  float64
+		qtype   string
 	}
-	setups := []setup{{"", cfg, w, lambda}}
+	setups := []setup{{"", cfg, w, lambda, c.qtype}}
 	if *againstBM25 {
+		// Relevance-only BM25: full-text only, whatever the service's
+		// default type, and none of the stages layered on it.
 		base := cfg
-		base.Conversation = false
-		setups = []setup{{"bm25", base, bench.RelevanceOnly(), lambda}, {"", cfg, w, lambda}}
+		base.Conversation, base.QueryExpansion = false, false
+		setups = []setup{{"bm25", base, bench.RelevanceOnly(), lambda, string(h4r.QueryKeyword)}, setups[0]}
 	}
 	var reps []*bench.QualityReport
 	for _, dir := range c.datasets {
 		for _, su := range setups {
-			rep, err := qualityRun(ctx, su.cfg, dir, su.name, &c, su.weights, su.lambda, stderr, bench.WithWeights(su.weights), bench.WithDelivery(*deliver), bench.WithReplay(*replay), bench.WithSuperseded(*superseded))
+			sc := c
+			sc.qtype = su.qtype
+			rep, err := qualityRun(ctx, su.cfg, dir, su.name, &sc, su.weights, su.lambda, stderr, bench.WithWeights(su.weights), bench.WithDelivery(*deliver), bench.WithReplay(*replay), bench.WithSuperseded(*superseded))
 			if err != nil {
 				return err
 			}
