@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -83,11 +84,7 @@ func (a *App) warmUntil(name string, build, ready func(context.Context) error, l
 			last := len(w.pending) == 0 && ctx.Err() == nil
 			w.mu.Unlock()
 			if last {
-				// Building the indexes allocated far more than they keep
-				// (rows read, texts analysed, vectors decoded); the runtime
-				// would hand that back to the system only slowly, and the
-				// process would stay at its loading peak for minutes.
-				debug.FreeOSMemory()
+				returnLoadingGarbage()
 			}
 		}()
 		if err := build(ctx); err != nil && ctx.Err() == nil {
@@ -99,4 +96,50 @@ func (a *App) warmUntil(name string, build, ready func(context.Context) error, l
 		<-done
 		return nil
 	})
+}
+
+// returnLoadingGarbage hands the memory that building the indexes
+// allocated and did not keep (rows read, texts analysed, vectors decoded)
+// back to the system when it is worth it (worthReturning): the runtime
+// would hand it back only slowly, and the process would stay at its
+// loading peak for minutes.
+func returnLoadingGarbage() {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/heap/goal:bytes"},
+	}
+	metrics.Read(s)
+	for _, x := range s {
+		if x.Value.Kind() != metrics.KindUint64 {
+			return
+		}
+	}
+	retained := s[0].Value.Uint64() + s[1].Value.Uint64() + s[2].Value.Uint64()
+	if worthReturning(retained, s[3].Value.Uint64(), s[4].Value.Uint64()) {
+		debug.FreeOSMemory()
+	}
+}
+
+// worthReturning says whether to collect and hand the heap's free memory
+// back to the system, given the heap the process holds (retained), the
+// live heap at the last collection and the size the heap may grow to
+// before the next one (goal). Every cycle the heap grows from live to
+// goal again: memory handed back below the goal is faulted back in page
+// by page under the first requests, lengthening their tail for no
+// lasting saving. So the heap is collected and handed back only when what
+// stays returned (retained above goal) is at least what is regrown. A
+// small store's loading leaves the heap about its goal, and it is left
+// alone; a large one's leaves it many times its goal.
+func worthReturning(retained, live, goal uint64) bool {
+	if retained <= goal {
+		return false
+	}
+	var regrown uint64
+	if goal > live {
+		regrown = goal - live
+	}
+	return retained-goal >= regrown
 }

@@ -64,3 +64,29 @@ func TestWarmUpHoldsReadiness(t *testing.T) {
 		t.Errorf("a warmer that failed still holds readiness: %v", err)
 	}
 }
+
+func TestWorthReturning(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		name                 string
+		retained, live, goal uint64
+		want                 bool
+	}{
+		// A small store (10k items): its loading left the heap about the
+		// size every cycle grows it back to.
+		{"heap below its goal", 166 * mb, 46 * mb, 177 * mb, false},
+		{"heap at its goal", 177 * mb, 46 * mb, 177 * mb, false},
+		{"heap above its goal by less than a cycle regrows", 300 * mb, 46 * mb, 177 * mb, false},
+		{"heap above its goal by what a cycle regrows", 308 * mb, 46 * mb, 177 * mb, true},
+		// A large store: the loading's peak is many times the heap kept.
+		{"heap far above its goal", 1200 * mb, 255 * mb, 383 * mb, true},
+		{"live heap past the goal", 200 * mb, 190 * mb, 180 * mb, true},
+		{"nothing held", 0, 0, 4 * mb, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := worthReturning(tc.retained, tc.live, tc.goal); got != tc.want {
+				t.Errorf("worthReturning(%d MB retained, %d MB live, %d MB goal) = %v, want %v", tc.retained/mb, tc.live/mb, tc.goal/mb, got, tc.want)
+			}
+		})
+	}
+}
