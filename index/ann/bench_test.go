@@ -195,23 +195,23 @@ func BenchmarkExactScan(b *testing.B) {
 func BenchmarkDenseScan(b *testing.B) {
 	for _, dim := range []int{128, 512} {
 		for _, n := range []int{10_000, 100_000} {
-			rng := rand.New(rand.NewPCG(11, 12))
-			x := ann.New(ann.WithThreshold(0))
-			v := make([]float32, dim)
-			for i := range n {
-				for j := range v {
-					v[j] = float32(rng.NormFloat64())
-				}
-				x.Put(idOf(i), v)
-			}
-			queries := make([][]float32, 16)
-			for i := range queries {
-				queries[i] = make([]float32, dim)
-				for j := range queries[i] {
-					queries[i][j] = float32(rng.NormFloat64())
-				}
-			}
 			b.Run(fmt.Sprintf("dim=%d/n=%dk", dim, n/1000), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(11, 12))
+				x := ann.New(ann.WithThreshold(0))
+				v := make([]float32, dim)
+				for i := range n {
+					for j := range v {
+						v[j] = float32(rng.NormFloat64())
+					}
+					x.Put(idOf(i), v)
+				}
+				queries := make([][]float32, 16)
+				for i := range queries {
+					queries[i] = make([]float32, dim)
+					for j := range queries[i] {
+						queries[i][j] = float32(rng.NormFloat64())
+					}
+				}
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {

@@ -276,24 +276,25 @@ func (sq *sparseQuery) dotCodes(c []int8) float32 {
 	i0, i1, i2, i3 := sq.idx[0], sq.idx[1], sq.idx[2], sq.idx[3]
 	v0, v1, v2, v3 := sq.val[0][:len(i0)], sq.val[1][:len(i1)], sq.val[2][:len(i2)], sq.val[3][:len(i3)]
 	n := min(len(i0), len(i1), len(i2), len(i3))
+	t := &codeValue
 	var s0, s1, s2, s3 float32
 	for k := range n {
-		s0 += v0[k] * float32(c[i0[k]])
-		s1 += v1[k] * float32(c[i1[k]])
-		s2 += v2[k] * float32(c[i2[k]])
-		s3 += v3[k] * float32(c[i3[k]])
+		s0 += v0[k] * t[uint8(c[i0[k]])]
+		s1 += v1[k] * t[uint8(c[i1[k]])]
+		s2 += v2[k] * t[uint8(c[i2[k]])]
+		s3 += v3[k] * t[uint8(c[i3[k]])]
 	}
 	for k := n; k < len(i0); k++ {
-		s0 += v0[k] * float32(c[i0[k]])
+		s0 += v0[k] * t[uint8(c[i0[k]])]
 	}
 	for k := n; k < len(i1); k++ {
-		s1 += v1[k] * float32(c[i1[k]])
+		s1 += v1[k] * t[uint8(c[i1[k]])]
 	}
 	for k := n; k < len(i2); k++ {
-		s2 += v2[k] * float32(c[i2[k]])
+		s2 += v2[k] * t[uint8(c[i2[k]])]
 	}
 	for k := n; k < len(i3); k++ {
-		s3 += v3[k] * float32(c[i3[k]])
+		s3 += v3[k] * t[uint8(c[i3[k]])]
 	}
 	return s0 + s1 + s2 + s3
 }
