@@ -185,3 +185,42 @@ func BenchmarkExactScan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDenseScan is the whole exact scan of a store's vector search
+// with the default (learned) embedder's dense queries: Search, then the
+// best 200 candidates (what Ranker.Top does below the threshold), on n
+// random vectors of 128 and 512 dimensions; ns/vector divides by n.
+//
+//	go test ./index/ann -run '^$' -bench DenseScan -benchmem -count 10
+func BenchmarkDenseScan(b *testing.B) {
+	for _, dim := range []int{128, 512} {
+		for _, n := range []int{10_000, 100_000} {
+			b.Run(fmt.Sprintf("dim=%d/n=%dk", dim, n/1000), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(11, 12))
+				x := ann.New(ann.WithThreshold(0))
+				v := make([]float32, dim)
+				for i := range n {
+					for j := range v {
+						v[j] = float32(rng.NormFloat64())
+					}
+					x.Put(idOf(i), v)
+				}
+				queries := make([][]float32, 16)
+				for i := range queries {
+					queries[i] = make([]float32, dim)
+					for j := range queries[i] {
+						queries[i][j] = float32(rng.NormFloat64())
+					}
+				}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					ids, scores, _, _ := x.Search(queries[i%len(queries)], 200)
+					vecindex.Top(ids, scores, 200, -1)
+					i++
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/vector")
+			})
+		}
+	}
+}

@@ -668,10 +668,9 @@ func (x *Index) scoreList(q vecindex.Query, li int, scores []float32) []float32 
 	score := func(lo, hi int) {
 		for i := lo; i < hi; { // chunk by chunk
 			c, off := l.codes[i>>x.shift], (i&mask)*d
-			for end := min(hi, (i|mask)+1); i < end; i++ {
-				scores[at+i] = q.DotCodes(c[off:off+d]) * l.scales[i]
-				off += d
-			}
+			end := min(hi, (i|mask)+1)
+			q.ScoreCodes(scores[at+i:at+end], c[off:off+(end-i)*d], l.scales[i:end])
+			i = end
 		}
 	}
 	if len(l.ids) < parallelScanMin {

@@ -80,3 +80,50 @@ func BenchmarkScan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDotCodes is the scoring kernel alone: a dense query (as the
+// learned embedder's) against 4,096 int8 vectors in a row, one call per
+// vector; ns-per-vector divides by them.
+//
+//	go test ./index/vecindex -run '^$' -bench DotCodes -count 10
+func BenchmarkDotCodes(b *testing.B) {
+	const n = 4096
+	for _, dim := range []int{128, 512} {
+		rng := rand.New(rand.NewPCG(7, 8))
+		codes := make([]int8, 0, n*dim)
+		for range n {
+			c, _ := Quantize(randomUnit(rng, dim))
+			codes = append(codes, c...)
+		}
+		q := randomUnit(rng, dim)
+		b.Run(fmt.Sprintf("dim=%d", dim), func(b *testing.B) {
+			var sink float32
+			for b.Loop() {
+				for j := range n {
+					sink += DotCodes(q, codes[j*dim:(j+1)*dim])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/vector")
+			_ = sink
+		})
+	}
+}
+
+// BenchmarkTop is the selection of the best 200 of n scores.
+func BenchmarkTop(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		rng := rand.New(rand.NewPCG(9, 10))
+		ids := make([]string, n)
+		scores := make([]float32, n)
+		for i := range n {
+			ids[i] = fmt.Sprintf("item-%06d", i)
+			scores[i] = float32(rng.NormFloat64() * 0.1)
+		}
+		b.Run(fmt.Sprintf("n=%dk", n/1000), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Top(ids, scores, Candidates(100), -1)
+			}
+		})
+	}
+}

@@ -2,7 +2,6 @@ package vecindex
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 )
@@ -130,10 +129,8 @@ func (x *Index) Remove(id string) {
 // of them can be off from the exact float32 dot product: |q|₁ × scale / 2.
 func (x *Index) Scores(q []float32) (scores []float32, slack float64) {
 	out := make([]float32, len(x.ids))
-	d := x.dim
-	pq := Prepare(q)
-	for i := range x.ids {
-		out[i] = pq.DotCodes(x.codes[i*d:(i+1)*d]) * x.scales[i]
+	if len(x.ids) > 0 {
+		Prepare(q).ScoreCodes(out, x.codes, x.scales)
 	}
 	var l1 float64
 	for _, v := range q {
@@ -166,19 +163,65 @@ func (q Query) DotCodes(c []int8) float32 {
 	return DotCodes(q.dense, c)
 }
 
-// DotCodes is the dot product of q with int8 codes of one length.
+// ScoreCodes sets dst[i] to the score of the i-th vector of codes (of q's
+// dimension, one after another) times scales[i], for every i of dst: the
+// same scores, bit for bit, as DotCodes(c)*scale vector by vector.
+func (q Query) ScoreCodes(dst []float32, codes []int8, scales []float32) {
+	d := len(q.dense)
+	codes, scales = codes[:len(dst)*d], scales[:len(dst)]
+	if q.sparse != nil {
+		for i := range dst {
+			dst[i] = q.sparse.dotCodes(codes[i*d:(i+1)*d:(i+1)*d]) * scales[i]
+		}
+		return
+	}
+	for i := range dst {
+		dst[i] = DotCodes(q.dense, codes[i*d:(i+1)*d:(i+1)*d]) * scales[i]
+	}
+}
+
+// codeValue is float32(c) for every int8 c, indexed by uint8(c). Reading
+// it costs one load where converting costs a sign extension, a register
+// clear and a conversion: the scan is bound by how many instructions it
+// issues per component (BenchmarkDotCodes).
+var codeValue = func() (t [256]float32) {
+	for i := range t {
+		t[i] = float32(int8(uint8(i)))
+	}
+	return t
+}()
+
+// DotCodes is the dot product of q with int8 codes of one length. It sums
+// in four float32 lanes (component i into lane i mod 4, in ascending order;
+// a tail past the last whole group of four into lane 0), then
+// s0+s1+s2+s3: every scan rounds a score in exactly this order (the sparse
+// scan too), so a vector's score does not depend on how it was scanned.
+// Eight components a round, each lane taking two; the slices advance
+// instead of an index so that the compiler checks bounds once a round.
 func DotCodes(q []float32, c []int8) float32 {
 	c = c[:len(q)]
+	t := &codeValue
 	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(q); i += 4 {
-		s0 += q[i] * float32(c[i])
-		s1 += q[i+1] * float32(c[i+1])
-		s2 += q[i+2] * float32(c[i+2])
-		s3 += q[i+3] * float32(c[i+3])
+	for len(q) >= 8 && len(c) >= 8 {
+		s0 += q[0] * t[uint8(c[0])]
+		s1 += q[1] * t[uint8(c[1])]
+		s2 += q[2] * t[uint8(c[2])]
+		s3 += q[3] * t[uint8(c[3])]
+		s0 += q[4] * t[uint8(c[4])]
+		s1 += q[5] * t[uint8(c[5])]
+		s2 += q[6] * t[uint8(c[6])]
+		s3 += q[7] * t[uint8(c[7])]
+		q, c = q[8:], c[8:]
 	}
-	for ; i < len(q); i++ {
-		s0 += q[i] * float32(c[i])
+	if len(q) >= 4 && len(c) >= 4 {
+		s0 += q[0] * t[uint8(c[0])]
+		s1 += q[1] * t[uint8(c[1])]
+		s2 += q[2] * t[uint8(c[2])]
+		s3 += q[3] * t[uint8(c[3])]
+		q, c = q[4:], c[4:]
+	}
+	for i := range q {
+		s0 += q[i] * t[uint8(c[i])]
 	}
 	return s0 + s1 + s2 + s3
 }
@@ -233,24 +276,25 @@ func (sq *sparseQuery) dotCodes(c []int8) float32 {
 	i0, i1, i2, i3 := sq.idx[0], sq.idx[1], sq.idx[2], sq.idx[3]
 	v0, v1, v2, v3 := sq.val[0][:len(i0)], sq.val[1][:len(i1)], sq.val[2][:len(i2)], sq.val[3][:len(i3)]
 	n := min(len(i0), len(i1), len(i2), len(i3))
+	t := &codeValue
 	var s0, s1, s2, s3 float32
 	for k := range n {
-		s0 += v0[k] * float32(c[i0[k]])
-		s1 += v1[k] * float32(c[i1[k]])
-		s2 += v2[k] * float32(c[i2[k]])
-		s3 += v3[k] * float32(c[i3[k]])
+		s0 += v0[k] * t[uint8(c[i0[k]])]
+		s1 += v1[k] * t[uint8(c[i1[k]])]
+		s2 += v2[k] * t[uint8(c[i2[k]])]
+		s3 += v3[k] * t[uint8(c[i3[k]])]
 	}
 	for k := n; k < len(i0); k++ {
-		s0 += v0[k] * float32(c[i0[k]])
+		s0 += v0[k] * t[uint8(c[i0[k]])]
 	}
 	for k := n; k < len(i1); k++ {
-		s1 += v1[k] * float32(c[i1[k]])
+		s1 += v1[k] * t[uint8(c[i1[k]])]
 	}
 	for k := n; k < len(i2); k++ {
-		s2 += v2[k] * float32(c[i2[k]])
+		s2 += v2[k] * t[uint8(c[i2[k]])]
 	}
 	for k := n; k < len(i3); k++ {
-		s3 += v3[k] * float32(c[i3[k]])
+		s3 += v3[k] * t[uint8(c[i3[k]])]
 	}
 	return s0 + s1 + s2 + s3
 }
@@ -288,38 +332,68 @@ func Worse(a, b Scored) bool {
 	return a.ID > b.ID
 }
 
-// topK is a min-heap of the best k hits so far.
-type topK []Scored
-
-func (h topK) Len() int           { return len(h) }
-func (h topK) Less(i, j int) bool { return Worse(h[i], h[j]) }
-func (h topK) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *topK) Push(x any)        { *h = append(*h, x.(Scored)) }
-func (h *topK) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 // Top returns the k best of scores (of the items ids, in one order), best
-// first, at least floor.
+// first, at least floor. It keeps the best k so far in a min-heap whose
+// root is the k-th best; once k are held, a score below the root's is
+// dropped with one comparison, which is the fate of nearly every score of
+// a long scan.
 func Top(ids []string, scores []float32, k int, floor float64) []Scored {
-	h := make(topK, 0, min(k, len(scores)))
-	for i, sc := range scores {
-		s := Scored{Score: float64(sc), ID: ids[i]}
-		if s.Score < floor {
-			continue
+	h := make([]Scored, 0, max(0, min(k, len(scores))))
+	ids = ids[:len(scores)]
+	i := 0
+	for ; i < len(scores) && len(h) < k; i++ {
+		if s := float64(scores[i]); s >= floor {
+			h = append(h, Scored{Score: s, ID: ids[i]})
+			siftUp(h, len(h)-1)
 		}
-		if len(h) < k {
-			heap.Push(&h, s)
-		} else if Worse(h[0], s) {
-			h[0] = s
-			heap.Fix(&h, 0)
+	}
+	if len(h) == k && k > 0 {
+		cut := h[0].Score // at least floor
+		for ; i < len(scores); i++ {
+			s := float64(scores[i])
+			if s < cut {
+				continue
+			}
+			if c := (Scored{Score: s, ID: ids[i]}); Worse(h[0], c) {
+				h[0] = c
+				siftDown(h, 0)
+				cut = h[0].Score
+			}
 		}
 	}
 	Sort(h)
 	return h
+}
+
+// siftUp restores the min-heap order of h (by Worse) after h[j] was added.
+func siftUp(h []Scored, j int) {
+	for j > 0 {
+		p := (j - 1) / 2
+		if !Worse(h[j], h[p]) {
+			return
+		}
+		h[p], h[j] = h[j], h[p]
+		j = p
+	}
+}
+
+// siftDown restores the min-heap order of h after h[j] was replaced.
+func siftDown(h []Scored, j int) {
+	for {
+		l := 2*j + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && Worse(h[r], h[l]) {
+			m = r
+		}
+		if !Worse(h[m], h[j]) {
+			return
+		}
+		h[j], h[m] = h[m], h[j]
+		j = m
+	}
 }
 
 // Sort orders hits best first.

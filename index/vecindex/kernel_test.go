@@ -1,0 +1,168 @@
+package vecindex
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// dotCodesLoop is the plain loop the scan's scores are defined by: four
+// float32 lanes by index mod 4, the tail into lane 0, summed s0+s1+s2+s3.
+func dotCodesLoop(q []float32, c []int8) float32 {
+	var s [4]float32
+	whole := len(q) - len(q)%4
+	for i := range q {
+		lane := i % 4
+		if i >= whole {
+			lane = 0
+		}
+		s[lane] += q[i] * float32(c[i])
+	}
+	return s[0] + s[1] + s[2] + s[3]
+}
+
+// DotCodes and ScoreCodes give the plain loop's scores bit for bit, for
+// dimensions on both sides of every unrolling boundary and for codes at the
+// ends of the int8 range.
+func TestDotCodesEqualsPlainLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dim    int
+		extern bool // codes only -128, -127, 0, 127
+	}{
+		{"dim1", 1, false},
+		{"dim3", 3, false},
+		{"dim4", 4, false},
+		{"dim7", 7, false},
+		{"dim8", 8, false},
+		{"dim12_half_round", 12, false},
+		{"dim13_tail", 13, false},
+		{"dim128_learned", 128, false},
+		{"dim131_tail", 131, false},
+		{"dim512_hashing", 512, false},
+		{"dim128_extremes", 128, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, uint64(tc.dim)))
+			const n = 50
+			codes := make([]int8, n*tc.dim)
+			scales := make([]float32, n)
+			for i := range codes {
+				codes[i] = int8(rng.IntN(256) - 128)
+				if tc.extern {
+					codes[i] = []int8{-128, -127, 0, 127}[rng.IntN(4)]
+				}
+			}
+			for i := range scales {
+				scales[i] = rng.Float32() / 127
+			}
+			for range 10 {
+				q := make([]float32, tc.dim)
+				for i := range q {
+					q[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(7)-3)))
+				}
+				dst := make([]float32, n)
+				Prepare(q).ScoreCodes(dst, codes, scales)
+				for i := range n {
+					c := codes[i*tc.dim : (i+1)*tc.dim]
+					want := dotCodesLoop(q, c)
+					if got := DotCodes(q, c); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("vector %d: DotCodes %v, plain loop %v", i, got, want)
+					}
+					if math.Float32bits(dst[i]) != math.Float32bits(want*scales[i]) {
+						t.Fatalf("vector %d: ScoreCodes %v, plain loop %v", i, dst[i], want*scales[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// FuzzDotCodes: for any query and codes, DotCodes, the prepared query's
+// (sparse or dense) and ScoreCodes agree bit for bit with the plain loop,
+// NaN and infinities included.
+func FuzzDotCodes(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, []byte{0x80, 0x7f, 1})
+	f.Add(make([]byte, 4*9), []byte{0x80})
+	f.Add(binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(math.Inf(1)))), []byte{0})
+	f.Fuzz(func(t *testing.T, qb, cb []byte) {
+		q := make([]float32, len(qb)/4)
+		for i := range q {
+			q[i] = math.Float32frombits(binary.LittleEndian.Uint32(qb[4*i:]))
+		}
+		if len(q) == 0 || len(cb) == 0 {
+			return
+		}
+		c := make([]int8, len(q))
+		for i := range c {
+			c[i] = int8(cb[i%len(cb)])
+		}
+		want := dotCodesLoop(q, c)
+		same := func(a, b float32) bool {
+			return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+		}
+		if got := DotCodes(q, c); !same(got, want) {
+			t.Fatalf("DotCodes %v, plain loop %v", got, want)
+		}
+		if got := Prepare(q).DotCodes(c); !same(got, want) {
+			t.Fatalf("prepared %v, plain loop %v", got, want)
+		}
+		dst := make([]float32, 1)
+		Prepare(q).ScoreCodes(dst, c, []float32{1})
+		if !same(dst[0], want*1) {
+			t.Fatalf("ScoreCodes %v, plain loop %v", dst[0], want)
+		}
+	})
+}
+
+// topSorted is Top by its definition: every score at least floor, sorted
+// best first, the first k.
+func topSorted(ids []string, scores []float32, k int, floor float64) []Scored {
+	var all []Scored
+	for i, s := range scores {
+		if float64(s) >= floor {
+			all = append(all, Scored{Score: float64(s), ID: ids[i]})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return Worse(all[j], all[i]) })
+	return all[:min(k, len(all))]
+}
+
+// Top returns what sorting every score would, with ties (broken by id),
+// scores under the floor, k beyond the count and k of zero.
+func TestTopEqualsSorting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, tc := range []struct {
+		name   string
+		n, k   int
+		levels int // distinct scores: few make ties
+		floor  float64
+	}{
+		{"many_k200", 10_000, 200, 0, -1},
+		{"ties_k50", 2_000, 50, 5, -1},
+		{"floor_cuts", 3_000, 100, 0, 0.1},
+		{"k_beyond_n", 30, 100, 0, -1},
+		{"k_zero", 30, 0, 0, -1},
+		{"none_pass", 100, 10, 0, 10},
+		{"k1", 500, 1, 3, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ids := make([]string, tc.n)
+			scores := make([]float32, tc.n)
+			for i := range ids {
+				ids[i] = string(rune('a'+rng.IntN(26))) + string(rune('a'+i%26)) + string(rune('0'+i/26%40)) + string(rune('0'+i/1040))
+				scores[i] = float32(rng.NormFloat64() * 0.1)
+				if tc.levels > 0 {
+					scores[i] = float32(rng.IntN(tc.levels)) / 10
+				}
+			}
+			got, want := Top(ids, scores, tc.k, tc.floor), topSorted(ids, scores, tc.k, tc.floor)
+			if !slices.Equal(got, want) {
+				t.Fatalf("Top = %d hits %v…, sorting gives %d %v…", len(got), got[:min(3, len(got))], len(want), want[:min(3, len(want))])
+			}
+		})
+	}
+}
