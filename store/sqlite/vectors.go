@@ -11,6 +11,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/index/ann"
 	"github.com/h4r/h4r/index/vecindex"
+	"github.com/h4r/h4r/store/internal/sqlkit"
 )
 
 // Vector search limits.
@@ -171,45 +172,20 @@ func (s *Store) embedItems(ctx context.Context, items []encodedItem) (h4r.Embedd
 	if e != nil {
 		e = h4r.PinEmbedder(e) // the model the vectors are stored under is the one that computed them
 	}
-	if e == nil || len(items) == 0 || !embedderReady(e) {
+	if e == nil || len(items) == 0 || !sqlkit.EmbedderReady(e) {
 		return e, nil
 	}
 	texts := make([]string, len(items))
 	for i := range items {
 		texts[i] = items[i].item.Text
 	}
-	vecs, err := e.Embed(ctx, texts)
-	if err == nil {
-		err = checkVectors(vecs, len(texts))
-	}
+	vecs, err := sqlkit.Embed(ctx, e, texts)
 	if err != nil {
 		s.log.WarnContext(ctx, "items written without vectors: vector search will miss them until h4r reindex",
 			"model", e.Model(), "items", len(items), "error", err)
 		return e, nil
 	}
 	return e, vecs
-}
-
-// embedderReady reports whether e can embed yet: an embedder learned from
-// the corpus has nothing to embed with before it learned, and items
-// written meanwhile get their vectors when it does (it re-embeds them all),
-// so the write skips them quietly rather than warn on every write.
-func embedderReady(e h4r.Embedder) bool {
-	r, ok := e.(interface{ Ready() bool })
-	return !ok || r.Ready()
-}
-
-// checkVectors checks that an embedder gave n vectors of one dimension.
-func checkVectors(vecs [][]float32, n int) error {
-	if len(vecs) != n {
-		return fmt.Errorf("the embedder returned %d vectors for %d texts", len(vecs), n)
-	}
-	for i, v := range vecs {
-		if len(v) == 0 || len(v) != len(vecs[0]) {
-			return fmt.Errorf("vector %d has %d dimensions, vector 0 has %d", i, len(v), len(vecs[0]))
-		}
-	}
-	return nil
 }
 
 func deleteVectors(ctx context.Context, tx *sql.Tx, ids []string) error {
@@ -613,7 +589,7 @@ func (s *Store) EmbedMissingVectors(ctx context.Context) (int, error) {
 // embedMissing embeds, with e, the items without a vector of e's model, in
 // batches in id order.
 func (s *Store) embedMissing(ctx context.Context, e h4r.Embedder) (int, error) {
-	if !embedderReady(e) {
+	if !sqlkit.EmbedderReady(e) {
 		return 0, nil
 	}
 	done := 0
@@ -674,10 +650,7 @@ func (s *Store) embedAndWrite(ctx context.Context, e h4r.Embedder, items []*h4r.
 	for i, it := range items {
 		texts[i], ids[i] = it.Text, it.ID
 	}
-	vecs, err := e.Embed(ctx, texts)
-	if err == nil {
-		err = checkVectors(vecs, len(texts))
-	}
+	vecs, err := sqlkit.Embed(ctx, e, texts)
 	if err != nil {
 		return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
 	}
