@@ -14,10 +14,10 @@ import (
 // resident set and latency are what the speed targets measure. Unless the
 // user set GOGC, which then bounds it, GOGC may go up to
 // gctune.DefaultCeiling: a small corpus's heap is then collected after the
-// headroom too, not after its own size. Collection was 8% of the server's
-// CPU under the context bridge's load at 10k trajectories, and its p99
-// with 100 clients went from 41-50 to 30-39 ms, for 60-80 MB more
-// resident memory. It returns the function that restores the process's
+// headroom too, not after its own size. Under the context bridge's load
+// collection was a visible share of the server's CPU and of its p99; the
+// headroom trades some resident memory for both (internal/gctune). It
+// returns the function that restores the process's
 // GOGC.
 func tuneGC(ctx context.Context, cfg config.Config, log *slog.Logger) (stop func()) {
 	opts := []gctune.Option{gctune.WithLogger(log)}

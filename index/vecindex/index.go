@@ -270,8 +270,7 @@ func sparse(q []float32) (*sparseQuery, bool) {
 // sum unchanged (x + ±0 = x; +0 + -0 = +0). The four lanes advance
 // together, as DotCodes' do: each sum is a chain of dependent additions,
 // and four chains in flight overlap where one lane at a time waited on
-// each addition (BenchmarkScan, sparse at 100k: 9.2–11.8 against
-// 11.4–13.0 ms per scan, three alternating runs at load 8).
+// each addition (BenchmarkScan, sparse; index/ann/PERFORMANCE.md).
 func (sq *sparseQuery) dotCodes(c []int8) float32 {
 	i0, i1, i2, i3 := sq.idx[0], sq.idx[1], sq.idx[2], sq.idx[3]
 	v0, v1, v2, v3 := sq.val[0][:len(i0)], sq.val[1][:len(i1)], sq.val[2][:len(i2)], sq.val[3][:len(i3)]

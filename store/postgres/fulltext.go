@@ -33,8 +33,8 @@ const queryTermsSQL = `
 
 // bm25SQL scores items for the query's lexemes. q holds the query terms the
 // corpus knows, with their idf, computed once per term in float8 (in
-// numeric, and recomputed per posting as an inlined CTE would, the sum took
-// 43 of a query's 53 ms on scifact). For each of them the lateral subquery reads
+// numeric, and recomputed per posting as an inlined CTE would, the sum was
+// most of a query's time). For each of them the lateral subquery reads
 // at most the term cut of postings, best impact first, from the
 // (term_id, impact DESC, item_seq) index alone; the sum of idf·impact per
 // item is its BM25 score. The best hits are kept with their ties, and only
@@ -71,8 +71,8 @@ const (
 // postFilterSQL scores like bm25SQL, then walks the candidates best first
 // and keeps the first that pass the filters (%s): one row lookup per
 // candidate walked, stopping at the limit (the lateral join keeps the
-// walk in score order; a plain join read all ~5,000 candidates' rows,
-// 110 ms p50 at 100k items), instead of one per posting. It misses items whose postings all fell below the cut, so
+// walk in score order; a plain join read every candidate's row), instead
+// of one per posting. It misses items whose postings all fell below the cut, so
 // when it finds fewer than the limit and a term was cut, Generate asks
 // again with filteredPostings. %[1]s is the filters, %[2]s the columns
 // read of each hit's row.

@@ -319,8 +319,8 @@ func connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.
 	}
 	// H4R's queries take milliseconds. Postgres compiles a query with JIT
 	// when its estimated cost passes jit_above_cost, and estimates drift
-	// (an unanalysed one-row table is guessed at 1,330 rows): a 300 ms
-	// full-text query then spent 2.6 s compiling. A URL that sets jit
+	// (an unanalysed one-row table is guessed at over a thousand rows): a
+	// full-text query then spent many times its run time compiling. A URL that sets jit
 	// keeps its choice.
 	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
