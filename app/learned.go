@@ -49,13 +49,24 @@ type missingEmbedder interface {
 	EmbedMissingVectors(ctx context.Context) (int, error)
 }
 
+// learningLock lets one process at a time learn the model over a store
+// that several replicas share (store/postgres.Store); a store that one
+// process owns needs none.
+type learningLock interface {
+	// LockLearning takes the lock, waiting for it when wait is set;
+	// without wait, ok is false when another process holds it.
+	LockLearning(ctx context.Context, wait bool) (unlock func(), ok bool, err error)
+}
+
 // learner learns the learned embedder's model from the store, saves it
-// there and re-embeds the items with it. One learning runs at a time.
+// there and re-embeds the items with it. One learning runs at a time in
+// the process, and, over a shared store, among the replicas.
 type learner struct {
 	emb    *embed.Learned
 	store  Store
 	models modelStore
-	vs     vectorStore // nil with Qdrant: its mirror is rebuilt by h4r reindex
+	shared learningLock // nil: the store is this process's alone
+	vs     vectorStore  // nil with Qdrant: its mirror is rebuilt by h4r reindex
 	dim    int
 	log    *slog.Logger
 
@@ -199,6 +210,61 @@ func (l *learner) relearn(ctx context.Context, progress func(done int)) (int, er
 	return n, nil
 }
 
+// lockShared takes the learning lock among the replicas, if the store has
+// one (see learningLock).
+func (l *learner) lockShared(ctx context.Context, wait bool) (unlock func(), ok bool, err error) {
+	if l.shared == nil {
+		return func() {}, true, nil
+	}
+	return l.shared.LockLearning(ctx, wait)
+}
+
+// check is the periodic drift check: when the corpus outgrew the model it
+// learns again, unless another replica is learning (the poll takes up its
+// model) or has just learned one that fits. It reports whether it learned.
+func (l *learner) check(ctx context.Context) (bool, error) {
+	if drifted, err := l.drifted(ctx); err != nil || !drifted {
+		return false, err
+	}
+	unlock, ok, err := l.lockShared(ctx, false)
+	if err != nil || !ok {
+		return false, err
+	}
+	defer unlock()
+	// Another replica may have saved a model since the last poll.
+	if _, err := l.takeUp(ctx); err != nil {
+		return false, err
+	}
+	if drifted, err := l.drifted(ctx); err != nil || !drifted {
+		return false, err
+	}
+	if _, err := l.relearn(ctx, nil); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// learnFirst is the first start over a corpus without a model: it waits
+// for a replica that is learning one and takes up its model, or learns
+// one itself.
+func (l *learner) learnFirst(ctx context.Context) error {
+	unlock, _, err := l.lockShared(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if loaded, err := l.load(ctx); err != nil || loaded {
+		return err
+	}
+	if drifted, err := l.drifted(ctx); err != nil || !drifted {
+		return err
+	}
+	if _, err := l.relearn(ctx, nil); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+		return err
+	}
+	return nil
+}
+
 // drifted reports whether the corpus outgrew the model: none learned yet
 // over enough items, or the corpus grown relearnGrowth-fold since.
 func (l *learner) drifted(ctx context.Context) (bool, error) {
@@ -226,6 +292,7 @@ func prepareLearned(ctx context.Context, cfg config.Config, a *App, emb *embed.L
 	}
 	l := &learner{emb: emb, store: a.base, models: models, vs: vs, dim: cfg.EmbedLearnedDim, log: log,
 		pollEvery: cmp.Or(o.modelPoll, modelPollEvery), checkEvery: cmp.Or(o.relearnCheck, relearnCheckEvery)}
+	l.shared, _ = a.base.(learningLock)
 	a.learner = l
 	loaded, err := l.load(ctx)
 	if err != nil {
@@ -240,12 +307,8 @@ func prepareLearned(ctx context.Context, cfg config.Config, a *App, emb *embed.L
 		return nil
 	}
 	if !loaded {
-		if drifted, err := l.drifted(ctx); err != nil {
+		if err := l.learnFirst(ctx); err != nil {
 			return err
-		} else if drifted {
-			if _, err := l.relearn(ctx, nil); err != nil && !errors.Is(err, embed.ErrNotLearned) {
-				return err
-			}
 		}
 	}
 	watchDrift(a, l, log)
@@ -276,11 +339,7 @@ func watchDrift(a *App, l *learner, log *slog.Logger) {
 				continue
 			case <-check.C:
 			}
-			drifted, err := l.drifted(ctx)
-			if err == nil && drifted {
-				_, err = l.relearn(ctx, nil)
-			}
-			if err != nil && ctx.Err() == nil && !errors.Is(err, embed.ErrNotLearned) {
+			if _, err := l.check(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, embed.ErrNotLearned) {
 				log.WarnContext(ctx, "learning the embedder again failed; the current model stays", "error", err)
 			}
 			if _, err := l.sweep(ctx); err != nil && ctx.Err() == nil {
@@ -304,5 +363,10 @@ func (a *App) LearnEmbedder(ctx context.Context) (int, error) {
 	if a.learner == nil {
 		return 0, nil
 	}
+	unlock, _, err := a.learner.lockShared(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	return a.learner.relearn(ctx, nil)
 }

@@ -3,6 +3,7 @@ package app_test
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,5 +113,67 @@ func TestLearnedModelAcrossPostgresReplicas(t *testing.T) {
 			t.Fatalf("vectors of the current model = %d; want 241 (the write through the other replica too)", n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two replicas over one Postgres database learn the model one at a time:
+// while one holds the learning lock, the other's drift check learns
+// nothing; once it is free the other learns, and the first then takes up
+// that model under the lock instead of learning the corpus a second time.
+func TestOneReplicaLearnsAtATime(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.DatabaseURL = postgresURL(t)
+	cfg.Embedder = "learned"
+	cfg.EmbedLearnedDim = 2
+	cfg.GeneratorTimeout, cfg.RequestTimeout = patient, patient
+	open := func() *app.App {
+		// No poll or check of their own during the test: each step below
+		// is the check, run by hand.
+		a, err := app.Open(t.Context(), cfg, app.WithLogger(quiet), app.WithLearnedTimings(time.Hour, time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := a.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return a
+	}
+	a, b := open(), open()
+	ingest(t, a, append(motorCorpus(), fruitCorpus()...))
+	unlearned := b.LearnedModelName()
+
+	unlock, ok, err := a.LockLearning(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("taking the free learning lock: ok %v, %v", ok, err)
+	}
+	var once sync.Once
+	release := func() { once.Do(unlock) }
+	t.Cleanup(release) // before the replicas close: a held lock keeps its connection
+	if _, ok, err := b.LockLearning(t.Context()); err != nil || ok {
+		t.Fatalf("the other replica took the lock while it was held: ok %v, %v", ok, err)
+	}
+	if learned, err := b.CheckLearned(t.Context()); err != nil || learned {
+		t.Fatalf("drift check while another replica learns = %v, %v; want no learning", learned, err)
+	}
+	if name := b.LearnedModelName(); name != unlearned {
+		t.Fatalf("the replica holds model %q after a check that should have learned nothing", name)
+	}
+	release()
+
+	if learned, err := b.CheckLearned(t.Context()); err != nil || !learned {
+		t.Fatalf("drift check with the lock free = %v, %v; want a learning", learned, err)
+	}
+	learnedByB := b.LearnedModelName()
+	if learnedByB == unlearned {
+		t.Fatal("the replica reports a learning but holds no model")
+	}
+	if learned, err := a.CheckLearned(t.Context()); err != nil || learned {
+		t.Fatalf("drift check after the other replica learned = %v, %v; want its model taken up, not a second learning", learned, err)
+	}
+	if got := a.LearnedModelName(); got != learnedByB {
+		t.Fatalf("replica holds model %q, the one learned is %q", got, learnedByB)
 	}
 }

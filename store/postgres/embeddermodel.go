@@ -52,3 +52,47 @@ func (s *Store) PutEmbedderModel(ctx context.Context, kind, name string, model [
 	}
 	return nil
 }
+
+// learnLockSQL and learnTryLockSQL take the session advisory lock that lets
+// one process at a time learn a built-in embedder's model over this
+// schema. It is keyed by the schema, as the statistics and vector locks
+// are, so that tenants learn independently.
+const (
+	learnLockSQL    = `SELECT pg_advisory_lock(hashtextextended(current_schema(), 7154))`
+	learnTryLockSQL = `SELECT pg_try_advisory_lock(hashtextextended(current_schema(), 7154))`
+	learnUnlockSQL  = `SELECT pg_advisory_unlock(hashtextextended(current_schema(), 7154))`
+)
+
+// LockLearning takes the lock that lets one replica at a time learn the
+// embedder's model: learning reads every item and re-embeds them all, and
+// two replicas doing it at once would each re-embed the corpus with a model
+// the other then replaces. With wait it waits for the replica holding it;
+// without, ok is false when another holds it. The lock is a session lock
+// on a connection kept out of the pool until unlock, so it ends with the
+// process if the process dies.
+func (s *Store) LockLearning(ctx context.Context, wait bool) (unlock func(), ok bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("acquiring a connection for the learning lock: %w", err)
+	}
+	if wait {
+		_, err = conn.Exec(ctx, learnLockSQL)
+		ok = err == nil
+	} else {
+		err = conn.QueryRow(ctx, learnTryLockSQL).Scan(&ok)
+	}
+	if err != nil || !ok {
+		conn.Release()
+		if err != nil {
+			return nil, false, fmt.Errorf("taking the learning lock: %w", err)
+		}
+		return nil, false, nil
+	}
+	return func() {
+		// A lock that cannot be released is dropped with its session.
+		if _, err := conn.Exec(context.Background(), learnUnlockSQL); err != nil {
+			_ = conn.Conn().Close(context.Background())
+		}
+		conn.Release()
+	}, true, nil
+}
