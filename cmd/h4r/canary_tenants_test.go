@@ -89,9 +89,16 @@ func startTenantCanaryServer(t *testing.T, vars map[string]string) *canaryServer
 		t.Fatal(err)
 	}
 	log := quietLog()
-	svc, err := openService(ctx, cfg, keys, false, false, log)
+	stalls := map[string]*stallSlicer{}
+	svc, err := openService(ctx, cfg, keys, false, false, log, func(name string) []app.Option {
+		stalls[name] = &stallSlicer{}
+		return []app.Option{stalls[name].appOption()}
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name, s := range stalls {
+		s.inner.Store(svc.stacks[name].a.Slicer)
 	}
 	def := svc.stacks[tenant.Default]
 	e, ok := def.api.Handler().(*echo.Echo)
@@ -105,7 +112,7 @@ func startTenantCanaryServer(t *testing.T, vars map[string]string) *canaryServer
 	sort.Strings(routes)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = def.api.HTTPServer()
-	ts.Config.Handler = svc.handler
+	ts.Config.Handler = stallRequests(svc.handler)
 	ts.Listener = def.api.Listener(ts.Listener)
 	ts.Start()
 	t.Cleanup(func() {
@@ -113,7 +120,7 @@ func startTenantCanaryServer(t *testing.T, vars map[string]string) *canaryServer
 		cancel()
 		svc.close(log)
 	})
-	return &canaryServer{base: ts.URL, routes: routes, app: svc.stacks[seedTenant].a}
+	return &canaryServer{base: ts.URL, routes: routes, app: svc.stacks[seedTenant].a, stall: stalls[seedTenant]}
 }
 
 // traceSubject is where the harness publishes commit traces over NATS:

@@ -700,6 +700,9 @@ func canarySurfaces() []surface {
 		{"console", []string{"GET /ui", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/pack", "POST /ui/pack",
 			"GET /ui/dryrun", "POST /ui/dryrun", "GET /ui/static/:name", "GET /ui/items", "GET /ui/traces", "GET /ui/packs",
 			"POST /ui/packs/feedback", "GET /ui/jobs", "GET /ui/jobs/:id", "GET /ui/bench", "GET /ui/bench/:name"}, probeConsole},
+		// Packs answered late while an index loads (canary_degraded_test.go);
+		// their routes are the pack surfaces'.
+		{"degraded", nil, probeDegraded},
 		// The WebSocket lives across the seeding: harness.subscribe opens it
 		// before, scanPushes reads it after the delete.
 		{"subscribe", []string{"GET /v1/subscribe"}, nil},
