@@ -148,7 +148,17 @@ func (h *harness) seedProbeTenant() {
 	mustCall(t, h.writer.base, keyGroup, "POST", "/v1/items", `{"items": [
 	 {"id": "cnry-decoy-1", "kind": "note", "text": "The `+topic+` note of the probe tenant.", "metadata": {"trust": 0.9, "importance": 0.8}},
 	 {"id": "cnry-decoy-2", "kind": "note", "text": "The `+topic+` restricted note, the probe tenant's own.", "metadata": {"trust": 0.9}}]}`, http.StatusOK)
+	// The same id in both tenants: the seed tenant's cnry-decoy-1 now holds
+	// a marker, and the probe tenant's is answered from its own store.
+	s := newMarker("open")
+	h.det.add(canary{kind: "item", class: "open", marker: s, what: sameIDCanary})
+	mustCall(t, h.writer.base, keySeeder, "POST", "/v1/items", fmt.Sprintf(`{"items": [
+	 {"id": "cnry-decoy-1", "kind": "note", "text": "The %s decoy of the seed tenant %s.", "metadata": {"trust": 0.9, "importance": 0.8}}]}`, topic, s), http.StatusOK)
+	h.itemIDs = append(h.itemIDs, "cnry-decoy-1")
 }
+
+// sameIDCanary names the canary in an id both tenants hold.
+const sameIDCanary = "another tenant's item under an id the probe tenant holds too"
 
 // TestCanaryTenantsSQLite: the harness across tenants on the embedded
 // store, with the CLI reads of H4R_TENANT.
@@ -201,5 +211,12 @@ func TestCanaryTenantsDetectsASharedTenant(t *testing.T) {
 		if !surfaces[want] {
 			t.Errorf("the open canary of the probes' own tenant was not reported on %s: the harness would miss a tenant leak there (reported on %v)", want, surfaces)
 		}
+	}
+	sameID := false
+	for _, f := range h.det.all() {
+		sameID = sameID || (f.surface == "items-get" && f.c.what == sameIDCanary)
+	}
+	if !sameID {
+		t.Errorf("the item under an id both tenants hold was not reported on items-get when both were one tenant: the harness would miss the other tenant's copy of a shared id")
 	}
 }

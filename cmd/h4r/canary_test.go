@@ -481,10 +481,12 @@ func (p *probe) sameAsMissing(where, hiddenID string, send func(id string) httpR
 	if !ok {
 		p.h.t.Fatalf("sameAsMissing: %s is not a hidden id", hiddenID)
 	}
-	if (c.class == classDeleted && !p.h.deletedYet) || slices.Contains(p.k.routes, "admin") {
+	if !p.h.tenants && ((c.class == classDeleted && !p.h.deletedYet) || slices.Contains(p.k.routes, "admin")) {
 		// An admin key reads every item raw (GET /v1/items/{id}) and every
 		// job: existence is no secret to it. What it is shown still is, so
-		// the hidden id is asked about all the same.
+		// the hidden id is asked about all the same. Another tenant's ids
+		// are a secret to every key, an admin's too, before a delete and
+		// after.
 		send(hiddenID)
 		return
 	}
@@ -588,6 +590,13 @@ func canarySurfaces() []surface {
 			}
 			for _, id := range p.h.itemIDs {
 				p.http("GET", "/v1/items/"+url.PathEscape(id), nil)
+			}
+			if p.h.tenants {
+				// Another tenant's id is the miss of an id nobody holds,
+				// even for the probe tenant's admin.
+				p.existence("GET /v1/items/:id", p.h.itemIDs, func(id string) httpResult {
+					return p.http("GET", "/v1/items/"+url.PathEscape(id), nil)
+				})
 			}
 		}},
 		{"health", []string{"GET /health/live", "GET /health/ready"}, func(p *probe) {
