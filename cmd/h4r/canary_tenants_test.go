@@ -157,6 +157,11 @@ func (h *harness) seedProbeTenant() {
 	h.itemIDs = append(h.itemIDs, "cnry-decoy-1")
 }
 
+// tenantReadPaths are the surfaces of the read paths a tenant must never
+// reach another's data through.
+var tenantReadPaths = []string{"context-pack", "a2a-envelope", "a2a-rpc", "mcp", "trace-search", "trace-get", "prefetch",
+	"escalation", "subscribe", "memory", "rag", "bridge", "console", "items-get", "decision-traces", "jobs"}
+
 // sameIDCanary names the canary in an id both tenants hold.
 const sameIDCanary = "another tenant's item under an id the probe tenant holds too"
 
@@ -213,8 +218,17 @@ func TestCanaryTenantsDetectsASharedTenant(t *testing.T) {
 		}
 	}
 	sameID := false
+	anyClass := map[string]bool{}
 	for _, f := range h.det.all() {
 		sameID = sameID || (f.surface == "items-get" && f.c.what == sameIDCanary)
+		anyClass[f.surface] = true
+	}
+	// Every read path's probe sees the other tenant's data when the two
+	// are one: a probe that saw nothing here would prove nothing there.
+	for _, want := range tenantReadPaths {
+		if !anyClass[want] {
+			t.Errorf("no canary of the probes' own tenant was reported on %s: the harness would miss a tenant leak there (reported on %v)", want, anyClass)
+		}
 	}
 	if !sameID {
 		t.Errorf("the item under an id both tenants hold was not reported on items-get when both were one tenant: the harness would miss the other tenant's copy of a shared id")

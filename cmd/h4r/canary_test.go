@@ -498,6 +498,20 @@ func (p *probe) sameAsMissing(where, hiddenID string, send func(id string) httpR
 	}
 }
 
+// namesHidden records a finding for each hidden id of ids that b names:
+// an answer that cites a hidden item by an id without a marker (a commit
+// SHA) counts it all the same. A deleted item may be named before its
+// delete, as any of its data may, but for another tenant.
+func (p *probe) namesHidden(where string, b []byte, ids []string) {
+	for _, id := range ids {
+		c, ok := p.h.hidden[id]
+		if !ok || !bytes.Contains(b, []byte(id)) || (!p.h.tenants && c.class == classDeleted && (!p.h.deletedYet || p.early)) {
+			continue
+		}
+		p.h.det.record(finding{surface: p.surface, key: p.k.name + "@" + p.replica, where: where + " names hidden id " + id, c: c, snippet: string(b)})
+	}
+}
+
 // existence runs sameAsMissing for each of ids that is hidden.
 func (p *probe) existence(where string, ids []string, send func(id string) httpResult) {
 	for _, id := range ids {
@@ -669,6 +683,10 @@ func canarySurfaces() []surface {
 			for _, q := range p.h.queries {
 				p.http("POST", "/v1/escalation", `{"repo": "`+canaryRepo+`", "area": "`+canaryArea+`", "current_tier": 1, "iterations": 3, "errors": ["`+q+`"], "task_type": "bug_fix"}`)
 			}
+			// Without errors or a task type every trace of the repo and area
+			// is a similar case, named by its SHA, which holds no marker.
+			r := p.http("POST", "/v1/escalation", `{"repo": "`+canaryRepo+`", "area": "`+canaryArea+`", "current_tier": 1, "iterations": 3}`)
+			p.namesHidden("POST /v1/escalation", r.body, p.h.traceSHAs)
 		}},
 		{"memory", []string{"POST /v1/memory/read", "POST /v1/memory/stats", "POST /v1/memory/link"}, func(p *probe) {
 			p.http("POST", "/v1/memory/read", `{"scope": `+canaryScope+`, "limit": 100}`)
