@@ -3,8 +3,8 @@ package main
 // The canary harness: every kind of data H4R stores is seeded with three
 // canaries (restricted, redacted, deleted), each a random marker word in
 // the protected text; then every surface (each HTTP route, MCP tool and
-// resource, A2A method, WebSocket push, CLI read) is called with every key
-// class, and any marker byte in a status line, header, body, push or error
+// resource, A2A method, WebSocket push, CLI read, and the packs answered
+// late while an index loads) is called with every key class, and any marker byte in a status line, header, body, push or error
 // is a failure naming the surface, the key, the canary and a snippet.
 // Surfaces are table entries (canarySurfaces), so a fixed leak turns its
 // entry green without touching the others.
