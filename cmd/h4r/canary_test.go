@@ -4,8 +4,9 @@ package main
 // canaries (restricted, redacted, deleted), each a random marker word in
 // the protected text; then every surface (each HTTP route, MCP tool and
 // resource, A2A method, WebSocket push, CLI read, and the packs answered
-// late while an index loads) is called with every key class, and any marker byte in a status line, header, body, push or error
-// is a failure naming the surface, the key, the canary and a snippet.
+// late while an index loads) is called with every key class, and any
+// marker byte in a status line, header, body, push or error is a failure
+// naming the surface, the key, the canary and a snippet.
 // Surfaces are table entries (canarySurfaces), so a fixed leak turns its
 // entry green without touching the others.
 //
