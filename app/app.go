@@ -92,6 +92,7 @@ type options struct {
 	// modelPoll and relearnCheck replace modelPollEvery and
 	// relearnCheckEvery (learned.go) when not zero: tests shorten them.
 	modelPoll, relearnCheck time.Duration
+	engine                  []engine.Option // applied after Open's own
 }
 
 // WithLogger sets the logger (default: the one cfg describes, on stderr).
@@ -106,6 +107,14 @@ func WithEmbeddingObserver(fn func(time.Duration)) Option {
 // WithClock sets the clock of the store and the ranker (tests fix it so
 // that recency, and so rankings, are reproducible).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithEngineOptions adds options to the pack engine's, after Open's own,
+// so that a setter among them (WithSlicer, WithLoading) replaces Open's:
+// the canary harness stalls the engine's policy stage and names an index
+// as loading, to probe the late and loading answers.
+func WithEngineOptions(opts ...engine.Option) Option {
+	return func(o *options) { o.engine = append(o.engine, opts...) }
+}
 
 // Open builds the service. Each backend is chosen in its own file (store.go,
 // vectors.go, graph.go, policy.go). Open refuses settings that select parts
@@ -172,7 +181,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 		return nil, fmt.Errorf("loading the stop words (H4R_STOP_WORDS): %w", err)
 	}
 	expander := analysis.New(stop)
-	a.Engine, err = engine.New(
+	a.Engine, err = engine.New(append([]engine.Option{
 		engine.WithTextGenerators(text...),
 		engine.WithGraphGenerator(graph),
 		engine.WithSlicer(slicer),
@@ -204,7 +213,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 		engine.WithLogger(o.log),
 		engine.WithClock(o.now),
 		engine.WithLoading(func() []string { return a.warming.loading(context.Background()) }),
-	)
+	}, o.engine...)...)
 	if err != nil {
 		return nil, fmt.Errorf("building the engine: %w", err)
 	}

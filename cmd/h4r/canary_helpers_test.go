@@ -116,6 +116,7 @@ type canaryServer struct {
 	base   string
 	routes []string // "METHOD /path" as the echo router holds them
 	app    *app.App
+	stall  *stallSlicer // of the app (the seed tenant's, with tenants)
 }
 
 // startCanaryServer starts a replica over vars. wrap, when not nil,
@@ -137,10 +138,12 @@ func startCanaryServer(t *testing.T, vars map[string]string, wrap func(*app.App,
 	log := quietLog()
 	m := metrics.New()
 	tm := trace.NewMetrics(m.Registry())
-	a, err := app.Open(ctx, cfg, app.WithLogger(log), app.WithEmbeddingObserver(tm.ObserveEmbedding))
+	stall := &stallSlicer{}
+	a, err := app.Open(ctx, cfg, app.WithLogger(log), app.WithEmbeddingObserver(tm.ObserveEmbedding), stall.appOption())
 	if err != nil {
 		t.Fatal(err)
 	}
+	stall.inner.Store(a.Slicer)
 	tr, err := app.OpenTraces(ctx, a, tm, log)
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +170,7 @@ func startCanaryServer(t *testing.T, vars map[string]string, wrap func(*app.App,
 	if wrap != nil {
 		ts.Config.Handler = wrap(a, ts.Config.Handler)
 	}
+	ts.Config.Handler = stallRequests(ts.Config.Handler)
 	ts.Listener = api.Listener(ts.Listener)
 	ts.Start()
 	t.Cleanup(func() {
@@ -176,7 +180,7 @@ func startCanaryServer(t *testing.T, vars map[string]string, wrap func(*app.App,
 		_ = tr.Close(context.Background())
 		_ = a.Close()
 	})
-	return &canaryServer{base: ts.URL, routes: routes, app: a}
+	return &canaryServer{base: ts.URL, routes: routes, app: a, stall: stall}
 }
 
 // finding is one canary byte seen where it must not be.

@@ -89,9 +89,16 @@ func startTenantCanaryServer(t *testing.T, vars map[string]string) *canaryServer
 		t.Fatal(err)
 	}
 	log := quietLog()
-	svc, err := openService(ctx, cfg, keys, false, false, log)
+	stalls := map[string]*stallSlicer{}
+	svc, err := openService(ctx, cfg, keys, false, false, log, func(name string) []app.Option {
+		stalls[name] = &stallSlicer{}
+		return []app.Option{stalls[name].appOption()}
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name, s := range stalls {
+		s.inner.Store(svc.stacks[name].a.Slicer)
 	}
 	def := svc.stacks[tenant.Default]
 	e, ok := def.api.Handler().(*echo.Echo)
@@ -105,7 +112,7 @@ func startTenantCanaryServer(t *testing.T, vars map[string]string) *canaryServer
 	sort.Strings(routes)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = def.api.HTTPServer()
-	ts.Config.Handler = svc.handler
+	ts.Config.Handler = stallRequests(svc.handler)
 	ts.Listener = def.api.Listener(ts.Listener)
 	ts.Start()
 	t.Cleanup(func() {
@@ -113,7 +120,7 @@ func startTenantCanaryServer(t *testing.T, vars map[string]string) *canaryServer
 		cancel()
 		svc.close(log)
 	})
-	return &canaryServer{base: ts.URL, routes: routes, app: svc.stacks[seedTenant].a}
+	return &canaryServer{base: ts.URL, routes: routes, app: svc.stacks[seedTenant].a, stall: stalls[seedTenant]}
 }
 
 // traceSubject is where the harness publishes commit traces over NATS:
@@ -141,7 +148,22 @@ func (h *harness) seedProbeTenant() {
 	mustCall(t, h.writer.base, keyGroup, "POST", "/v1/items", `{"items": [
 	 {"id": "cnry-decoy-1", "kind": "note", "text": "The `+topic+` note of the probe tenant.", "metadata": {"trust": 0.9, "importance": 0.8}},
 	 {"id": "cnry-decoy-2", "kind": "note", "text": "The `+topic+` restricted note, the probe tenant's own.", "metadata": {"trust": 0.9}}]}`, http.StatusOK)
+	// The same id in both tenants: the seed tenant's cnry-decoy-1 now holds
+	// a marker, and the probe tenant's is answered from its own store.
+	s := newMarker("open")
+	h.det.add(canary{kind: "item", class: "open", marker: s, what: sameIDCanary})
+	mustCall(t, h.writer.base, keySeeder, "POST", "/v1/items", fmt.Sprintf(`{"items": [
+	 {"id": "cnry-decoy-1", "kind": "note", "text": "The %s decoy of the seed tenant %s.", "metadata": {"trust": 0.9, "importance": 0.8}}]}`, topic, s), http.StatusOK)
+	h.itemIDs = append(h.itemIDs, "cnry-decoy-1")
 }
+
+// tenantReadPaths are the surfaces of the read paths a tenant must never
+// reach another's data through.
+var tenantReadPaths = []string{"context-pack", "a2a-envelope", "a2a-rpc", "mcp", "trace-search", "trace-get", "prefetch",
+	"escalation", "subscribe", "memory", "rag", "bridge", "console", "items-get", "decision-traces", "jobs"}
+
+// sameIDCanary names the canary in an id both tenants hold.
+const sameIDCanary = "another tenant's item under an id the probe tenant holds too"
 
 // TestCanaryTenantsSQLite: the harness across tenants on the embedded
 // store, with the CLI reads of H4R_TENANT.
@@ -194,5 +216,21 @@ func TestCanaryTenantsDetectsASharedTenant(t *testing.T) {
 		if !surfaces[want] {
 			t.Errorf("the open canary of the probes' own tenant was not reported on %s: the harness would miss a tenant leak there (reported on %v)", want, surfaces)
 		}
+	}
+	sameID := false
+	anyClass := map[string]bool{}
+	for _, f := range h.det.all() {
+		sameID = sameID || (f.surface == "items-get" && f.c.what == sameIDCanary)
+		anyClass[f.surface] = true
+	}
+	// Every read path's probe sees the other tenant's data when the two
+	// are one: a probe that saw nothing here would prove nothing there.
+	for _, want := range tenantReadPaths {
+		if !anyClass[want] {
+			t.Errorf("no canary of the probes' own tenant was reported on %s: the harness would miss a tenant leak there (reported on %v)", want, anyClass)
+		}
+	}
+	if !sameID {
+		t.Errorf("the item under an id both tenants hold was not reported on items-get when both were one tenant: the harness would miss the other tenant's copy of a shared id")
 	}
 }

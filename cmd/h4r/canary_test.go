@@ -3,9 +3,10 @@ package main
 // The canary harness: every kind of data H4R stores is seeded with three
 // canaries (restricted, redacted, deleted), each a random marker word in
 // the protected text; then every surface (each HTTP route, MCP tool and
-// resource, A2A method, WebSocket push, CLI read) is called with every key
-// class, and any marker byte in a status line, header, body, push or error
-// is a failure naming the surface, the key, the canary and a snippet.
+// resource, A2A method, WebSocket push, CLI read, and the packs answered
+// late while an index loads) is called with every key class, and any
+// marker byte in a status line, header, body, push or error is a failure
+// naming the surface, the key, the canary and a snippet.
 // Surfaces are table entries (canarySurfaces), so a fixed leak turns its
 // entry green without touching the others.
 //
@@ -481,10 +482,12 @@ func (p *probe) sameAsMissing(where, hiddenID string, send func(id string) httpR
 	if !ok {
 		p.h.t.Fatalf("sameAsMissing: %s is not a hidden id", hiddenID)
 	}
-	if (c.class == classDeleted && !p.h.deletedYet) || slices.Contains(p.k.routes, "admin") {
+	if !p.h.tenants && ((c.class == classDeleted && !p.h.deletedYet) || slices.Contains(p.k.routes, "admin")) {
 		// An admin key reads every item raw (GET /v1/items/{id}) and every
 		// job: existence is no secret to it. What it is shown still is, so
-		// the hidden id is asked about all the same.
+		// the hidden id is asked about all the same. Another tenant's ids
+		// are a secret to every key, an admin's too, before a delete and
+		// after.
 		send(hiddenID)
 		return
 	}
@@ -493,6 +496,20 @@ func (p *probe) sameAsMissing(where, hiddenID string, send func(id string) httpR
 	if hs != ms {
 		p.h.det.record(finding{surface: p.surface, key: p.k.name + "@" + p.replica, where: "existence oracle " + where, c: c,
 			snippet: "hidden id " + hiddenID + " → " + hs + " | never-existing id " + missing + " → " + ms})
+	}
+}
+
+// namesHidden records a finding for each hidden id of ids that b names:
+// an answer that cites a hidden item by an id without a marker (a commit
+// SHA) counts it all the same. A deleted item may be named before its
+// delete, as any of its data may, but for another tenant.
+func (p *probe) namesHidden(where string, b []byte, ids []string) {
+	for _, id := range ids {
+		c, ok := p.h.hidden[id]
+		if !ok || !bytes.Contains(b, []byte(id)) || (!p.h.tenants && c.class == classDeleted && (!p.h.deletedYet || p.early)) {
+			continue
+		}
+		p.h.det.record(finding{surface: p.surface, key: p.k.name + "@" + p.replica, where: where + " names hidden id " + id, c: c, snippet: string(b)})
 	}
 }
 
@@ -589,6 +606,13 @@ func canarySurfaces() []surface {
 			for _, id := range p.h.itemIDs {
 				p.http("GET", "/v1/items/"+url.PathEscape(id), nil)
 			}
+			if p.h.tenants {
+				// Another tenant's id is the miss of an id nobody holds,
+				// even for the probe tenant's admin.
+				p.existence("GET /v1/items/:id", p.h.itemIDs, func(id string) httpResult {
+					return p.http("GET", "/v1/items/"+url.PathEscape(id), nil)
+				})
+			}
 		}},
 		{"health", []string{"GET /health/live", "GET /health/ready"}, func(p *probe) {
 			p.http("GET", "/health/live", nil)
@@ -660,6 +684,10 @@ func canarySurfaces() []surface {
 			for _, q := range p.h.queries {
 				p.http("POST", "/v1/escalation", `{"repo": "`+canaryRepo+`", "area": "`+canaryArea+`", "current_tier": 1, "iterations": 3, "errors": ["`+q+`"], "task_type": "bug_fix"}`)
 			}
+			// Without errors or a task type every trace of the repo and area
+			// is a similar case, named by its SHA, which holds no marker.
+			r := p.http("POST", "/v1/escalation", `{"repo": "`+canaryRepo+`", "area": "`+canaryArea+`", "current_tier": 1, "iterations": 3}`)
+			p.namesHidden("POST /v1/escalation", r.body, p.h.traceSHAs)
 		}},
 		{"memory", []string{"POST /v1/memory/read", "POST /v1/memory/stats", "POST /v1/memory/link"}, func(p *probe) {
 			p.http("POST", "/v1/memory/read", `{"scope": `+canaryScope+`, "limit": 100}`)
@@ -700,6 +728,9 @@ func canarySurfaces() []surface {
 		{"console", []string{"GET /ui", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/pack", "POST /ui/pack",
 			"GET /ui/dryrun", "POST /ui/dryrun", "GET /ui/static/:name", "GET /ui/items", "GET /ui/traces", "GET /ui/packs",
 			"POST /ui/packs/feedback", "GET /ui/jobs", "GET /ui/jobs/:id", "GET /ui/bench", "GET /ui/bench/:name"}, probeConsole},
+		// Packs answered late while an index loads (canary_degraded_test.go);
+		// their routes are the pack surfaces'.
+		{"degraded", nil, probeDegraded},
 		// The WebSocket lives across the seeding: harness.subscribe opens it
 		// before, scanPushes reads it after the delete.
 		{"subscribe", []string{"GET /v1/subscribe"}, nil},

@@ -91,9 +91,13 @@ func (s *service) close(log *slog.Logger) {
 	}
 }
 
+// appOptions are more options for the app.Open of a tenant's stack, by
+// the tenant's name (the canary harness stalls the engine's packs).
+type appOptions func(tenant string) []app.Option
+
 // openService opens every tenant's stack and, with tenants, the router
 // in front of them.
-func openService(ctx context.Context, cfg config.Config, keys *auth.Keys, anyHost, withDemo bool, log *slog.Logger) (_ *service, err error) {
+func openService(ctx context.Context, cfg config.Config, keys *auth.Keys, anyHost, withDemo bool, log *slog.Logger, more ...appOptions) (_ *service, err error) {
 	specs, err := servedTenants(cfg, keys)
 	if err != nil {
 		return nil, err
@@ -119,7 +123,11 @@ func openService(ctx context.Context, cfg config.Config, keys *auth.Keys, anyHos
 			tlog = log.With("tenant", spec.Name)
 			extra = []server.Option{server.WithAuthenticator(tenant.Scoped(keys, spec.Name)), server.WithConsoleSecret(consoleSecret)}
 		}
-		st, err := openStack(ctx, tcfg, spec, keys, anyHost, withDemo && spec.Name == tenant.Default, tlog, extra...)
+		var aextra []app.Option
+		for _, m := range more {
+			aextra = append(aextra, m(spec.Name)...)
+		}
+		st, err := openStack(ctx, tcfg, spec, keys, anyHost, withDemo && spec.Name == tenant.Default, tlog, aextra, extra...)
 		if err != nil {
 			if len(specs) > 1 {
 				return nil, fmt.Errorf("tenant %s: %w", spec.Name, err)
@@ -199,7 +207,7 @@ func (st *stack) close(log *slog.Logger) {
 }
 
 // openStack opens one tenant's service from its configuration.
-func openStack(ctx context.Context, cfg config.Config, spec tenant.Spec, keys *auth.Keys, anyHost, withDemo bool, log *slog.Logger, extra ...server.Option) (_ *stack, err error) {
+func openStack(ctx context.Context, cfg config.Config, spec tenant.Spec, keys *auth.Keys, anyHost, withDemo bool, log *slog.Logger, aextra []app.Option, extra ...server.Option) (_ *stack, err error) {
 	// The metrics exist before the app, so that the app's embedder can
 	// record into them; the OPA cache counters read the app once it is.
 	var a *app.App
@@ -222,7 +230,7 @@ func openStack(ctx context.Context, cfg config.Config, spec tenant.Spec, keys *a
 	if q := tenant.NewQuota(spec); q != nil {
 		aopts = append(aopts, app.WithWriteGuard(q))
 	}
-	a, err = app.Open(ctx, cfg, aopts...)
+	a, err = app.Open(ctx, cfg, append(aopts, aextra...)...)
 	if err != nil {
 		return nil, err
 	}
