@@ -259,7 +259,8 @@ func unjoin(err error) []error {
 }
 
 // DatabaseSize is the size of the store's database in bytes
-// (pg_database_size on Postgres, the file's pages on SQLite); nil when the
+// (on Postgres its schema's tables and indexes, on SQLite the file's
+// pages); nil when the
 // store cannot say.
 func (a *App) DatabaseSize() func(context.Context) (int64, error) {
 	if ds, ok := a.base.(interface {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/internal/pgtest"
 	"github.com/h4r/h4r/jobs"
 	"github.com/h4r/h4r/server"
@@ -72,15 +74,27 @@ func TestReindexTakesTheDocumentsBody(t *testing.T) {
 	}
 }
 
-// TestStatsSizeIsTheDatabases: postgres_size_mb is pg_database_size of
-// the store's database, not the sum of the items' sizes.
-func TestStatsSizeIsTheDatabases(t *testing.T) {
+// TestStatsSizeIsTheSchemas: postgres_size_mb is the size of the store's
+// own schema, so that it neither counts another schema of the same
+// database (another tenant's) nor stays put as the store grows.
+func TestStatsSizeIsTheSchemas(t *testing.T) {
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.Schema(t, "stats"), postgres.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
+	open := func(schema string) *postgres.Store {
+		st, err := postgres.Open(ctx, pgtest.Schema(t, schema), postgres.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
 	}
-	t.Cleanup(func() { _ = st.Close() })
+	size := func(st *postgres.Store) int64 {
+		n, err := st.DatabaseSize(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	st := open("stats")
 	svc := trace.NewService(st, trace.WithClock(clock), trace.WithLogger(quiet))
 	tr, err := trace.Decode(readFile(t, "../trace/testdata/trace.json"))
 	if err != nil {
@@ -89,16 +103,30 @@ func TestStatsSizeIsTheDatabases(t *testing.T) {
 	if _, err := svc.Ingest(ctx, tr); err != nil {
 		t.Fatal(err)
 	}
+	before := size(st)
+
+	other := open("stats_other")
+	items := make([]h4r.Item, 2000)
+	for i := range items {
+		items[i] = h4r.Item{ID: fmt.Sprintf("other-%d", i), Kind: "note",
+			Text: fmt.Sprintf("item %d of another schema, with words enough to take some pages %s", i, strings.Repeat("lorem ipsum ", 20))}
+	}
+	if _, err := other.Upsert(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(st); got != before {
+		t.Errorf("the store's size went from %d to %d bytes when another schema of its database grew", before, got)
+	}
+	if grown := size(other); grown <= before {
+		t.Errorf("the other schema, with 2,000 items, is %d bytes; the store with one trace %d", grown, before)
+	}
+
 	stats, err := svc.Stats(ctx, nil, st.DatabaseSize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	size, err := st.DatabaseSize(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if size < 1<<20 || stats.Storage.PostgresSizeMB < float64(size>>20)-1 || stats.Storage.PostgresSizeMB > float64(size>>20)+1 {
-		t.Errorf("postgres_size_mb %v, want the database's %d bytes (%d MiB)", stats.Storage.PostgresSizeMB, size, size>>20)
+	if mb := float64(before) / (1 << 20); stats.Storage.PostgresSizeMB < mb-0.5 || stats.Storage.PostgresSizeMB > mb+0.5 {
+		t.Errorf("postgres_size_mb %v, want the schema's %d bytes (%.1f MiB)", stats.Storage.PostgresSizeMB, before, mb)
 	}
 }
 

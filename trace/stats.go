@@ -9,8 +9,9 @@ import (
 )
 
 // Stats is GET /v1/stats's answer. postgres_size_mb is the size of the
-// store's database (pg_database_size on Postgres, the database file on
-// SQLite), qdrant_vectors the item vectors of the vector index when one is
+// store's data (on Postgres its schema's tables with their indexes, so
+// that tenants sharing a database do not count each other; on SQLite the
+// database file), qdrant_vectors the item vectors of the vector index when one is
 // configured.
 type Stats struct {
 	Traces    TraceCounts    `json:"traces"`
