@@ -120,7 +120,7 @@ func isText(name string) bool {
 		return false
 	}
 	switch filepath.Ext(name) {
-	case ".go", ".md", ".rego", ".yaml", ".yml", ".toml", ".sh", ".mjs", ".js", ".ts", ".example", "":
+	case ".go", ".md", ".rego", ".yaml", ".yml", ".toml", ".sh", ".mjs", ".js", ".ts", ".example", ".sql", ".json", ".html", ".css", ".tpl", ".py", ".txt", "":
 		return true
 	}
 	return false
