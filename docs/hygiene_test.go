@@ -22,6 +22,7 @@ var forbidden = []struct {
 	{"a design document outside the repository", regexp.MustCompile(`(?i)\b(document|doc|seed) ?0\d\d\b|\bDESIGN\.md\b|\bseeds/|\bshared/(seeds|DESIGN)|\bdesign card\b|\boriginal design\b|\bthe design['’]s\b`)},
 	{"the issue a change was made for", regexp.MustCompile(`(?i)\bthe issue['’]s\b`)},
 	{"an architecture decision record outside the repository", regexp.MustCompile(`\bADR\b`)},
+	{"a development branch", regexp.MustCompile("(^|[\\s(`\"'])h-[a-z]{2,}([\\s).,;:'`\"]|$)")},
 }
 
 // hexWord finds words that could be abbreviated commit hashes.
@@ -151,6 +152,10 @@ func TestForbiddenPatternsCatchPlantedText(t *testing.T) {
 		{"design in general", "the design does not pay there yet", false},
 		{"an issue in general", "the issue is that the cache is cold", false},
 		{"adr in a word", "an address such as dt-adr-1", false},
+		{"a branch", "the int8 scan (" + "h-ann's index)", true},
+		{"a branch merged", "main + " + "h-pgcache, keyword", true},
+		{"an id with a prefix", "ids such as dt-h-ann-1 and h-1", false},
+		{"arithmetic", "y = h-6", false},
 		{"plain prose", "A round trip to Postgres takes a millisecond.", false},
 		{"rounding", "scores are rounded to three decimals", false},
 		{"issues in general", "known issues are listed in the operations guide", false},
