@@ -58,9 +58,9 @@ type Link struct {
 	Context    string  `json:"context,omitempty"`
 }
 
-// Link types of decision traces (ADR 002). Any other non-empty type is
-// accepted too: the list is extendable, these are the ones H4R's own
-// queries use.
+// Link types of decision traces (docs/decisions.md). Any other non-empty
+// type is accepted too: the list is extendable, these are the ones H4R's
+// own queries use.
 const (
 	LinkCitesPrecedent       = "cites_precedent"
 	LinkAppliesPattern       = "applies_pattern"
@@ -71,8 +71,8 @@ const (
 	LinkOutcomeOf            = "outcome_of"
 )
 
-// Target types of links (ADR 002's target_entity_type), extendable like
-// link types. TargetItem, the empty string, is an item id.
+// Target types of links (target_entity_type in docs/decisions.md),
+// extendable like link types. TargetItem, the empty string, is an item id.
 const (
 	TargetItem     = ""
 	TargetEpic     = "epic"

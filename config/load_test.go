@@ -184,3 +184,49 @@ func FuzzParseFile(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigurationPageFileExample: the YAML file shown in
+// docs/configuration.md loads, each of its keys is taken from the file,
+// and it gives the configuration the same settings in the environment
+// give.
+func TestConfigurationPageFileExample(t *testing.T) {
+	page, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(page), "\n```yaml\n")
+	example, _, closed := strings.Cut(rest, "\n```\n")
+	if !ok || !closed {
+		t.Fatalf("%s shows no ```yaml block", readmePath)
+	}
+	fromFile, err := config.Load(env(map[string]string{"H4R_CONFIG": writeFile(t, example+"\n")}))
+	if err != nil {
+		t.Fatalf("loading the example of %s: %v", readmePath, err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(example, "\n") {
+		key, value, ok := strings.Cut(line, ": ")
+		if !ok {
+			t.Fatalf("example line %q is not key: value", line)
+		}
+		if list, ok := strings.CutPrefix(value, "["); ok {
+			value = strings.ReplaceAll(strings.TrimSuffix(list, "]"), ", ", ",")
+		}
+		name := strings.ToUpper(key)
+		vars[name] = value
+		if fromFile.Sources[name] != config.SourceFile {
+			t.Errorf("source of %s = %q, want %q", name, fromFile.Sources[name], config.SourceFile)
+		}
+	}
+	fromEnv, err := config.Load(env(vars))
+	if err != nil {
+		t.Fatalf("loading the example's settings from the environment: %v", err)
+	}
+	fromFile.Config.ConfigFile = ""
+	if fromFile.Config != fromEnv.Config {
+		t.Errorf("the example file gives %+v\nthe environment gives %+v", fromFile.Config, fromEnv.Config)
+	}
+	if fromFile.Config == config.Default() {
+		t.Error("the example file changes nothing")
+	}
+}

@@ -18,8 +18,8 @@ import (
 	"github.com/h4r/h4r/tokens"
 )
 
-// benchDecisions is the ADR's scale: 100k decisions (H4R_BENCH_DECISIONS
-// overrides it for a quick run).
+// benchDecisions is the scale the targets are set at: 100k decisions
+// (H4R_BENCH_DECISIONS overrides it for a quick run).
 func benchDecisions() int {
 	if n, err := strconv.Atoi(os.Getenv("H4R_BENCH_DECISIONS")); err == nil && n > 0 {
 		return n
@@ -27,12 +27,13 @@ func benchDecisions() int {
 	return 100_000
 }
 
-// BenchmarkPrecedentQueries measures the ADR's queries over a SQLite store
-// of benchDecisions() decision traces: each cites one of n/100 epics (so
-// ~100 decisions per epic, of which a query returns 10), one in five is a
-// file assignment of one of n/50 files (~10 per file), with an outcome
-// event each. Every answer passes the bundled OPA policy. Targets (ADR
-// 002): precedent < 100 ms, file history < 50 ms, full context < 200 ms.
+// BenchmarkPrecedentQueries measures the precedent queries over a SQLite
+// store of benchDecisions() decision traces: each cites one of n/100 epics
+// (so ~100 decisions per epic, of which a query returns 10), one in five is
+// a file assignment of one of n/50 files (~10 per file), with an outcome
+// event each. Every answer passes the bundled OPA policy. Targets
+// (docs/decisions.md): precedent < 100 ms, file history < 50 ms, full
+// context < 200 ms.
 func BenchmarkPrecedentQueries(b *testing.B) {
 	ctx := context.Background()
 	n := benchDecisions()

@@ -9,7 +9,7 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Event is one of the ADR's "current events" (what happened:
+// Event is one of the "current events" of docs/decisions.md (what happened:
 // subtask_outcome, worker_spawned, …). An event naming a decision_id is
 // that decision's outcome: its item links to the decision (outcome_of).
 type Event struct {

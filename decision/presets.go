@@ -7,8 +7,8 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// Presets: the ADR's `swarm query --preset` names, shared by the HTTP
-// route and the CLI.
+// Presets: the `swarm query --preset` names of the decision-trace format,
+// shared by the HTTP route and the CLI.
 const (
 	PresetByPrecedent     = "decision_traces_by_precedent"
 	PresetByPattern       = "decisions_by_pattern"

@@ -26,7 +26,7 @@ type Slicer interface {
 	Clear(ctx context.Context, spec h4r.Specialist, items []*h4r.Item) []scs.Cleared
 }
 
-// Service records decision traces and events and answers the ADR's
+// Service records decision traces and events and answers the
 // precedent queries, through the policy slicer.
 type Service struct {
 	store  Store

@@ -20,7 +20,7 @@ const (
 	KindEvent = "event"
 )
 
-// Decision types (ADR 002, decision_type).
+// Decision types (decision_type in docs/decisions.md).
 const (
 	TypeDecompositionStrategy = "decomposition_strategy"
 	TypeFileAssignment        = "file_assignment"
@@ -29,9 +29,10 @@ const (
 	TypeConflictResolution    = "conflict_resolution"
 )
 
-// Types lists the known decision types, in the ADR's order. The set is
-// open: any other type that is a lower-case name (ValidType) is recorded
-// too, so a new kind of decision needs no change here.
+// Types lists the known decision types, in the order docs/decisions.md
+// lists them. The set is open: any other type that is a lower-case name
+// (ValidType) is recorded too, so a new kind of decision needs no change
+// here.
 func Types() []string {
 	return []string{TypeDecompositionStrategy, TypeFileAssignment, TypeExceptionGranted, TypeReviewApproval, TypeConflictResolution}
 }
@@ -50,11 +51,12 @@ type CitedPrecedent struct {
 	Reason     string `json:"reason,omitempty"`
 }
 
-// Trace is a decision trace with ADR 002's wire names. Decision,
-// InputsGathered and PolicyEvaluated are JSON values as the agent gave
-// them. Links are entity links beyond those the fields imply (applies_pattern
-// to a memory, similar_to an epic, …). Metadata is H4R's item metadata
-// (restrictedToGroups, sensitivity, tags, …), which policy reads.
+// Trace is a decision trace with the wire names of docs/decisions.md.
+// Decision, InputsGathered and PolicyEvaluated are JSON values as the agent
+// gave them. Links are entity links beyond those the fields imply
+// (applies_pattern to a memory, similar_to an epic, …). Metadata is H4R's
+// item metadata (restrictedToGroups, sensitivity, tags, …), which policy
+// reads.
 type Trace struct {
 	ID              string          `json:"id,omitempty"`
 	DecisionType    string          `json:"decision_type"`
@@ -75,7 +77,7 @@ type Trace struct {
 }
 
 // EventRef is the id of an outcome event: a string, or an integer (the
-// ADR's integer column), which reads as its decimal digits.
+// format's integer column), which reads as its decimal digits.
 type EventRef string
 
 // UnmarshalJSON reads a string or an integer.
@@ -145,8 +147,8 @@ func (l *TraceLink) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Time is a timestamp that reads milliseconds since the epoch (the ADR's
-// integer column) or an RFC 3339 string, and writes milliseconds.
+// Time is a timestamp that reads milliseconds since the epoch (the
+// format's integer column) or an RFC 3339 string, and writes milliseconds.
 type Time struct{ time.Time }
 
 // UnmarshalJSON reads an integer of milliseconds or an RFC 3339 string.
@@ -242,9 +244,9 @@ func Prepare(t Trace, field string, now time.Time) (*Prepared, error) {
 			return nil, h4r.Errorf(h4r.EINVALID, at(name), "%s is longer than %d bytes", name, maxNameBytes)
 		}
 	}
-	// The ADR's writers send the JSON columns as JSON text
-	// (JSON.stringify): a string holding a list or an object is read as
-	// that value, so the stored trace has one, structured form.
+	// Writers of the decision-trace format send the JSON columns as JSON
+	// text (JSON.stringify): a string holding a list or an object is read
+	// as that value, so the stored trace has one, structured form.
 	for name, raw := range map[string]*json.RawMessage{"decision": &t.Decision, "inputs_gathered": &t.InputsGathered,
 		"policy_evaluated": &t.PolicyEvaluated, "alternatives": &t.Alternatives, "precedent_cited": &t.PrecedentCited} {
 		v, err := unwrapJSONText(*raw)

@@ -22,7 +22,7 @@ import (
 
 // Defaults of the OpenAI-compatible client.
 const (
-	DefaultTimeout   = 500 * time.Millisecond // the original design's embedding deadline
+	DefaultTimeout   = 500 * time.Millisecond // an embedding must not hold up a pack for long
 	DefaultBatchSize = 64
 	DefaultRetries   = 3
 	maxResponseBytes = 64 << 20 // a batch of 64 vectors of 4096 floats is ~5 MB as JSON

@@ -28,13 +28,13 @@ const (
 	RemoteRevision = "remote"
 )
 
-// Remote asks a remote OPA server for decisions, as the original design
-// did: POST {url}/v1/data/cmo/context with {"input": ...}, the input of
+// Remote asks a remote OPA server for decisions: POST
+// {url}/v1/data/cmo/context with {"input": ...}, the input of
 // docs/concepts.md, one call per item (OPA's open-source API has no batch
 // endpoint), several at once over reused connections, each under its own
 // deadline. An unreachable server, a late answer, an error status or an
-// undefined decision is an error for that item: the caller fails closed
-// (or uses the fallback rules). Once one call of a batch cannot reach the
+// undefined decision is an error for that item: the caller fails closed (or
+// uses the fallback rules). Once one call of a batch cannot reach the
 // server, the rest of that batch fail at once instead of each waiting for
 // its own deadline.
 //

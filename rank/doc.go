@@ -1,7 +1,6 @@
-// Package rank is the ranking stage of H4R. The design card calls this
-// stage's folder "h4r"; here the root package holds that name and the
-// domain model (where a newcomer looks for it), so the ranker lives in
-// rank/, with a package name that needs no alias.
+// Package rank is the ranking stage of H4R. The root package holds the
+// name h4r and the domain model (where a newcomer looks for it), so the
+// ranker lives in rank/, with a package name that needs no alias.
 //
 // Rank turns merged candidates into a scored, ordered list. Each candidate
 // gets the eight signals of docs/concepts.md, each in [0, 1]: relevance (the text

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// adrTraces are decisions as the ADR's own capture code writes them: the
-// JSON columns as JSON text (JSON.stringify), outcome_event_id as an
-// integer, and a decision type the ADR does not list.
+// adrTraces are decisions as the decision-trace format's own capture code
+// writes them: the JSON columns as JSON text (JSON.stringify),
+// outcome_event_id as an integer, and a decision type the format does not
+// list.
 const adrTraces = `{"decision_traces": [
  {"id": "dt-adr-1", "decision_type": "decomposition_strategy", "epic_id": "mj300", "agent_name": "coordinator", "project_key": "/repo",
   "decision": "{\"strategy\":\"file-based\"}",
@@ -28,7 +29,7 @@ func TestDecisionTracesInTheADRsOwnShape(t *testing.T) {
 		t.Fatalf("event: %d %s", r.status, r.body)
 	}
 	if r := post(t, d.base+"/v1/decision-traces", adrTraces, bearer(ingestKey)...); r.status != http.StatusOK {
-		t.Fatalf("recording the ADR's payload: %d %s", r.status, r.body)
+		t.Fatalf("recording the format's own payload: %d %s", r.status, r.body)
 	}
 	r := do(t, http.MethodGet, d.base+"/v1/decision-traces/dt-adr-1", nil, bearer(publicKey)...)
 	if r.status != http.StatusOK {

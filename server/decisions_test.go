@@ -100,8 +100,9 @@ func answerIDs(a answer) []string {
 	return ids
 }
 
-// TestDecisionsCitingPrecedentOverHTTP: steps 1 and 2 of the issue's
-// done-when, and the restricted precedent that a public key never sees.
+// TestDecisionsCitingPrecedentOverHTTP: record decisions citing a precedent
+// and ask for them, and the restricted precedent that a public key never
+// sees.
 func TestDecisionsCitingPrecedentOverHTTP(t *testing.T) {
 	d := newDecisionStack(t)
 	recordMJ100(t, d)

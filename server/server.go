@@ -25,8 +25,8 @@ import (
 const (
 	DefaultMaxBodyBytes   = 4 << 20
 	DefaultRequestTimeout = 2 * time.Second
-	// DefaultRateLimitPerMinute is the original design's 60 context
-	// requests per minute per key.
+	// DefaultRateLimitPerMinute is 60 context requests per minute per
+	// key.
 	DefaultRateLimitPerMinute = 60
 	requestIDHeader           = "X-Request-Id"
 )

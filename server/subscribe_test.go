@@ -267,7 +267,7 @@ func grepLine(s, sub string) string {
 	return "(none)"
 }
 
-// TestDoneWhen is the done-when, as a new user would: record three
+// TestDoneWhen is a new user's first session with decisions: record three
 // decisions citing mj100, ask for them (newest first, with alternatives),
 // get them from /v1/prefetch for the area, and receive exactly one push
 // over the WebSocket within the debounce window. The fourth, restricted to

@@ -112,7 +112,7 @@ func (s *traceStack) search(t testing.TB, key, body string) trace.SearchResponse
 	return out
 }
 
-// TestTraceLifecycle is the "done when" over HTTP: ingest, read
+// TestTraceLifecycle is a new user's first session over HTTP: ingest, read
 // it pending, a signed merged pull request lands it, search finds it by
 // status landed.
 func TestTraceLifecycle(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package sources is the folder of the storage technologies. It holds no
+// Package store is the folder of the storage technologies. It holds no
 // code of its own: the item model and the Generator interface they
 // implement live in the root package h4r. Each sub-folder is one
 // technology:
@@ -8,4 +8,4 @@
 //   - qdrant: vector search mirrored from a store;
 //   - neo4j: causal hops mirrored from a store;
 //   - storetest: the contract suite every store passes.
-package sources
+package store

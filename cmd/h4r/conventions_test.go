@@ -87,3 +87,34 @@ func TestUsageErrorsEndTheirLine(t *testing.T) {
 		t.Errorf("unknown flag: %v (exit %d), want a flag error (exit 2)", err, exitCode(err))
 	}
 }
+
+// TestFlagErrorsWriteTwoDashes: a flag the command cannot parse is named
+// as the help and the README write it (--flag), on an h4r: line before
+// the usage, and is a usage error.
+func TestFlagErrorsWriteTwoDashes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"pack", "q", "--bogus"}, "h4r: flag provided but not defined: --bogus\nUsage: h4r pack"},
+		{"unknown flag with one dash", []string{"ingest", "-bogus"}, "h4r: flag provided but not defined: --bogus\nUsage: h4r ingest"},
+		{"missing argument", []string{"pack", "q", "--limit"}, "h4r: flag needs an argument: --limit\nUsage: h4r pack"},
+		{"invalid value", []string{"pack", "q", "--limit", "many"}, `h4r: invalid value "many" for flag --limit: parse error`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := run(context.Background(), tt.args, strings.NewReader(""), &bytes.Buffer{}, &stderr, env(nil))
+			if !isFlagError(err) || exitCode(err) != 2 {
+				t.Errorf("error %v (exit %d), want a flag error (exit 2)", err, exitCode(err))
+			}
+			if !strings.HasPrefix(stderr.String(), tt.want) {
+				t.Errorf("stderr %q, want it to start with %q", stderr.String(), tt.want)
+			}
+			if oneDash.MatchString(stderr.String()) || strings.Contains(stderr.String(), " -bogus") {
+				t.Errorf("a flag is shown with one dash:\n%s", stderr.String())
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 )
@@ -47,7 +49,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
 	stop()
 	if err != nil {
-		if !isFlagError(err) { // the flag package has printed it, and the usage
+		if !isFlagError(err) { // parseFlags has printed it, and the usage
 			fmt.Fprintln(os.Stderr, errorText(err, os.Args[1:]))
 		}
 		os.Exit(exitCode(err))
@@ -188,14 +190,33 @@ func cmdVersion(args []string, stdout, stderr io.Writer) error {
 }
 
 // parseFlags parses args with fs. A flag fs does not know is a flagError
-// (the flag package has printed it and the usage); --help is flag.ErrHelp.
+// (the problem and the usage are printed); --help is flag.ErrHelp.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
 	err := fs.Parse(args)
+	fs.SetOutput(out)
+	text := buf.String()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		// The flag package names a flag with one dash in its message
+		// ("flag provided but not defined: -bogus"); the help and the
+		// README write --bogus.
+		first, rest, _ := strings.Cut(text, "\n")
+		text = "h4r: " + flagInMessage.ReplaceAllString(first, "$1--$2") + "\n" + rest
+	}
+	if _, werr := io.WriteString(out, text); werr != nil && err == nil {
+		return werr
+	}
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return err
 	}
 	return flagError{err}
 }
+
+// flagInMessage finds the flag named in a message of the flag package:
+// "...: -name" or "... for flag -name: ...".
+var flagInMessage = regexp.MustCompile(`(: | flag )-([A-Za-z0-9][\w.-]*)`)
 
 // parseInterspersed parses flags that may come before or after positional
 // arguments ("h4r pack 'query' --json"), returning the positionals.

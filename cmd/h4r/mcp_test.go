@@ -59,7 +59,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (strin
 	return sb.String(), res.IsError
 }
 
-// TestMCPStdio is the "done when" as a new user does it: start h4r
+// TestMCPStdio is a first MCP session as a new user has it: start h4r
 // mcp, list the tools, write a memory and read it back, and get a pack.
 func TestMCPStdio(t *testing.T) {
 	// A generous write deadline: loading the demo corpus under -race on a

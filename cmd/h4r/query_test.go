@@ -12,7 +12,7 @@ import (
 )
 
 // TestQueryPresets records decisions through app.Decisions, then asks
-// the ADR's presets from the command line.
+// the presets of docs/decisions.md from the command line.
 func TestQueryPresets(t *testing.T) {
 	dir := t.TempDir()
 	vars := env(map[string]string{"H4R_DATA_DIR": dir, "H4R_LOG_LEVEL": "error"})

@@ -107,8 +107,8 @@ func TestServeDemoWithoutNATS(t *testing.T) {
 	}
 }
 
-// TestServeTraceLifecycleOverNATS is the "done when" as a new
-// user does it: publish a trace to NATS with a plain client, read it back
+// TestServeTraceLifecycleOverNATS is a commit trace's life as a new
+// user sees it: publish a trace to NATS with a plain client, read it back
 // pending, send a signed merged-PR webhook, see it landed, find it by
 // status landed.
 func TestServeTraceLifecycleOverNATS(t *testing.T) {

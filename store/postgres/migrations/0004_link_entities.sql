@@ -1,4 +1,4 @@
--- Typed entity links (ADR 002): a link may name what kind of entity its
+-- Typed entity links (docs/decisions.md): a link may name what kind of entity its
 -- target is ('' for an item; epic, file, pattern, …, which need not be
 -- items) and say in a sentence why it matters. The index serves "which
 -- items link to this entity, by this link type" (decision precedent
