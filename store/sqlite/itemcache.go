@@ -308,7 +308,7 @@ func (c *itemCache) len() int {
 // way (they update the cache under writeMu) was left behind by another
 // process's write, and restarts at tx's generation.
 func (s *Store) itemCacheAt(ctx context.Context, tx *sql.Tx) (gen int64, current bool, err error) {
-	gen, err = readItemGeneration(ctx, tx)
+	gen, err = s.readCounter(ctx, tx, itemCounter)
 	if err != nil {
 		return 0, false, err
 	}
@@ -400,11 +400,7 @@ func fetchItems(ctx context.Context, tx *sql.Tx, ids []string, out map[string]*h
 }
 
 func readItemGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var g int64
-	if err := tx.QueryRowContext(ctx, `SELECT generation FROM item_generation WHERE id = 1`).Scan(&g); err != nil {
-		return 0, fmt.Errorf("reading the item generation: %w", err)
-	}
-	return g, nil
+	return readCounterSQL(ctx, tx, itemCounter)
 }
 
 // readStamps reads the stamps of the items in the JSON list of ids.

@@ -156,11 +156,7 @@ func (v *vectorIndex) applied(before, after int64, change func(*vectorIndex)) {
 }
 
 func readGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var g int64
-	if err := tx.QueryRowContext(ctx, `SELECT generation FROM vector_generation WHERE id = 1`).Scan(&g); err != nil {
-		return 0, fmt.Errorf("reading the vector generation: %w", err)
-	}
-	return g, nil
+	return readCounterSQL(ctx, tx, vectorCounter)
 }
 
 // embedItems returns the vectors of the items' texts, or nil when the store
@@ -334,7 +330,7 @@ func (s *Store) rescore(ctx context.Context, tx *sql.Tx, gen int64, model string
 // Reloading instead took the index back to the older snapshot, so that
 // under steady ingest searches reloaded every vector again and again.
 func (s *Store) ensureLoaded(ctx context.Context, tx *sql.Tx, model string) (int64, error) {
-	gen, err := readGeneration(ctx, tx)
+	gen, err := s.readCounter(ctx, tx, vectorCounter)
 	if err != nil {
 		return 0, err
 	}
