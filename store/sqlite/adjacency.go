@@ -68,11 +68,7 @@ func (a *adjacency) applied(before, after int64, change func(*adjacency)) {
 }
 
 func readGraphGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var g int64
-	if err := tx.QueryRowContext(ctx, `SELECT generation FROM graph_generation WHERE id = 1`).Scan(&g); err != nil {
-		return 0, fmt.Errorf("reading the graph generation: %w", err)
-	}
-	return g, nil
+	return readCounterSQL(ctx, tx, graphCounter)
 }
 
 // load reads the items and links as of tx's snapshot, at generation gen.
@@ -131,7 +127,7 @@ func eachRow(ctx context.Context, tx *sql.Tx, query string, fn func(*sql.Rows) e
 // committed after its snapshot was taken), and returns the snapshot's
 // generation.
 func (s *Store) ensureGraph(ctx context.Context, tx *sql.Tx) (int64, error) {
-	gen, err := readGraphGeneration(ctx, tx)
+	gen, err := s.readCounter(ctx, tx, graphCounter)
 	if err != nil {
 		return 0, err
 	}

@@ -52,7 +52,7 @@ func (g fullText) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit
 	}
 	var hits []h4r.Hit
 	err = g.s.readTx(ctx, func(tx *sql.Tx) error {
-		gen, err := readTextGeneration(ctx, tx)
+		gen, err := g.s.readCounter(ctx, tx, textCounter)
 		if err != nil {
 			return err
 		}

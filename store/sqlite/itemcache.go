@@ -109,6 +109,25 @@ func (c *itemCache) lookup(id string) (cachedItem, bool) {
 	return e, ok
 }
 
+// lookupAll puts the entries of ids into out, under one acquisition of
+// the lock, and returns the ids it has none of; ok is false, and nothing
+// is put, when the cache no longer reflects generation gen.
+func (c *itemCache) lookupAll(gen int64, ids []string, out map[string]*h4r.Item) (missing []string, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.gen != gen {
+		return nil, false
+	}
+	for _, id := range ids {
+		if e, ok := c.items[id]; ok {
+			out[id] = e.item
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return missing, true
+}
+
 // generation returns the generation the cache reflects.
 func (c *itemCache) generation() int64 {
 	c.mu.RLock()
@@ -176,6 +195,37 @@ func (c *itemCache) put(gen int64, it *h4r.Item) {
 	if c.gen != gen {
 		return
 	}
+	c.keep(it, size)
+}
+
+// putAll keeps the items of ids in read (those it has), read in a
+// snapshot at generation gen, as put does, under one acquisition of the
+// lock.
+func (c *itemCache) putAll(gen int64, ids []string, read map[string]*h4r.Item) {
+	if c.budget == 0 || len(ids) == 0 {
+		return
+	}
+	sizes := make([]int64, len(ids)) // estimated outside the lock
+	for i, id := range ids {
+		if it := read[id]; it != nil {
+			sizes[i] = itemcache.Footprint(it)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	for i, id := range ids {
+		if it := read[id]; it != nil && sizes[i] <= c.budget/16 {
+			c.keep(it, sizes[i])
+		}
+	}
+}
+
+// keep adds it, of estimated memory size, and evicts past the budget; the
+// caller holds mu.
+func (c *itemCache) keep(it *h4r.Item, size int64) {
 	if old, ok := c.items[it.ID]; ok {
 		c.used -= old.size
 	}
@@ -308,7 +358,7 @@ func (c *itemCache) len() int {
 // way (they update the cache under writeMu) was left behind by another
 // process's write, and restarts at tx's generation.
 func (s *Store) itemCacheAt(ctx context.Context, tx *sql.Tx) (gen int64, current bool, err error) {
-	gen, err = readItemGeneration(ctx, tx)
+	gen, err = s.readCounter(ctx, tx, itemCounter)
 	if err != nil {
 		return 0, false, err
 	}
@@ -339,22 +389,14 @@ func (s *Store) readItems(ctx context.Context, tx *sql.Tx, ids []string) (map[st
 	if !current {
 		return out, s.readChecked(ctx, tx, ids, out)
 	}
-	var missing []string
-	for _, id := range ids {
-		if e, ok := s.items.lookup(id); ok {
-			out[id] = e.item
-		} else {
-			missing = append(missing, id)
-		}
+	missing, ok := s.items.lookupAll(gen, ids, out)
+	if !ok { // a write of this process moved the cache on meanwhile
+		return out, s.readChecked(ctx, tx, ids, out)
 	}
 	if err := fetchItems(ctx, tx, missing, out); err != nil {
 		return nil, err
 	}
-	for _, id := range missing {
-		if it := out[id]; it != nil {
-			s.items.put(gen, it)
-		}
-	}
+	s.items.putAll(gen, missing, out)
 	return out, nil
 }
 
@@ -400,11 +442,7 @@ func fetchItems(ctx context.Context, tx *sql.Tx, ids []string, out map[string]*h
 }
 
 func readItemGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var g int64
-	if err := tx.QueryRowContext(ctx, `SELECT generation FROM item_generation WHERE id = 1`).Scan(&g); err != nil {
-		return 0, fmt.Errorf("reading the item generation: %w", err)
-	}
-	return g, nil
+	return readCounterSQL(ctx, tx, itemCounter)
 }
 
 // readStamps reads the stamps of the items in the JSON list of ids.

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,10 +200,18 @@ func TestItemCacheStaysWithinItsBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newItemCache(tt.budget)
+			var ids []string
+			read := map[string]*h4r.Item{}
 			for i := range tt.items {
 				it := &h4r.Item{ID: fmt.Sprintf("i%d", i), Text: "some text of an item", Metadata: h4r.Metadata{ByteSize: 100, Version: 1}}
-				c.put(-1, it)
+				if i%2 == 0 {
+					c.put(-1, it)
+				} else { // as a read keeps what it fetched
+					ids = append(ids, it.ID)
+					read[it.ID] = it
+				}
 			}
+			c.putAll(-1, ids, read)
 			if c.used > tt.budget {
 				t.Errorf("used %d bytes, budget %d", c.used, tt.budget)
 			}
@@ -216,6 +226,31 @@ func TestItemCacheStaysWithinItsBudget(t *testing.T) {
 				t.Error("the cache kept nothing")
 			}
 		})
+	}
+}
+
+// TestItemCacheBatchesKeepTheirGeneration looks up and keeps items a batch
+// at a time, at the cache's generation and at others.
+func TestItemCacheBatchesKeepTheirGeneration(t *testing.T) {
+	c := newItemCache(1 << 20)
+	c.restart(5)
+	a := &h4r.Item{ID: "a", Text: "a quartz sundial", Metadata: h4r.Metadata{Version: 1}}
+	b := &h4r.Item{ID: "b", Text: "a brass astrolabe", Metadata: h4r.Metadata{Version: 1}}
+	huge := &h4r.Item{ID: "huge", Text: strings.Repeat("x", 1<<17), Metadata: h4r.Metadata{Version: 1}}
+	read := map[string]*h4r.Item{"a": a, "b": b, "huge": huge}
+	c.putAll(4, []string{"a", "b"}, read) // read in an older snapshot
+	if c.len() != 0 {
+		t.Fatalf("kept %d items read at another generation", c.len())
+	}
+	c.putAll(5, []string{"a", "gone", "huge"}, read) // "gone" was not found, "huge" is over a sixteenth
+	out := map[string]*h4r.Item{}
+	missing, ok := c.lookupAll(5, []string{"a", "b", "huge"}, out)
+	if !ok || !slices.Equal(missing, []string{"b", "huge"}) || len(out) != 1 || out["a"] != a {
+		t.Errorf("lookupAll at the cache's generation: missing %v, ok %v, found %v", missing, ok, out)
+	}
+	out = map[string]*h4r.Item{}
+	if missing, ok := c.lookupAll(6, []string{"a", "b"}, out); ok || missing != nil || len(out) != 0 {
+		t.Errorf("lookupAll at another generation: missing %v, ok %v, found %v", missing, ok, out)
 	}
 }
 

@@ -46,9 +46,10 @@ func parseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
 // Store keeps memory items in one SQLite file. It is safe for concurrent
 // use. Create it with Open and release it with Close.
 type Store struct {
-	path    string  // the file, absolute (Backup opens a connection of its own)
-	writer  *sql.DB // one connection: SQLite has one writer
-	readers *sql.DB // a pool of query_only connections
+	path    string         // the file, absolute (Backup opens a connection of its own)
+	writer  *sql.DB        // one connection: SQLite has one writer
+	readers *sql.DB        // a pool of query_only connections
+	reads   readStatements // prepared on readers (prepared.go)
 	counter *tokens.Counter
 	now     func() time.Time
 	log     *slog.Logger
@@ -208,11 +209,15 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	readers.SetMaxOpenConns(readConnections)
 	readers.SetMaxIdleConns(readConnections)
+	reads, err := prepareReads(ctx, readers)
+	if err != nil {
+		return nil, errors.Join(err, readers.Close(), writer.Close())
+	}
 
 	if o.analyzer == nil {
 		o.analyzer = analysis.Default()
 	}
-	s := &Store{path: abs, writer: writer, readers: readers, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
+	s := &Store{path: abs, writer: writer, readers: readers, reads: reads, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
 	s.vectors.embedder = o.embedder
 	s.items = newItemCache(cacheBytes)
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove), ann.WithLock(&s.vectors.mu)) // re-clusters in the background
@@ -250,7 +255,7 @@ func dsn(path string, readOnly bool, busy time.Duration, sync string) string {
 // again does nothing and returns the first call's error.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.access.Stop(), s.readers.Close(), s.writer.Close())
+		s.closeErr = errors.Join(s.access.Stop(), s.reads.close(), s.readers.Close(), s.writer.Close())
 	})
 	return s.closeErr
 }

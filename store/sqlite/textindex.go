@@ -51,11 +51,7 @@ func (t *textIndex) current(gen int64) bool {
 const textLoadBatch = 4096
 
 func readTextGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var g int64
-	if err := tx.QueryRowContext(ctx, `SELECT generation FROM text_generation WHERE id = 1`).Scan(&g); err != nil {
-		return 0, fmt.Errorf("reading the full-text generation: %w", err)
-	}
-	return g, nil
+	return readCounterSQL(ctx, tx, textCounter)
 }
 
 // seqOf converts an items.seq to the index's document id.
@@ -323,7 +319,7 @@ func (s *Store) SearchTextIndex(ctx context.Context, text string, k int) (int, e
 	}
 	var n int
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		gen, err := readTextGeneration(ctx, tx)
+		gen, err := s.readCounter(ctx, tx, textCounter)
 		if err != nil {
 			return err
 		}

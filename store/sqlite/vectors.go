@@ -54,7 +54,8 @@ type vectorIndex struct {
 
 	// exact keeps float32 vectors read from the file for rescoring, as of
 	// gen: the best candidates of common queries repeat, and reading them
-	// was a third of a vector search (PERFORMANCE.md). Changed under
+	// was a third of a vector search (PERFORMANCE.md). load fills it while
+	// the vectors fit its bound, searches add what they read. Changed under
 	// exactMu while mu is held (shared by searches, exclusively by load,
 	// put and remove, which empty it or drop the id).
 	exactMu    sync.Mutex
@@ -156,11 +157,7 @@ func (v *vectorIndex) applied(before, after int64, change func(*vectorIndex)) {
 }
 
 func readGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var g int64
-	if err := tx.QueryRowContext(ctx, `SELECT generation FROM vector_generation WHERE id = 1`).Scan(&g); err != nil {
-		return 0, fmt.Errorf("reading the vector generation: %w", err)
-	}
-	return g, nil
+	return readCounterSQL(ctx, tx, vectorCounter)
 }
 
 // embedItems returns the vectors of the items' texts, or nil when the store
@@ -238,12 +235,22 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 	v.exactMu.Lock()
 	v.exact, v.exactBytes = nil, 0
 	v.exactMu.Unlock()
-	var vec []float32 // one row's vector, reused: only its codes are kept
+	// The float32 vectors are kept for rescoring as well while they fit
+	// in its bound (they are decoded here anyway): otherwise the first
+	// searches after a load read their candidates' rows again. Past the
+	// bound, one row's vector is reused and only its codes are kept.
+	exact := map[string][]float32{}
+	exactBytes := 0
+	var vec []float32
 	for rows.Next() {
 		var id string
 		var blob []byte
 		if err := rows.Scan(&id, &blob); err != nil {
 			return fmt.Errorf("reading a vector row: %w", err)
+		}
+		keep := exactBytes+len(blob) <= exactCacheBytes // 4 bytes a component, as exactBytes counts
+		if keep {
+			vec = make([]float32, 0, len(blob)/4)
 		}
 		if vec, err = vecindex.DecodeFloat32(vec, blob); err != nil {
 			return fmt.Errorf("vector of item %q: %w", id, err)
@@ -252,10 +259,20 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 			return fmt.Errorf("vector of item %q has %d dimensions, others of model %s have %d: run h4r reindex", id, len(vec), model, d)
 		}
 		v.ix.Put(id, vec)
+		if keep {
+			if old, ok := exact[id]; ok {
+				exactBytes -= 4 * len(old)
+			}
+			exact[id] = vec
+			exactBytes += 4 * len(vec)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading vector rows: %w", err)
 	}
+	v.exactMu.Lock()
+	v.exact, v.exactBytes = exact, exactBytes
+	v.exactMu.Unlock()
 	v.loaded, v.gen = true, gen
 	return nil
 }
@@ -334,7 +351,7 @@ func (s *Store) rescore(ctx context.Context, tx *sql.Tx, gen int64, model string
 // Reloading instead took the index back to the older snapshot, so that
 // under steady ingest searches reloaded every vector again and again.
 func (s *Store) ensureLoaded(ctx context.Context, tx *sql.Tx, model string) (int64, error) {
-	gen, err := readGeneration(ctx, tx)
+	gen, err := s.readCounter(ctx, tx, vectorCounter)
 	if err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"database/sql"
+	"reflect"
 	"testing"
 	"time"
 
@@ -121,5 +122,56 @@ func TestVectorSearchWaitsForACommittedWrite(t *testing.T) {
 	v.mu.RUnlock()
 	if n != len(cacheItems())+1 {
 		t.Fatalf("%d vectors in memory after the search, want %d: it reloaded them from the file", n, len(cacheItems())+1)
+	}
+}
+
+// Loading the vectors keeps their float32 values for rescoring, the same
+// values a search would read from the file, counted in exactBytes.
+func TestVectorLoadKeepsTheExactVectors(t *testing.T) {
+	e, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path := newTestStore(t, WithVectors(e))
+	ctx := t.Context()
+	items := cacheItems()
+	if _, err := s.Upsert(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	counter, err := testCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Open(ctx, path, WithVectors(e), WithTokenCounter(counter), WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	if err := loaded.WarmVectors(ctx, e.Model()); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+	}
+	var want map[string][]float32
+	if err := loaded.readTx(ctx, func(tx *sql.Tx) (err error) {
+		want, err = exactVectors(ctx, tx, e.Model(), ids)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v := &loaded.vectors
+	v.exactMu.Lock()
+	defer v.exactMu.Unlock()
+	if len(want) != len(items) || !reflect.DeepEqual(v.exact, want) {
+		t.Errorf("kept %d vectors at load, the file holds %d: equal %v", len(v.exact), len(want), reflect.DeepEqual(v.exact, want))
+	}
+	bytes := 0
+	for _, vec := range v.exact {
+		bytes += 4 * len(vec)
+	}
+	if bytes != v.exactBytes {
+		t.Errorf("kept vectors hold %d bytes, the count says %d", bytes, v.exactBytes)
 	}
 }
