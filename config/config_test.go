@@ -100,7 +100,7 @@ func TestDefault(t *testing.T) {
 		EmbedDim:                 512,
 		EmbedLearnedDim:          128,
 		VectorCandidates:         100,
-		VectorFeedbackWeight:     0.3,
+		VectorFeedbackWeight:     0.2,
 		EmbedTimeout:             500 * time.Millisecond,
 		EmbedCacheSize:           10000,
 		Fusion:                   "relative",
