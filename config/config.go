@@ -93,24 +93,26 @@ type Config struct {
 	A2ATaskMaxBytes int64         // H4R_A2A_TASK_MAX_BYTES: bytes of A2A tasks kept at most
 
 	// Vectors and hybrid relevance.
-	Embedder         string        // H4R_EMBEDDER: learned or hash (built in, offline), openai (an OpenAI-compatible /v1/embeddings server) or none
-	EmbedURL         string        // H4R_EMBED_URL: base URL of the embeddings server
-	EmbedModel       string        // H4R_EMBED_MODEL
-	EmbedAPIKey      string        // H4R_EMBED_API_KEY
-	EmbedDim         int           // H4R_EMBED_DIM: dimension of the built-in hashing embedder
-	EmbedLearnedDim  int           // H4R_EMBED_LEARNED_DIM: dimension of the learned embedder
-	VectorCandidates int           // H4R_VECTOR_CANDIDATES: most hits of the vector generator
-	EmbedTimeout     time.Duration // H4R_EMBED_TIMEOUT: deadline of one embedding call
-	EmbedCacheSize   int           // H4R_EMBED_CACHE_SIZE: query embeddings kept (LRU); 0 turns the cache off
-	Fusion           string        // H4R_FUSION: relative (min-max) or rrf
-	AccessCounting   string        // H4R_ACCESS_COUNTING: use or delivery
-	StopWords        string        // H4R_STOP_WORDS: english, none or a file of stop words
-	FusionVector     float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
-	Conversation     bool          // H4R_CONVERSATION: session and time evidence of conversations
-	FusionSession    float64       // H4R_FUSION_SESSION_WEIGHT: weight of the session evidence in relevance
-	FusionTime       float64       // H4R_FUSION_TIME_WEIGHT: weight of the time evidence in relevance
-	QdrantAPIKey     string        // QDRANT_API_KEY
-	QdrantCollection string        // QDRANT_COLLECTION
+	Embedder             string        // H4R_EMBEDDER: learned or hash (built in, offline), openai (an OpenAI-compatible /v1/embeddings server) or none
+	EmbedURL             string        // H4R_EMBED_URL: base URL of the embeddings server
+	EmbedModel           string        // H4R_EMBED_MODEL
+	EmbedAPIKey          string        // H4R_EMBED_API_KEY
+	EmbedDim             int           // H4R_EMBED_DIM: dimension of the built-in hashing embedder
+	EmbedLearnedDim      int           // H4R_EMBED_LEARNED_DIM: dimension of the learned embedder
+	VectorCandidates     int           // H4R_VECTOR_CANDIDATES: most hits of the vector generator
+	VectorFeedbackDocs   int           // H4R_VECTOR_FEEDBACK_DOCS: best first-pass items the query vector moves toward; 0: off
+	VectorFeedbackWeight float64       // H4R_VECTOR_FEEDBACK_WEIGHT: share of their mean in the moved query vector
+	EmbedTimeout         time.Duration // H4R_EMBED_TIMEOUT: deadline of one embedding call
+	EmbedCacheSize       int           // H4R_EMBED_CACHE_SIZE: query embeddings kept (LRU); 0 turns the cache off
+	Fusion               string        // H4R_FUSION: relative (min-max) or rrf
+	AccessCounting       string        // H4R_ACCESS_COUNTING: use or delivery
+	StopWords            string        // H4R_STOP_WORDS: english, none or a file of stop words
+	FusionVector         float64       // H4R_FUSION_VECTOR_WEIGHT: share of the vector generator in relevance
+	Conversation         bool          // H4R_CONVERSATION: session and time evidence of conversations
+	FusionSession        float64       // H4R_FUSION_SESSION_WEIGHT: weight of the session evidence in relevance
+	FusionTime           float64       // H4R_FUSION_TIME_WEIGHT: weight of the time evidence in relevance
+	QdrantAPIKey         string        // QDRANT_API_KEY
+	QdrantCollection     string        // QDRANT_COLLECTION
 
 	// Neo4j.
 	Neo4jUser     string // NEO4J_USER

@@ -47,6 +47,10 @@ func (c *Cache) Pin() Embedder {
 	return &Cache{next: next, cache: c.cache}
 }
 
+// Unwrap returns the wrapped embedder: what embeds texts that should not
+// take the place of queries in the cache (the texts of feedback items).
+func (c *Cache) Unwrap() Embedder { return c.next }
+
 // Dim returns the wrapped embedder's dimension when it knows it, else 0.
 func (c *Cache) Dim() int {
 	if d, ok := c.next.(interface{ Dim() int }); ok {

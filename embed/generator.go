@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -116,4 +117,88 @@ func (g *Generator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.H
 		return nil, fmt.Errorf("vector search: %w", err)
 	}
 	return hits, nil
+}
+
+// GenerateNear is Generate with the query vector moved toward texts, the
+// first pass's best items (pseudo-relevance feedback on the vector side,
+// Rocchio's update): the query becomes (1−weight)·q + weight·mean(texts),
+// every vector a unit one, and is searched as Generate searches. The
+// words of the texts never reach full-text search; only the direction they
+// share moves the vector. One model embeds the query and the texts; the
+// texts bypass the query cache, so that they do not evict queries. It has
+// no fallback: the caller keeps its first pass when it fails.
+func (g *Generator) GenerateNear(ctx context.Context, q h4r.CandidateQuery, texts []string, weight float64) ([]h4r.Hit, error) {
+	e := h4r.PinEmbedder(g.embedder)
+	ectx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	qv, err := e.Embed(ectx, []string{q.Text})
+	if err != nil {
+		return nil, fmt.Errorf("embedding the query: %w", err)
+	}
+	if len(qv) != 1 || len(qv[0]) == 0 {
+		return nil, fmt.Errorf("embedder %s returned no vector for the query", e.Model())
+	}
+	docs := e
+	if u, ok := e.(interface{ Unwrap() Embedder }); ok {
+		docs = u.Unwrap()
+	}
+	tv, err := docs.Embed(ectx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("embedding the feedback texts: %w", err)
+	}
+	v := Rocchio(qv[0], tv, weight)
+	limit := q.Limit
+	if g.maxHits > 0 && (limit == 0 || limit > g.maxHits) {
+		limit = g.maxHits
+	}
+	hits, err := g.index.SearchVectors(ctx, e.Model(), v, q.Filters, limit, g.minScore)
+	if err != nil {
+		return nil, fmt.Errorf("vector search: %w", err)
+	}
+	return hits, nil
+}
+
+// Rocchio returns the unit vector of (1−weight)·q + weight·mean(near):
+// q moved toward the mean of the vectors near. Vectors of another length
+// than q's, and zero ones (a text with no known word), are left out of
+// the mean; with none left, or a zero result, it returns q.
+func Rocchio(q []float32, near [][]float32, weight float64) []float32 {
+	mean := make([]float64, len(q))
+	n := 0
+	for _, v := range near {
+		if len(v) != len(q) || isZero(v) {
+			continue
+		}
+		n++
+		for i, x := range v {
+			mean[i] += float64(x)
+		}
+	}
+	if n == 0 || weight <= 0 {
+		return q
+	}
+	out := make([]float32, len(q))
+	var sum float64
+	for i := range mean {
+		x := (1-weight)*float64(q[i]) + weight*mean[i]/float64(n)
+		mean[i] = x
+		sum += x * x
+	}
+	if sum == 0 || math.IsNaN(sum) || math.IsInf(sum, 0) {
+		return q
+	}
+	inv := 1 / math.Sqrt(sum)
+	for i, x := range mean {
+		out[i] = float32(x * inv)
+	}
+	return out
+}
+
+func isZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -79,6 +79,10 @@ type Settings struct {
 	// (H4R_QUERY_EXPANSION); see expand.go.
 	Expansion     analysis.Expansion
 	ExpandQueries bool
+	// VectorFeedback moves the query vector toward the first pass's best
+	// items and searches vectors again (H4R_VECTOR_FEEDBACK_DOCS,
+	// H4R_VECTOR_FEEDBACK_WEIGHT); see vecfeedback.go.
+	VectorFeedback VectorFeedback
 	// Conversation, when set, adds the evidence of conversations to the
 	// candidates (H4R_CONVERSATION): the session of each text hit and the
 	// turns around the top ones, and the time the question names. Its
@@ -614,6 +618,7 @@ func (e *Engine) candidates(ctx context.Context, spec h4r.Specialist, req *h4r.C
 	}
 	runs := e.runAll(ctx, gens, q)
 	warnings = append(warnings, e.expand(ctx, spec, req, runs, gens, q)...)
+	warnings = append(warnings, e.vectorFeedback(ctx, spec, runs, gens, q)...)
 	if anchorRun != nil {
 		runs = append(runs, *anchorRun)
 	}

@@ -51,26 +51,7 @@ func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.Conte
 	if !on {
 		return nil
 	}
-	view := func(items []*h4r.Item) []*h4r.Item {
-		cleared := map[string]*h4r.Item{}
-		for _, c := range e.slicer.Clear(ctx, spec, items) {
-			cleared[c.ID()] = c.Item()
-		}
-		out := make([]*h4r.Item, len(items))
-		for i, it := range items {
-			c, ok := cleared[it.ID]
-			if !ok {
-				continue
-			}
-			if c.Text != it.Text { // the text was redacted: the marker is no word of it
-				cp := *c
-				cp.Text = ""
-				c = &cp
-			}
-			out[i] = c
-		}
-		return out
-	}
+	view := e.clearedView(ctx, spec)
 	var warnings []string
 	for i := range runs {
 		r := &runs[i]
@@ -90,4 +71,30 @@ func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.Conte
 		r.hits = hits
 	}
 	return warnings
+}
+
+// clearedView returns the view of items that feedback reads, as the slicer
+// clears them for spec: an item it may not see is nil, and a redacted item
+// has no text (the redaction marker is no word of it).
+func (e *Engine) clearedView(ctx context.Context, spec h4r.Specialist) func([]*h4r.Item) []*h4r.Item {
+	return func(items []*h4r.Item) []*h4r.Item {
+		cleared := map[string]*h4r.Item{}
+		for _, c := range e.slicer.Clear(ctx, spec, items) {
+			cleared[c.ID()] = c.Item()
+		}
+		out := make([]*h4r.Item, len(items))
+		for i, it := range items {
+			c, ok := cleared[it.ID]
+			if !ok {
+				continue
+			}
+			if c.Text != it.Text { // the text was redacted: the marker is no word of it
+				cp := *c
+				cp.Text = ""
+				c = &cp
+			}
+			out[i] = c
+		}
+		return out
+	}
 }

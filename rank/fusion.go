@@ -177,3 +177,12 @@ func (f Fusion) fuseRRF(cands []*h4r.Candidate, gens []string, weight func(strin
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// Relevance returns the fused relevance of each candidate, in input order,
+// as ranking computes it (without the other signals): what a stage that
+// needs the first pass's best items before ranking (the feedback of the
+// query vector) orders them by. Invalid settings fall back as in Rank.
+func (f Fusion) Relevance(cands []*h4r.Candidate) []float64 {
+	out, _ := f.relevance(cands)
+	return out
+}

@@ -181,6 +181,13 @@ func TestRelevanceRelative(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := signalByID(t, tt.cands, Options{Fusion: tt.fusion}, h4r.Relevance)
 			assertValues(t, got, tt.want)
+			// Fusion.Relevance, what orders the first pass before ranking,
+			// gives what ranking gives.
+			for i, r := range tt.fusion.Relevance(tt.cands) {
+				if id := tt.cands[i].Item.ID; math.Abs(r-tt.want[id]) > tolerance {
+					t.Errorf("Fusion.Relevance of %s = %v, want %v", id, r, tt.want[id])
+				}
+			}
 		})
 	}
 }
