@@ -44,6 +44,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/internal/natstest"
 	"github.com/h4r/h4r/internal/pgtest"
@@ -1253,6 +1254,27 @@ func TestCanaryNoLeakSQLite(t *testing.T) {
 	h := runHarness(t, canaryVars(t, t.TempDir(), ""), 1, canarySurfaces(), nil)
 	h.probeCLI()
 	report(t, h)
+}
+
+// TestCanaryNoLeakVectorFeedback: the harness with vectors on (the
+// hashing embedder, which needs no learning over the small canary corpus)
+// and both kinds of feedback on by default: the full-text query expanded
+// with its top hits' words and the query vector moved toward its top hits'
+// vectors, each of which must read only what the caller may.
+func TestCanaryNoLeakVectorFeedback(t *testing.T) {
+	vars := canaryVars(t, t.TempDir(), "")
+	vars["H4R_EMBEDDER"], vars["H4R_VECTOR_FEEDBACK_DOCS"], vars["H4R_QUERY_EXPANSION"] = "hash", "5", "true"
+	h := runHarness(t, vars, 1, canarySurfaces(), nil)
+	report(t, h)
+	// The run proves something only if packs had vector candidates.
+	p, err := h.writer.app.Engine.ContextPack(t.Context(), h4r.Specialist{ID: "cnry-check", SecurityLevel: h4r.Restricted},
+		&h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: topic}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Sources[h4r.GenVector]; st.Candidates == 0 {
+		t.Fatalf("a hybrid pack over the canaries had no vector candidates (sources %+v): feedback on vectors was never exercised", p.Sources)
+	}
 }
 
 // TestCanaryNoLeakPostgresTwoReplicas: two servers over one Postgres;
