@@ -13,6 +13,10 @@
 //   - stored packs: the values a row is written with (PackRequest, PackIDs),
 //     the error of a pack that is not there (PackNotFound) and the visit of
 //     verdicts read whole (VisitFeedback);
+//   - supersedes checks: SupersedesProblem runs a store's two checks of a
+//     batch's supersedes links (a missing target, then a cycle) through a
+//     SupersedesRow that queries in the store's dialect, and
+//     CheckSupersedes turns the first refused link into the batch's error;
 //   - token recounts when the configured encoding changes (RecountBatch,
 //     RecountTokens);
 //   - write deadlines: WriteWithin bounds a write that waits for the
