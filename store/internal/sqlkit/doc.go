@@ -7,6 +7,11 @@
 //   - columns: MaintainedColumn names the column a store-maintained
 //     metadata key is kept in, so that a filter reads the same column in
 //     both;
+//   - embedding: Embed checks an embedder's answer, EmbedItems embeds
+//     items, and the re-embedding walks are written once: EmbedAll embeds
+//     every item in batches of VectorBatch, EmbedMissing pages through the
+//     items without a vector of the model (a store's MissingBatch reads a
+//     page in its dialect, its VectorWriter writes the vectors);
 //   - migrations: LoadMigrations reads and orders the numbered schema
 //     migrations a store embeds (NNNN_what.sql); each store applies them
 //     its own way;
