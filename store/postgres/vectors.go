@@ -474,25 +474,7 @@ func (s *Store) rescoreAndRead(ctx context.Context, model string, q []float32, c
 	if err != nil {
 		return nil, fmt.Errorf("reading vectors to rescore: %w", err)
 	}
-	top := vecindex.Rescore(q, cands, exact, limit, minScore)
-	if len(top) == 0 {
-		return nil, nil
-	}
-	topIDs := make([]string, len(top))
-	for i, t := range top {
-		topIDs[i] = t.ID
-	}
-	byID, err := s.readByID(ctx, topIDs)
-	if err != nil {
-		return nil, err
-	}
-	hits := make([]h4r.Hit, 0, len(top))
-	for _, t := range top {
-		if it := byID[t.ID]; it != nil {
-			hits = append(hits, h4r.Hit{Item: it, Score: t.Score})
-		}
-	}
-	return hits, nil
+	return sqlkit.Hydrate(ctx, vecindex.Rescore(q, cands, exact, limit, minScore), s.readByID)
 }
 
 // MissingVectors counts the items that have no vector of model.

@@ -484,27 +484,13 @@ func passingIDs(ctx context.Context, tx *sql.Tx, ids []string, where string, arg
 	return pass, rows.Err()
 }
 
-// hydrate reads the items of the hits, keeping their order. An item deleted
-// by another process since the vectors were loaded is left out.
+// hydrate reads the items of the hits, keeping their order
+// (sqlkit.Hydrate). An item deleted by another process since the vectors
+// were loaded is left out.
 func (s *Store) hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
-	if len(top) == 0 {
-		return nil, nil
-	}
-	ids := make([]string, len(top))
-	for i, t := range top {
-		ids[i] = t.ID
-	}
-	byID, err := s.readItems(ctx, tx, ids)
-	if err != nil {
-		return nil, err
-	}
-	hits := make([]h4r.Hit, 0, len(top))
-	for _, t := range top {
-		if it := byID[t.ID]; it != nil {
-			hits = append(hits, h4r.Hit{Item: it, Score: t.Score})
-		}
-	}
-	return hits, nil
+	return sqlkit.Hydrate(ctx, top, func(ctx context.Context, ids []string) (map[string]*h4r.Item, error) {
+		return s.readItems(ctx, tx, ids)
+	})
 }
 
 // MissingVectors counts the items that have no vector of model: written

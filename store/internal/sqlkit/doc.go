@@ -12,6 +12,8 @@
 //     every item in batches of VectorBatch, EmbedMissing pages through the
 //     items without a vector of the model (a store's MissingBatch reads a
 //     page in its dialect, its VectorWriter writes the vectors);
+//   - vector hits: Hydrate turns ranked vectors into hits, the items read
+//     in the store's own read and those deleted meanwhile left out;
 //   - migrations: LoadMigrations reads and orders the numbered schema
 //     migrations a store embeds (NNNN_what.sql); each store applies them
 //     its own way;
