@@ -62,7 +62,7 @@ func (s *Store) AddLink(ctx context.Context, id string, l h4r.Link) (added bool,
 				return err
 			}
 			if p != nil {
-				return h4r.SupersedesLinkError("link.target", id, l.Target, p.cycle)
+				return h4r.SupersedesLinkError("link.target", id, l.Target, p.Cycle)
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE items SET version = version + 1, updated_at = $2 WHERE id = $1`, id, s.now().UTC()); err != nil {

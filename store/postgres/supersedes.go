@@ -3,11 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/store/internal/sqlkit"
 )
 
 // The checks of a batch's supersedes links, run in the write transaction
@@ -32,49 +32,24 @@ const (
 )
 
 // checkSupersedes refuses the batch when one of its items supersedes an
-// item that does not exist, or one that supersedes it in turn: an
-// *h4r.Error naming items[i].links[j].target.
+// item that does not exist, or one that supersedes it in turn
+// (sqlkit.CheckSupersedes).
 func checkSupersedes(ctx context.Context, tx pgx.Tx, items []h4r.Item) error {
-	var ids []string
-	for i := range items {
-		if len(items[i].Supersedes()) > 0 {
-			ids = append(ids, items[i].ID)
-		}
-	}
-	p, err := supersedesProblem(ctx, tx, ids, "")
-	if err != nil || p == nil {
-		return err
-	}
-	return h4r.SupersedesError(items, p.source, int(p.position), p.target, p.cycle)
-}
-
-// badSupersedes is the first supersedes link a check refused.
-type badSupersedes struct {
-	source, target string
-	position       int32
-	cycle          bool
+	return sqlkit.CheckSupersedes(items, func(ids []string) (*sqlkit.BadSupersedes, error) {
+		return supersedesProblem(ctx, tx, ids, "")
+	})
 }
 
 // supersedesProblem returns the first supersedes link held by one of ids
 // (to target, when not empty) that names no item or lies on a cycle; nil
 // when there is none.
-func supersedesProblem(ctx context.Context, tx pgx.Tx, ids []string, target string) (*badSupersedes, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	for _, q := range []struct {
-		sql   string
-		cycle bool
-	}{{supersedesMissingSQL, false}, {supersedesCycleSQL, true}} {
-		p := badSupersedes{cycle: q.cycle}
-		err := tx.QueryRow(ctx, q.sql, ids, target).Scan(&p.source, &p.position, &p.target)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("checking the supersedes links of %d items: %w", len(ids), err)
-		}
-		return &p, nil
-	}
-	return nil, nil
+func supersedesProblem(ctx context.Context, tx pgx.Tx, ids []string, target string) (*sqlkit.BadSupersedes, error) {
+	return sqlkit.SupersedesProblem(ctx, ids, supersedesMissingSQL, supersedesCycleSQL,
+		func(ctx context.Context, query string, p *sqlkit.BadSupersedes) (bool, error) {
+			err := tx.QueryRow(ctx, query, ids, target).Scan(&p.Source, &p.Position, &p.Target)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return false, nil
+			}
+			return err == nil, err
+		})
 }

@@ -32,9 +32,8 @@ const (
 	// defaultVectorPoll is how often a replica reads the vector writes of
 	// the others: a write through one replica is searchable on every other
 	// within about this (TestVectorsAcrossReplicas).
-	defaultVectorPoll  = 500 * time.Millisecond
-	vectorReindexBatch = 256
-	vectorLoadRetry    = 2 * time.Second
+	defaultVectorPoll = 500 * time.Millisecond
+	vectorLoadRetry   = 2 * time.Second
 )
 
 // WithVectorPollInterval sets how often the store reads other replicas'
@@ -475,25 +474,7 @@ func (s *Store) rescoreAndRead(ctx context.Context, model string, q []float32, c
 	if err != nil {
 		return nil, fmt.Errorf("reading vectors to rescore: %w", err)
 	}
-	top := vecindex.Rescore(q, cands, exact, limit, minScore)
-	if len(top) == 0 {
-		return nil, nil
-	}
-	topIDs := make([]string, len(top))
-	for i, t := range top {
-		topIDs[i] = t.ID
-	}
-	byID, err := s.readByID(ctx, topIDs)
-	if err != nil {
-		return nil, err
-	}
-	hits := make([]h4r.Hit, 0, len(top))
-	for _, t := range top {
-		if it := byID[t.ID]; it != nil {
-			hits = append(hits, h4r.Hit{Item: it, Score: t.Score})
-		}
-	}
-	return hits, nil
+	return sqlkit.Hydrate(ctx, vecindex.Rescore(q, cands, exact, limit, minScore), s.readByID)
 }
 
 // MissingVectors counts the items that have no vector of model.
@@ -520,29 +501,7 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 		return 0, errors.New("reindexing vectors: the store has no embedder (EnableVectors)")
 	}
 	e = h4r.PinEmbedder(e) // every batch of one model, the one the vectors are stored under
-	var batch []*h4r.Item
-	done := 0
-	flush := func() error {
-		if err := s.embedAndWrite(ctx, e, batch); err != nil {
-			return err
-		}
-		done += len(batch)
-		batch = batch[:0]
-		if progress != nil {
-			progress(done)
-		}
-		return nil
-	}
-	err := s.Each(ctx, func(it *h4r.Item) error {
-		batch = append(batch, it)
-		if len(batch) == vectorReindexBatch {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
+	done, err := sqlkit.EmbedAll(ctx, e, s.Each, s.embedAndWrite, progress)
 	if err == nil {
 		err = s.writeTxWithin(ctx, 0, func(ctx context.Context, tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, vectorLockSQL); err != nil {
@@ -586,49 +545,42 @@ func (s *Store) EmbedMissingVectors(ctx context.Context) (int, error) {
 }
 
 // embedMissing embeds, with e, the items without a vector of e's model, in
-// batches in id order.
+// batches in id order (sqlkit.EmbedMissing).
 func (s *Store) embedMissing(ctx context.Context, e h4r.Embedder) (int, error) {
-	if !sqlkit.EmbedderReady(e) {
-		return 0, nil
-	}
-	done := 0
-	after := ""
-	for {
-		var ids []string
-		err := s.read(ctx, func(ctx context.Context) error {
-			ids = ids[:0]
-			rows, err := s.pool.Query(ctx, `SELECT i.id FROM items i WHERE i.id > $2
-				AND NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.id AND v.model = $1)
-				ORDER BY i.id LIMIT $3`, e.Model(), after, vectorReindexBatch)
-			if err != nil {
-				return err
-			}
-			var id string
-			_, err = pgx.ForEachRow(rows, []any{&id}, func() error { ids = append(ids, id); return nil })
+	return sqlkit.EmbedMissing(ctx, e, s.missingBatch, s.embedAndWrite)
+}
+
+// missingBatch reads the next batch of items without a vector of model
+// (sqlkit.MissingBatch); the items are read after the ids, outside their
+// read, and one deleted meanwhile is left out.
+func (s *Store) missingBatch(ctx context.Context, model, after string) (string, []*h4r.Item, error) {
+	var ids []string
+	err := s.read(ctx, func(ctx context.Context) error {
+		ids = ids[:0]
+		rows, err := s.pool.Query(ctx, `SELECT i.id FROM items i WHERE i.id > $2
+			AND NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.id AND v.model = $1)
+			ORDER BY i.id LIMIT $3`, model, after, sqlkit.VectorBatch)
+		if err != nil {
 			return err
-		})
-		if err != nil {
-			return done, fmt.Errorf("finding items without vectors of %s: %w", e.Model(), err)
 		}
-		if len(ids) == 0 {
-			return done, nil
-		}
-		after = ids[len(ids)-1]
-		byID, err := s.readByID(ctx, ids)
-		if err != nil {
-			return done, err
-		}
-		batch := make([]*h4r.Item, 0, len(ids))
-		for _, id := range ids {
-			if it := byID[id]; it != nil { // deleted meanwhile: nothing to embed
-				batch = append(batch, it)
-			}
-		}
-		if err := s.embedAndWrite(ctx, e, batch); err != nil {
-			return done, err
-		}
-		done += len(batch)
+		var id string
+		_, err = pgx.ForEachRow(rows, []any{&id}, func() error { ids = append(ids, id); return nil })
+		return err
+	})
+	if err != nil || len(ids) == 0 {
+		return "", nil, err
 	}
+	byID, err := s.readByID(ctx, ids)
+	if err != nil {
+		return "", nil, err
+	}
+	batch := make([]*h4r.Item, 0, len(ids))
+	for _, id := range ids {
+		if it := byID[id]; it != nil { // deleted meanwhile: nothing to embed
+			batch = append(batch, it)
+		}
+	}
+	return ids[len(ids)-1], batch, nil
 }
 
 // embedAndWrite embeds items with e and writes their vectors under e's
@@ -637,13 +589,9 @@ func (s *Store) embedAndWrite(ctx context.Context, e h4r.Embedder, items []*h4r.
 	if len(items) == 0 {
 		return nil
 	}
-	texts, ids := make([]string, len(items)), make([]string, len(items))
-	for i, it := range items {
-		texts[i], ids[i] = it.Text, it.ID
-	}
-	vecs, err := sqlkit.Embed(ctx, e, texts)
+	ids, vecs, err := sqlkit.EmbedItems(ctx, e, items)
 	if err != nil {
-		return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
+		return err
 	}
 	return s.writeTxWithin(ctx, 0, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, vectorLockSQL); err != nil { // orders vseq with every other vector write

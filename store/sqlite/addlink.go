@@ -67,7 +67,7 @@ func (s *Store) AddLink(ctx context.Context, id string, l h4r.Link) (added bool,
 				return err
 			}
 			if p != nil {
-				return h4r.SupersedesLinkError("link.target", id, l.Target, p.cycle)
+				return h4r.SupersedesLinkError("link.target", id, l.Target, p.Cycle)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE items SET version = version + 1, updated_at = ? WHERE id = ?`, formatTime(s.now()), id); err != nil {

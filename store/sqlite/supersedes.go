@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/store/internal/sqlkit"
 )
 
 // The checks of a batch's supersedes links, run in the write transaction
@@ -31,53 +31,31 @@ const (
 )
 
 // checkSupersedes refuses the batch when one of its items supersedes an
-// item that does not exist, or one that supersedes it in turn: an
-// *h4r.Error naming items[i].links[j].target.
+// item that does not exist, or one that supersedes it in turn
+// (sqlkit.CheckSupersedes).
 func checkSupersedes(ctx context.Context, tx *sql.Tx, items []h4r.Item) error {
-	var ids []string
-	for i := range items {
-		if len(items[i].Supersedes()) > 0 {
-			ids = append(ids, items[i].ID)
-		}
-	}
-	p, err := supersedesProblem(ctx, tx, ids, "")
-	if err != nil || p == nil {
-		return err
-	}
-	return h4r.SupersedesError(items, p.source, p.position, p.target, p.cycle)
-}
-
-// badSupersedes is the first supersedes link a check refused.
-type badSupersedes struct {
-	source, target string
-	position       int
-	cycle          bool
+	return sqlkit.CheckSupersedes(items, func(ids []string) (*sqlkit.BadSupersedes, error) {
+		return supersedesProblem(ctx, tx, ids, "")
+	})
 }
 
 // supersedesProblem returns the first supersedes link held by one of ids
 // (to target, when not empty) that names no item or lies on a cycle; nil
 // when there is none.
-func supersedesProblem(ctx context.Context, tx *sql.Tx, ids []string, target string) (*badSupersedes, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	list, err := jsonList(ids)
-	if err != nil {
-		return nil, err
-	}
-	for _, q := range []struct {
-		sql   string
-		cycle bool
-	}{{supersedesMissingSQL, false}, {supersedesCycleSQL, true}} {
-		p := badSupersedes{cycle: q.cycle}
-		err := tx.QueryRowContext(ctx, q.sql, list, target).Scan(&p.source, &p.position, &p.target)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("checking the supersedes links of %d items: %w", len(ids), err)
-		}
-		return &p, nil
-	}
-	return nil, nil
+func supersedesProblem(ctx context.Context, tx *sql.Tx, ids []string, target string) (*sqlkit.BadSupersedes, error) {
+	list := ""
+	return sqlkit.SupersedesProblem(ctx, ids, supersedesMissingSQL, supersedesCycleSQL,
+		func(ctx context.Context, query string, p *sqlkit.BadSupersedes) (bool, error) {
+			if list == "" {
+				var err error
+				if list, err = jsonList(ids); err != nil {
+					return false, err
+				}
+			}
+			err := tx.QueryRowContext(ctx, query, list, target).Scan(&p.Source, &p.Position, &p.Target)
+			if errors.Is(err, sql.ErrNoRows) {
+				return false, nil
+			}
+			return err == nil, err
+		})
 }

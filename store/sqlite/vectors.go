@@ -17,7 +17,6 @@ import (
 // Vector search limits.
 const (
 	defaultVectorLimit = 100
-	reindexBatch       = 256
 )
 
 // WithVectors makes the store embed every item it writes with e and keep
@@ -502,27 +501,13 @@ func passingIDs(ctx context.Context, tx *sql.Tx, ids []string, where string, arg
 	return pass, rows.Err()
 }
 
-// hydrate reads the items of the hits, keeping their order. An item deleted
-// by another process since the vectors were loaded is left out.
+// hydrate reads the items of the hits, keeping their order
+// (sqlkit.Hydrate). An item deleted by another process since the vectors
+// were loaded is left out.
 func (s *Store) hydrate(ctx context.Context, tx *sql.Tx, top []scored) ([]h4r.Hit, error) {
-	if len(top) == 0 {
-		return nil, nil
-	}
-	ids := make([]string, len(top))
-	for i, t := range top {
-		ids[i] = t.ID
-	}
-	byID, err := s.readItems(ctx, tx, ids)
-	if err != nil {
-		return nil, err
-	}
-	hits := make([]h4r.Hit, 0, len(top))
-	for _, t := range top {
-		if it := byID[t.ID]; it != nil {
-			hits = append(hits, h4r.Hit{Item: it, Score: t.Score})
-		}
-	}
-	return hits, nil
+	return sqlkit.Hydrate(ctx, top, func(ctx context.Context, ids []string) (map[string]*h4r.Item, error) {
+		return s.readItems(ctx, tx, ids)
+	})
 }
 
 // MissingVectors counts the items that have no vector of model: written
@@ -549,29 +534,7 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 		return 0, errors.New("reindexing vectors: the store has no embedder (WithVectors)")
 	}
 	e = h4r.PinEmbedder(e) // every batch of one model, the one the vectors are stored under
-	var batch []*h4r.Item
-	done := 0
-	flush := func() error {
-		if err := s.embedAndWrite(ctx, e, batch); err != nil {
-			return err
-		}
-		done += len(batch)
-		batch = batch[:0]
-		if progress != nil {
-			progress(done)
-		}
-		return nil
-	}
-	err := s.Each(ctx, func(it *h4r.Item) error {
-		batch = append(batch, it)
-		if len(batch) == reindexBatch {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
+	done, err := sqlkit.EmbedAll(ctx, e, s.Each, s.embedAndWrite, progress)
 	if err == nil {
 		err = s.pruneVectors(ctx, e.Model())
 	}
@@ -604,57 +567,49 @@ func (s *Store) EmbedMissingVectors(ctx context.Context) (int, error) {
 }
 
 // embedMissing embeds, with e, the items without a vector of e's model, in
-// batches in id order.
+// batches in id order (sqlkit.EmbedMissing).
 func (s *Store) embedMissing(ctx context.Context, e h4r.Embedder) (int, error) {
-	if !sqlkit.EmbedderReady(e) {
-		return 0, nil
-	}
-	done := 0
-	after := ""
-	for {
-		var batch []*h4r.Item
-		found := 0
-		err := s.readTx(ctx, func(tx *sql.Tx) (err error) {
-			rows, err := tx.QueryContext(ctx, `SELECT i.id FROM items i WHERE i.id > ?
-				AND NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.id AND v.model = ?)
-				ORDER BY i.id LIMIT ?`, after, e.Model(), reindexBatch)
-			if err != nil {
-				return err
-			}
-			var ids []string
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					return errors.Join(err, rows.Close())
-				}
-				ids = append(ids, id)
-			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(ids) == 0 {
-				return err
-			}
-			after, found = ids[len(ids)-1], len(ids)
-			byID, err := s.readItems(ctx, tx, ids)
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				if it := byID[id]; it != nil {
-					batch = append(batch, it)
-				}
-			}
-			return nil
-		})
+	return sqlkit.EmbedMissing(ctx, e, s.missingBatch, s.embedAndWrite)
+}
+
+// missingBatch reads the next batch of items without a vector of model
+// (sqlkit.MissingBatch), the ids and their items in one read transaction.
+func (s *Store) missingBatch(ctx context.Context, model, after string) (last string, batch []*h4r.Item, err error) {
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
+		batch, last = nil, ""
+		rows, err := tx.QueryContext(ctx, `SELECT i.id FROM items i WHERE i.id > ?
+			AND NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.id AND v.model = ?)
+			ORDER BY i.id LIMIT ?`, after, model, sqlkit.VectorBatch)
 		if err != nil {
-			return done, fmt.Errorf("finding items without vectors of %s: %w", e.Model(), err)
+			return err
 		}
-		if found == 0 {
-			return done, nil
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return errors.Join(err, rows.Close())
+			}
+			ids = append(ids, id)
 		}
-		if err := s.embedAndWrite(ctx, e, batch); err != nil {
-			return done, err
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(ids) == 0 {
+			return err
 		}
-		done += len(batch)
+		byID, err := s.readItems(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if it := byID[id]; it != nil {
+				batch = append(batch, it)
+			}
+		}
+		last = ids[len(ids)-1]
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
 	}
+	return last, batch, nil
 }
 
 // embedAndWrite embeds items with e and writes their vectors under e's
@@ -663,13 +618,9 @@ func (s *Store) embedAndWrite(ctx context.Context, e h4r.Embedder, items []*h4r.
 	if len(items) == 0 {
 		return nil
 	}
-	texts, ids := make([]string, len(items)), make([]string, len(items))
-	for i, it := range items {
-		texts[i], ids[i] = it.Text, it.ID
-	}
-	vecs, err := sqlkit.Embed(ctx, e, texts)
+	ids, vecs, err := sqlkit.EmbedItems(ctx, e, items)
 	if err != nil {
-		return fmt.Errorf("embedding items %s…%s: %w", ids[0], ids[len(ids)-1], err)
+		return err
 	}
 	return s.writeVectors(ctx, e.Model(), ids, vecs)
 }
