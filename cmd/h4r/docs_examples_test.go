@@ -153,12 +153,30 @@ func docsBridgeServer(t *testing.T) docsFixture {
 
 // docsFixture is a server the examples run against and what its h4r
 // commands see: vars is their environment (nil: each h4r command gets a
-// scratch store of its own) and dir their working directory ("" for the
-// test's own).
+// scratch store of its own), dir their working directory ("" for the
+// test's own) and root, if set, the directory a path under /etc/h4r/
+// of their arguments is read from.
 type docsFixture struct {
 	base string
 	vars map[string]string
 	dir  string
+	root string
+}
+
+// docsConfigFixture is the demo server, and for h4r commands an empty
+// environment and a settings file /etc/h4r/h4r.yaml (under root), so that
+// h4r config prints what the file sets and nothing of this machine's.
+func docsConfigFixture(t *testing.T, demoBase string) docsFixture {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc", "h4r"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	yaml := "h4r_addr: 127.0.0.1:9090\nh4r_request_timeout: 3s\n"
+	if err := os.WriteFile(filepath.Join(root, "etc", "h4r", "h4r.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return docsFixture{base: demoBase, vars: map[string]string{}, root: root}
 }
 
 // docsOperatorKey is the key $OPERATOR_KEY stands for (every $NAME does,
@@ -230,6 +248,8 @@ func docsTenantsServer(t *testing.T) docsFixture {
 //     the same tenants file, keys file and store (docsTenantsServer).
 //   - server=bridge: the demo with H4R_BRIDGE_ENABLED=true and background
 //     jobs (docsBridgeServer).
+//   - server=config: the demo, with h4r commands in an empty environment
+//     and a settings file at /etc/h4r/h4r.yaml (docsConfigFixture).
 func TestDocExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo server")
@@ -249,8 +269,10 @@ func TestDocExamples(t *testing.T) {
 			f = docsTenantsServer(t)
 		case "bridge":
 			f = docsBridgeServer(t)
+		case "config":
+			f = docsConfigFixture(t, demoBase)
 		default:
-			t.Fatalf("server=%s: no such server (the servers are tenants and bridge)", name)
+			t.Fatalf("server=%s: no such server (the servers are tenants, bridge and config)", name)
 		}
 		fixtures[name] = f
 		return f
@@ -555,6 +577,14 @@ func runH4R(t *testing.T, fx docsFixture, assigned map[string]string, args []str
 	}
 	if fx.dir != "" {
 		t.Chdir(fx.dir)
+	}
+	if fx.root != "" {
+		args = append([]string(nil), args...)
+		for i, a := range args {
+			if strings.HasPrefix(a, "/etc/h4r/") {
+				args[i] = filepath.Join(fx.root, a)
+			}
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	if err := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr, env(vars)); err != nil {
