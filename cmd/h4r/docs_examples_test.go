@@ -365,10 +365,12 @@ func parseMarker(s string) map[string]string {
 // answer: the body of an HTTP answer, or what an h4r command printed if
 // that is JSON. curl commands go to the fixture's server; h4r commands
 // run in process, with the fixture's environment and any NAME=value
-// words written before them.
+// words written before them, and $HOME a scratch directory; h4r serve serves, on a port of its own,
+// until the example ends, and the example's later curl commands go to it.
 func runExample(t *testing.T, fx docsFixture, body string) ([]byte, error) {
 	t.Helper()
 	var last []byte
+	home := ""
 	for _, cmd := range commandsOf(body) {
 		args, err := shellWords(cmd)
 		if err != nil {
@@ -394,6 +396,15 @@ func runExample(t *testing.T, fx docsFixture, body string) ([]byte, error) {
 			if args[0] == "go" {
 				args = args[2:]
 			}
+			args = expandHome(t, args, &home)
+			if len(args) > 1 && args[1] == "serve" {
+				addr, err := serveExample(t, fx, assigned, args[2:])
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", cmd, err)
+				}
+				fx.base = "http://" + addr
+				continue
+			}
 			out, err := runH4R(t, fx, assigned, args[1:])
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", cmd, err)
@@ -406,6 +417,23 @@ func runExample(t *testing.T, fx docsFixture, body string) ([]byte, error) {
 		}
 	}
 	return last, nil
+}
+
+// expandHome gives $HOME in an h4r command's arguments a scratch
+// directory, the same for every command of the example.
+func expandHome(t *testing.T, args []string, home *string) []string {
+	t.Helper()
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.Contains(a, "$HOME") {
+			if *home == "" {
+				*home = t.TempDir()
+			}
+			a = strings.ReplaceAll(a, "$HOME", *home)
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // envAssignment is a NAME=value word before a command.
@@ -442,7 +470,8 @@ func commandsOf(body string) []string {
 }
 
 // shellWords splits a command as sh would for the quoting examples use:
-// single quotes, double quotes (with $NAME left as written) and spaces.
+// single quotes, double quotes (with $NAME left as written), spaces and
+// comments.
 func shellWords(s string) ([]string, error) {
 	var out []string
 	var cur strings.Builder
@@ -455,6 +484,11 @@ func shellWords(s string) ([]string, error) {
 				quote = 0
 			} else {
 				cur.WriteByte(c)
+			}
+		case c == '#' && !in:
+			// A comment, as sh reads one: to the end of the line.
+			for i < len(s) && s[i] != '\n' {
+				i++
 			}
 		case c == '\'' || c == '"':
 			quote, in = c, true
@@ -591,6 +625,44 @@ func runH4R(t *testing.T, fx docsFixture, assigned map[string]string, args []str
 		return nil, fmt.Errorf("%w\n%s", err, stderr.String())
 	}
 	return stdout.Bytes(), nil
+}
+
+// serveExample runs h4r serve in process, as runH4R runs other commands
+// but on a port of its own (H4R_ADDR=127.0.0.1:0), and returns its
+// address once it accepts connections; the server stops when the example
+// ends. The example's later curl commands go to it.
+func serveExample(t *testing.T, fx docsFixture, assigned map[string]string, args []string) (string, error) {
+	t.Helper()
+	vars := map[string]string{"H4R_DATA_DIR": t.TempDir()}
+	for k, v := range fx.vars {
+		vars[k] = v
+	}
+	for k, v := range assigned {
+		vars[k] = v
+	}
+	vars["H4R_ADDR"] = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var stderr bytes.Buffer // written by the server until done
+	go func() { done <- cmdServe(ctx, args, &stderr, env(vars), ready) }()
+	select {
+	case addr := <-ready:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("h4r serve %v stopped with %v", args, err)
+			}
+		})
+		return addr, nil
+	case err := <-done:
+		cancel()
+		return "", fmt.Errorf("it stopped before serving: %w\n%s", err, stderr.String())
+	case <-time.After(2 * time.Minute):
+		cancel()
+		<-done
+		return "", fmt.Errorf("it did not serve within two minutes")
+	}
 }
 
 // pathStep is one step of a show= path: a key, an index, or every element.
