@@ -163,6 +163,29 @@ type docsFixture struct {
 	root string
 }
 
+// docsKeysFixture is the demo server, and for h4r commands a scratch
+// data directory and a keys file /etc/h4r/keys.json (under root) holding
+// the operator key: what docs/tenants.md's deployment starts from.
+func docsKeysFixture(t *testing.T, demoBase string) docsFixture {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc", "h4r"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "h4r", "keys.json"), []byte(docsOperatorKeys()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return docsFixture{base: demoBase, vars: map[string]string{"H4R_DATA_DIR": filepath.Join(root, "data"), "H4R_LOG_LEVEL": "error"}, root: root}
+}
+
+// docsOperatorKeys is a keys file listing docsOperatorKey as an operator
+// key.
+func docsOperatorKeys() string {
+	sum := sha256.Sum256([]byte(docsOperatorKey))
+	return fmt.Sprintf(`[{"sha256": %q, "principal": {"id": "docs_operator", "securityLevel": "internal"}, "routes": ["read", "ingest", "admin"], "operator": true}]`,
+		hex.EncodeToString(sum[:]))
+}
+
 // docsConfigFixture is the demo server, and for h4r commands an empty
 // environment and a settings file /etc/h4r/h4r.yaml (under root), so that
 // h4r config prints what the file sets and nothing of this machine's.
@@ -193,9 +216,7 @@ func docsTenantsServer(t *testing.T) docsFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	sum := sha256.Sum256([]byte(docsOperatorKey))
-	keys := fmt.Sprintf(`[{"sha256": %q, "principal": {"id": "docs_operator", "securityLevel": "internal"}, "routes": ["read", "ingest", "admin"], "operator": true}]`,
-		hex.EncodeToString(sum[:]))
+	keys := docsOperatorKeys()
 	notes := `{"id": "acme-note-1", "kind": "note", "text": "The checkout test is flaky when the payment stub answers late."}
 {"id": "acme-note-2", "kind": "note", "text": "Retry the checkout flow only after the cart is saved."}
 `
@@ -250,6 +271,12 @@ func docsTenantsServer(t *testing.T) docsFixture {
 //     jobs (docsBridgeServer).
 //   - server=config: the demo, with h4r commands in an empty environment
 //     and a settings file at /etc/h4r/h4r.yaml (docsConfigFixture).
+//   - server=keys: the demo, with h4r commands over a scratch store and a
+//     keys file at /etc/h4r/keys.json holding the operator key
+//     (docsKeysFixture).
+//
+// In a fixture with such files, a word naming a path under /etc/h4r/ is
+// that path under the fixture's scratch root.
 func TestDocExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo server")
@@ -271,8 +298,10 @@ func TestDocExamples(t *testing.T) {
 			f = docsBridgeServer(t)
 		case "config":
 			f = docsConfigFixture(t, demoBase)
+		case "keys":
+			f = docsKeysFixture(t, demoBase)
 		default:
-			t.Fatalf("server=%s: no such server (the servers are tenants, bridge and config)", name)
+			t.Fatalf("server=%s: no such server (the servers are tenants, bridge, config and keys)", name)
 		}
 		fixtures[name] = f
 		return f
@@ -371,12 +400,19 @@ func runExample(t *testing.T, fx docsFixture, body string) ([]byte, error) {
 	t.Helper()
 	var last []byte
 	home := ""
+	exported := map[string]string{}
 	for _, cmd := range commandsOf(body) {
 		args, err := shellWords(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", cmd, err)
 		}
+		for i := range args {
+			args[i] = fx.etc(args[i])
+		}
 		assigned := map[string]string{}
+		for k, v := range exported {
+			assigned[k] = v
+		}
 		for len(args) > 0 && envAssignment.MatchString(args[0]) {
 			k, v, _ := strings.Cut(args[0], "=")
 			assigned[k] = v
@@ -386,7 +422,15 @@ func runExample(t *testing.T, fx docsFixture, body string) ([]byte, error) {
 			continue
 		}
 		switch {
-		case args[0] == "curl" && len(assigned) == 0:
+		case args[0] == "export":
+			for _, a := range args[1:] {
+				k, v, ok := strings.Cut(a, "=")
+				if !ok || !envAssignment.MatchString(a) {
+					return nil, fmt.Errorf("%s: export takes NAME=value words", cmd)
+				}
+				exported[k] = v
+			}
+		case args[0] == "curl" && len(assigned) == len(exported):
 			b, err := runCurl(fx.base, args[1:], last)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", cmd, err)
@@ -434,6 +478,23 @@ func expandHome(t *testing.T, args []string, home *string) []string {
 		out[i] = a
 	}
 	return out
+}
+
+// etc is the path a word naming a file under /etc/h4r/ (alone, or as the
+// value of NAME=value) stands for in the fixture: the same path under its
+// root. Without a root the word is left as written.
+func (fx docsFixture) etc(word string) string {
+	if fx.root == "" {
+		return word
+	}
+	k, v, ok := strings.Cut(word, "=")
+	if ok && envAssignment.MatchString(word) && strings.HasPrefix(v, "/etc/h4r/") {
+		return k + "=" + filepath.Join(fx.root, v)
+	}
+	if strings.HasPrefix(word, "/etc/h4r/") {
+		return filepath.Join(fx.root, word)
+	}
+	return word
 }
 
 // envAssignment is a NAME=value word before a command.
@@ -611,14 +672,6 @@ func runH4R(t *testing.T, fx docsFixture, assigned map[string]string, args []str
 	}
 	if fx.dir != "" {
 		t.Chdir(fx.dir)
-	}
-	if fx.root != "" {
-		args = append([]string(nil), args...)
-		for i, a := range args {
-			if strings.HasPrefix(a, "/etc/h4r/") {
-				args[i] = filepath.Join(fx.root, a)
-			}
-		}
 	}
 	var stdout, stderr bytes.Buffer
 	if err := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr, env(vars)); err != nil {
