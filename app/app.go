@@ -259,9 +259,8 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// DatabaseSize is the size of the store's database in bytes
-// (on Postgres its schema's tables and indexes, on SQLite the file's
-// pages); nil when the
+// DatabaseSize is the size of the store's data in bytes (on Postgres its
+// schema's tables and indexes, on SQLite the file's pages); nil when the
 // store cannot say.
 func (a *App) DatabaseSize() func(context.Context) (int64, error) {
 	if ds, ok := a.base.(interface {
