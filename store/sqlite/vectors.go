@@ -234,46 +234,58 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 	v.exactMu.Lock()
 	v.exact, v.exactBytes = nil, 0
 	v.exactMu.Unlock()
-	// The float32 vectors are kept for rescoring as well while they fit
-	// in its bound (they are decoded here anyway): otherwise the first
-	// searches after a load read their candidates' rows again. Past the
-	// bound, one row's vector is reused and only its codes are kept.
-	exact := map[string][]float32{}
-	exactBytes := 0
-	var vec []float32
+	kept := exactLoader{limit: exactCacheBytes, exact: map[string][]float32{}}
 	for rows.Next() {
 		var id string
 		var blob []byte
 		if err := rows.Scan(&id, &blob); err != nil {
 			return fmt.Errorf("reading a vector row: %w", err)
 		}
-		keep := exactBytes+len(blob) <= exactCacheBytes // 4 bytes a component, as exactBytes counts
-		if keep {
-			vec = make([]float32, 0, len(blob)/4)
-		}
-		if vec, err = vecindex.DecodeFloat32(vec, blob); err != nil {
+		vec, err := kept.decode(id, blob)
+		if err != nil {
 			return fmt.Errorf("vector of item %q: %w", id, err)
 		}
 		if d := v.ix.Dim(); d != 0 && len(vec) != d {
 			return fmt.Errorf("vector of item %q has %d dimensions, others of model %s have %d: run h4r reindex", id, len(vec), model, d)
 		}
 		v.ix.Put(id, vec)
-		if keep {
-			if old, ok := exact[id]; ok {
-				exactBytes -= 4 * len(old)
-			}
-			exact[id] = vec
-			exactBytes += 4 * len(vec)
-		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading vector rows: %w", err)
 	}
 	v.exactMu.Lock()
-	v.exact, v.exactBytes = exact, exactBytes
+	v.exact, v.exactBytes = kept.exact, kept.bytes
 	v.exactMu.Unlock()
 	v.loaded, v.gen = true, gen
 	return nil
+}
+
+// exactLoader decodes the vector rows of a load. The float32 vectors are
+// kept for rescoring as well while they fit in limit bytes (they are
+// decoded here anyway): otherwise the first searches after a load read
+// their candidates' rows again. Past the bound, the rows are decoded into
+// one scratch vector, of which the index keeps only the codes.
+type exactLoader struct {
+	limit   int
+	exact   map[string][]float32
+	bytes   int       // 4 a component, as vectorIndex.exactBytes counts
+	scratch []float32 // never a kept vector: decoding overwrites it
+}
+
+// decode returns the vector of one row, kept in l.exact if it fits.
+func (l *exactLoader) decode(id string, blob []byte) ([]float32, error) {
+	if l.bytes+len(blob) > l.limit {
+		vec, err := vecindex.DecodeFloat32(l.scratch, blob)
+		l.scratch = vec
+		return vec, err
+	}
+	vec, err := vecindex.DecodeFloat32(make([]float32, 0, len(blob)/4), blob)
+	if err != nil {
+		return nil, err
+	}
+	l.exact[id] = vec
+	l.bytes += 4 * len(vec)
+	return vec, nil
 }
 
 // scored is one vector hit before its item is read.

@@ -2,12 +2,14 @@ package sqlite
 
 import (
 	"database/sql"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/index/vecindex"
 )
 
 // A search whose read began before one of this process's writes committed
@@ -173,5 +175,51 @@ func TestVectorLoadKeepsTheExactVectors(t *testing.T) {
 	}
 	if bytes != v.exactBytes {
 		t.Errorf("kept vectors hold %d bytes, the count says %d", bytes, v.exactBytes)
+	}
+}
+
+// A load past the bound of kept vectors keeps, of every row it kept, that
+// row's own vector: decoding the rows past the bound must not overwrite one
+// already kept.
+func TestExactLoaderKeepsEachRowsOwnVector(t *testing.T) {
+	const dim = 4
+	rows := make([][]float32, 5)
+	for i := range rows {
+		rows[i] = make([]float32, dim)
+		for j := range rows[i] {
+			rows[i][j] = float32(10*i + j)
+		}
+	}
+	tests := []struct {
+		name     string
+		limit    int // bytes
+		wantKept int
+	}{
+		{"every row fits", 4 * dim * len(rows), len(rows)},
+		{"two rows fit", 4 * dim * 2, 2},
+		{"a row and a half fit", 4*dim + 2*dim, 1},
+		{"none fits", 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := exactLoader{limit: tc.limit, exact: map[string][]float32{}}
+			for i, want := range rows {
+				got, err := l.decode(fmt.Sprint(i), vecindex.EncodeFloat32(want))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("row %d decoded as %v, want %v", i, got, want)
+				}
+			}
+			if len(l.exact) != tc.wantKept || l.bytes != 4*dim*tc.wantKept {
+				t.Fatalf("kept %d vectors of %d bytes, want %d of %d", len(l.exact), l.bytes, tc.wantKept, 4*dim*tc.wantKept)
+			}
+			for i := range tc.wantKept {
+				if got := l.exact[fmt.Sprint(i)]; !reflect.DeepEqual(got, rows[i]) {
+					t.Errorf("kept vector of row %d is %v after the load, want its own %v", i, got, rows[i])
+				}
+			}
+		})
 	}
 }
