@@ -62,6 +62,23 @@ func answersLike(t *testing.T, a, b *app.App, when string) {
 	}
 }
 
+// openReplica opens one replica over cfg's store that polls the saved
+// model's name every poll and checks for drift every check, and closes it
+// at the end of the test.
+func openReplica(t *testing.T, cfg config.Config, poll, check time.Duration) *app.App {
+	t.Helper()
+	a, err := app.Open(t.Context(), cfg, app.WithLogger(quiet), app.WithLearnedTimings(poll, check))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return a
+}
+
 // Two replicas over one Postgres database: when one learns the model (the
 // first time, then again over a grown corpus), the other takes it up
 // without a restart and answers from the same vectors, and a write through
@@ -74,19 +91,7 @@ func TestLearnedModelAcrossPostgresReplicas(t *testing.T) {
 	cfg.VectorCandidates = 40
 	cfg.EmbedLearnedDim = 2
 	cfg.GeneratorTimeout, cfg.RequestTimeout = patient, patient
-	open := func() *app.App {
-		a, err := app.Open(t.Context(), cfg, app.WithLogger(quiet), app.WithLearnedTimings(50*time.Millisecond, time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := a.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		})
-		return a
-	}
-	a, b := open(), open()
+	a, b := openReplica(t, cfg, 50*time.Millisecond, time.Hour), openReplica(t, cfg, 50*time.Millisecond, time.Hour)
 	ingest(t, a, motorCorpus())
 	if _, err := a.LearnEmbedder(t.Context()); err != nil {
 		t.Fatal(err)
@@ -127,21 +132,9 @@ func TestOneReplicaLearnsAtATime(t *testing.T) {
 	cfg.Embedder = "learned"
 	cfg.EmbedLearnedDim = 2
 	cfg.GeneratorTimeout, cfg.RequestTimeout = patient, patient
-	open := func() *app.App {
-		// No poll or check of their own during the test: each step below
-		// is the check, run by hand.
-		a, err := app.Open(t.Context(), cfg, app.WithLogger(quiet), app.WithLearnedTimings(time.Hour, time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := a.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		})
-		return a
-	}
-	a, b := open(), open()
+	// No poll or check of their own during the test: each step below is
+	// the check, run by hand.
+	a, b := openReplica(t, cfg, time.Hour, time.Hour), openReplica(t, cfg, time.Hour, time.Hour)
 	ingest(t, a, append(motorCorpus(), fruitCorpus()...))
 	unlearned := b.LearnedModelName()
 
