@@ -235,6 +235,24 @@ const patient = time.Minute
 // deadline, extra text generators and options.
 func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra []h4r.Generator, opts ...engine.Option) *engine.Engine {
 	tb.Helper()
+	e, err := engine.New(append([]engine.Option{
+		engine.WithTextGenerators(append([]h4r.Generator{a.Store.FullText()}, extra...)...),
+		engine.WithGraphGenerator(a.Store.Graph()),
+		engine.WithSlicer(productionSlicer(tb)),
+		engine.WithPackBuilder(pack.NewBuilder()),
+		engine.WithClock(fixedClock),
+		engine.WithSettings(shippedSettings(generatorTimeout)),
+	}, opts...)...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+// productionSlicer is the slicer the service runs: the bundled policy and
+// the cl100k token counter.
+func productionSlicer(tb testing.TB) *scs.Slicer {
+	tb.Helper()
 	counter, err := tokens.New(tokens.CL100K)
 	if err != nil {
 		tb.Fatal(err)
@@ -243,23 +261,18 @@ func newEngine(tb testing.TB, a *app.App, generatorTimeout time.Duration, extra 
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return scs.New(pol, counter)
+}
+
+// shippedSettings are the shipped weights, recency decay and budgets, with
+// generators given generatorTimeout.
+func shippedSettings(generatorTimeout time.Duration) engine.Settings {
 	cfg := config.Default()
-	e, err := engine.New(append([]engine.Option{
-		engine.WithTextGenerators(append([]h4r.Generator{a.Store.FullText()}, extra...)...),
-		engine.WithGraphGenerator(a.Store.Graph()),
-		engine.WithSlicer(scs.New(pol, counter)),
-		engine.WithPackBuilder(pack.NewBuilder()),
-		engine.WithClock(fixedClock),
-		engine.WithSettings(engine.Settings{
-			Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda,
-			Budget:           scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
-			GeneratorTimeout: generatorTimeout,
-		}),
-	}, opts...)...)
-	if err != nil {
-		tb.Fatal(err)
+	return engine.Settings{
+		Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda,
+		Budget:           scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
+		GeneratorTimeout: generatorTimeout,
 	}
-	return e
 }
 
 func TestFailedGeneratorDegradesThePack(t *testing.T) {
@@ -577,24 +590,12 @@ func (g answeredByFallback) Generate(ctx context.Context, q h4r.CandidateQuery) 
 
 func TestFallbackAnswerIsKeptWithAWarning(t *testing.T) {
 	a := openDemo(t)
-	counter, err := tokens.New(tokens.CL100K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.New(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
 	e, err := engine.New(
 		engine.WithTextGenerators(a.Store.FullText()),
 		engine.WithGraphGenerator(answeredByFallback{a.Store.Graph()}),
-		engine.WithSlicer(scs.New(pol, counter)),
+		engine.WithSlicer(productionSlicer(t)),
 		engine.WithClock(fixedClock),
-		engine.WithSettings(engine.Settings{
-			Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda, GeneratorTimeout: patient,
-			Budget: scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
-		}),
+		engine.WithSettings(shippedSettings(patient)),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -9,12 +9,8 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/analysis"
 	"github.com/h4r/h4r/app"
-	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/engine"
 	"github.com/h4r/h4r/index/bm25"
-	"github.com/h4r/h4r/policy"
-	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/tokens"
 )
 
 // recordingFullText is a full-text generator that remembers the texts it
@@ -126,28 +122,15 @@ func TestQueryExpansionUsesOnlyPermittedItems(t *testing.T) {
 // requests that do not say when byDefault.
 func newEngineWith(t *testing.T, a *app.App, fulltext h4r.Generator, byDefault bool, p analysis.Expansion) *engine.Engine {
 	t.Helper()
-	counter, err := tokens.New(tokens.CL100K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.New(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
+	settings := shippedSettings(patient)
+	settings.ExpandQueries, settings.Expansion = byDefault, p
 	e, err := engine.New(
 		engine.WithTextGenerators(fulltext),
 		engine.WithGraphGenerator(a.Store.Graph()),
-		engine.WithSlicer(scs.New(pol, counter)),
+		engine.WithSlicer(productionSlicer(t)),
 		engine.WithClock(fixedClock),
 		engine.WithQueryExpansion(analysis.Default(), bm25.Term),
-		engine.WithSettings(engine.Settings{
-			Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda,
-			Budget:           scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
-			GeneratorTimeout: patient,
-			ExpandQueries:    byDefault,
-			Expansion:        p,
-		}),
+		engine.WithSettings(settings),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
-	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/engine"
-	"github.com/h4r/h4r/policy"
-	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/tokens"
 )
 
 // nearVector is a vector generator whose first pass returns first and
@@ -46,25 +42,13 @@ func (g *nearVector) GenerateNear(_ context.Context, _ h4r.CandidateQuery, texts
 // the vector generator and feedback fb on the query vector.
 func newFeedbackEngine(t *testing.T, a *app.App, vec h4r.Generator, fb engine.VectorFeedback) *engine.Engine {
 	t.Helper()
-	counter, err := tokens.New(tokens.CL100K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.New(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
+	settings := shippedSettings(patient)
+	settings.VectorFeedback = fb
 	e, err := engine.New(
 		engine.WithTextGenerators(a.Store.FullText(), vec),
-		engine.WithSlicer(scs.New(pol, counter)),
+		engine.WithSlicer(productionSlicer(t)),
 		engine.WithClock(fixedClock),
-		engine.WithSettings(engine.Settings{
-			Weights: cfg.Weights, Lambda: cfg.RecencyDecayLambda,
-			Budget:           scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
-			GeneratorTimeout: patient,
-			VectorFeedback:   fb,
-		}),
+		engine.WithSettings(settings),
 	)
 	if err != nil {
 		t.Fatal(err)
