@@ -155,6 +155,20 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
+// gaussianIndex is an exact index (no clustering) of n vectors of dim
+// standard normal components drawn from rng.
+func gaussianIndex(rng *rand.Rand, n, dim int) *ann.Index {
+	x := ann.New(ann.WithThreshold(0))
+	v := make([]float32, dim)
+	for i := range n {
+		for j := range v {
+			v[j] = float32(rng.NormFloat64())
+		}
+		x.Put(idOf(i), v)
+	}
+	return x
+}
+
 // BenchmarkExactScan is the scan the stores run by default (no clustering):
 // vectors of 512 dimensions (100k, or H4R_ANN_BENCH_SIZES) and a sparse
 // query (a tenth nonzero, as the built-in embedder's), the codes read
@@ -166,14 +180,7 @@ func BenchmarkExactScan(b *testing.B) {
 	for _, n := range benchSizes(b) {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(5, 6))
-			x := ann.New(ann.WithThreshold(0))
-			v := make([]float32, dim)
-			for i := range n {
-				for j := range v {
-					v[j] = float32(rng.NormFloat64())
-				}
-				x.Put(idOf(i), v)
-			}
+			x := gaussianIndex(rng, n, dim)
 			q := make([]float32, dim)
 			for j := 0; j < dim; j += 10 {
 				q[j] = float32(rng.NormFloat64())
@@ -197,14 +204,7 @@ func BenchmarkDenseScan(b *testing.B) {
 		for _, n := range []int{10_000, 100_000} {
 			b.Run(fmt.Sprintf("dim=%d/n=%dk", dim, n/1000), func(b *testing.B) {
 				rng := rand.New(rand.NewPCG(11, 12))
-				x := ann.New(ann.WithThreshold(0))
-				v := make([]float32, dim)
-				for i := range n {
-					for j := range v {
-						v[j] = float32(rng.NormFloat64())
-					}
-					x.Put(idOf(i), v)
-				}
+				x := gaussianIndex(rng, n, dim)
 				queries := make([][]float32, 16)
 				for i := range queries {
 					queries[i] = make([]float32, dim)
