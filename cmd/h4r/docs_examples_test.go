@@ -131,15 +131,21 @@ func docsServer(t *testing.T) (base string, dataDir string) {
 // background jobs (the bridge's backfill is one).
 func docsBridgeServer(t *testing.T) docsFixture {
 	t.Helper()
-	ctx := context.Background()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.GeneratorTimeout, cfg.RequestTimeout = 30*time.Second, 30*time.Second
 	cfg.BridgeEnabled = true
-	log := slog.New(slog.DiscardHandler)
-	svc, err := openService(ctx, cfg, nil, false, true, log, func(string) []app.Option {
+	return docsFixture{base: serveService(t, cfg, nil, true, func(string) []app.Option {
 		return []app.Option{app.WithClock(func() time.Time { return docsClock })}
-	})
+	})}
+}
+
+// serveService serves what h4r serve opens (openService) on a loopback
+// port until the test ends, and returns its URL.
+func serveService(t *testing.T, cfg config.Config, keys *auth.Keys, withDemo bool, more ...appOptions) string {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	svc, err := openService(context.Background(), cfg, keys, false, withDemo, log, more...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +154,7 @@ func docsBridgeServer(t *testing.T) docsFixture {
 		ts.Close()
 		svc.close(log)
 	})
-	return docsFixture{base: ts.URL}
+	return ts.URL
 }
 
 // docsFixture is a server the examples run against and what its h4r
@@ -242,17 +248,7 @@ func docsTenantsServer(t *testing.T) docsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
-	svc, err := openService(ctx, cfg, k, false, false, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(svc.handler)
-	t.Cleanup(func() {
-		ts.Close()
-		svc.close(log)
-	})
-	return docsFixture{base: ts.URL, vars: vars, dir: dir}
+	return docsFixture{base: serveService(t, cfg, k, false), vars: vars, dir: dir}
 }
 
 // TestDocExamples runs every shell example of the README and docs/
