@@ -621,16 +621,12 @@ func (x *Index) probesFor(n int) int {
 // the best n of them (vecindex.Top) and rescores those exactly. ids is the
 // index's own when exact: valid until the next change.
 func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slack float64, exact bool) {
-	var l1 float64
-	for _, v := range q {
-		l1 += math.Abs(float64(v))
-	}
-	slack = l1 * float64(x.maxScale) / 2
+	pq := vecindex.Prepare(q)
+	slack = pq.Slack(x.maxScale)
 	d := x.dim
 	if len(q) != d { // none stored, or a query of another dimension (the stores check first)
 		return nil, nil, slack, true
 	}
-	pq := vecindex.Prepare(q) // the hashing embedder's queries are sparse: a tenth of the work
 	if x.centroids == nil || x.probesFor(n) >= len(x.lists) {
 		if len(x.lists) == 1 { // the index's own ids: no copy on the exact path
 			return x.lists[0].ids, x.scoreList(pq, 0, make([]float32, 0, x.n)), slack, true
@@ -654,9 +650,8 @@ func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slac
 }
 
 // parallelScanMin is the list length from which scoreList splits its scan
-// among the CPUs: at 1M vectors one core takes about 45 ms for a sparse
-// query, so a lone request waits half as long on two; below it the
-// goroutines cost more than they save.
+// among the CPUs, so that a lone request on a large store waits half as
+// long on two; below it the goroutines cost more than they save.
 const parallelScanMin = 1 << 16
 
 // scoreList appends the approximate scores of list li's vectors to scores.

@@ -191,9 +191,10 @@ func TestParallelScanEqualsSequential(t *testing.T) {
 }
 
 // Queries of the hashing embedder are sparse (about a tenth of their
-// components nonzero), and Search scans them over those components only:
-// every score must equal, bit for bit, the dense loop over the codes the
-// vectors quantise to.
+// components nonzero); without a vector unit Search scans them over those
+// components only. Either way every score must equal, bit for bit, the
+// prepared query's score of the codes the vectors quantise to, vector by
+// vector.
 func TestSearchSparseQueryEqualsDenseLoop(t *testing.T) {
 	const n, dim = 2000, 512
 	vecs := clustered(11, n, dim, 20)
@@ -202,7 +203,7 @@ func TestSearchSparseQueryEqualsDenseLoop(t *testing.T) {
 	for i, v := range vecs {
 		x.Put(idOf(i), v)
 		codes, scale := vecindex.Quantize(v)
-		dense[idOf(i)] = func(q []float32) float32 { return vecindex.DotCodes(q, codes) * scale }
+		dense[idOf(i)] = func(q []float32) float32 { return vecindex.Prepare(q).DotCodes(codes) * scale }
 	}
 	rng := rand.New(rand.NewPCG(12, 13))
 	for qi := range 20 {

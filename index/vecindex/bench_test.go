@@ -82,8 +82,10 @@ func BenchmarkScan(b *testing.B) {
 }
 
 // BenchmarkDotCodes is the scoring kernel alone: a dense query (as the
-// learned embedder's) against 4,096 int8 vectors in a row, one call per
-// vector; ns-per-vector divides by them.
+// learned embedder's) against 4,096 int8 vectors in a row; ns-per-vector
+// divides by them. kernel=float32 is the float32 loop (DotCodes, one call
+// per vector, as centroids are scored); kernel=prepared is a prepared
+// query's integer scan (ScoreCodes), by the vector unit where there is one.
 //
 //	go test ./index/vecindex -run '^$' -bench DotCodes -count 10
 func BenchmarkDotCodes(b *testing.B) {
@@ -91,12 +93,13 @@ func BenchmarkDotCodes(b *testing.B) {
 	for _, dim := range []int{128, 512} {
 		rng := rand.New(rand.NewPCG(7, 8))
 		codes := make([]int8, 0, n*dim)
-		for range n {
-			c, _ := Quantize(randomUnit(rng, dim))
-			codes = append(codes, c...)
+		scales := make([]float32, n)
+		for j := range n {
+			c, s := Quantize(randomUnit(rng, dim))
+			codes, scales[j] = append(codes, c...), s
 		}
 		q := randomUnit(rng, dim)
-		b.Run(fmt.Sprintf("dim=%d", dim), func(b *testing.B) {
+		b.Run(fmt.Sprintf("dim=%d/kernel=float32", dim), func(b *testing.B) {
 			var sink float32
 			for b.Loop() {
 				for j := range n {
@@ -105,6 +108,14 @@ func BenchmarkDotCodes(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/vector")
 			_ = sink
+		})
+		b.Run(fmt.Sprintf("dim=%d/kernel=prepared", dim), func(b *testing.B) {
+			dst := make([]float32, n)
+			pq := Prepare(q)
+			for b.Loop() {
+				pq.ScoreCodes(dst, codes, scales)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/vector")
 		})
 	}
 }

@@ -126,58 +126,14 @@ func (x *Index) Remove(id string) {
 
 // Scores returns the approximate similarity (dot product; cosine for unit
 // vectors) of q to every stored vector, in storage order, and the most any
-// of them can be off from the exact float32 dot product: |q|₁ × scale / 2.
+// of them can be off from the exact float32 dot product (Query.Slack).
 func (x *Index) Scores(q []float32) (scores []float32, slack float64) {
 	out := make([]float32, len(x.ids))
+	pq := Prepare(q)
 	if len(x.ids) > 0 {
-		Prepare(q).ScoreCodes(out, x.codes, x.scales)
+		pq.ScoreCodes(out, x.codes, x.scales)
 	}
-	var l1 float64
-	for _, v := range q {
-		l1 += math.Abs(float64(v))
-	}
-	return out, l1 * float64(x.maxScale) / 2
-}
-
-// Query is a query vector prepared once for scanning many codes: its
-// sparse form when it has one (see sparse), else the vector itself.
-type Query struct {
-	dense  []float32
-	sparse *sparseQuery
-}
-
-// Prepare readies q for DotCodes over many vectors of its dimension.
-func Prepare(q []float32) Query {
-	if sq, ok := sparse(q); ok {
-		return Query{dense: q, sparse: sq}
-	}
-	return Query{dense: q}
-}
-
-// DotCodes equals DotCodes(q, c) bit for bit, over q's nonzero components
-// only when q is sparse.
-func (q Query) DotCodes(c []int8) float32 {
-	if q.sparse != nil {
-		return q.sparse.dotCodes(c[:len(q.dense)])
-	}
-	return DotCodes(q.dense, c)
-}
-
-// ScoreCodes sets dst[i] to the score of the i-th vector of codes (of q's
-// dimension, one after another) times scales[i], for every i of dst: the
-// same scores, bit for bit, as DotCodes(c)*scale vector by vector.
-func (q Query) ScoreCodes(dst []float32, codes []int8, scales []float32) {
-	d := len(q.dense)
-	codes, scales = codes[:len(dst)*d], scales[:len(dst)]
-	if q.sparse != nil {
-		for i := range dst {
-			dst[i] = q.sparse.dotCodes(codes[i*d:(i+1)*d:(i+1)*d]) * scales[i]
-		}
-		return
-	}
-	for i := range dst {
-		dst[i] = DotCodes(q.dense, codes[i*d:(i+1)*d:(i+1)*d]) * scales[i]
-	}
+	return out, pq.Slack(x.maxScale)
 }
 
 // codeValue is float32(c) for every int8 c, indexed by uint8(c). Reading
@@ -191,13 +147,14 @@ var codeValue = func() (t [256]float32) {
 	return t
 }()
 
-// DotCodes is the dot product of q with int8 codes of one length. It sums
-// in four float32 lanes (component i into lane i mod 4, in ascending order;
-// a tail past the last whole group of four into lane 0), then
-// s0+s1+s2+s3: every scan rounds a score in exactly this order (the sparse
-// scan too), so a vector's score does not depend on how it was scanned.
-// Eight components a round, each lane taking two; the slices advance
-// instead of an index so that the compiler checks bounds once a round.
+// DotCodes is the dot product of a float32 vector q with int8 codes of one
+// length, as codes are placed against centroids (a search scores codes
+// through a prepared Query instead). It sums in four float32 lanes
+// (component i into lane i mod 4, in ascending order; a tail past the last
+// whole group of four into lane 0), then s0+s1+s2+s3, so its rounding does
+// not depend on the caller. Eight components a round, each lane taking
+// two; the slices advance instead of an index so that the compiler checks
+// bounds once a round.
 func DotCodes(q []float32, c []int8) float32 {
 	c = c[:len(q)]
 	t := &codeValue
@@ -222,78 +179,6 @@ func DotCodes(q []float32, c []int8) float32 {
 	}
 	for i := range q {
 		s0 += q[i] * t[uint8(c[i])]
-	}
-	return s0 + s1 + s2 + s3
-}
-
-// sparseQuery is a query's nonzero components, split into the four
-// accumulator lanes DotCodes uses (index mod 4; the tail past the last
-// whole group of four goes to lane 0, as in DotCodes), each in ascending
-// index order. The built-in hashing embedder's queries have about a tenth
-// of their components nonzero, so a scan that skips the zeros does a
-// tenth of the multiplications.
-type sparseQuery struct {
-	idx [4][]int32
-	val [4][]float32
-}
-
-// sparse returns q's sparse form when at most a quarter of its components
-// are nonzero; otherwise the dense loop is as fast.
-func sparse(q []float32) (*sparseQuery, bool) {
-	nonzero := 0
-	for _, v := range q {
-		if v != 0 {
-			nonzero++
-		}
-	}
-	if nonzero > len(q)/4 {
-		return nil, false
-	}
-	sq := &sparseQuery{}
-	whole := len(q) - len(q)%4
-	for i, v := range q {
-		if v == 0 {
-			continue
-		}
-		lane := i % 4
-		if i >= whole {
-			lane = 0
-		}
-		sq.idx[lane] = append(sq.idx[lane], int32(i))
-		sq.val[lane] = append(sq.val[lane], v)
-	}
-	return sq, true
-}
-
-// dotCodes equals DotCodes(q, c) bit for bit: every lane adds its terms in
-// the same order, and a term it skips is q[i]·c[i] = ±0, which leaves a
-// sum unchanged (x + ±0 = x; +0 + -0 = +0). The four lanes advance
-// together, as DotCodes' do: each sum is a chain of dependent additions,
-// and four chains in flight overlap where one lane at a time waited on
-// each addition (BenchmarkScan, sparse; index/ann/PERFORMANCE.md).
-func (sq *sparseQuery) dotCodes(c []int8) float32 {
-	i0, i1, i2, i3 := sq.idx[0], sq.idx[1], sq.idx[2], sq.idx[3]
-	v0, v1, v2, v3 := sq.val[0][:len(i0)], sq.val[1][:len(i1)], sq.val[2][:len(i2)], sq.val[3][:len(i3)]
-	n := min(len(i0), len(i1), len(i2), len(i3))
-	t := &codeValue
-	var s0, s1, s2, s3 float32
-	for k := range n {
-		s0 += v0[k] * t[uint8(c[i0[k]])]
-		s1 += v1[k] * t[uint8(c[i1[k]])]
-		s2 += v2[k] * t[uint8(c[i2[k]])]
-		s3 += v3[k] * t[uint8(c[i3[k]])]
-	}
-	for k := n; k < len(i0); k++ {
-		s0 += v0[k] * t[uint8(c[i0[k]])]
-	}
-	for k := n; k < len(i1); k++ {
-		s1 += v1[k] * t[uint8(c[i1[k]])]
-	}
-	for k := n; k < len(i2); k++ {
-		s2 += v2[k] * t[uint8(c[i2[k]])]
-	}
-	for k := n; k < len(i3); k++ {
-		s3 += v3[k] * t[uint8(c[i3[k]])]
 	}
 	return s0 + s1 + s2 + s3
 }

@@ -2,6 +2,7 @@ package vecindex
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -24,9 +25,10 @@ func dotCodesLoop(q []float32, c []int8) float32 {
 	return s[0] + s[1] + s[2] + s[3]
 }
 
-// DotCodes and ScoreCodes give the plain loop's scores bit for bit, for
-// dimensions on both sides of every unrolling boundary and for codes at the
-// ends of the int8 range.
+// DotCodes (the float32 scan the vector index assigns codes to centroids
+// with) gives the plain loop's scores bit for bit, for dimensions on both
+// sides of every unrolling boundary and for codes at the ends of the int8
+// range.
 func TestDotCodesEqualsPlainLoop(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -49,31 +51,22 @@ func TestDotCodesEqualsPlainLoop(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, uint64(tc.dim)))
 			const n = 50
 			codes := make([]int8, n*tc.dim)
-			scales := make([]float32, n)
 			for i := range codes {
 				codes[i] = int8(rng.IntN(256) - 128)
 				if tc.extern {
 					codes[i] = []int8{-128, -127, 0, 127}[rng.IntN(4)]
 				}
 			}
-			for i := range scales {
-				scales[i] = rng.Float32() / 127
-			}
 			for range 10 {
 				q := make([]float32, tc.dim)
 				for i := range q {
 					q[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(7)-3)))
 				}
-				dst := make([]float32, n)
-				Prepare(q).ScoreCodes(dst, codes, scales)
 				for i := range n {
 					c := codes[i*tc.dim : (i+1)*tc.dim]
 					want := dotCodesLoop(q, c)
 					if got := DotCodes(q, c); math.Float32bits(got) != math.Float32bits(want) {
 						t.Fatalf("vector %d: DotCodes %v, plain loop %v", i, got, want)
-					}
-					if math.Float32bits(dst[i]) != math.Float32bits(want*scales[i]) {
-						t.Fatalf("vector %d: ScoreCodes %v, plain loop %v", i, dst[i], want*scales[i])
 					}
 				}
 			}
@@ -81,17 +74,133 @@ func TestDotCodesEqualsPlainLoop(t *testing.T) {
 	}
 }
 
-// FuzzDotCodes: for any query and codes, DotCodes, the prepared query's
-// (sparse or dense) and ScoreCodes agree bit for bit with the plain loop,
-// NaN and infinities included.
+// intScore is a prepared query's score of codes c by its definition: the
+// integer dot product of the query's codes with c, summed in int64, times
+// the query's scale.
+func intScore(q Query, c []int8) float32 {
+	var s int64
+	for i, v := range q.codes {
+		s += int64(v) * int64(c[i])
+	}
+	return float32(s) * q.scale
+}
+
+// ScoreCodes and a prepared query's DotCodes give the integer definition's
+// scores bit for bit: the vector unit's blocks of sixteen and thirty-two,
+// the tails past them, codes at the ends of the int8 range, sparse queries,
+// and dimensions as large as hosted models' (where the query's codes are
+// narrowed so that no sum leaves int32).
+func TestQueryScoresEqualIntegerDefinition(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		dim     int
+		extreme bool // codes only -128, -127, 0, 127
+		aligned bool // every code -128 and every query component -1: the largest sum
+		nonzero int  // 0: every component
+	}{
+		{"dim1", 1, false, false, 0},
+		{"dim15_below_block", 15, false, false, 0},
+		{"dim16_one_block", 16, false, false, 0},
+		{"dim17_block_tail", 17, false, false, 0},
+		{"dim32_two_blocks", 32, false, false, 0},
+		{"dim48_pair_then_single", 48, false, false, 0},
+		{"dim128_learned", 128, false, false, 0},
+		{"dim131_tail", 131, false, false, 0},
+		{"dim128_extremes", 128, true, false, 0},
+		{"dim512_hashing_sparse", 512, false, false, 50},
+		{"dim1536_hosted", 1536, true, false, 0},
+		{"dim3072_hosted_narrowed", 3072, true, false, 0},
+		{"dim3072_largest_sum", 3072, false, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, uint64(tc.dim)))
+			const n = 300 // more than one chunk of ScoreCodes
+			codes := make([]int8, n*tc.dim)
+			scales := make([]float32, n)
+			for i := range codes {
+				codes[i] = int8(rng.IntN(256) - 128)
+				if tc.extreme {
+					codes[i] = []int8{-128, -127, 0, 127}[rng.IntN(4)]
+				}
+				if tc.aligned {
+					codes[i] = -128
+				}
+			}
+			for i := range scales {
+				scales[i] = rng.Float32() / 127
+			}
+			for range 5 {
+				q := randomUnit(rng, tc.dim)
+				if tc.nonzero > 0 {
+					q = sparseUnit(rng, tc.dim, tc.nonzero)
+				}
+				if tc.extreme { // the query's codes at their bound too
+					for i := range q {
+						q[i] = []float32{-1, 1}[rng.IntN(2)]
+					}
+				}
+				if tc.aligned {
+					for i := range q {
+						q[i] = -1
+					}
+				}
+				pq := Prepare(q)
+				dst := make([]float32, n)
+				pq.ScoreCodes(dst, codes, scales)
+				for i := range n {
+					c := codes[i*tc.dim : (i+1)*tc.dim]
+					want := intScore(pq, c)
+					if got := pq.DotCodes(c); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("vector %d: DotCodes %v, integer definition %v", i, got, want)
+					}
+					if math.Float32bits(dst[i]) != math.Float32bits(want*scales[i]) {
+						t.Fatalf("vector %d: ScoreCodes %v, integer definition %v", i, dst[i], want*scales[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// A score is within the query's Slack of the exact float32 dot product of
+// the query and the vector the codes were quantised from.
+func TestScoreWithinSlack(t *testing.T) {
+	for _, dim := range []int{16, 128, 131, 1536} {
+		t.Run(fmt.Sprintf("dim%d", dim), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(dim)))
+			var x Index
+			vecs := make([][]float32, 200)
+			for i := range vecs {
+				vecs[i] = randomUnit(rng, dim)
+				x.Put(fmt.Sprint(i), vecs[i])
+			}
+			for range 20 {
+				q := randomUnit(rng, dim)
+				scores, slack := x.Scores(q)
+				for i, v := range vecs {
+					if d := math.Abs(float64(scores[i]) - float64(Dot(q, v))); d > slack {
+						t.Fatalf("vector %d: score %v off the exact %v by %g, more than the slack %g", i, scores[i], Dot(q, v), d, slack)
+					}
+				}
+			}
+		})
+	}
+}
+
+// FuzzDotCodes: for any query and codes, the prepared query's DotCodes and
+// ScoreCodes agree bit for bit with the integer definition; a query with a
+// NaN or an infinity scores NaN everywhere.
 func FuzzDotCodes(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, []byte{0x80, 0x7f, 1})
 	f.Add(make([]byte, 4*9), []byte{0x80})
 	f.Add(binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(math.Inf(1)))), []byte{0})
+	f.Add(make([]byte, 4*40), []byte{0x7f, 0x80, 3})
 	f.Fuzz(func(t *testing.T, qb, cb []byte) {
 		q := make([]float32, len(qb)/4)
+		finite := true
 		for i := range q {
 			q[i] = math.Float32frombits(binary.LittleEndian.Uint32(qb[4*i:]))
+			finite = finite && !math.IsNaN(float64(q[i])) && !math.IsInf(float64(q[i]), 0)
 		}
 		if len(q) == 0 || len(cb) == 0 {
 			return
@@ -100,20 +209,21 @@ func FuzzDotCodes(f *testing.F) {
 		for i := range c {
 			c[i] = int8(cb[i%len(cb)])
 		}
-		want := dotCodesLoop(q, c)
+		pq := Prepare(q)
+		want := intScore(pq, c)
+		if !finite && !math.IsNaN(float64(want)) {
+			t.Fatalf("a query with a non-finite component scores %v", want)
+		}
 		same := func(a, b float32) bool {
 			return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
 		}
-		if got := DotCodes(q, c); !same(got, want) {
-			t.Fatalf("DotCodes %v, plain loop %v", got, want)
-		}
-		if got := Prepare(q).DotCodes(c); !same(got, want) {
-			t.Fatalf("prepared %v, plain loop %v", got, want)
+		if got := pq.DotCodes(c); !same(got, want) {
+			t.Fatalf("DotCodes %v, integer definition %v", got, want)
 		}
 		dst := make([]float32, 1)
-		Prepare(q).ScoreCodes(dst, c, []float32{1})
-		if !same(dst[0], want*1) {
-			t.Fatalf("ScoreCodes %v, plain loop %v", dst[0], want)
+		pq.ScoreCodes(dst, c, []float32{1})
+		if !same(dst[0], want) {
+			t.Fatalf("ScoreCodes %v, integer definition %v", dst[0], want)
 		}
 	})
 }
