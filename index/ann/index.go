@@ -58,6 +58,11 @@ type Index struct {
 	maxScale float32
 	changes  uint64 // counts writes, so a Ranker knows whether its ids are still the index's
 
+	// scoreBufs holds score buffers (*[]float32) finished Rankers handed
+	// back: at a million vectors a scan's scores are 4 MB, and allocating
+	// them for every search made the collector run several times as often.
+	scoreBufs sync.Pool
+
 	// Set while clustered (centroids != nil): fine centroids, unit vectors,
 	// one per list; coarse centroids group them (coarseOf[c] lists the fine
 	// centroids under coarse centroid c) so that placing a vector compares
@@ -621,6 +626,13 @@ func (x *Index) probesFor(n int) int {
 // the best n of them (vecindex.Top) and rescores those exactly. ids is the
 // index's own when exact: valid until the next change.
 func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slack float64, exact bool) {
+	return x.search(q, n, nil)
+}
+
+// search is Search with the scores appended to buf[:0] (a Ranker's
+// buffer, so that a large scan does not allocate its scores every time);
+// nil allocates.
+func (x *Index) search(q []float32, n int, buf []float32) (ids []string, scores []float32, slack float64, exact bool) {
 	pq := vecindex.Prepare(q)
 	slack = pq.Slack(x.maxScale)
 	d := x.dim
@@ -629,9 +641,9 @@ func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slac
 	}
 	if x.centroids == nil || x.probesFor(n) >= len(x.lists) {
 		if len(x.lists) == 1 { // the index's own ids: no copy on the exact path
-			return x.lists[0].ids, x.scoreList(pq, 0, make([]float32, 0, x.n)), slack, true
+			return x.lists[0].ids, x.scoreList(pq, 0, slices.Grow(buf[:0], x.n)), slack, true
 		}
-		ids, scores = make([]string, 0, x.n), make([]float32, 0, x.n)
+		ids, scores = make([]string, 0, x.n), slices.Grow(buf[:0], x.n)
 		for li := range x.lists {
 			ids, scores = append(ids, x.lists[li].ids...), x.scoreList(pq, li, scores)
 		}
@@ -642,7 +654,7 @@ func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slac
 	for _, li := range probes {
 		size += len(x.lists[li].ids)
 	}
-	ids, scores = make([]string, 0, size), make([]float32, 0, size)
+	ids, scores = make([]string, 0, size), slices.Grow(buf[:0], size)
 	for _, li := range probes {
 		ids, scores = append(ids, x.lists[li].ids...), x.scoreList(pq, li, scores)
 	}

@@ -25,6 +25,10 @@ type Ranker struct {
 	scores  []float32
 	floor   float64
 	changes uint64
+
+	// buf holds the last scan's scores (scores aliases it when that scan
+	// was exact); Release hands it back to the index.
+	buf []float32
 }
 
 // NewRanker returns a ranker of x's vectors for q that leaves out vectors
@@ -44,12 +48,30 @@ func (r *Ranker) Top(n int) ([]vecindex.Scored, bool) {
 	if r.scores != nil && r.changes == r.x.changes {
 		return vecindex.Top(r.ids, r.scores, n, r.floor), true
 	}
-	ids, scores, slack, exact := r.x.Search(r.q, n)
+	r.ids, r.scores = nil, nil // about to be overwritten: buf is reused
+	if r.buf == nil {
+		if b, ok := r.x.scoreBufs.Get().(*[]float32); ok {
+			r.buf = *b
+		}
+	}
+	ids, scores, slack, exact := r.x.search(r.q, n, r.buf)
+	r.buf = scores
 	floor := r.minScore - slack
 	if exact {
 		r.ids, r.scores, r.floor, r.changes = ids, scores, floor, r.x.changes
 	}
 	return vecindex.Top(ids, scores, n, floor), exact
+}
+
+// Release hands the ranker's score buffer back to its index for the next
+// search; the ranker must not be used after it. A ranker never released
+// only leaves its buffer to the collector.
+func (r *Ranker) Release() {
+	if r.buf != nil {
+		buf := r.buf[:0]
+		r.x.scoreBufs.Put(&buf)
+	}
+	r.ids, r.scores, r.buf = nil, nil, nil
 }
 
 // FilterGrowth is how much each round of TopPassing widens the ranking

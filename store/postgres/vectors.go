@@ -403,6 +403,7 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 		return nil, h4r.Errorf(h4r.EINVALID, "vector", "query vector has %d dimensions, the stored vectors of %s have %d", len(vector), model, d)
 	}
 	rank := ann.NewRanker(v.mu.RLocker(), ix, vector, minScore)
+	defer rank.Release()
 	want := vecindex.Candidates(limit)
 	var cands []vecindex.Scored
 	if where == "" {

@@ -461,6 +461,7 @@ func (s *Store) SearchVectors(ctx context.Context, model string, vector []float3
 		// the ranker allows for; above the threshold only the lists nearest
 		// the query are scanned.
 		rank := ann.NewRanker(v.mu.RLocker(), v.ix, vector, minScore)
+		defer rank.Release()
 		want := vecindex.Candidates(limit)
 		var cands []scored
 		if where == "" {
