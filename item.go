@@ -238,6 +238,56 @@ type metadataJSON struct {
 	Tokens             int        `json:"tokens,omitempty"`
 }
 
+// field is the field of w that the well-known key decodes into, as
+// encoding/json would decode {key: value} into w (nil for any other key):
+// decoding the value into it directly spares a store an encoding and a
+// struct decode per key of every item it reads.
+func (w *metadataJSON) field(key string) any {
+	switch key {
+	case "createdAt":
+		return &w.CreatedAt
+	case "importance":
+		return &w.Importance
+	case "trust":
+		return &w.Trust
+	case "sensitivity":
+		return &w.Sensitivity
+	case "novelty":
+		return &w.Novelty
+	case "containsPII":
+		return &w.ContainsPII
+	case "piiFields":
+		return &w.PIIFields
+	case "textClean":
+		return &w.TextClean
+	case "hasCredentials":
+		return &w.HasCredentials
+	case "restrictedToGroups":
+		return &w.RestrictedToGroups
+	case "tags":
+		return &w.Tags
+	case "source":
+		return &w.Source
+	case "validFrom":
+		return &w.ValidFrom
+	case "validUntil":
+		return &w.ValidUntil
+	case "updatedAt":
+		return &w.UpdatedAt
+	case "version":
+		return &w.Version
+	case "accessCount":
+		return &w.AccessCount
+	case "lastAccessedAt":
+		return &w.LastAccessedAt
+	case "byteSize":
+		return &w.ByteSize
+	case "tokens":
+		return &w.Tokens
+	}
+	return nil
+}
+
 // MarshalJSON writes one flat object: the well-known keys, then Extra.
 func (m Metadata) MarshalJSON() ([]byte, error) {
 	w := metadataJSON{
@@ -292,16 +342,16 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 	*m = Metadata{}
 	for _, key := range slices.Sorted(maps.Keys(raw)) { // the same error for the same input
 		val := raw[key]
-		// A well-known key in another case ("HasCredentials") would land in
-		// Extra, where no policy looks: an item could hide its credentials
-		// or sensitivity by a typo. Refuse it instead.
-		if known, ok := wellKnownFold(key); ok && known != key {
-			if strings.EqualFold(known, key) {
-				return Errorf(EINVALID, key, "metadata keys are case-sensitive: did you mean %q?", known)
-			}
-			return Errorf(EINVALID, memberPath(key), "metadata key %q differs from the policy key %q only by white space or invisible characters: write %q", key, known, known)
-		}
 		if !isWellKnown(key) {
+			// A well-known key in another case ("HasCredentials") would land
+			// in Extra, where no policy looks: an item could hide its
+			// credentials or sensitivity by a typo. Refuse it instead.
+			if known, ok := wellKnownFold(key); ok {
+				if strings.EqualFold(known, key) {
+					return Errorf(EINVALID, key, "metadata keys are case-sensitive: did you mean %q?", known)
+				}
+				return Errorf(EINVALID, memberPath(key), "metadata key %q differs from the policy key %q only by white space or invisible characters: write %q", key, known, known)
+			}
 			var v any
 			if err := json.Unmarshal(val, &v); err != nil {
 				return Errorf(EINVALID, key, "invalid JSON value: %s", strings.TrimPrefix(err.Error(), "json: "))
@@ -315,11 +365,16 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 		if err := noNullElement(key, val); err != nil {
 			return err
 		}
-		one, _ := json.Marshal(map[string]json.RawMessage{key: val})
-		if err := json.Unmarshal(one, &w); err != nil {
+		if err := json.Unmarshal(val, w.field(key)); err != nil {
 			return Errorf(EINVALID, key, "wrong type for %s: %s", key, jsonTypeHint(key))
 		}
 	}
+	w.into(m)
+	return nil
+}
+
+// into sets m's well-known fields to w's (m.Extra is left as it is).
+func (w *metadataJSON) into(m *Metadata) {
 	if w.CreatedAt != nil {
 		m.CreatedAt = *w.CreatedAt
 	}
@@ -339,7 +394,6 @@ func (m *Metadata) UnmarshalJSON(b []byte) error {
 	m.ContainsPII, m.PIIFields, m.TextClean, m.HasCredentials = w.ContainsPII, w.PIIFields, w.TextClean, w.HasCredentials
 	m.RestrictedToGroups, m.Tags, m.Source = w.RestrictedToGroups, w.Tags, w.Source
 	m.Version, m.AccessCount, m.ByteSize, m.Tokens = w.Version, w.AccessCount, w.ByteSize, w.Tokens
-	return nil
 }
 
 // noNullElement refuses null in a list of strings, which encoding/json
