@@ -232,21 +232,27 @@ func queryTerms(query string) []string {
 // or that begin it: the stemmer leaves "failures" as failur and "failed" as
 // fail, which a reader takes for one word.
 func overlap(stem stemmer, terms, text []string) float64 {
-	stems := make(map[string]bool, len(text))
-	for _, w := range text {
-		stems[stem.of(w)] = true
+	// The query has a few terms and an item some dozens of words: each
+	// word's stem is compared with every term not yet found, which spares
+	// a set of the item's stems per item.
+	var foundSmall [16]bool
+	var found []bool
+	if len(terms) > len(foundSmall) {
+		found = make([]bool, len(terms))
+	} else {
+		found = foundSmall[:len(terms)]
 	}
 	n := 0
-	for _, t := range terms {
-		if stems[t] {
-			n++
-			continue
-		}
-		for s := range stems {
-			if len(t) >= 4 && len(s) >= 4 && (strings.HasPrefix(s, t) || strings.HasPrefix(t, s)) {
+	for _, w := range text {
+		s := stem.of(w)
+		for i, t := range terms {
+			if !found[i] && (s == t || len(t) >= 4 && len(s) >= 4 && (strings.HasPrefix(s, t) || strings.HasPrefix(t, s))) {
+				found[i] = true
 				n++
-				break
 			}
+		}
+		if n == len(terms) {
+			break
 		}
 	}
 	return float64(n) / float64(len(terms))

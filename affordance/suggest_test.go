@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -475,4 +476,33 @@ func TestStemsConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// overlap is the share of the query's terms an item's words hold, stemmed
+// alike, a stem of four letters or more also matching the stems it begins
+// or that begin it; each term counts once however often it occurs.
+func TestOverlap(t *testing.T) {
+	for _, tc := range []struct {
+		name, query, text string
+		want              float64
+	}{
+		{"all_terms", "login selector", "the login selector broke", 1},
+		{"half", "login checkout", "login failed again", 0.5},
+		{"none", "login checkout", "nothing here", 0},
+		{"stemmed_alike", "failures", "it failed", 1},
+		{"prefix_both_ways", "deploying broken", "deploy broke", 1},
+		{"four_letter_stem_prefix", "failed", "failures", 1},
+		{"short_stems_exact_only", "cat", "category", 0},
+		{"repeated_word_counts_once", "login checkout", "login login login", 0.5},
+		{"term_found_late", "alpha omega", "alpha beta gamma delta omega", 1},
+		{"many_terms", "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen", "seventeen one", 3.0 / 17}, // seventeen also holds seven
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			terms := queryTerms(tc.query)
+			stem := stemmer{memo: map[string]string{}}
+			if got := overlap(stem, terms, words(tc.text)); math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("overlap(%q, %q) = %v, want %v (terms %v)", tc.query, tc.text, got, tc.want, terms)
+			}
+		})
+	}
 }
