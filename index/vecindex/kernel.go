@@ -48,6 +48,9 @@ func Prepare(q []float32) Query {
 	}
 	top := queryCodeMax(len(q))
 	pq.scale = float32(m) / top
+	if pq.scale == 0 { // components too small for a float32 step: scores of 0
+		return pq
+	}
 	nonzero := 0
 	for i, v := range q {
 		c := math.Round(float64(v) / float64(pq.scale))
