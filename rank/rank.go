@@ -97,7 +97,7 @@ func Rank(cands []*h4r.Candidate, opts Options) (ranked []Ranked, warnings []str
 
 	scored := make([]Ranked, len(cands))
 	for i, c := range cands {
-		m := c.Item.Metadata
+		m := &c.Item.Metadata // read in place: the struct is large and copied for every candidate otherwise
 		var s h4r.Signals
 		s[h4r.Relevance] = relevance[i]
 		s[h4r.Recency] = recency(m.CreatedAt, now, lambda)
