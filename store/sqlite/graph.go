@@ -60,9 +60,17 @@ func (g graph) generate(ctx context.Context, q h4r.CandidateQuery, beyond bool) 
 		if err != nil {
 			return err
 		}
-		picked, err := firstPassing(ctx, tx, g.s.adj.walk(w), limit, where, filterArgs)
-		if err != nil {
-			return err
+		var picked []linkgraph.Reach
+		if beyond && where == "" {
+			// The anchors are neither listed nor read; they take their
+			// part of the limit all the same.
+			reached, anchors := g.s.adj.walkBeyond(w)
+			picked = reached[:max(0, min(limit-anchors, len(reached)))]
+		} else {
+			picked, err = firstPassing(ctx, tx, g.s.adj.walk(w), limit, where, filterArgs)
+			if err != nil {
+				return err
+			}
 		}
 		for beyond && len(picked) > 0 && picked[0].Distance == 0 { // first: by distance
 			picked = picked[1:]
