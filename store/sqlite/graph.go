@@ -31,9 +31,9 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 
 // GenerateBeyondAnchors is Generate without the hits at distance 0: the
 // same walk and limit (the anchors count towards it), but the anchors are
-// not read. The supersedes walk asks for the items one link away from
-// every candidate, and most candidates hold no such link: reading them
-// all again was most of its cost.
+// neither listed nor read. The supersedes walk asks for the items one link
+// away from every candidate, and most candidates hold no such link:
+// reading them would be most of its cost.
 func (g graph) GenerateBeyondAnchors(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
 	return g.generate(ctx, q, true)
 }
