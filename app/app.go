@@ -147,6 +147,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	a.Store = a.base
 	a.closers = append(a.closers, a.base.Close)
 	warmFullText(a, a.base, o.log)
+	warmItems(a, a.base, o.log)
 	text, fusion, err := textGenerators(ctx, cfg, a, o)
 	if err != nil {
 		return nil, err

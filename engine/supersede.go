@@ -173,6 +173,14 @@ func leftOutWarnings(superseded, invalid int, validAt time.Time) []string {
 	return warnings
 }
 
+// beyondAnchors is a graph generator that can leave the anchors out of a
+// walk's hits (store/sqlite): GenerateBeyondAnchors returns Generate's
+// hits less those at distance 0, for the same query, without reading the
+// anchors. The supersedes walk keeps only the hits one link away.
+type beyondAnchors interface {
+	GenerateBeyondAnchors(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error)
+}
+
 // supersedingItems returns the items one supersedes link away from the
 // candidates, either way; the caller keeps those that link to a
 // candidate.
@@ -183,10 +191,15 @@ func (e *Engine) supersedingItems(ctx context.Context, cands []*h4r.Candidate) (
 	}
 	gctx, cancel := context.WithTimeout(ctx, e.settings.GeneratorTimeout)
 	defer cancel()
-	hits, err := e.graph.Generate(gctx, h4r.CandidateQuery{
+	q := h4r.CandidateQuery{
 		Anchors: ids, MaxHops: 1, LinkTypes: []string{h4r.LinkSupersedes},
 		Limit: len(ids) * (1 + supersedersPerCandidate),
-	})
+	}
+	generate := e.graph.Generate
+	if b, ok := e.graph.(beyondAnchors); ok {
+		generate = b.GenerateBeyondAnchors
+	}
+	hits, err := generate(gctx, q)
 	var fallback *h4r.FallbackError
 	if err != nil && !errors.As(err, &fallback) {
 		return nil, err

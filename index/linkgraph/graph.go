@@ -181,6 +181,18 @@ func (w Walk) Done(left, reached int) bool {
 // items only, each node once, and returns what it reached ordered by
 // distance, then id.
 func (g *Graph) Walk(w Walk) []Reach {
+	out, _ := g.walk(w, false)
+	return out
+}
+
+// WalkBeyond is Walk less the anchors: it returns what Walk returns past
+// distance 0, and how many anchors Walk returns at distance 0, which
+// count towards Enough all the same but are neither listed nor ordered.
+func (g *Graph) WalkBeyond(w Walk) (reached []Reach, anchors int) {
+	return g.walk(w, true)
+}
+
+func (g *Graph) walk(w Walk, beyond bool) ([]Reach, int) {
 	var allowed []bool // by link type number; nil: every type
 	if len(w.Types) > 0 {
 		allowed = make([]bool, len(g.typeOf))
@@ -199,7 +211,7 @@ func (g *Graph) Walk(w Walk) []Reach {
 			}
 		}
 		if len(wanted) == 0 {
-			return nil
+			return nil, 0
 		}
 	}
 	seen := make([]uint64, (len(g.name)+63)/64)
@@ -211,10 +223,16 @@ func (g *Graph) Walk(w Walk) []Reach {
 		return true
 	}
 	var out []Reach
+	anchors := 0 // reported at distance 0, when beyond
 	level := func(nodes []uint32, d int) {
 		start := len(out)
 		for _, n := range nodes {
-			if wanted == nil || wanted[n] {
+			switch {
+			case wanted != nil && !wanted[n]:
+			case beyond && d == 0:
+				anchors++
+				delete(wanted, n)
+			default:
 				out = append(out, Reach{g.name[n], d})
 				delete(wanted, n)
 			}
@@ -230,7 +248,7 @@ func (g *Graph) Walk(w Walk) []Reach {
 	level(frontier, 0)
 	var next []uint32
 	for d := 1; d <= w.MaxHops && len(frontier) > 0; d++ {
-		if w.Done(len(wanted), len(out)) {
+		if w.Done(len(wanted), anchors+len(out)) {
 			break
 		}
 		next = next[:0]
@@ -252,5 +270,5 @@ func (g *Graph) Walk(w Walk) []Reach {
 		level(next, d)
 		frontier, next = next, frontier
 	}
-	return out
+	return out, anchors
 }

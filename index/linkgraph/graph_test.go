@@ -2,6 +2,7 @@ package linkgraph_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -81,5 +82,56 @@ func TestLinks(t *testing.T) {
 	}
 	if _, ok := g.Links("ghost"); ok {
 		t.Error("ghost, no item, reported as an item")
+	}
+}
+
+// TestWalkBeyond: on random graphs (cycles, self-links, links to no item,
+// anchors repeated or unknown), WalkBeyond returns Walk's reaches less
+// those at distance 0, in order, and counts those, for walks with and
+// without link types, targets and Enough.
+func TestWalkBeyond(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	types := []string{"supersedes", "caused_by", "fixes"}
+	for round := range 200 {
+		n := 2 + rng.IntN(30)
+		g := linkgraph.New(0)
+		id := func(i int) string { return fmt.Sprintf("n%d", i) }
+		for i := range n {
+			if rng.IntN(8) != 0 { // some nodes are link targets only
+				g.AddItem(id(i))
+			}
+		}
+		for range rng.IntN(3 * n) {
+			g.Append(id(rng.IntN(n)), linkgraph.Link{Target: id(rng.IntN(n + 2)), Type: types[rng.IntN(len(types))], Strength: 1})
+		}
+		w := linkgraph.Walk{MaxHops: rng.IntN(4), Directed: rng.IntN(2) == 0}
+		for range 1 + rng.IntN(6) {
+			w.Anchors = append(w.Anchors, id(rng.IntN(n+1)))
+		}
+		if rng.IntN(2) == 0 {
+			w.Types = []string{types[rng.IntN(len(types))]}
+		}
+		if rng.IntN(3) == 0 {
+			for range 1 + rng.IntN(5) {
+				w.Targets = append(w.Targets, id(rng.IntN(n)))
+			}
+		}
+		if rng.IntN(2) == 0 {
+			w.Enough = 1 + rng.IntN(8)
+		}
+		all := g.Walk(w)
+		var want []linkgraph.Reach
+		anchors := 0
+		for _, r := range all {
+			if r.Distance == 0 {
+				anchors++
+			} else {
+				want = append(want, r)
+			}
+		}
+		got, gotAnchors := g.WalkBeyond(w)
+		if !slices.Equal(reached(got), reached(want)) || gotAnchors != anchors {
+			t.Fatalf("round %d, walk %+v:\n got %v and %d anchors\nwant %v and %d anchors", round, w, reached(got), gotAnchors, reached(want), anchors)
+		}
 	}
 }

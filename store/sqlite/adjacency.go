@@ -188,3 +188,10 @@ func (a *adjacency) walk(w linkgraph.Walk) []linkgraph.Reach {
 	defer a.mu.RUnlock()
 	return a.g.Walk(w)
 }
+
+// walkBeyond is walk less the anchors (linkgraph.Graph.WalkBeyond).
+func (a *adjacency) walkBeyond(w linkgraph.Walk) ([]linkgraph.Reach, int) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.g.WalkBeyond(w)
+}

@@ -26,6 +26,19 @@ func (graph) Name() string { return h4r.GenGraph }
 // what is returned, not to the walk, so a path through a filtered-out item
 // still counts. Hits are ordered by distance, then id.
 func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
+	return g.generate(ctx, q, false)
+}
+
+// GenerateBeyondAnchors is Generate without the hits at distance 0: the
+// same walk and limit (the anchors count towards it), but the anchors are
+// neither listed nor read. The supersedes walk asks for the items one link
+// away from every candidate, and most candidates hold no such link:
+// reading them would be most of its cost.
+func (g graph) GenerateBeyondAnchors(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
+	return g.generate(ctx, q, true)
+}
+
+func (g graph) generate(ctx context.Context, q h4r.CandidateQuery, beyond bool) ([]h4r.Hit, error) {
 	limit, maxHops, err := h4r.HopBounds(q, defaultGraphLimit, 0)
 	if err != nil {
 		return nil, err
@@ -47,9 +60,20 @@ func (g graph) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, e
 		if err != nil {
 			return err
 		}
-		picked, err := firstPassing(ctx, tx, g.s.adj.walk(w), limit, where, filterArgs)
-		if err != nil {
-			return err
+		var picked []linkgraph.Reach
+		if beyond && where == "" {
+			// The anchors are neither listed nor read; they take their
+			// part of the limit all the same.
+			reached, anchors := g.s.adj.walkBeyond(w)
+			picked = reached[:max(0, min(limit-anchors, len(reached)))]
+		} else {
+			picked, err = firstPassing(ctx, tx, g.s.adj.walk(w), limit, where, filterArgs)
+			if err != nil {
+				return err
+			}
+		}
+		for beyond && len(picked) > 0 && picked[0].Distance == 0 { // first: by distance
+			picked = picked[1:]
 		}
 		hits, err = g.hydrate(ctx, tx, gen, picked)
 		return err

@@ -124,3 +124,41 @@ func TestCTEAnswersTheHopTable(t *testing.T) {
 		})
 	}
 }
+
+// beyondAnchors is a store whose graph generator answers with
+// GenerateBeyondAnchors.
+type beyondAnchors struct{ *Store }
+
+func (b beyondAnchors) Graph() h4r.Generator { return beyondGenerator{graph{b.Store}} }
+
+type beyondGenerator struct{ graph }
+
+func (g beyondGenerator) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
+	return g.GenerateBeyondAnchors(ctx, q)
+}
+
+// anchorsLeftOut is Generate's hits less those at distance 0.
+type anchorsLeftOut struct{ graph }
+
+func (g anchorsLeftOut) Generate(ctx context.Context, q h4r.CandidateQuery) ([]h4r.Hit, error) {
+	hits, err := g.graph.Generate(ctx, q)
+	var out []h4r.Hit
+	for _, h := range hits {
+		if h.Distance > 0 {
+			out = append(out, h)
+		}
+	}
+	return out, err
+}
+
+// TestGenerateBeyondAnchors: GenerateBeyondAnchors answers every random
+// query (filters, limits the anchors count towards, link types, targets)
+// with Generate's hits less the anchors, in order.
+func TestGenerateBeyondAnchors(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			s, _ := newTestStore(t)
+			storetest.CompareHops(t, beyondAnchors{s}, anchorsLeftOut{graph{s}}, seed, 20)
+		})
+	}
+}
