@@ -23,8 +23,11 @@ type ExpansionSetting struct {
 
 // ExpansionGrid returns off and every combination of the given feedback
 // documents, added words, original weights, first-pass shares, spreads
-// and term selections (contrast or not).
-func ExpansionGrid(docs, terms []int, original, firstPass, spread []float64, contrast []bool) []ExpansionSetting {
+// term selections (contrast or not) and agreement gates (none: 0 only).
+func ExpansionGrid(docs, terms []int, original, firstPass, spread []float64, contrast []bool, agreement ...int) []ExpansionSetting {
+	if len(agreement) == 0 {
+		agreement = []int{0}
+	}
 	grid := []ExpansionSetting{{Name: "off"}}
 	for _, d := range docs {
 		for _, t := range terms {
@@ -32,8 +35,14 @@ func ExpansionGrid(docs, terms []int, original, firstPass, spread []float64, con
 				for _, f := range firstPass {
 					for _, sp := range spread {
 						for _, c := range contrast {
-							p := analysis.Expansion{Docs: d, Terms: t, OriginalWeight: w, FirstPass: f, Spread: sp, Contrast: c}
-							grid = append(grid, ExpansionSetting{Name: fmt.Sprintf("k=%d terms=%d λ=%.2f first=%.2f spread=%.2f contrast=%v", d, t, w, f, sp, c), On: true, Params: p})
+							for _, a := range agreement {
+								p := analysis.Expansion{Docs: d, Terms: t, OriginalWeight: w, FirstPass: f, Spread: sp, Contrast: c, Agreement: a}
+								name := fmt.Sprintf("k=%d terms=%d λ=%.2f first=%.2f spread=%.2f contrast=%v", d, t, w, f, sp, c)
+								if a > 0 {
+									name += fmt.Sprintf(" agreement=%d", a)
+								}
+								grid = append(grid, ExpansionSetting{Name: name, On: true, Params: p})
+							}
 						}
 					}
 				}
@@ -95,6 +104,9 @@ type ExpansionReport struct {
 	AskedInSample map[string]float64 `json:"askedInSampleNdcg@10"`
 	// Table is every setting's mean nDCG@10 per dataset on all queries.
 	Table   map[string]map[string]float64 `json:"table"`
+	// Queries are every query's figures, for analyses the report does not
+	// make itself.
+	Queries []ExpansionQuery `json:"queries"`
 	Command string                        `json:"command"`
 	Seconds float64                       `json:"seconds"`
 }
@@ -130,6 +142,7 @@ func CrossValidateExpansion(settings []ExpansionSetting, qs []ExpansionQuery, k 
 	}
 	rep.PerFold, rep.HeldOut, rep.Final, rep.InSample = crossValidate(settings, qs, folds, rep.Datasets, chooseExpansion)
 	rep.AskedPerFold, rep.AskedHeldOut, rep.Asked, rep.AskedInSample = crossValidate(settings, qs, folds, rep.Datasets, chooseAsked)
+	rep.Queries = qs
 	rep.Table = map[string]map[string]float64{}
 	for s := range settings {
 		rep.Table[settings[s].Name] = datasetMeans(qs, s)
