@@ -31,19 +31,7 @@ type Expansion struct {
 	// (Carpineto et al.'s KL term selection, with the result list as the
 	// background), instead of by its probability alone.
 	Contrast bool
-	// Agreement, when positive, expands a query that does not ask for
-	// expansion itself only when at least Agreement of its full-text top
-	// AgreementDepth are also in its vector top AgreementDepth: the two
-	// first passes agree on what the query is about, so its top hits are
-	// likely relevant and their words worth adding (selective expansion by
-	// a query-performance predictor). A query with no vector pass agrees
-	// on nothing. The engine applies it; it has both lists.
-	Agreement int
 }
-
-// AgreementDepth is how many of the best full-text and vector hits
-// Expansion.Agreement compares.
-const AgreementDepth = 10
 
 // Skip reports whether a first pass whose scores, best first, are scores
 // stands out enough (Spread) to be left unexpanded.
@@ -65,7 +53,7 @@ func DefaultExpansion() Expansion {
 
 // Valid reports whether the parameters can expand a query.
 func (e Expansion) Valid() bool {
-	return e.Docs > 0 && e.Terms > 0 && e.OriginalWeight >= 0 && e.OriginalWeight < 1 && e.FirstPass >= 0 && e.FirstPass < 1 && e.Spread >= 0 && e.Agreement >= 0 && e.Agreement <= AgreementDepth
+	return e.Docs > 0 && e.Terms > 0 && e.OriginalWeight >= 0 && e.OriginalWeight < 1 && e.FirstPass >= 0 && e.FirstPass < 1 && e.Spread >= 0
 }
 
 // Fuse returns the score of each id under the two passes (scores higher is

@@ -23,11 +23,8 @@ type ExpansionSetting struct {
 
 // ExpansionGrid returns off and every combination of the given feedback
 // documents, added words, original weights, first-pass shares, spreads
-// term selections (contrast or not) and agreement gates (none: 0 only).
-func ExpansionGrid(docs, terms []int, original, firstPass, spread []float64, contrast []bool, agreement ...int) []ExpansionSetting {
-	if len(agreement) == 0 {
-		agreement = []int{0}
-	}
+// and term selections (contrast or not).
+func ExpansionGrid(docs, terms []int, original, firstPass, spread []float64, contrast []bool) []ExpansionSetting {
 	grid := []ExpansionSetting{{Name: "off"}}
 	for _, d := range docs {
 		for _, t := range terms {
@@ -35,14 +32,8 @@ func ExpansionGrid(docs, terms []int, original, firstPass, spread []float64, con
 				for _, f := range firstPass {
 					for _, sp := range spread {
 						for _, c := range contrast {
-							for _, a := range agreement {
-								p := analysis.Expansion{Docs: d, Terms: t, OriginalWeight: w, FirstPass: f, Spread: sp, Contrast: c, Agreement: a}
-								name := fmt.Sprintf("k=%d terms=%d λ=%.2f first=%.2f spread=%.2f contrast=%v", d, t, w, f, sp, c)
-								if a > 0 {
-									name += fmt.Sprintf(" agreement=%d", a)
-								}
-								grid = append(grid, ExpansionSetting{Name: name, On: true, Params: p})
-							}
+							p := analysis.Expansion{Docs: d, Terms: t, OriginalWeight: w, FirstPass: f, Spread: sp, Contrast: c}
+							grid = append(grid, ExpansionSetting{Name: fmt.Sprintf("k=%d terms=%d λ=%.2f first=%.2f spread=%.2f contrast=%v", d, t, w, f, sp, c), On: true, Params: p})
 						}
 					}
 				}
@@ -103,12 +94,12 @@ type ExpansionReport struct {
 	Asked         ExpansionSetting   `json:"asked"`
 	AskedInSample map[string]float64 `json:"askedInSampleNdcg@10"`
 	// Table is every setting's mean nDCG@10 per dataset on all queries.
-	Table   map[string]map[string]float64 `json:"table"`
+	Table map[string]map[string]float64 `json:"table"`
 	// Queries are every query's figures, for analyses the report does not
 	// make itself.
 	Queries []ExpansionQuery `json:"queries"`
-	Command string                        `json:"command"`
-	Seconds float64                       `json:"seconds"`
+	Command string           `json:"command"`
+	Seconds float64          `json:"seconds"`
 }
 
 // CrossValidateExpansion chooses, k times, the setting that does best on

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -53,9 +52,6 @@ func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.Conte
 		return nil
 	}
 	view := e.clearedView(ctx, spec)
-	if req.Query.Expand == nil && e.settings.Expansion.Agreement > 0 && firstPassAgreement(runs, view) < e.settings.Expansion.Agreement {
-		return nil
-	}
 	var warnings []string
 	for i := range runs {
 		r := &runs[i]
@@ -75,68 +71,6 @@ func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.Conte
 		r.hits = hits
 	}
 	return warnings
-}
-
-// firstPassAgreement counts the items in both the full-text and the vector
-// run's best analysis.AgreementDepth hits that the caller may see (0
-// without both runs): the predictor of selective expansion
-// (analysis.Expansion.Agreement). The lists are read as view clears them,
-// as the feedback stages read them: a hidden item is passed over and the
-// next visible one takes its place, so what the caller cannot see never
-// decides whether its query is expanded.
-func firstPassAgreement(runs []generatorRun, view func([]*h4r.Item) []*h4r.Item) int {
-	var text, vec []h4r.Hit
-	for _, r := range runs {
-		if r.err != nil || r.warning != "" {
-			continue
-		}
-		switch r.name {
-		case h4r.GenFullText:
-			text = r.hits
-		case h4r.GenVector:
-			vec = r.hits
-		}
-	}
-	if len(text) == 0 || len(vec) == 0 {
-		return 0
-	}
-	n := feedbackLookahead * analysis.AgreementDepth
-	best := func(hits []h4r.Hit) []*h4r.Item {
-		idx := make([]int, len(hits))
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.SliceStable(idx, func(a, b int) bool {
-			if hits[idx[a]].Score != hits[idx[b]].Score {
-				return hits[idx[a]].Score > hits[idx[b]].Score
-			}
-			return hits[idx[a]].Item.ID < hits[idx[b]].Item.ID
-		})
-		out := make([]*h4r.Item, 0, min(n, len(idx)))
-		for _, i := range idx[:min(n, len(idx))] {
-			out = append(out, hits[i].Item)
-		}
-		return out
-	}
-	t, v := best(text), best(vec)
-	cleared := view(append(append([]*h4r.Item{}, t...), v...))
-	visible := func(items []*h4r.Item) map[string]bool {
-		out := map[string]bool{}
-		for _, it := range items {
-			if it != nil && len(out) < analysis.AgreementDepth {
-				out[it.ID] = true
-			}
-		}
-		return out
-	}
-	tv, vv := visible(cleared[:len(t)]), visible(cleared[len(t):])
-	agree := 0
-	for id := range vv {
-		if tv[id] {
-			agree++
-		}
-	}
-	return agree
 }
 
 // clearedView returns the view of items that feedback reads, as the slicer

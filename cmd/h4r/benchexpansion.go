@@ -39,7 +39,6 @@ func cmdBenchExpansion(ctx context.Context, args []string, stdout, stderr io.Wri
 	firstPass := fs.String("first-pass", "0,0.5", "first-pass score shares to try")
 	spread := fs.String("spread", "0,2", "spreads to try (best over k-th first-pass score at which a query is left unexpanded; 0: never)")
 	contrast := fs.String("contrast", "false,true", "term selections to try: false (RM3's most probable words), true (KL contrast with the whole first pass)")
-	agreement := fs.String("agreement", "0", "agreement gates to try: a query is expanded only when at least this many of its full-text top 10 are in its vector top 10 (0: always)")
 	k := fs.Int("k", 5, "folds of cross-validation over queries")
 	seed := fs.Uint64("seed", 1, "seed of the folds")
 	weights := fs.String("weights", "config", "weights: config (H4R_WEIGHT_*, H4R_WEIGHTS_FILE), relevance, seed, or a weights file")
@@ -69,14 +68,6 @@ func cmdBenchExpansion(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return usageError{"--spread: " + err.Error()}
 	}
-	var ag []int
-	for _, f := range strings.Split(*agreement, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 0 || n > 10 {
-			return usageError{fmt.Sprintf("--agreement: %q is not a whole number from 0 to 10", f)}
-		}
-		ag = append(ag, n)
-	}
 	var cs []bool
 	for _, f := range strings.Split(*contrast, ",") {
 		b, err := strconv.ParseBool(strings.TrimSpace(f))
@@ -91,7 +82,7 @@ func cmdBenchExpansion(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	cfg.RecencyDecayLambda = lambda
 	cfg.WeightsFile = ""
-	grid := bench.ExpansionGrid(d, t, o, fp, sp, cs, ag...)
+	grid := bench.ExpansionGrid(d, t, o, fp, sp, cs)
 	start := time.Now()
 	var qs []bench.ExpansionQuery
 	for _, dir := range c.datasets {
