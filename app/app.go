@@ -204,7 +204,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 			Fusion:           fusion,
 			CountDeliveries:  cfg.AccessCounting == "delivery",
 			ExpandQueries:    cfg.QueryExpansion,
-			VectorFeedback:   engine.VectorFeedback{Docs: cfg.VectorFeedbackDocs, Weight: cfg.VectorFeedbackWeight},
+			VectorFeedback:   engine.VectorFeedback{Docs: cfg.VectorFeedbackDocs, Weight: cfg.VectorFeedbackWeight, MinSpread: cfg.VectorFeedbackSpread},
 			Expansion: analysis.Expansion{
 				Docs: cfg.ExpansionDocs, Terms: cfg.ExpansionTerms, OriginalWeight: cfg.ExpansionWeight, FirstPass: cfg.ExpansionFirstPass,
 				Contrast: cfg.ExpansionContrast,

@@ -94,9 +94,12 @@ type ExpansionReport struct {
 	Asked         ExpansionSetting   `json:"asked"`
 	AskedInSample map[string]float64 `json:"askedInSampleNdcg@10"`
 	// Table is every setting's mean nDCG@10 per dataset on all queries.
-	Table   map[string]map[string]float64 `json:"table"`
-	Command string                        `json:"command"`
-	Seconds float64                       `json:"seconds"`
+	Table map[string]map[string]float64 `json:"table"`
+	// Queries are every query's figures, for analyses the report does not
+	// make itself.
+	Queries []ExpansionQuery `json:"queries"`
+	Command string           `json:"command"`
+	Seconds float64          `json:"seconds"`
 }
 
 // CrossValidateExpansion chooses, k times, the setting that does best on
@@ -130,6 +133,7 @@ func CrossValidateExpansion(settings []ExpansionSetting, qs []ExpansionQuery, k 
 	}
 	rep.PerFold, rep.HeldOut, rep.Final, rep.InSample = crossValidate(settings, qs, folds, rep.Datasets, chooseExpansion)
 	rep.AskedPerFold, rep.AskedHeldOut, rep.Asked, rep.AskedInSample = crossValidate(settings, qs, folds, rep.Datasets, chooseAsked)
+	rep.Queries = qs
 	rep.Table = map[string]map[string]float64{}
 	for s := range settings {
 		rep.Table[settings[s].Name] = datasetMeans(qs, s)

@@ -102,6 +102,7 @@ type Config struct {
 	VectorCandidates     int           // H4R_VECTOR_CANDIDATES: most hits of the vector generator
 	VectorFeedbackDocs   int           // H4R_VECTOR_FEEDBACK_DOCS: best first-pass items the query vector moves toward; 0: off
 	VectorFeedbackWeight float64       // H4R_VECTOR_FEEDBACK_WEIGHT: share of their mean in the moved query vector
+	VectorFeedbackSpread float64       // H4R_VECTOR_FEEDBACK_MIN_SPREAD: spread of the full-text top under which the query vector stays
 	EmbedTimeout         time.Duration // H4R_EMBED_TIMEOUT: deadline of one embedding call
 	EmbedCacheSize       int           // H4R_EMBED_CACHE_SIZE: query embeddings kept (LRU); 0 turns the cache off
 	Fusion               string        // H4R_FUSION: relative (min-max) or rrf

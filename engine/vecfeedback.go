@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -15,10 +16,23 @@ import (
 // pass's Docs best items (fused full-text and vector relevance), Weight
 // being the share of their mean in the new vector, and the vector search
 // runs again with it. Docs or Weight zero: off.
+//
+// MinSpread, when positive, makes it selective: it runs only for a query
+// whose full-text first pass has a clear top, the standard deviation of
+// the best SpreadDepth scores over the best one being at least MinSpread.
+// A flat top says the words of the query match many texts alike, and
+// its best items are then no better evidence of the topic than the query
+// itself (a query-performance predictor in the manner of normalised query
+// commitment, Shtok et al.).
 type VectorFeedback struct {
-	Docs   int
-	Weight float64
+	Docs      int
+	Weight    float64
+	MinSpread float64
 }
+
+// SpreadDepth is how many of the best full-text scores
+// VectorFeedback.MinSpread measures.
+const SpreadDepth = 10
 
 // feedbackLookahead times VectorFeedback.Docs is how many of the first
 // pass's best items are cleared to find Docs the caller may see.
@@ -55,11 +69,15 @@ func (e *Engine) vectorFeedback(ctx context.Context, spec h4r.Specialist, runs [
 	if vi < 0 || len(runs[vi].hits) == 0 {
 		return nil
 	}
+	view := e.clearedView(ctx, spec)
+	if fb.MinSpread > 0 && firstPassSpread(runs, view) < fb.MinSpread {
+		return nil
+	}
 	// A hidden item is passed over and the next visible one takes its
 	// place, as in term expansion; the slicer clears a few times k at once.
 	top := e.firstPassTop(runs, feedbackLookahead*fb.Docs)
 	var texts []string
-	for _, it := range e.clearedView(ctx, spec)(top) {
+	for _, it := range view(top) {
 		if it != nil && it.Text != "" {
 			texts = append(texts, it.Text)
 			if len(texts) == fb.Docs {
@@ -113,4 +131,53 @@ func (e *Engine) firstPassTop(runs []generatorRun, n int) []*h4r.Item {
 		out = append(out, cands[i].Item)
 	}
 	return out
+}
+
+// firstPassSpread is the standard deviation of the best SpreadDepth
+// full-text scores of items the caller may see, over the best of them (0
+// with fewer than two, or none positive). The hits are read as view
+// clears them, as the feedback reads them: a hidden item is passed over
+// and the next visible one takes its place, so that what the caller cannot
+// see never decides whether its query vector moves.
+func firstPassSpread(runs []generatorRun, view func([]*h4r.Item) []*h4r.Item) float64 {
+	var hits []h4r.Hit
+	for _, r := range runs {
+		if r.name == h4r.GenFullText && r.err == nil {
+			hits = r.hits
+		}
+	}
+	idx := make([]int, len(hits))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		if hits[idx[a]].Score != hits[idx[b]].Score {
+			return hits[idx[a]].Score > hits[idx[b]].Score
+		}
+		return hits[idx[a]].Item.ID < hits[idx[b]].Item.ID
+	})
+	idx = idx[:min(len(idx), feedbackLookahead*SpreadDepth)]
+	items := make([]*h4r.Item, len(idx))
+	for i, j := range idx {
+		items[i] = hits[j].Item
+	}
+	var scores []float64
+	for i, it := range view(items) {
+		if it != nil && len(scores) < SpreadDepth {
+			scores = append(scores, hits[idx[i]].Score)
+		}
+	}
+	if len(scores) < 2 || !(scores[0] > 0) || math.IsInf(scores[0], 1) {
+		return 0
+	}
+	var mean float64
+	for _, s := range scores {
+		mean += s
+	}
+	mean /= float64(len(scores))
+	var v float64
+	for _, s := range scores {
+		v += (s - mean) * (s - mean)
+	}
+	return math.Sqrt(v/float64(len(scores))) / scores[0]
 }

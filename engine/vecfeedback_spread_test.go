@@ -1,0 +1,132 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
+	"github.com/h4r/h4r/engine"
+)
+
+// fixedFullText is a full-text generator that finds hits whatever it is
+// asked.
+type fixedFullText struct{ hits []h4r.Hit }
+
+func (g fixedFullText) Name() string { return h4r.GenFullText }
+
+func (g fixedFullText) Generate(context.Context, h4r.CandidateQuery) ([]h4r.Hit, error) {
+	return g.hits, nil
+}
+
+// healerVisible returns n demo items the healer may see, other than skip.
+func healerVisible(t *testing.T, a *app.App, n int, skip string) []*h4r.Item {
+	t.Helper()
+	var all []*h4r.Item
+	if err := a.Store.Each(t.Context(), func(it *h4r.Item) error {
+		if it.ID != skip {
+			all = append(all, it)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var out []*h4r.Item
+	for _, c := range productionSlicer(t).Clear(t.Context(), healer(), all) {
+		if len(out) < n {
+			out = append(out, c.Item())
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("the healer sees %d demo items, want %d", len(out), n)
+	}
+	return out
+}
+
+// flatTop is a full-text first pass whose best item is top (score 10) over
+// rest, which all score 1: its spread is that of top against a flat rest.
+func flatTop(top *h4r.Item, rest []*h4r.Item) []h4r.Hit {
+	hits := []h4r.Hit{{Item: top, Score: 10}}
+	for _, it := range rest {
+		hits = append(hits, h4r.Hit{Item: it, Score: 1})
+	}
+	return hits
+}
+
+func TestVectorFeedbackSpread(t *testing.T) {
+	a := openDemo(t)
+	items := healerVisible(t, a, engine.SpreadDepth+1, "")
+	// The best of ten scores 10 and the rest 1: a spread of 2.7/10.
+	clear := flatTop(items[0], items[1:engine.SpreadDepth])
+	var flat []h4r.Hit
+	for _, it := range items[:engine.SpreadDepth] {
+		flat = append(flat, h4r.Hit{Item: it, Score: 1})
+	}
+	tests := []struct {
+		name     string
+		hits     []h4r.Hit
+		spread   float64
+		searched bool
+	}{
+		{"no gate", flat, 0, true},
+		{"a clear top passes", clear, 0.25, true},
+		{"a clear top under the gate", clear, 0.3, false},
+		{"a flat top", flat, 0.01, false},
+		{"one hit has no spread", clear[:1], 0.01, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vec := &nearVector{first: []h4r.Hit{{Item: items[0], Score: 0.9}}, near: []h4r.Hit{{Item: items[0], Score: 0.9}}}
+			e := newFeedbackEngineWith(t, fixedFullText{tt.hits}, vec, engine.VectorFeedback{Docs: 3, Weight: 0.2, MinSpread: tt.spread})
+			auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "anything"}})
+			if got := len(vec.texts) > 0; got != tt.searched {
+				t.Errorf("second vector search run: %v, want %v", got, tt.searched)
+			}
+		})
+	}
+}
+
+// An item the caller may not see must not decide whether its query vector
+// moves: with the environment dump, which the healer may not see, as the
+// full-text pass's clear best, the top the healer sees is flat.
+func TestVectorFeedbackSpreadUsesOnlyPermittedItems(t *testing.T) {
+	a := openDemo(t)
+	const denied = "ci-env-dump-18342"
+	dump := demoItem(t, a, denied)
+	items := healerVisible(t, a, engine.SpreadDepth+1, denied)
+	for _, tt := range []struct {
+		name     string
+		top      *h4r.Item
+		searched bool
+	}{
+		{"a visible best", items[0], true}, // the test can fail
+		{"a hidden best", dump, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vec := &nearVector{first: []h4r.Hit{{Item: items[1], Score: 0.9}}, near: []h4r.Hit{{Item: items[1], Score: 0.9}}}
+			e := newFeedbackEngineWith(t, fixedFullText{flatTop(tt.top, items[1:])}, vec, engine.VectorFeedback{Docs: 3, Weight: 0.2, MinSpread: 0.1})
+			auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "anything"}})
+			if got := len(vec.texts) > 0; got != tt.searched {
+				t.Errorf("second vector search run: %v, want %v", got, tt.searched)
+			}
+		})
+	}
+}
+
+// newFeedbackEngineWith is the production wiring with fulltext and vec as
+// the text generators and feedback fb on the query vector.
+func newFeedbackEngineWith(t *testing.T, fulltext, vec h4r.Generator, fb engine.VectorFeedback) *engine.Engine {
+	t.Helper()
+	settings := shippedSettings(patient)
+	settings.VectorFeedback = fb
+	e, err := engine.New(
+		engine.WithTextGenerators(fulltext, vec),
+		engine.WithSlicer(productionSlicer(t)),
+		engine.WithClock(fixedClock),
+		engine.WithSettings(settings),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
