@@ -100,6 +100,7 @@ func TestDefault(t *testing.T) {
 		EmbedDim:                 512,
 		EmbedLearnedDim:          128,
 		VectorCandidates:         100,
+		VectorFeedbackDocs:       3,
 		VectorFeedbackWeight:     0.3,
 		VectorFeedbackSpread:     0.1,
 		EmbedTimeout:             500 * time.Millisecond,

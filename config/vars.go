@@ -196,7 +196,7 @@ func table() []variable {
 			func(c *Config) *float64 { return &c.FusionVector }, 0, 1),
 		whole("H4R_VECTOR_CANDIDATES", "100", "Most candidates the vector generator adds to a query (the full-text generator adds up to 100), chosen with the learned embedder by cross-validation across the public sets; with the hashing embedder 20 did better (its far neighbours add noise).",
 			func(c *Config) *int { return &c.VectorCandidates }, 1, 1000),
-		whole("H4R_VECTOR_FEEDBACK_DOCS", "0", "Pseudo-relevance feedback on the vector side: the query vector moves toward the vectors of this many best items of the first pass (fused full-text and vector relevance; only items the caller may read) and the vector search runs again, adding no word to full-text search; 0 turns it off. 3, with the defaults of H4R_VECTOR_FEEDBACK_WEIGHT and H4R_VECTOR_FEEDBACK_MIN_SPREAD, is what leave-one-set-out cross-validation across the public sets chose (bench/RESULTS.md).",
+		whole("H4R_VECTOR_FEEDBACK_DOCS", "3", "Pseudo-relevance feedback on the vector side: the query vector moves toward the vectors of this many best items of the first pass (fused full-text and vector relevance; only items the caller may read) and the vector search runs again, adding no word to full-text search; 0 turns it off. With H4R_VECTOR_FEEDBACK_WEIGHT and H4R_VECTOR_FEEDBACK_MIN_SPREAD, chosen by leave-one-set-out cross-validation across the public sets (bench/RESULTS.md).",
 			func(c *Config) *int { return &c.VectorFeedbackDocs }, 0, 50),
 		number("H4R_VECTOR_FEEDBACK_WEIGHT", "0.3", "Share of the feedback items' mean vector in the moved query vector (the query keeps the rest), when H4R_VECTOR_FEEDBACK_DOCS is above 0.",
 			func(c *Config) *float64 { return &c.VectorFeedbackWeight }, 0, 1),
