@@ -16,7 +16,7 @@ type sentence struct {
 	itemID string
 	rank   int // position of its item among the kept entries
 	pos    int // position within its item's text
-	terms  map[string]bool
+	has    []bool // has[i]: the sentence holds the query's i-th term
 	score  float64
 }
 
@@ -33,30 +33,30 @@ func summarize(query string, kept []*Entry, n int, marker string) h4r.TLDR {
 	if n <= 0 || len(kept) == 0 {
 		return tldr
 	}
+	queryTerms := terms(query)
 	var all []sentence
 	for rank, e := range kept {
 		for pos, s := range splitSentences(e.Delivered.Text) {
 			if strings.Contains(s, marker) {
 				continue
 			}
-			all = append(all, sentence{text: s, itemID: e.Delivered.ID, rank: rank, pos: pos, terms: termSet(s)})
+			all = append(all, sentence{text: s, itemID: e.Delivered.ID, rank: rank, pos: pos, has: termsHeld(s, queryTerms)})
 		}
 	}
 
-	queryTerms := terms(query)
-	df := map[string]int{}
+	df := make([]int, len(queryTerms))
 	for _, s := range all {
-		for _, t := range queryTerms {
-			if s.terms[t] {
-				df[t]++
+		for i, h := range s.has {
+			if h {
+				df[i]++
 			}
 		}
 	}
 	var matching []sentence
 	for _, s := range all {
-		for _, t := range queryTerms {
-			if s.terms[t] {
-				s.score += math.Log(1 + float64(len(all))/float64(df[t]))
+		for i, h := range s.has {
+			if h {
+				s.score += math.Log(1 + float64(len(all))/float64(df[i]))
 			}
 		}
 		if s.score > 0 {
@@ -172,12 +172,26 @@ func terms(s string) []string {
 	return out
 }
 
-func termSet(s string) map[string]bool {
-	set := map[string]bool{}
-	for _, t := range terms(s) {
-		set[t] = true
+// termsHeld reports, for each of the query's terms, whether s has a word of
+// that term: only the query's few terms are looked for, rather than every
+// term of every sentence collected.
+func termsHeld(s string, queryTerms []string) []bool {
+	has := make([]bool, len(queryTerms))
+	if len(queryTerms) == 0 {
+		return has
 	}
-	return set
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) }) {
+		if isStopword(w) {
+			continue
+		}
+		t := stem(w)
+		for i, q := range queryTerms {
+			if t == q {
+				has[i] = true
+			}
+		}
+	}
+	return has
 }
 
 // stem strips a plural ending: "issues" → "issue", "queries" → "query".

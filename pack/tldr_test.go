@@ -53,6 +53,16 @@ func TestTLDR(t *testing.T) {
 			cites: []string{"b"},
 		},
 		{
+			name:  "plurals match their singular, stopwords and case aside",
+			query: "The Query",
+			entries: []Entry{
+				kept("a", "The build was green. Two Queries timed out."),
+			},
+			n:     intPtr(2),
+			want:  []h4r.Sentence{{Text: "Two Queries timed out.", ItemID: "a"}},
+			cites: []string{"a"},
+		},
+		{
 			name:  "equal scores go to the higher-ranked item",
 			query: "deploy",
 			entries: []Entry{
