@@ -42,18 +42,7 @@ func (g *nearVector) GenerateNear(_ context.Context, _ h4r.CandidateQuery, texts
 // the vector generator and feedback fb on the query vector.
 func newFeedbackEngine(t *testing.T, a *app.App, vec h4r.Generator, fb engine.VectorFeedback) *engine.Engine {
 	t.Helper()
-	settings := shippedSettings(patient)
-	settings.VectorFeedback = fb
-	e, err := engine.New(
-		engine.WithTextGenerators(a.Store.FullText(), vec),
-		engine.WithSlicer(productionSlicer(t)),
-		engine.WithClock(fixedClock),
-		engine.WithSettings(settings),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return newFeedbackEngineWith(t, a.Store.FullText(), vec, fb)
 }
 
 // demoItem reads one item of the demo corpus.
