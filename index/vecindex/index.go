@@ -220,40 +220,64 @@ func Worse(a, b Scored) bool {
 // first, at least floor. It keeps the best k so far in a min-heap whose
 // root is the k-th best; once k are held, a score below the root's is
 // dropped with one comparison, which is the fate of nearly every score of
-// a long scan.
+// a long scan. The heap holds a score and a position (8 bytes) rather than
+// a hit, and reads an id only to break a tie.
 func Top(ids []string, scores []float32, k int, floor float64) []Scored {
-	h := make([]Scored, 0, max(0, min(k, len(scores))))
-	ids = ids[:len(scores)]
+	h := topHeap{ids: ids[:len(scores)], h: make([]topEntry, 0, max(0, min(k, len(scores))))}
 	i := 0
-	for ; i < len(scores) && len(h) < k; i++ {
-		if s := float64(scores[i]); s >= floor {
-			h = append(h, Scored{Score: s, ID: ids[i]})
-			siftUp(h, len(h)-1)
+	for ; i < len(scores) && len(h.h) < k; i++ {
+		if s := scores[i]; float64(s) >= floor {
+			h.h = append(h.h, topEntry{s, int32(i)})
+			h.up(len(h.h) - 1)
 		}
 	}
-	if len(h) == k && k > 0 {
-		cut := h[0].Score // at least floor
+	if len(h.h) == k && k > 0 {
+		cut := h.h[0].score // at least floor
 		for ; i < len(scores); i++ {
-			s := float64(scores[i])
+			s := scores[i]
 			if s < cut {
 				continue
 			}
-			if c := (Scored{Score: s, ID: ids[i]}); Worse(h[0], c) {
-				h[0] = c
-				siftDown(h, 0)
-				cut = h[0].Score
+			if c := (topEntry{s, int32(i)}); h.worse(h.h[0], c) {
+				h.h[0] = c
+				h.down(0)
+				cut = h.h[0].score
 			}
 		}
 	}
-	Sort(h)
-	return h
+	out := make([]Scored, len(h.h))
+	for j, e := range h.h {
+		out[j] = Scored{Score: float64(e.score), ID: h.ids[e.at]}
+	}
+	Sort(out)
+	return out
 }
 
-// siftUp restores the min-heap order of h (by Worse) after h[j] was added.
-func siftUp(h []Scored, j int) {
+// topEntry is a score of Top's heap and its position in the scan.
+type topEntry struct {
+	score float32
+	at    int32
+}
+
+// topHeap is Top's min-heap, ordered as Worse orders hits.
+type topHeap struct {
+	ids []string
+	h   []topEntry
+}
+
+func (t *topHeap) worse(a, b topEntry) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return t.ids[a.at] > t.ids[b.at]
+}
+
+// up restores the heap order after h[j] was added.
+func (t *topHeap) up(j int) {
+	h := t.h
 	for j > 0 {
 		p := (j - 1) / 2
-		if !Worse(h[j], h[p]) {
+		if !t.worse(h[j], h[p]) {
 			return
 		}
 		h[p], h[j] = h[j], h[p]
@@ -261,18 +285,19 @@ func siftUp(h []Scored, j int) {
 	}
 }
 
-// siftDown restores the min-heap order of h after h[j] was replaced.
-func siftDown(h []Scored, j int) {
+// down restores the heap order after h[j] was replaced.
+func (t *topHeap) down(j int) {
+	h := t.h
 	for {
 		l := 2*j + 1
 		if l >= len(h) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(h) && Worse(h[r], h[l]) {
+		if r := l + 1; r < len(h) && t.worse(h[r], h[l]) {
 			m = r
 		}
-		if !Worse(h[m], h[j]) {
+		if !t.worse(h[m], h[j]) {
 			return
 		}
 		h[j], h[m] = h[m], h[j]
