@@ -14,8 +14,8 @@ import (
 type sentence struct {
 	text   string
 	itemID string
-	rank   int // position of its item among the kept entries
-	pos    int // position within its item's text
+	rank   int    // position of its item among the kept entries
+	pos    int    // position within its item's text
 	has    []bool // has[i]: the sentence holds the query's i-th term
 	score  float64
 }
