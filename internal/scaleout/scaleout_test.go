@@ -114,7 +114,7 @@ func TestScaleOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	ld := &load{run: run, js: js, subject: subject, trace: tmpl, replicas: replicas, cl: cl,
-		items: map[string]string{}, deleted: map[string]time.Time{}, pubAt: map[string]time.Time{}}
+		items: map[string]string{}, deleted: map[string]time.Time{}, unsure: map[string]bool{}, pubAt: map[string]time.Time{}}
 
 	ctx, stopLoad := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -252,7 +252,8 @@ func TestScaleOut(t *testing.T) {
 	t.Logf("traces: %d acknowledged by JetStream (%.1f/s), %d stored (%.1f/s end to end), %d handled more than once%s (redelivered, one copy kept), longest gap between publish acks %s",
 		len(ackedTraces), float64(len(ackedTraces))/secs, len(stored), float64(len(stored))/drained.Seconds(), redelivered, redeliveredSpan, ld.maxAckGap.Round(time.Millisecond))
 	t.Logf("faults: replica killed %s and NATS server killed %s into the load", killReplicaAt, killNATSAt)
-	t.Logf("items: %d acknowledged (%.1f/s), %d deleted; %d reads from 3 replicas checked", len(live)+len(gone), float64(len(live)+len(gone))/secs, len(gone), 3*(len(live)+len(gone)))
+	t.Logf("items: %d acknowledged (%.1f/s), %d deleted, %d with a delete that got no answer (not read); %d reads from 3 replicas checked",
+		len(live)+len(gone)+len(ld.unsure), float64(len(live)+len(gone)+len(ld.unsure))/secs, len(gone), len(ld.unsure), 3*(len(live)+len(gone)))
 	t.Logf("packs: %d answered (%.1f/s), %d packs checked for deleted items (%d items found by their word before the delete), %d violations",
 		ld.packs, float64(ld.packs)/secs, ld.deleteChecks, ld.foundBeforeDelete, len(ld.violations))
 	t.Logf("requests refused or failed while a process was down: %d ingest, %d pack, %d publish retries", ld.ingestErrs, ld.packErrs, ld.publishRetries)
@@ -270,15 +271,19 @@ type load struct {
 	cl       *h4rClient
 	next     atomic.Uint64 // round robin over replicas
 
-	mu          sync.Mutex
-	published   []string             // trace item ids, in order of publishing
-	pubAt       map[string]time.Time // trace item id → when it was first published
-	acked       int                  // the first acked of published were acknowledged
-	lastAck     time.Time            //
-	maxAckGap   time.Duration        // longest time between two publish acks
-	items       map[string]string    // acknowledged item id → its unique word
-	order       []string             // acknowledged item ids, in order
-	deleted     map[string]time.Time // item id → when its delete was acknowledged
+	mu        sync.Mutex
+	published []string             // trace item ids, in order of publishing
+	pubAt     map[string]time.Time // trace item id → when it was first published
+	acked     int                  // the first acked of published were acknowledged
+	lastAck   time.Time            //
+	maxAckGap time.Duration        // longest time between two publish acks
+	items     map[string]string    // acknowledged item id → its unique word
+	order     []string             // acknowledged item ids, in order
+	deleted   map[string]time.Time // item id → when its delete was acknowledged
+	// unsure holds items whose delete got no answer (the replica killed
+	// after its commit, or the load's end cancelling the request): the
+	// delete may have taken effect, so the final reads check neither way.
+	unsure      map[string]bool
 	deleteOrder []string
 	violations  []string
 	packs       int
@@ -460,7 +465,7 @@ func (l *load) deleteItems(ctx context.Context) {
 		l.mu.Lock()
 		var id, word string
 		for _, cand := range l.order {
-			if _, done := l.deleted[cand]; !done {
+			if _, done := l.deleted[cand]; !done && !l.unsure[cand] {
 				id, word = cand, l.items[cand]
 				break
 			}
@@ -483,6 +488,9 @@ func (l *load) deleteItems(ctx context.Context) {
 			l.mu.Lock()
 			if ctx.Err() == nil {
 				l.ingestErrs++
+			}
+			if err != nil {
+				l.unsure[id] = true
 			}
 			l.mu.Unlock()
 			continue
@@ -509,14 +517,14 @@ func (l *load) deleteItems(ctx context.Context) {
 }
 
 // finalItems splits the acknowledged items into those still live and
-// those deleted.
+// those deleted, leaving out those whose delete got no answer.
 func (l *load) finalItems() (live, gone []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, id := range l.order {
 		if _, ok := l.deleted[id]; ok {
 			gone = append(gone, id)
-		} else {
+		} else if !l.unsure[id] {
 			live = append(live, id)
 		}
 	}
