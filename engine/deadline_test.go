@@ -9,9 +9,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/engine"
-	"github.com/h4r/h4r/policy"
 	"github.com/h4r/h4r/scs"
-	"github.com/h4r/h4r/tokens"
 )
 
 // gatedSlicer is a slicer whose Slice waits for its gate whatever its
@@ -88,14 +86,6 @@ func TestStuckGeneratorIsLeftBehind(t *testing.T) {
 // its slot until it returns.
 func TestStuckStageAnswersAtTheDeadline(t *testing.T) {
 	a := openDemo(t)
-	counter, err := tokens.New(tokens.CL100K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name      string
 		busyError bool
@@ -114,7 +104,7 @@ func TestStuckStageAnswersAtTheDeadline(t *testing.T) {
 			}
 			defer open()
 			e := newEngine(t, a, patient, nil, engine.WithMaxInFlight(1), engine.WithLogger(discardLogger()),
-				engine.WithSlicer(gatedSlicer{Slicer: scs.New(pol, counter), gate: gate}),
+				engine.WithSlicer(gatedSlicer{Slicer: productionSlicer(t), gate: gate}),
 				engine.WithLoading(func() []string { return []string{"vector index"} }))
 			plan, err := (&h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}}).Plan("")
 			if err != nil {
@@ -154,18 +144,10 @@ func TestStuckStageAnswersAtTheDeadline(t *testing.T) {
 // an error (Plan.BusyError), unavailable naming them; without the
 // preference it is the empty degraded pack.
 func TestLoadingAnswersUnavailableWhenPreferred(t *testing.T) {
-	counter, err := tokens.New(tokens.CL100K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	gen := &gatedGenerator{gate: make(chan struct{})}
 	defer close(gen.gate)
 	cfg := testConfig(t)
-	e, err := engine.New(engine.WithTextGenerators(gen), engine.WithSlicer(scs.New(pol, counter)), engine.WithLogger(discardLogger()),
+	e, err := engine.New(engine.WithTextGenerators(gen), engine.WithSlicer(productionSlicer(t)), engine.WithLogger(discardLogger()),
 		engine.WithSettings(engine.Settings{
 			Weights: cfg.Weights, Budget: scs.Limits{MaxBytes: cfg.MaxBytesDefault, MaxTokens: cfg.MaxTokensDefault, MaxItems: cfg.MaxItemsDefault},
 			GeneratorTimeout: 200 * time.Millisecond,
