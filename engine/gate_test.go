@@ -158,7 +158,8 @@ func TestConversationHiddenTurn(t *testing.T) {
 
 // TestSupersedeHiddenItems: a hidden item neither supersedes a visible
 // one (by a link or by being the newest of a subject) nor is counted
-// among the items superseded: exclude or valid_at leave out.
+// among the items superseded: exclude or valid_at leave out; a subject
+// none of whose candidates the caller may see proposes nothing.
 func TestSupersedeHiddenItems(t *testing.T) {
 	day := func(d int) h4r.Metadata { return h4r.Metadata{CreatedAt: demoNow.AddDate(0, 0, -d)} }
 	subject := func(m h4r.Metadata) h4r.Metadata {
@@ -172,6 +173,9 @@ func TestSupersedeHiddenItems(t *testing.T) {
 	oldHidden.RestrictedToGroups = []string{"hr"}
 	expiredHidden := oldHidden
 	expiredHidden.ValidUntil = demoNow.AddDate(0, 0, -10)
+	hiddenKayak := day(2)
+	hiddenKayak.Extra = map[string]any{h4r.SubjectKey: "kayak_name"}
+	hiddenKayak.RestrictedToGroups = []string{"hr"}
 	sup := func(id string) []h4r.Link { return []h4r.Link{{Type: h4r.LinkSupersedes, Target: id}} }
 	a := openItems(t, []h4r.Item{
 		{ID: "boat-old", Kind: "note", Text: "our sail boat is called Wave", Metadata: subject(day(30))},
@@ -179,9 +183,20 @@ func TestSupersedeHiddenItems(t *testing.T) {
 		{ID: "boat-secret", Kind: "note", Text: "the sail boat is called Tern for the audit", Metadata: sensitive},
 		{ID: "dock-hidden", Kind: "note", Text: "the sail boat dock is on pier four", Metadata: oldHidden},
 		{ID: "dock-new", Kind: "note", Text: "the sail boat dock moved to pier nine", Metadata: day(5), Links: sup("dock-hidden")},
+		{ID: "kayak-secret", Kind: "note", Text: "the kayak is called Puffin for the audit", Metadata: hiddenKayak},
+		{ID: "kayak-old", Kind: "note", Text: "the kayak is called Skua", Metadata: day(20)},
 		{ID: "dock-expired", Kind: "note", Text: "the sail boat dock permit for pier two", Metadata: expiredHidden},
 	})
 	spec := healer()
+	t.Run("a subject whose items are all hidden proposes nothing", func(t *testing.T) {
+		p := callerPack(t, a.Engine, spec, h4r.ContextRequest{Query: h4r.Query{Text: "kayak called"}, Limit: 50})
+		if body := packText(t, p); strings.Contains(body, "kayak-secret") || strings.Contains(body, "Puffin") {
+			t.Errorf("the pack names the hidden item: %.600s", body)
+		}
+		if _, ok := explained(p, "kayak-old"); !ok {
+			t.Errorf("kayak-old, which the caller may see, is missing (results %v)", resultIDs(p))
+		}
+	})
 	t.Run("the newest of a subject is the newest visible one", func(t *testing.T) {
 		p := callerPack(t, a.Engine, spec, h4r.ContextRequest{Query: h4r.Query{Text: "sail boat called"}, Limit: 50})
 		ex, ok := explained(p, "boat-old")

@@ -239,10 +239,15 @@ func proposeBySubject(cands []*h4r.Candidate, found map[string][]superseder, vis
 	}
 	for _, c := range cands {
 		k := subjectKey(c.Item)
-		if k == "" || newest[k] == c.Item || len(found[c.Item.ID]) > 0 {
+		if k == "" || len(found[c.Item.ID]) > 0 {
 			continue
 		}
-		if n := newest[k]; n.Metadata.CreatedAt.After(c.Item.Metadata.CreatedAt) {
+		// A subject whose candidates are all hidden has no newest.
+		n, ok := newest[k]
+		if !ok || n == c.Item {
+			continue
+		}
+		if n.Metadata.CreatedAt.After(c.Item.Metadata.CreatedAt) {
 			found[c.Item.ID] = append(found[c.Item.ID], superseder{n, true})
 		}
 	}
