@@ -176,3 +176,72 @@ func TestLoadingAnswersUnavailableWhenPreferred(t *testing.T) {
 		}
 	}
 }
+
+// panickingGenerator panics on every call, as a generator with a bug would.
+type panickingGenerator struct{}
+
+func (panickingGenerator) Name() string { return h4r.GenVector }
+
+func (panickingGenerator) Generate(context.Context, h4r.CandidateQuery) ([]h4r.Hit, error) {
+	panic("generator bug")
+}
+
+// panickingSlicer panics in Slice, as a stage with a bug would.
+type panickingSlicer struct{ *scs.Slicer }
+
+func (panickingSlicer) Slice(context.Context, h4r.Specialist, []*h4r.Item, scs.Limits) scs.Outcome {
+	panic("slicer bug")
+}
+
+// TestPanickingGeneratorFailsAlone: a generator that panics in its own
+// goroutine fails as an erring one does (the pack degrades and keeps the
+// other generators' hits) instead of ending the process.
+func TestPanickingGeneratorFailsAlone(t *testing.T) {
+	a := openDemo(t)
+	e := newEngine(t, a, patient, []h4r.Generator{panickingGenerator{}}, engine.WithLogger(discardLogger()))
+	for name, ctx := range map[string]context.Context{"no deadline": t.Context(), "deadline": deadlineIn(t, time.Minute)} {
+		t.Run(name, func(t *testing.T) {
+			plan, err := (&h4r.ContextRequest{Query: h4r.Query{Type: h4r.QueryHybrid, Text: "login selector"}}).Plan("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := e.Run(ctx, healer(), plan)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case p.Status != h4r.StatusDegraded:
+				t.Errorf("status %q, want degraded", p.Status)
+			case len(p.Results) == 0:
+				t.Errorf("no results: the full-text hits were lost with the panicking generator")
+			case !strings.Contains(p.Sources[h4r.GenVector].Error, "internal error"):
+				t.Errorf("the panicking generator's source says %q, want an internal error", p.Sources[h4r.GenVector].Error)
+			}
+		})
+	}
+}
+
+// TestPanickingStageIsAnInternalError: under a deadline the stages run in
+// a goroutine of the engine's own, out of the server's recovery; a panic
+// there answers the request with an internal error and frees its slot.
+func TestPanickingStageIsAnInternalError(t *testing.T) {
+	a := openDemo(t)
+	e := newEngine(t, a, patient, nil, engine.WithMaxInFlight(1), engine.WithLogger(discardLogger()),
+		engine.WithSlicer(panickingSlicer{productionSlicer(t)}))
+	for i := range 2 { // the second finds the one slot free again
+		plan, err := (&h4r.ContextRequest{Query: h4r.Query{Text: "login selector"}}).Plan("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := answerWithin(t, e, deadlineIn(t, time.Minute), plan, 30*time.Second)
+		if code := h4r.ErrorCode(err); err == nil || code != h4r.EINTERNAL {
+			t.Fatalf("request %d: pack %v, error %v (code %q); want an internal error", i, p, err, code)
+		}
+	}
+}
+
+// deadlineIn is the test's context with a deadline d from now.
+func deadlineIn(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

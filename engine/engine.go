@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -261,20 +262,35 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	type built struct {
 		p       *h4r.Pack
 		entries []pack.Entry
+		err     error
 	}
 	done := make(chan built, 1)
 	go func() {
 		defer release()
-		p, entries := e.build(ctx, spec, plan, weights, start)
-		done <- built{p, entries}
+		var b built
+		// A panic here is out of the reach of the server's recovery, which
+		// guards only the request's own goroutine: it would end the process.
+		defer func() {
+			if r := recover(); r != nil {
+				b.err = e.stagePanic(ctx, "pack stages", r)
+			}
+			done <- b
+		}()
+		b.p, b.entries = e.build(ctx, spec, plan, weights, start)
 	}()
-	select {
-	case b := <-done:
+	deliver := func(b built) (*h4r.Pack, error) {
+		if b.err != nil {
+			return nil, b.err
+		}
 		if err := e.loadingError(plan, b.p); err != nil {
 			return nil, err
 		}
 		e.recordDeliveries(b.entries)
 		return b.p, nil
+	}
+	select {
+	case b := <-done:
+		return deliver(b)
 	case <-ctx.Done():
 	}
 	// The stages see the deadline too and most return a degraded pack
@@ -283,14 +299,17 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 	defer grace.Stop()
 	select {
 	case b := <-done:
-		if err := e.loadingError(plan, b.p); err != nil {
-			return nil, err
-		}
-		e.recordDeliveries(b.entries)
-		return b.p, nil
+		return deliver(b)
 	case <-grace.C:
 		return e.late(ctx, spec, plan, weights, start)
 	}
+}
+
+// stagePanic logs a panic recovered in a goroutine of the engine's own,
+// with its stack, and returns the internal error that stands for it.
+func (e *Engine) stagePanic(ctx context.Context, where string, r any) error {
+	e.log.ErrorContext(ctx, "panic in "+where, "panic", r, "stack", string(debug.Stack()))
+	return &h4r.Error{Code: h4r.EINTERNAL, Message: "internal error in " + where}
 }
 
 // build runs the stages of an admitted pack: candidates, ranking, slicing,
@@ -830,7 +849,7 @@ func (e *Engine) runAll(ctx context.Context, gens []h4r.Generator, q h4r.Candida
 	t0 := time.Now()
 	for i, g := range gens {
 		go func() {
-			hits, err := g.Generate(gctx, q)
+			hits, err := e.generate(gctx, g, q)
 			run := generatorRun{name: g.Name(), hits: hits, took: time.Since(t0), err: err}
 			var fallback *h4r.FallbackError
 			if errors.As(err, &fallback) {
@@ -869,6 +888,18 @@ func (e *Engine) runAll(ctx context.Context, gens []h4r.Generator, q h4r.Candida
 		break
 	}
 	return runs
+}
+
+// generate runs one generator; a panic in it fails that generator alone,
+// as an error would, since its goroutine is out of the reach of the
+// server's recovery.
+func (e *Engine) generate(ctx context.Context, g h4r.Generator, q h4r.CandidateQuery) (hits []h4r.Hit, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			hits, err = nil, e.stagePanic(ctx, "generator "+g.Name(), r)
+		}
+	}()
+	return g.Generate(ctx, q)
 }
 
 // topAnchors returns the top n hits' items of each text generator.
