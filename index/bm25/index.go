@@ -1,6 +1,8 @@
 package bm25
 
 import (
+	"encoding/binary"
+	"iter"
 	"math"
 	"runtime"
 	"slices"
@@ -57,8 +59,8 @@ type Index struct {
 	ids    []uint32 // the caller's id
 	length []uint32 // terms in the document, repeats counted
 	live   []bool
-	fwdOff []uint32 // the document's distinct term ids are fwd[fwdOff[s]:fwdOff[s+1]]
-	fwd    []uint32
+	fwdOff []uint32 // the document's distinct term ids, ascending, are fwd[fwdOff[s]:fwdOff[s+1]]
+	fwd    []byte   // term id gaps as uvarints (appendTerms): 2 bytes a term, not 4
 
 	slotOf map[uint32]uint32 // the caller's id → the slot of its live version
 	sumLen uint64            // total length of the live documents
@@ -175,10 +177,14 @@ func (x *Index) Add(id uint32, text string) error { return x.Put(id, x.Prepare(t
 func (x *Index) Put(id uint32, d Doc) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if len(x.ids) >= math.MaxUint32-1 {
+	// Slots and the forward lists' offsets are uint32.
+	full := func() bool {
+		return len(x.ids) >= math.MaxUint32-1 || uint64(len(x.fwd))+uint64(binary.MaxVarintLen32*len(d.terms)) > math.MaxUint32
+	}
+	if full() {
 		x.compact()
-		if len(x.ids) >= math.MaxUint32-1 {
-			return h4r.Errorf(h4r.EEXHAUSTED, "", "the full-text index holds %d documents, its limit", len(x.ids))
+		if full() {
+			return h4r.Errorf(h4r.EEXHAUSTED, "", "the full-text index holds %d documents and %d bytes of term lists, its limit", len(x.ids), len(x.fwd))
 		}
 	}
 	if old, ok := x.slotOf[id]; ok {
@@ -194,6 +200,7 @@ func (x *Index) Put(id uint32, d Doc) error {
 		x.refAvg = x.avg()
 	}
 	a, bb := normParams(x.refAvg)
+	tids := make([]uint32, 0, len(d.terms))
 	for i, t := range d.terms {
 		tid, ok := x.vocab[t]
 		if !ok {
@@ -217,11 +224,40 @@ func (x *Index) Put(id uint32, d Doc) error {
 		p.docs = append(p.docs, slot)
 		p.tfs.add(d.tfs[i])
 		p.df++
-		x.fwd = append(x.fwd, tid)
+		tids = append(tids, tid)
 	}
+	slices.Sort(tids)
+	x.fwd = appendTerms(x.fwd, tids)
 	x.fwdOff = append(x.fwdOff, uint32(len(x.fwd)))
 	x.maintain()
 	return nil
+}
+
+// appendTerms appends ascending term ids to fwd as the uvarints of their
+// gaps (the first from 0).
+func appendTerms(fwd []byte, tids []uint32) []byte {
+	prev := uint32(0)
+	for _, tid := range tids {
+		fwd = binary.AppendUvarint(fwd, uint64(tid-prev))
+		prev = tid
+	}
+	return fwd
+}
+
+// terms yields the distinct term ids of slot's document, ascending.
+func (x *Index) terms(slot uint32) iter.Seq[uint32] {
+	return func(yield func(uint32) bool) {
+		b := x.fwd[x.fwdOff[slot]:x.fwdOff[slot+1]]
+		tid := uint32(0)
+		for len(b) > 0 {
+			gap, n := binary.Uvarint(b)
+			b = b[n:]
+			tid += uint32(gap)
+			if !yield(tid) {
+				return
+			}
+		}
+	}
 }
 
 // Delete removes id's document; it reports whether there was one.
@@ -241,7 +277,7 @@ func (x *Index) Delete(id uint32) bool {
 // postings stay until compact.
 func (x *Index) kill(slot uint32) {
 	x.live[slot] = false
-	for _, tid := range x.fwd[x.fwdOff[slot]:x.fwdOff[slot+1]] {
+	for tid := range x.terms(slot) {
 		x.lists[tid].df--
 	}
 	x.sumLen -= uint64(x.length[slot])
@@ -355,16 +391,19 @@ func (x *Index) compact() {
 	ids := make([]uint32, 0, n)
 	length := make([]uint32, 0, n)
 	fwdOff := make([]uint32, 1, n+1)
-	var fwd []uint32
+	var fwd []byte
+	var tids []uint32
 	for s, alive := range x.live {
 		if !alive {
 			continue
 		}
 		ids = append(ids, x.ids[s])
 		length = append(length, x.length[s])
-		for _, tid := range x.fwd[x.fwdOff[s]:x.fwdOff[s+1]] {
-			fwd = append(fwd, newTid[tid])
+		tids = tids[:0]
+		for tid := range x.terms(uint32(s)) { // kept terms keep their order
+			tids = append(tids, newTid[tid])
 		}
+		fwd = appendTerms(fwd, tids)
 		fwdOff = append(fwdOff, uint32(len(fwd)))
 	}
 	for id, s := range x.slotOf {
