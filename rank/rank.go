@@ -55,7 +55,7 @@ type Options struct {
 	ValidAt time.Time
 	// DeferExplanations leaves Ranked.Explanation empty for Ranked.Explain
 	// to write when asked: a pack shows the explanations of a few of the
-	// hundred-odd candidates it ranks, and writing every one was a few per
+	// hundred-odd candidates it ranks, and writing every one costs a few per
 	// cent of a pack's CPU time.
 	DeferExplanations bool
 }
