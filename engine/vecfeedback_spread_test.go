@@ -190,3 +190,48 @@ func TestVectorFeedbackClearsEachItemOnce(t *testing.T) {
 		}
 	}
 }
+
+// The spread gate clears the full-text pass's best items a few at a time,
+// as many as it still wants: when the caller sees the best SpreadDepth,
+// it decides no other.
+func TestVectorFeedbackSpreadClearsNoMoreThanItNeeds(t *testing.T) {
+	a := openDemo(t)
+	items := healerVisible(t, a, 3*engine.SpreadDepth, "")
+	pol, err := policy.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decisions := func(fb engine.VectorFeedback) int {
+		decider := &countingDecider{Decider: pol, count: map[string]int{}}
+		vec := &nearVector{first: []h4r.Hit{{Item: items[0], Score: 0.9}}, near: []h4r.Hit{{Item: items[0], Score: 0.9}}}
+		settings := shippedSettings(patient)
+		settings.VectorFeedback = fb
+		e, err := engine.New(
+			engine.WithTextGenerators(fixedFullText{flatTop(items[0], items[1:])}, vec),
+			engine.WithSlicer(scs.New(decider, counter)),
+			engine.WithClock(fixedClock),
+			engine.WithSettings(settings),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "anything"}})
+		if len(vec.texts) > 0 {
+			t.Fatal("the gate let a second search run: the test reads more than the gate")
+		}
+		n := 0
+		for _, c := range decider.count {
+			n += c
+		}
+		return n
+	}
+	off := decisions(engine.VectorFeedback{})
+	gated := decisions(engine.VectorFeedback{Docs: 3, Weight: 0.2, MinSpread: 10}) // no spread reaches 10
+	if got := gated - off; got != engine.SpreadDepth {
+		t.Errorf("the spread gate decided %d items, want %d", got, engine.SpreadDepth)
+	}
+}
