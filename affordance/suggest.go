@@ -242,8 +242,19 @@ func overlap(stem stemmer, terms, text []string) float64 {
 	} else {
 		found = foundSmall[:len(terms)]
 	}
+	// A word's stem begins with the word's first letter (the stemmer
+	// changes endings only), and a stem matches a term only when both
+	// begin alike: a word no term begins as is not stemmed at all, which
+	// spares most of the stem lookups.
+	var firsts [256]bool
+	for _, t := range terms {
+		firsts[t[0]] = true
+	}
 	n := 0
 	for _, w := range text {
+		if !firsts[w[0]] {
+			continue
+		}
 		s := stem.of(w)
 		for i, t := range terms {
 			if !found[i] && (s == t || len(t) >= 4 && len(s) >= 4 && (strings.HasPrefix(s, t) || strings.HasPrefix(t, s))) {

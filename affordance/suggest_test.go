@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kljensen/snowball/english"
+
 	"github.com/h4r/h4r"
 )
 
@@ -504,5 +506,57 @@ func TestOverlap(t *testing.T) {
 				t.Errorf("overlap(%q, %q) = %v, want %v (terms %v)", tc.query, tc.text, got, tc.want, terms)
 			}
 		})
+	}
+}
+
+// overlap stems only the words some term begins as: the others cannot
+// match, and looking their stems up would be most of what judging relevance
+// costs.
+func TestOverlapStemsOnlyWordsATermBeginsAs(t *testing.T) {
+	stem := stemmer{memo: map[string]string{}}
+	terms := queryTerms("login failures")
+	if got := overlap(stem, terms, words("the zebra failed to log in; no login")); got != 1 {
+		t.Fatalf("overlap = %v, want 1", got)
+	}
+	for w := range stem.memo {
+		if w[0] != 'l' && w[0] != 'f' {
+			t.Errorf("%q was stemmed: no term begins with %q", w, w[:1])
+		}
+	}
+}
+
+// The premise of overlap's first-letter test: the stemmer changes a
+// word's ending only, so that its stem begins with the word's first
+// letter. Checked on every word of the demo corpus and on every word of
+// up to four letters of an alphabet rich in the stemmer's suffixes.
+func TestStemKeepsTheFirstLetter(t *testing.T) {
+	check := func(w string) {
+		if s := english.Stem(w, false); s == "" || s[0] != w[0] {
+			t.Errorf("stem of %q is %q: not its first letter", w, s)
+		}
+	}
+	corpus, err := os.ReadFile("../demo/items.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range words(string(corpus)) {
+		check(w)
+	}
+	const letters = "abdeilnsyé"
+	var all func(prefix string, n int)
+	all = func(prefix string, n int) {
+		if prefix != "" {
+			check(prefix)
+		}
+		if n == 0 {
+			return
+		}
+		for _, r := range letters {
+			all(prefix+string(r), n-1)
+		}
+	}
+	all("", 4)
+	for _, w := range []string{"ies", "ied", "sses", "yes", "yed", "ying", "skies", "dying", "eed", "eedly", "ing", "ingly", "ed"} {
+		check(w)
 	}
 }

@@ -495,6 +495,7 @@ func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, plan *h4r.Pla
 	ranked, warnings := rank.Rank(cands, rank.Options{
 		Weights: weights, Lambda: e.settings.Lambda, Now: now, Fusion: e.settings.Fusion,
 		KeepSuperseded: supersededMode(&plan.Request) == h4r.SupersededKeep, ValidAt: plan.ValidAt,
+		DeferExplanations: true, // the pack builder writes those it shows
 	})
 	stats.RankTime = time.Since(t0)
 	return ranked, warnings

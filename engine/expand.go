@@ -75,25 +75,37 @@ func (e *Engine) expand(ctx context.Context, spec h4r.Specialist, req *h4r.Conte
 
 // clearedView returns the view of items that feedback reads, as the slicer
 // clears them for spec: an item it may not see is nil, and a redacted item
-// has no text (the redaction marker is no word of it).
+// has no text (the redaction marker is no word of it). The view remembers
+// what it cleared, by item (the same *h4r.Item, as the stores' item caches
+// hand out), so that reading the first pass twice (vector feedback's spread
+// gate, then its best items) clears each item once.
 func (e *Engine) clearedView(ctx context.Context, spec h4r.Specialist) func([]*h4r.Item) []*h4r.Item {
+	seen := map[*h4r.Item]*h4r.Item{} // nil: hidden
 	return func(items []*h4r.Item) []*h4r.Item {
-		cleared := map[string]*h4r.Item{}
-		for _, c := range e.slicer.Clear(ctx, spec, items) {
-			cleared[c.ID()] = c.Item()
+		var fresh []*h4r.Item
+		for _, it := range items {
+			if _, ok := seen[it]; !ok {
+				fresh = append(fresh, it)
+			}
+		}
+		if len(fresh) > 0 {
+			cleared := make(map[string]*h4r.Item, len(fresh))
+			for _, c := range e.slicer.Clear(ctx, spec, fresh) {
+				cleared[c.ID()] = c.Item()
+			}
+			for _, it := range fresh {
+				c, ok := cleared[it.ID]
+				if ok && c.Text != it.Text { // the text was redacted: the marker is no word of it
+					cp := *c
+					cp.Text = ""
+					c = &cp
+				}
+				seen[it] = c
+			}
 		}
 		out := make([]*h4r.Item, len(items))
 		for i, it := range items {
-			c, ok := cleared[it.ID]
-			if !ok {
-				continue
-			}
-			if c.Text != it.Text { // the text was redacted: the marker is no word of it
-				cp := *c
-				cp.Text = ""
-				c = &cp
-			}
-			out[i] = c
+			out[i] = seen[it]
 		}
 		return out
 	}

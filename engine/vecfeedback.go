@@ -157,15 +157,21 @@ func firstPassSpread(runs []generatorRun, view func([]*h4r.Item) []*h4r.Item) fl
 		return hits[idx[a]].Item.ID < hits[idx[b]].Item.ID
 	})
 	idx = idx[:min(len(idx), feedbackLookahead*SpreadDepth)]
-	items := make([]*h4r.Item, len(idx))
-	for i, j := range idx {
-		items[i] = hits[j].Item
-	}
+	// Cleared a few at a time, as many as are still wanted: most callers
+	// see the best SpreadDepth, and each item cleared costs a decision.
 	var scores []float64
-	for i, it := range view(items) {
-		if it != nil && len(scores) < SpreadDepth {
-			scores = append(scores, hits[idx[i]].Score)
+	for next := 0; next < len(idx) && len(scores) < SpreadDepth; {
+		end := min(len(idx), next+SpreadDepth-len(scores))
+		items := make([]*h4r.Item, 0, end-next)
+		for _, j := range idx[next:end] {
+			items = append(items, hits[j].Item)
 		}
+		for i, it := range view(items) {
+			if it != nil {
+				scores = append(scores, hits[idx[next+i]].Score)
+			}
+		}
+		next = end
 	}
 	if len(scores) < 2 || !(scores[0] > 0) || math.IsInf(scores[0], 1) {
 		return 0

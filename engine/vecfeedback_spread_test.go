@@ -2,11 +2,15 @@ package engine_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/engine"
+	"github.com/h4r/h4r/policy"
+	"github.com/h4r/h4r/scs"
+	"github.com/h4r/h4r/tokens"
 )
 
 // fixedFullText is a full-text generator that finds hits whatever it is
@@ -129,4 +133,105 @@ func newFeedbackEngineWith(t *testing.T, fulltext, vec h4r.Generator, fb engine.
 		t.Fatal(err)
 	}
 	return e
+}
+
+// countingDecider counts the decisions its decider makes, by item.
+type countingDecider struct {
+	h4r.Decider
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (d *countingDecider) Decide(ctx context.Context, spec h4r.Specialist, it *h4r.Item) (h4r.Decision, error) {
+	d.mu.Lock()
+	d.count[it.ID]++
+	d.mu.Unlock()
+	return d.Decider.Decide(ctx, spec, it)
+}
+
+// The spread gate and the pick of the best items read the same first
+// pass: each item is cleared for feedback once, and once more when the
+// pack is sliced.
+func TestVectorFeedbackClearsEachItemOnce(t *testing.T) {
+	a := openDemo(t)
+	items := healerVisible(t, a, engine.SpreadDepth+1, "")
+	pol, err := policy.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decider := &countingDecider{Decider: pol, count: map[string]int{}}
+	var first []h4r.Hit
+	for _, it := range items {
+		first = append(first, h4r.Hit{Item: it, Score: 0.9})
+	}
+	vec := &nearVector{first: first, near: first}
+	settings := shippedSettings(patient)
+	settings.VectorFeedback = engine.VectorFeedback{Docs: 3, Weight: 0.2, MinSpread: 0.1}
+	e, err := engine.New(
+		engine.WithTextGenerators(fixedFullText{flatTop(items[0], items[1:])}, vec),
+		engine.WithSlicer(scs.New(decider, counter)),
+		engine.WithClock(fixedClock),
+		engine.WithSettings(settings),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "anything"}})
+	if len(vec.texts) == 0 {
+		t.Fatal("no second vector search: the test reads nothing")
+	}
+	for _, it := range items {
+		if n := decider.count[it.ID]; n > 2 {
+			t.Errorf("%s decided %d times, want at most 2 (feedback, slicing)", it.ID, n)
+		}
+	}
+}
+
+// The spread gate clears the full-text pass's best items a few at a time,
+// as many as it still wants: when the caller sees the best SpreadDepth,
+// it decides no other.
+func TestVectorFeedbackSpreadClearsNoMoreThanItNeeds(t *testing.T) {
+	a := openDemo(t)
+	items := healerVisible(t, a, 3*engine.SpreadDepth, "")
+	pol, err := policy.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter, err := tokens.New(tokens.CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decisions := func(fb engine.VectorFeedback) int {
+		decider := &countingDecider{Decider: pol, count: map[string]int{}}
+		vec := &nearVector{first: []h4r.Hit{{Item: items[0], Score: 0.9}}, near: []h4r.Hit{{Item: items[0], Score: 0.9}}}
+		settings := shippedSettings(patient)
+		settings.VectorFeedback = fb
+		e, err := engine.New(
+			engine.WithTextGenerators(fixedFullText{flatTop(items[0], items[1:])}, vec),
+			engine.WithSlicer(scs.New(decider, counter)),
+			engine.WithClock(fixedClock),
+			engine.WithSettings(settings),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "anything"}})
+		if len(vec.texts) > 0 {
+			t.Fatal("the gate let a second search run: the test reads more than the gate")
+		}
+		n := 0
+		for _, c := range decider.count {
+			n += c
+		}
+		return n
+	}
+	off := decisions(engine.VectorFeedback{})
+	gated := decisions(engine.VectorFeedback{Docs: 3, Weight: 0.2, MinSpread: 10}) // no spread reaches 10
+	if got := gated - off; got != engine.SpreadDepth {
+		t.Errorf("the spread gate decided %d items, want %d", got, engine.SpreadDepth)
+	}
 }

@@ -224,7 +224,7 @@ func results(kept []*Entry, includeScores bool) []h4r.Result {
 			Content:     orEmpty(e.Delivered.Content),
 			Score:       r.Score,
 			Reason:      h4r.ReasonKept,
-			Explanation: r.Explanation,
+			Explanation: r.Explain(),
 			Metadata: h4r.ResultMetadata{
 				Source:         rank.SourceLabel(r.Candidate),
 				Redacted:       e.Redacted,
@@ -279,7 +279,7 @@ func itemExplanations(entries []Entry, undeliverable map[int]bool, audit, all bo
 			Reason:      e.Reason,
 			Detail:      e.Detail,
 			Redacted:    e.Redacted,
-			Explanation: e.Ranked.Explanation,
+			Explanation: e.Ranked.Explain(),
 
 			SupersededBy:         e.Ranked.Candidate.SupersededBy,
 			SupersessionProposed: e.Ranked.Candidate.SupersessionProposed,

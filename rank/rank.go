@@ -53,6 +53,11 @@ type Options struct {
 	// ValidAt is the time an item's validFrom/validUntil must hold (else
 	// its score is multiplied by NotValidFactor); zero means Now.
 	ValidAt time.Time
+	// DeferExplanations leaves Ranked.Explanation empty for Ranked.Explain
+	// to write when asked: a pack shows the explanations of a few of the
+	// hundred-odd candidates it ranks, and writing every one costs a few per
+	// cent of a pack's CPU time.
+	DeferExplanations bool
 }
 
 // Ranked is one candidate with its signals, score and a one-line
@@ -62,6 +67,21 @@ type Ranked struct {
 	Signals     h4r.Signals
 	Score       float64
 	Explanation string // "Score 0.743 (top signals: relevance=0.91, recency=0.85, importance=0.70)"
+
+	// What Explain writes the explanation from when Rank deferred it,
+	// beside Score and Signals: the normalised weights (shared by every
+	// candidate of one ranking) and the demotion's words.
+	weights *h4r.Weights
+	why     string
+}
+
+// Explain returns the explanation of r's score: Explanation, or when Rank
+// deferred it (Options.DeferExplanations), the same text written now.
+func (r *Ranked) Explain() string {
+	if r.Explanation != "" || r.weights == nil {
+		return r.Explanation
+	}
+	return explain(r.Score, *r.weights, r.Signals) + r.why
 }
 
 // Rank scores every candidate and returns them best first. Ties break by
@@ -96,6 +116,7 @@ func Rank(cands []*h4r.Candidate, opts Options) (ranked []Ranked, warnings []str
 	}
 
 	scored := make([]Ranked, len(cands))
+	shared := &weights
 	for i, c := range cands {
 		m := &c.Item.Metadata // read in place: the struct is large and copied for every candidate otherwise
 		var s h4r.Signals
@@ -112,7 +133,11 @@ func Rank(cands []*h4r.Candidate, opts Options) (ranked []Ranked, warnings []str
 		score := weights.Score(s)
 		factor, why := demotion(c, validAt, opts.KeepSuperseded)
 		score *= factor
-		scored[i] = Ranked{Candidate: c, Signals: s, Score: score, Explanation: explain(score, weights, s) + why}
+		if opts.DeferExplanations {
+			scored[i] = Ranked{Candidate: c, Signals: s, Score: score, weights: shared, why: why}
+		} else {
+			scored[i] = Ranked{Candidate: c, Signals: s, Score: score, Explanation: explain(score, weights, s) + why}
+		}
 	}
 	// Sort positions rather than the (large) results. The input position is
 	// the last tie-break, so that even duplicate ids (which Merge never

@@ -727,3 +727,38 @@ func TestDemotion(t *testing.T) {
 		})
 	}
 }
+
+// A deferred explanation is written, when asked, as Rank writes it at once:
+// from the score as ranked and the normalised weights, with the demotion's
+// words.
+func TestDeferredExplanation(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	var cands []*h4r.Candidate
+	for i := range 12 {
+		c := &h4r.Candidate{Item: &h4r.Item{ID: fmt.Sprintf("c%02d", i), Metadata: h4r.Metadata{CreatedAt: now.Add(-time.Duration(i) * 30 * time.Hour)}},
+			Evidence: []h4r.Evidence{{Generator: h4r.GenFullText, Score: float64(i%5) + 0.5, Rank: i + 1}}}
+		c.Item.Metadata.Importance = ptr(float64(i%4) / 4)
+		switch i % 3 {
+		case 1:
+			c.SupersededBy = "c00"
+		case 2:
+			c.Item.Metadata.ValidUntil = now.Add(-time.Hour)
+		}
+		cands = append(cands, c)
+	}
+	// Weights that do not sum to 1: the explanation reads the normalised ones.
+	w := h4r.Weights{h4r.Relevance: 2, h4r.Recency: 1, h4r.Importance: 1}
+	eager, _ := Rank(cands, Options{Weights: w, Now: now})
+	deferred, _ := Rank(cands, Options{Weights: w, Now: now, DeferExplanations: true})
+	for i := range eager {
+		if deferred[i].Explanation != "" {
+			t.Errorf("%s: deferred explanation written at once: %q", deferred[i].Candidate.Item.ID, deferred[i].Explanation)
+		}
+		if got, want := deferred[i].Explain(), eager[i].Explanation; got != want {
+			t.Errorf("%s: deferred explanation\n got %q\nwant %q", deferred[i].Candidate.Item.ID, got, want)
+		}
+		if got := eager[i].Explain(); got != eager[i].Explanation {
+			t.Errorf("%s: Explain of an explanation written at once = %q, want %q", eager[i].Candidate.Item.ID, got, eager[i].Explanation)
+		}
+	}
+}

@@ -379,6 +379,8 @@ func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("beginning a read: %w", err)
 	}
+	s.txCounters.Store(tx, &txCounters{})
+	defer s.txCounters.Delete(tx)
 	err = fn(tx)
 	return errors.Join(err, rollback(tx)) // a read has nothing to commit
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // counter names one of the single-row generation counters every read of
@@ -41,14 +42,28 @@ var (
 // statement is parsed once per connection (database/sql prepares it on a
 // connection the first time a transaction there uses it, and keeps it), and
 // a pack reads two counters in each of its generators' reads.
-type readStatements [counters]*sql.Stmt
+// The last is allCountersSQL.
+type readStatements [counters + 1]*sql.Stmt
+
+// allCountersSQL reads every counter in one statement: a read transaction
+// sees one snapshot, so the counters it reads later are those it would
+// read first, and a pack's generators read two or three each.
+const allCountersSQL = `SELECT
+	(SELECT generation FROM vector_generation WHERE id = 1),
+	(SELECT generation FROM item_generation WHERE id = 1),
+	(SELECT generation FROM text_generation WHERE id = 1),
+	(SELECT generation FROM graph_generation WHERE id = 1)`
 
 func prepareReads(ctx context.Context, readers *sql.DB) (readStatements, error) {
 	var st readStatements
-	for c, q := range counterSQL {
+	for c, q := range append(counterSQL[:], allCountersSQL) {
 		p, err := readers.PrepareContext(ctx, q)
 		if err != nil {
-			return st, errors.Join(fmt.Errorf("preparing the read of %s: %w", counterWhat[c], err), st.close())
+			what := "every generation"
+			if c < int(counters) {
+				what = counterWhat[c]
+			}
+			return st, errors.Join(fmt.Errorf("preparing the read of %s: %w", what, err), st.close())
 		}
 		st[c] = p
 	}
@@ -63,6 +78,15 @@ func (st *readStatements) close() error {
 		}
 	}
 	return err
+}
+
+// txCounters are the counters of one read transaction (readTx), read
+// together at the first that is asked for.
+type txCounters struct {
+	mu    sync.Mutex
+	read  bool
+	gen   [counters]int64
+	valid [counters]bool // false: the row is missing, read alone to say so
 }
 
 // readCounterSQL reads counter c in tx, any transaction, parsing its query.
@@ -81,9 +105,33 @@ func (s *Store) readCounter(ctx context.Context, tx *sql.Tx, c counter) (int64, 
 	if s.reads[c] == nil {
 		return readCounterSQL(ctx, tx, c)
 	}
+	if v, ok := s.txCounters.Load(tx); ok {
+		if g, ok := v.(*txCounters).get(ctx, tx, s.reads[counters], c); ok {
+			return g, nil
+		}
+	}
 	var g int64
 	if err := tx.StmtContext(ctx, s.reads[c]).QueryRowContext(ctx).Scan(&g); err != nil {
 		return 0, fmt.Errorf("reading %s: %w", counterWhat[c], err)
 	}
 	return g, nil
+}
+
+// get returns counter c as tx sees it, reading every counter with all
+// the first time; false when they could not be read or c's row is missing
+// (the caller reads it alone, for its error).
+func (tc *txCounters) get(ctx context.Context, tx *sql.Tx, all *sql.Stmt, c counter) (int64, bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if !tc.read {
+		tc.read = true
+		var g [counters]sql.NullInt64
+		if err := tx.StmtContext(ctx, all).QueryRowContext(ctx).Scan(&g[0], &g[1], &g[2], &g[3]); err != nil {
+			return 0, false
+		}
+		for i := range g {
+			tc.gen[i], tc.valid[i] = g[i].Int64, g[i].Valid
+		}
+	}
+	return tc.gen[c], tc.valid[c]
 }

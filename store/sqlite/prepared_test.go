@@ -59,3 +59,48 @@ func TestPreparedCountersReadTheFile(t *testing.T) {
 		}
 	}
 }
+
+// A read transaction reads every counter with the first it is asked for,
+// the values its snapshot holds, and keeps them no longer than it lasts.
+func TestReadTxReadsTheCountersOnce(t *testing.T) {
+	s, _ := newTestStore(t)
+	ctx := t.Context()
+	if _, err := s.Upsert(ctx, []h4r.Item{{ID: "a", Kind: "note", Text: "a quartz sundial"}, {ID: "b", Kind: "note", Text: "a brass astrolabe"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddLink(ctx, "a", h4r.Link{Target: "b", Type: h4r.LinkSimilarTo}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.readCounter(ctx, tx, vectorCounter); err != nil {
+			return err
+		}
+		v, ok := s.txCounters.Load(tx)
+		if !ok || !v.(*txCounters).read {
+			t.Fatal("the first counter read did not read them all")
+		}
+		tc := v.(*txCounters)
+		for c := range counters {
+			want, err := readCounterSQL(ctx, tx, c)
+			if err != nil {
+				return err
+			}
+			if !tc.valid[c] || tc.gen[c] != want {
+				t.Errorf("%s read with the first: %d (valid %v), want %d", counterWhat[c], tc.gen[c], tc.valid[c], want)
+			}
+			// What readCounter answers is what was read with the first.
+			tc.gen[c] = -1 - int64(c)
+			if got, err := s.readCounter(ctx, tx, c); err != nil || got != -1-int64(c) {
+				t.Errorf("%s = %d, %v; want the one read with the first", counterWhat[c], got, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.txCounters.Range(func(k, _ any) bool {
+		t.Errorf("counters of a finished read kept: %v", k)
+		return true
+	})
+}

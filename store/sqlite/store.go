@@ -58,6 +58,9 @@ type Store struct {
 	adj     adjacency   // the link graph, for hops (adjacency.go)
 	text    textIndex   // the BM25 index of items.text, for full text (textindex.go)
 	items   itemCache   // decoded items, for the generators' hits (itemcache.go)
+	// txCounters holds each open read transaction's counters (readTx,
+	// readCounter), by *sql.Tx.
+	txCounters sync.Map
 	// analyzer turns query text into full-text terms (stop words, counts).
 	analyzer *analysis.Analyzer
 	// writeTimeout bounds each write (writeTx, upsertTx, deleteTx).
