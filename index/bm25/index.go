@@ -74,7 +74,7 @@ type Index struct {
 
 // postings are one term's documents in slot order.
 type postings struct {
-	docs []uint32  // slots, ascending
+	docs slotList  // slots, ascending
 	tfs  tfList    // term frequency in each
 	maxF []float64 // per block: the largest tfNorm of its postings at Index.refAvg
 	last []uint32  // per block: its last slot
@@ -111,7 +111,7 @@ func (t *tfList) add(f uint32) {
 }
 
 // blockEnd returns the index just past block bl's last posting.
-func (p *postings) blockEnd(bl int) int { return min((bl+1)*blockSize, len(p.docs)) }
+func (p *postings) blockEnd(bl int) int { return min((bl+1)*blockSize, p.docs.len()) }
 
 // New returns an empty index.
 func New() *Index {
@@ -212,7 +212,7 @@ func (x *Index) Put(id uint32, d Doc) error {
 		}
 		p := &x.lists[tid]
 		f := tfNorm(d.tfs[i], d.length, a, bb)
-		if len(p.docs)%blockSize == 0 {
+		if p.docs.len()%blockSize == 0 {
 			p.maxF = append(p.maxF, f)
 			p.last = append(p.last, slot)
 		} else {
@@ -221,7 +221,7 @@ func (x *Index) Put(id uint32, d Doc) error {
 			p.last[bl] = slot
 		}
 		p.top = max(p.top, f)
-		p.docs = append(p.docs, slot)
+		p.docs.push(slot)
 		p.tfs.add(d.tfs[i])
 		p.df++
 		tids = append(tids, tid)
@@ -303,7 +303,7 @@ func (x *Index) Stats() Stats {
 	defer x.mu.RUnlock()
 	s := Stats{Docs: len(x.slotOf), DeadSlots: x.dead, Terms: len(x.vocab)}
 	for i := range x.lists {
-		s.Postings += len(x.lists[i].docs)
+		s.Postings += x.lists[i].docs.len()
 		s.Blocks += len(x.lists[i].maxF)
 	}
 	return s
@@ -337,10 +337,11 @@ func (x *Index) summarize() {
 	for i := range x.lists {
 		p := &x.lists[i]
 		p.top = 0
+		docs := p.docs.reader()
 		for bl := range p.maxF {
 			m := 0.0
 			for j := bl * blockSize; j < p.blockEnd(bl); j++ {
-				m = max(m, tfNorm(p.tfs.at(j), x.length[p.docs[j]], a, bb))
+				m = max(m, tfNorm(p.tfs.at(j), x.length[docs.at(j)], a, bb))
 			}
 			p.maxF[bl] = m
 			p.top = max(p.top, m)
@@ -373,18 +374,20 @@ func (x *Index) compact() {
 		newTid[tid] = uint32(len(lists))
 		vocab[x.names[tid]] = uint32(len(lists))
 		names = append(names, x.names[tid])
-		p := postings{docs: make([]uint32, 0, old.df), tfs: tfList{small: make([]uint8, 0, old.df)}, df: old.df}
-		for j, s := range old.docs {
-			if x.live[s] {
-				p.docs = append(p.docs, newSlot[s])
+		p := postings{tfs: tfList{small: make([]uint8, 0, old.df)}, df: old.df}
+		docs := old.docs.reader()
+		for j := range old.docs.len() {
+			if s := docs.at(j); x.live[s] {
+				p.docs.push(newSlot[s])
 				p.tfs.add(old.tfs.at(j))
 			}
 		}
-		nb := (len(p.docs) + blockSize - 1) / blockSize
+		nb := (p.docs.len() + blockSize - 1) / blockSize
 		p.maxF = make([]float64, nb)
 		p.last = make([]uint32, nb)
+		docs = p.docs.reader()
 		for bl := range nb {
-			p.last[bl] = p.docs[p.blockEnd(bl)-1]
+			p.last[bl] = docs.at(p.blockEnd(bl) - 1)
 		}
 		lists = append(lists, p)
 	}

@@ -140,11 +140,12 @@ type searcher struct {
 // cursor walks one query term's postings. It copies the slices it reads
 // and keeps the current document, to spare the walk an indirection.
 type cursor struct {
-	docs []uint32
+	docs blockReader
 	tfs  tfList
 	maxF []float64
 	last []uint32
-	cur  uint32  // docs[pos], or end once exhausted
+	n    int     // postings
+	cur  uint32  // docs.at(pos), or end once exhausted
 	pos  int     // current posting
 	blk  int     // the block the last bound came from, ≥ pos's block
 	w    float64 // qtf · idf · (k1+1): a posting's score is w·tfNorm
@@ -199,7 +200,7 @@ func (x *Index) newSearcher(ctx context.Context, terms map[string]int, k int, o 
 	s.a, s.bb = normParams(avg)
 	for _, q := range qs {
 		ubW := q.w * scale
-		c := &cursor{docs: q.p.docs, tfs: q.p.tfs, maxF: q.p.maxF, last: q.p.last, w: q.w, ubW: ubW, ub: ubW * q.p.top}
+		c := &cursor{docs: q.p.docs.reader(), n: q.p.docs.len(), tfs: q.p.tfs, maxF: q.p.maxF, last: q.p.last, w: q.w, ubW: ubW, ub: ubW * q.p.top}
 		c.moveTo(0)
 		s.cs = append(s.cs, c)
 	}
@@ -209,8 +210,8 @@ func (x *Index) newSearcher(ctx context.Context, terms map[string]int, k int, o 
 // moveTo sets the current posting.
 func (c *cursor) moveTo(pos int) {
 	c.pos = pos
-	if pos < len(c.docs) {
-		c.cur = c.docs[pos]
+	if pos < c.n {
+		c.cur = c.docs.at(pos)
 	} else {
 		c.cur = end
 	}
@@ -242,20 +243,19 @@ func (c *cursor) advance(target uint32) {
 	}
 	bl := c.blockFrom(c.pos/blockSize, target)
 	if bl == len(c.last) {
-		c.moveTo(len(c.docs))
+		c.moveTo(c.n)
 		return
 	}
 	from := max(c.pos, bl*blockSize)
-	to := min((bl+1)*blockSize, len(c.docs))
+	to := min((bl+1)*blockSize, c.n)
 	// Targets are often a few postings on: look there before searching.
 	for i := from; i < min(from+4, to); i++ {
-		if c.docs[i] >= target {
+		if c.docs.at(i) >= target {
 			c.moveTo(i)
 			return
 		}
 	}
-	i, _ := slices.BinarySearch(c.docs[from:to], target)
-	c.moveTo(from + i)
+	c.moveTo(c.docs.search(from, to, target))
 }
 
 // blockBound returns an upper bound of the term's score for every document
@@ -492,7 +492,8 @@ func (s *searcher) exhaustive() error {
 		if err := s.ctx.Err(); err != nil {
 			return err
 		}
-		for j, slot := range c.docs {
+		for j := range c.n {
+			slot := c.docs.at(j)
 			acc[slot] += quantize(float64(c.w * tfNorm(c.tfs.at(j), s.x.length[slot], s.a, s.bb)))
 		}
 	}
@@ -522,8 +523,9 @@ func (x *Index) Reference(terms map[string]int, k int, o SearchOptions) ([]Hit, 
 	scores := make([]int64, len(x.ids)) // by slot
 	matched := make([]bool, len(x.ids))
 	for _, q := range qs {
-		for j, slot := range q.p.docs {
-			if x.live[slot] {
+		docs := q.p.docs.reader()
+		for j := range q.p.docs.len() {
+			if slot := docs.at(j); x.live[slot] {
 				scores[slot] += quantize(float64(q.w * tfNorm(q.p.tfs.at(j), x.length[slot], a, bb)))
 				matched[slot] = true
 			}
