@@ -137,8 +137,9 @@ type searcher struct {
 	accept func(uint32) bool
 }
 
-// cursor walks one query term's postings. It copies the slices it reads
-// and keeps the current document, to spare the walk an indirection.
+// cursor walks one query term's postings. It copies the slices it reads,
+// reads the slots a block at a time (blockReader) and keeps the current
+// document, to spare the walk an indirection.
 type cursor struct {
 	docs blockReader
 	tfs  tfList
