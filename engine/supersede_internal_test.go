@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 )
@@ -67,4 +69,71 @@ func TestSupersedingItemsLeavesTheAnchorsOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzProposeBySubject holds proposeBySubject to what supersession
+// promises whatever the candidates and what the caller may see: no panic;
+// a proposal only for a candidate no writer's link supersedes, naming a
+// visible candidate of the same kind, groups and subject, created later,
+// and the newest visible one of them.
+func FuzzProposeBySubject(f *testing.F) {
+	f.Add([]byte{0x11, 0x02, 0x33, 0x14, 0x05, 0x26})
+	f.Add([]byte{0x10, 0x10, 0x10}) // one subject, nothing visible
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		if len(spec) > 64 {
+			spec = spec[:64]
+		}
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		subjects := []string{"", "boat", "car", "  "}
+		var cands []*h4r.Candidate
+		visible := map[string]bool{}
+		found := map[string][]superseder{}
+		for i, b := range spec {
+			it := &h4r.Item{ID: fmt.Sprintf("c%02d", i), Kind: []string{"note", "fact"}[b>>7&1]}
+			it.Metadata.CreatedAt = base.Add(time.Duration(b&0x0f) * time.Hour)
+			if s := subjects[b>>4&3]; s != "" {
+				it.Metadata.Extra = map[string]any{h4r.SubjectKey: s}
+			}
+			if b>>6&1 == 1 {
+				it.Metadata.RestrictedToGroups = []string{"hr"}
+			}
+			visible[it.ID] = b&0x10 == 0 || b&0x01 == 1
+			if i%5 == 4 && len(cands) > 0 { // a writer's link already supersedes it
+				found[it.ID] = []superseder{{item: cands[0].Item}}
+			}
+			cands = append(cands, &h4r.Candidate{Item: it})
+		}
+		linked := map[string]bool{}
+		for id := range found {
+			linked[id] = true
+		}
+		proposeBySubject(cands, found, visible)
+		byID := map[string]*h4r.Item{}
+		for _, c := range cands {
+			byID[c.Item.ID] = c.Item
+		}
+		for id, list := range found {
+			for _, s := range list {
+				if !s.proposed {
+					continue
+				}
+				old, n := byID[id], s.item
+				switch {
+				case linked[id]:
+					t.Errorf("%s has a writer's link and a proposal (%s)", id, n.ID)
+				case !visible[n.ID]:
+					t.Errorf("%s is proposed to supersede %s, and the caller may not see it", n.ID, id)
+				case subjectKey(n) == "" || subjectKey(n) != subjectKey(old):
+					t.Errorf("%s is proposed for %s with another subject (%q, %q)", n.ID, id, subjectKey(n), subjectKey(old))
+				case !n.Metadata.CreatedAt.After(old.Metadata.CreatedAt):
+					t.Errorf("%s is proposed for %s and is not newer", n.ID, id)
+				}
+				for _, c := range cands {
+					if visible[c.Item.ID] && subjectKey(c.Item) == subjectKey(n) && newerThan(c.Item, n) {
+						t.Errorf("%s is proposed for %s, and %s of the same subject is newer", n.ID, id, c.Item.ID)
+					}
+				}
+			}
+		}
+	})
 }
