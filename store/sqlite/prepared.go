@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -45,14 +46,17 @@ var (
 // The last is allCountersSQL.
 type readStatements [counters + 1]*sql.Stmt
 
-// allCountersSQL reads every counter in one statement: a read transaction
-// sees one snapshot, so the counters it reads later are those it would
-// read first, and a pack's generators read two or three each.
-const allCountersSQL = `SELECT
-	(SELECT generation FROM vector_generation WHERE id = 1),
-	(SELECT generation FROM item_generation WHERE id = 1),
-	(SELECT generation FROM text_generation WHERE id = 1),
-	(SELECT generation FROM graph_generation WHERE id = 1)`
+// allCountersSQL reads every counter in one statement, in counter order:
+// a read transaction sees one snapshot, so the counters it reads later are
+// those it would read first, and a pack's generators read two or three
+// each.
+var allCountersSQL = func() string {
+	cols := make([]string, counters)
+	for c, q := range counterSQL {
+		cols[c] = "(" + q + ")"
+	}
+	return "SELECT " + strings.Join(cols, ", ")
+}()
 
 func prepareReads(ctx context.Context, readers *sql.DB) (readStatements, error) {
 	var st readStatements
@@ -126,7 +130,11 @@ func (tc *txCounters) get(ctx context.Context, tx *sql.Tx, all *sql.Stmt, c coun
 	if !tc.read {
 		tc.read = true
 		var g [counters]sql.NullInt64
-		if err := tx.StmtContext(ctx, all).QueryRowContext(ctx).Scan(&g[0], &g[1], &g[2], &g[3]); err != nil {
+		dst := make([]any, counters)
+		for i := range g {
+			dst[i] = &g[i]
+		}
+		if err := tx.StmtContext(ctx, all).QueryRowContext(ctx).Scan(dst...); err != nil {
 			return 0, false
 		}
 		for i := range g {
