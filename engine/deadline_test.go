@@ -48,6 +48,22 @@ func answerWithin(t *testing.T, e *engine.Engine, ctx context.Context, plan *h4r
 	}
 }
 
+// vectorFailedAlone fails the test unless the pack came back degraded,
+// with the full-text hits, and its vector source says why it failed.
+func vectorFailedAlone(t *testing.T, p *h4r.Pack, err error, why string) {
+	t.Helper()
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case p.Status != h4r.StatusDegraded:
+		t.Errorf("status %q, want degraded", p.Status)
+	case len(p.Results) == 0:
+		t.Errorf("no results: the full-text hits were lost with the failed vector generator")
+	case !strings.Contains(p.Sources[h4r.GenVector].Error, why):
+		t.Errorf("the vector generator's source says %q, want %q", p.Sources[h4r.GenVector].Error, why)
+	}
+}
+
 // TestStuckGeneratorIsLeftBehind: a generator that does not return (one
 // waiting for the vectors being loaded, deaf to its context) is left behind
 // at its deadline; the pack comes with the other generators' hits, degraded,
@@ -64,16 +80,7 @@ func TestStuckGeneratorIsLeftBehind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	p, err := answerWithin(t, e, ctx, plan, 30*time.Second)
-	switch {
-	case err != nil:
-		t.Fatal(err)
-	case p.Status != h4r.StatusDegraded:
-		t.Errorf("status %q, want degraded", p.Status)
-	case len(p.Results) == 0:
-		t.Errorf("no results: the full-text hits found in time were lost with the stuck generator")
-	case !strings.Contains(p.Sources[h4r.GenVector].Error, "timed out"):
-		t.Errorf("the stuck generator's source says %q, want timed out", p.Sources[h4r.GenVector].Error)
-	}
+	vectorFailedAlone(t, p, err, "timed out")
 	if ctx.Err() != nil {
 		t.Errorf("answered after the request deadline")
 	}
@@ -206,16 +213,7 @@ func TestPanickingGeneratorFailsAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, err := e.Run(ctx, healer(), plan)
-			switch {
-			case err != nil:
-				t.Fatal(err)
-			case p.Status != h4r.StatusDegraded:
-				t.Errorf("status %q, want degraded", p.Status)
-			case len(p.Results) == 0:
-				t.Errorf("no results: the full-text hits were lost with the panicking generator")
-			case !strings.Contains(p.Sources[h4r.GenVector].Error, "internal error"):
-				t.Errorf("the panicking generator's source says %q, want an internal error", p.Sources[h4r.GenVector].Error)
-			}
+			vectorFailedAlone(t, p, err, "internal error")
 		})
 	}
 }

@@ -149,28 +149,27 @@ func (d *countingDecider) Decide(ctx context.Context, spec h4r.Specialist, it *h
 	return d.Decider.Decide(ctx, spec, it)
 }
 
-// The spread gate and the pick of the best items read the same first
-// pass: each item is cleared for feedback once, and once more when the
-// pack is sliced.
-func TestVectorFeedbackClearsEachItemOnce(t *testing.T) {
-	a := openDemo(t)
-	items := healerVisible(t, a, engine.SpreadDepth+1, "")
+// newCountingDecider counts the decisions of the bundled policy.
+func newCountingDecider(t *testing.T) *countingDecider {
+	t.Helper()
 	pol, err := policy.New(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &countingDecider{Decider: pol, count: map[string]int{}}
+}
+
+// countedPack builds one pack whose full-text pass has items[0] as its
+// clear best over a flat rest, with vec as the vector generator, feedback
+// fb, and every policy decision counted by decider.
+func countedPack(t *testing.T, decider *countingDecider, vec *nearVector, fb engine.VectorFeedback, items []*h4r.Item) {
+	t.Helper()
 	counter, err := tokens.New(tokens.CL100K)
 	if err != nil {
 		t.Fatal(err)
 	}
-	decider := &countingDecider{Decider: pol, count: map[string]int{}}
-	var first []h4r.Hit
-	for _, it := range items {
-		first = append(first, h4r.Hit{Item: it, Score: 0.9})
-	}
-	vec := &nearVector{first: first, near: first}
 	settings := shippedSettings(patient)
-	settings.VectorFeedback = engine.VectorFeedback{Docs: 3, Weight: 0.2, MinSpread: 0.1}
+	settings.VectorFeedback = fb
 	e, err := engine.New(
 		engine.WithTextGenerators(fixedFullText{flatTop(items[0], items[1:])}, vec),
 		engine.WithSlicer(scs.New(decider, counter)),
@@ -181,6 +180,21 @@ func TestVectorFeedbackClearsEachItemOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "anything"}})
+}
+
+// The spread gate and the pick of the best items read the same first
+// pass: each item is cleared for feedback once, and once more when the
+// pack is sliced.
+func TestVectorFeedbackClearsEachItemOnce(t *testing.T) {
+	a := openDemo(t)
+	items := healerVisible(t, a, engine.SpreadDepth+1, "")
+	decider := newCountingDecider(t)
+	var first []h4r.Hit
+	for _, it := range items {
+		first = append(first, h4r.Hit{Item: it, Score: 0.9})
+	}
+	vec := &nearVector{first: first, near: first}
+	countedPack(t, decider, vec, engine.VectorFeedback{Docs: 3, Weight: 0.2, MinSpread: 0.1}, items)
 	if len(vec.texts) == 0 {
 		t.Fatal("no second vector search: the test reads nothing")
 	}
@@ -197,29 +211,10 @@ func TestVectorFeedbackClearsEachItemOnce(t *testing.T) {
 func TestVectorFeedbackSpreadClearsNoMoreThanItNeeds(t *testing.T) {
 	a := openDemo(t)
 	items := healerVisible(t, a, 3*engine.SpreadDepth, "")
-	pol, err := policy.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	counter, err := tokens.New(tokens.CL100K)
-	if err != nil {
-		t.Fatal(err)
-	}
 	decisions := func(fb engine.VectorFeedback) int {
-		decider := &countingDecider{Decider: pol, count: map[string]int{}}
+		decider := newCountingDecider(t)
 		vec := &nearVector{first: []h4r.Hit{{Item: items[0], Score: 0.9}}, near: []h4r.Hit{{Item: items[0], Score: 0.9}}}
-		settings := shippedSettings(patient)
-		settings.VectorFeedback = fb
-		e, err := engine.New(
-			engine.WithTextGenerators(fixedFullText{flatTop(items[0], items[1:])}, vec),
-			engine.WithSlicer(scs.New(decider, counter)),
-			engine.WithClock(fixedClock),
-			engine.WithSettings(settings),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
-		auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "anything"}})
+		countedPack(t, decider, vec, fb, items)
 		if len(vec.texts) > 0 {
 			t.Fatal("the gate let a second search run: the test reads more than the gate")
 		}
