@@ -118,17 +118,18 @@ func TestVectorFeedbackSpreadUsesOnlyPermittedItems(t *testing.T) {
 }
 
 // newFeedbackEngineWith is the production wiring with fulltext and vec as
-// the text generators and feedback fb on the query vector.
-func newFeedbackEngineWith(t *testing.T, fulltext, vec h4r.Generator, fb engine.VectorFeedback) *engine.Engine {
+// the text generators and feedback fb on the query vector; opts come last
+// and so override it.
+func newFeedbackEngineWith(t *testing.T, fulltext, vec h4r.Generator, fb engine.VectorFeedback, opts ...engine.Option) *engine.Engine {
 	t.Helper()
 	settings := shippedSettings(patient)
 	settings.VectorFeedback = fb
-	e, err := engine.New(
+	e, err := engine.New(append([]engine.Option{
 		engine.WithTextGenerators(fulltext, vec),
 		engine.WithSlicer(productionSlicer(t)),
 		engine.WithClock(fixedClock),
 		engine.WithSettings(settings),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,17 +169,7 @@ func countedPack(t *testing.T, decider *countingDecider, vec *nearVector, fb eng
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings := shippedSettings(patient)
-	settings.VectorFeedback = fb
-	e, err := engine.New(
-		engine.WithTextGenerators(fixedFullText{flatTop(items[0], items[1:])}, vec),
-		engine.WithSlicer(scs.New(decider, counter)),
-		engine.WithClock(fixedClock),
-		engine.WithSettings(settings),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newFeedbackEngineWith(t, fixedFullText{flatTop(items[0], items[1:])}, vec, fb, engine.WithSlicer(scs.New(decider, counter)))
 	auditPack(t, e, healer(), h4r.ContextRequest{Query: h4r.Query{Text: "anything"}})
 }
 
