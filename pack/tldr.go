@@ -2,6 +2,7 @@ package pack
 
 import (
 	"cmp"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -161,15 +162,23 @@ func isStopword(w string) bool {
 // removed so that "failures" matches "failure".
 func terms(s string) []string {
 	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) }) {
-		if isStopword(w) {
-			continue
-		}
-		if t := stem(w); !slices.Contains(out, t) {
+	for t := range normalised(s) {
+		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// normalised yields the normalised terms of s, repeats included (terms).
+func normalised(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) }) {
+			if !isStopword(w) && !yield(stem(w)) {
+				return
+			}
+		}
+	}
 }
 
 // termsHeld reports, for each of the query's terms, whether s has a word of
@@ -180,11 +189,7 @@ func termsHeld(s string, queryTerms []string) []bool {
 	if len(queryTerms) == 0 {
 		return has
 	}
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) }) {
-		if isStopword(w) {
-			continue
-		}
-		t := stem(w)
+	for t := range normalised(s) {
 		for i, q := range queryTerms {
 			if t == q {
 				has[i] = true
