@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/paged"
 )
 
 // BM25's parameters (Robertson's k1 and b, the values Lucene and FTS5 use)
@@ -62,9 +63,9 @@ type Index struct {
 	fwdOff []uint32 // the document's distinct term ids, ascending, are fwd[fwdOff[s]:fwdOff[s+1]]
 	fwd    []byte   // term id gaps as uvarints (appendTerms): 2 bytes a term, not 4
 
-	slotOf map[uint32]uint32 // the caller's id → the slot of its live version
-	sumLen uint64            // total length of the live documents
-	dead   int               // dead slots
+	slotOf paged.Array[uint32] // the caller's id → 1 + the slot of its live version (0: none)
+	sumLen uint64              // total length of the live documents
+	dead   int                 // dead slots
 
 	refAvg float64 // the average length the block maxima were computed at (0: none yet)
 
@@ -115,7 +116,7 @@ func (p *postings) blockEnd(bl int) int { return min((bl+1)*blockSize, p.docs.le
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{vocab: map[string]uint32{}, slotOf: map[uint32]uint32{}, fwdOff: []uint32{0}, stems: stemCache{}}
+	return &Index{vocab: map[string]uint32{}, fwdOff: []uint32{0}, stems: stemCache{}}
 }
 
 // Doc is a text analysed for the index: its distinct terms, sorted, with
@@ -187,14 +188,14 @@ func (x *Index) Put(id uint32, d Doc) error {
 			return h4r.Errorf(h4r.EEXHAUSTED, "", "the full-text index holds %d documents and %d bytes of term lists, its limit", len(x.ids), len(x.fwd))
 		}
 	}
-	if old, ok := x.slotOf[id]; ok {
-		x.kill(old)
+	if old := x.slotOf.Get(id); old != 0 {
+		x.kill(old - 1)
 	}
 	slot := uint32(len(x.ids))
 	x.ids = append(x.ids, id)
 	x.length = append(x.length, d.length)
 	x.live = append(x.live, true)
-	x.slotOf[id] = slot
+	x.slotOf.Set(id, slot+1)
 	x.sumLen += uint64(d.length)
 	if x.refAvg == 0 && x.sumLen > 0 {
 		x.refAvg = x.avg()
@@ -264,11 +265,11 @@ func (x *Index) terms(slot uint32) iter.Seq[uint32] {
 func (x *Index) Delete(id uint32) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	slot, ok := x.slotOf[id]
-	if !ok {
+	slot := x.slotOf.Get(id)
+	if slot == 0 {
 		return false
 	}
-	x.kill(slot)
+	x.kill(slot - 1)
 	x.maintain()
 	return true
 }
@@ -281,7 +282,7 @@ func (x *Index) kill(slot uint32) {
 		x.lists[tid].df--
 	}
 	x.sumLen -= uint64(x.length[slot])
-	delete(x.slotOf, x.ids[slot])
+	x.slotOf.Delete(x.ids[slot])
 	x.dead++
 }
 
@@ -289,7 +290,7 @@ func (x *Index) kill(slot uint32) {
 func (x *Index) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return len(x.slotOf)
+	return x.slotOf.Len()
 }
 
 // Stats describes the index's size, for tests and benchmarks.
@@ -301,7 +302,7 @@ type Stats struct {
 func (x *Index) Stats() Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	s := Stats{Docs: len(x.slotOf), DeadSlots: x.dead, Terms: len(x.vocab)}
+	s := Stats{Docs: x.slotOf.Len(), DeadSlots: x.dead, Terms: len(x.vocab)}
 	for i := range x.lists {
 		s.Postings += x.lists[i].docs.len()
 		s.Blocks += len(x.lists[i].maxF)
@@ -311,10 +312,10 @@ func (x *Index) Stats() Stats {
 
 // avg returns the average length of the live documents (0 when none).
 func (x *Index) avg() float64 {
-	if len(x.slotOf) == 0 {
+	if x.slotOf.Len() == 0 {
 		return 0
 	}
-	return float64(x.sumLen) / float64(len(x.slotOf))
+	return float64(x.sumLen) / float64(x.slotOf.Len())
 }
 
 // maintain runs after every write: it compacts when a quarter of the slots
@@ -409,8 +410,8 @@ func (x *Index) compact() {
 		fwd = appendTerms(fwd, tids)
 		fwdOff = append(fwdOff, uint32(len(fwd)))
 	}
-	for id, s := range x.slotOf {
-		x.slotOf[id] = newSlot[s]
+	for s, id := range ids { // the live documents, in their new slots
+		x.slotOf.Set(id, uint32(s)+1)
 	}
 	x.vocab, x.names, x.lists = vocab, names, lists
 	x.ids, x.length, x.fwdOff, x.fwd = ids, length, fwdOff, fwd

@@ -172,7 +172,7 @@ func (x *Index) weigh(terms map[string]int) ([]queryTerm, error) {
 		names = append(names, t)
 	}
 	slices.Sort(names) // a stable order, for reproducible walks
-	n := len(x.slotOf)
+	n := x.slotOf.Len()
 	var qs []queryTerm
 	for _, t := range names {
 		tid, ok := x.vocab[t]

@@ -306,13 +306,13 @@ func checkTextIndex(t *testing.T, s *Store) {
 	}
 	live := &s.text
 	live.mu.RLock()
-	loaded, ids := live.loaded, maps.Clone(live.ids)
+	loaded, ids := live.loaded, maps.Collect(live.ids.All())
 	live.mu.RUnlock()
 	if !loaded {
 		t.Fatal("the full-text index is not loaded: the writes did not update it")
 	}
-	if !maps.Equal(ids, fresh.text.ids) {
-		t.Errorf("index rows %v, the file's %v", ids, fresh.text.ids)
+	if fileIDs := maps.Collect(fresh.text.ids.All()); !maps.Equal(ids, fileIDs) {
+		t.Errorf("index rows %v, the file's %v", ids, fileIDs)
 	}
 	words := map[string]bool{}
 	rows, err := s.readers.QueryContext(ctx, `SELECT text FROM items`)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/index/bm25"
+	"github.com/h4r/h4r/internal/paged"
 )
 
 // textIndex keeps the BM25 index of items.text (index/bm25) in memory for
@@ -33,9 +34,15 @@ type textIndex struct {
 	// update or a rebuild exclusively.
 	mu     sync.RWMutex
 	loaded bool
-	gen    int64             // the text_generation the index reflects
-	x      *bm25.Index       // documents are items.seq
-	ids    map[uint32]string // items.seq → items.id, for ties and reads
+	gen    int64       // the text_generation the index reflects
+	x      *bm25.Index // documents are items.seq
+
+	// ids maps items.seq → items.id, for ties and reads. seq is the items
+	// table's INTEGER PRIMARY KEY: SQLite gives a new row the largest seq
+	// plus one and an upsert keeps a row's seq, so the seqs in use run
+	// nearly densely from 1, which a paged array holds in about a quarter
+	// of a map's memory (bench/results/2026-11-29/memory-1m-rows.md).
+	ids paged.Array[string]
 }
 
 // current reports whether the index reflects at least generation gen.
@@ -148,7 +155,7 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 			seqs, texts = seqs[:0], texts[:0]
 			return nil
 		}
-		ids := map[uint32]string{}
+		var ids paged.Array[string]
 		for rows.Next() {
 			var (
 				seq      int64
@@ -163,7 +170,7 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 			}
 			seqs = append(seqs, doc)
 			texts = append(texts, text)
-			ids[doc] = id
+			ids.Set(doc, id)
 			if len(texts) == textLoadBatch {
 				if err := flush(); err != nil {
 					return errors.Join(err, rows.Close())
@@ -260,7 +267,7 @@ func (t *textIndex) applied(before, after int64, change textChange) {
 	}
 	for _, seq := range change.deletes {
 		t.x.Delete(seq)
-		delete(t.ids, seq)
+		t.ids.Delete(seq)
 	}
 	for _, p := range change.puts {
 		var doc bm25.Doc
@@ -270,10 +277,10 @@ func (t *textIndex) applied(before, after int64, change textChange) {
 			doc = t.x.Prepare(p.text)
 		}
 		if err := t.x.Put(p.seq, doc); err != nil {
-			t.loaded, t.x, t.ids = false, nil, nil
+			t.loaded, t.x, t.ids = false, nil, paged.Array[string]{}
 			return
 		}
-		t.ids[p.seq] = p.id
+		t.ids.Set(p.seq, p.id)
 	}
 	t.gen = after
 }
@@ -296,14 +303,14 @@ func (t *textIndex) search(ctx context.Context, terms map[string]int, k int, acc
 	}
 	hits, err := t.x.Search(ctx, terms, k, bm25.SearchOptions{
 		Accept: accept,
-		Tie:    func(a, b uint32) int { return strings.Compare(t.ids[a], t.ids[b]) },
+		Tie:    func(a, b uint32) int { return strings.Compare(t.ids.Get(a), t.ids.Get(b)) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]rankedText, len(hits))
 	for i, h := range hits {
-		out[i] = rankedText{seq: h.ID, id: t.ids[h.ID], score: h.Score}
+		out[i] = rankedText{seq: h.ID, id: t.ids.Get(h.ID), score: h.Score}
 	}
 	return out, nil
 }
