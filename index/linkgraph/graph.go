@@ -16,13 +16,73 @@ type Link struct {
 // Graph is the link graph. It does no locking: its owner guards it. The
 // zero value is not usable; New makes one.
 type Graph struct {
-	node    map[string]uint32 // node number by id
-	name    []string          // id by node number
-	present []bool            // the node is an item; a walk passes only through items
-	out     [][]outEdge       // links held by the node, in order
-	in      [][]halfEdge      // links to the node
-	typeOf  map[string]uint32 // link type number by type
-	types   []string          // type by link type number
+	node    map[string]uint32   // node number by id
+	name    []string            // id by node number
+	present []bool              // the node is an item; a walk passes only through items
+	out     edgeLists[outEdge]  // links held by the node, in order
+	in      edgeLists[halfEdge] // links to the node
+	typeOf  map[string]uint32   // link type number by type
+	types   []string            // type by link type number
+}
+
+// edgeLists holds each node's edges of one direction. In a large graph
+// many nodes hold none (an item without links, a link target that holds
+// none), so a node keeps a number, 0 for none and otherwise 1 + the index
+// of its list, where a slice header per node took six times the memory
+// (bench/results/2026-11-29/memory-1m-rows.md).
+type edgeLists[E any] struct {
+	at    []uint32 // by node
+	lists [][]E
+	free  []uint32 // numbers of lists emptied, taken again before lists grows
+}
+
+// addNode adds a node holding no edges.
+func (l *edgeLists[E]) addNode() { l.at = append(l.at, 0) }
+
+// of returns node n's edges; the slice is the graph's own.
+func (l *edgeLists[E]) of(n uint32) []E {
+	if k := l.at[n]; k != 0 {
+		return l.lists[k-1]
+	}
+	return nil
+}
+
+// add appends e to node n's edges.
+func (l *edgeLists[E]) add(n uint32, e E) {
+	k := l.at[n]
+	if k == 0 {
+		k = l.newList()
+		l.at[n] = k
+	}
+	l.lists[k-1] = append(l.lists[k-1], e)
+}
+
+// set makes es node n's edges; none frees its list.
+func (l *edgeLists[E]) set(n uint32, es []E) {
+	k := l.at[n]
+	switch {
+	case len(es) == 0 && k != 0:
+		l.lists[k-1] = nil
+		l.free = append(l.free, k)
+		l.at[n] = 0
+	case len(es) > 0:
+		if k == 0 {
+			k = l.newList()
+			l.at[n] = k
+		}
+		l.lists[k-1] = es
+	}
+}
+
+// newList returns the number of an empty list, a freed one if any.
+func (l *edgeLists[E]) newList() uint32 {
+	if last := len(l.free) - 1; last >= 0 {
+		k := l.free[last]
+		l.free = l.free[:last]
+		return k
+	}
+	l.lists = append(l.lists, nil)
+	return uint32(len(l.lists))
 }
 
 // halfEdge is one end of a link as seen from the other: the node at the far
@@ -40,7 +100,7 @@ func New(n int) *Graph {
 	return &Graph{
 		node: make(map[string]uint32, n), typeOf: map[string]uint32{},
 		name: make([]string, 0, n), present: make([]bool, 0, n),
-		out: make([][]outEdge, 0, n), in: make([][]halfEdge, 0, n),
+		out: edgeLists[outEdge]{at: make([]uint32, 0, n)}, in: edgeLists[halfEdge]{at: make([]uint32, 0, n)},
 	}
 }
 
@@ -53,8 +113,8 @@ func (g *Graph) intern(id string) uint32 {
 	g.node[id] = n
 	g.name = append(g.name, id)
 	g.present = append(g.present, false)
-	g.out = append(g.out, nil)
-	g.in = append(g.in, nil)
+	g.out.addNode()
+	g.in.addNode()
 	return n
 }
 
@@ -92,16 +152,16 @@ func (g *Graph) AppendBytes(source, target, typ []byte, strength float64) {
 		t = g.internType(string(typ))
 	}
 	from, to := g.internBytes(source), g.internBytes(target)
-	g.out[from] = append(g.out[from], outEdge{halfEdge{to, t}, strength})
-	g.in[to] = append(g.in[to], halfEdge{from, t})
+	g.out.add(from, outEdge{halfEdge{to, t}, strength})
+	g.in.add(to, halfEdge{from, t})
 }
 
 // Append adds a link source holds after those it holds already (loading,
 // in each item's order).
 func (g *Graph) Append(source string, l Link) {
 	from, to, typ := g.intern(source), g.intern(l.Target), g.internType(l.Type)
-	g.out[from] = append(g.out[from], outEdge{halfEdge{to, typ}, l.Strength})
-	g.in[to] = append(g.in[to], halfEdge{from, typ})
+	g.out.add(from, outEdge{halfEdge{to, typ}, l.Strength})
+	g.in.add(to, halfEdge{from, typ})
 }
 
 // Replace applies writes: each id of present is an item or not, and
@@ -115,13 +175,13 @@ func (g *Graph) Replace(present map[string]bool, links map[string][]Link) {
 	}
 	targets := map[uint32]bool{}
 	for n := range holders {
-		for _, e := range g.out[n] {
+		for _, e := range g.out.of(n) {
 			targets[e.node] = true
 		}
-		g.out[n] = nil
+		g.out.set(n, nil)
 	}
 	for t := range targets {
-		g.in[t] = slices.DeleteFunc(g.in[t], func(e halfEdge) bool { return holders[e.node] })
+		g.in.set(t, slices.DeleteFunc(g.in.of(t), func(e halfEdge) bool { return holders[e.node] }))
 	}
 	for id, ok := range present {
 		g.present[g.node[id]] = ok
@@ -141,11 +201,12 @@ func (g *Graph) Links(id string) ([]h4r.Link, bool) {
 	if !ok || !g.present[n] {
 		return nil, false
 	}
-	if len(g.out[n]) == 0 {
+	held := g.out.of(n)
+	if len(held) == 0 {
 		return nil, true
 	}
-	out := make([]h4r.Link, len(g.out[n]))
-	for i, e := range g.out[n] {
+	out := make([]h4r.Link, len(held))
+	for i, e := range held {
 		out[i] = h4r.Link{Type: g.types[e.typ], Target: g.name[e.node], Strength: e.strength}
 	}
 	return out, true
@@ -253,7 +314,7 @@ func (g *Graph) walk(w Walk, beyond bool) ([]Reach, int) {
 		}
 		next = next[:0]
 		for _, n := range frontier {
-			for _, e := range g.out[n] {
+			for _, e := range g.out.of(n) {
 				if (allowed == nil || allowed[e.typ]) && visit(e.node) {
 					next = append(next, e.node)
 				}
@@ -261,7 +322,7 @@ func (g *Graph) walk(w Walk, beyond bool) ([]Reach, int) {
 			if w.Directed {
 				continue
 			}
-			for _, e := range g.in[n] {
+			for _, e := range g.in.of(n) {
 				if (allowed == nil || allowed[e.typ]) && visit(e.node) {
 					next = append(next, e.node)
 				}
