@@ -53,13 +53,18 @@ type vectorIndex struct {
 
 	// exact keeps float32 vectors read from the file for rescoring, as of
 	// gen: the best candidates of common queries repeat, and reading them
-	// was a third of a vector search (PERFORMANCE.md). load fills it while
-	// the vectors fit its bound, searches add what they read. Changed under
-	// exactMu while mu is held (shared by searches, exclusively by load,
-	// put and remove, which empty it or drop the id).
+	// was a third of a vector search (PERFORMANCE.md). load fills it when
+	// every vector fits its bound, and searches then add what they read.
+	// When they do not all fit, it stays empty (exactOff): a bound that
+	// holds a fraction of the vectors served about that fraction of a
+	// search's candidates, for the whole bound's memory
+	// (bench/results/2026-11-29/memory-1m-rows.md). Changed under exactMu
+	// while mu is held (shared by searches, exclusively by load, put and
+	// remove, which empty it or drop the id).
 	exactMu    sync.Mutex
 	exact      map[string][]float32
 	exactBytes int
+	exactOff   bool // set by load when the vectors did not all fit the bound
 }
 
 // exactCacheBytes bounds the float32 vectors kept for rescoring: 64 MiB is
@@ -122,6 +127,9 @@ func (v *vectorIndex) keepExact(gen int64, vecs map[string][]float32) {
 	}
 	v.exactMu.Lock()
 	defer v.exactMu.Unlock()
+	if v.exactOff {
+		return
+	}
 	if v.exact == nil {
 		v.exact = map[string][]float32{}
 	}
@@ -232,7 +240,7 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 	v.loaded, v.model = false, model
 	v.ix.Reset()
 	v.exactMu.Lock()
-	v.exact, v.exactBytes = nil, 0
+	v.exact, v.exactBytes, v.exactOff = nil, 0, false
 	v.exactMu.Unlock()
 	kept := exactLoader{limit: exactCacheBytes, exact: map[string][]float32{}}
 	for rows.Next() {
@@ -254,7 +262,7 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 		return fmt.Errorf("reading vector rows: %w", err)
 	}
 	v.exactMu.Lock()
-	v.exact, v.exactBytes = kept.exact, kept.bytes
+	v.exact, v.exactBytes, v.exactOff = kept.exact, kept.bytes, kept.overflowed
 	v.exactMu.Unlock()
 	v.loaded, v.gen = true, gen
 	return nil
@@ -264,17 +272,23 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 // kept for rescoring as well while they fit in limit bytes (they are
 // decoded here anyway): otherwise the first searches after a load read
 // their candidates' rows again. Past the bound, the rows are decoded into
-// one scratch vector, of which the index keeps only the codes.
+// one scratch vector, of which the index keeps only the codes, and
+// overflowed is set: the load then keeps none (vectorIndex.exactOff).
 type exactLoader struct {
-	limit   int
-	exact   map[string][]float32
-	bytes   int       // 4 a component, as vectorIndex.exactBytes counts
-	scratch []float32 // never a kept vector: decoding overwrites it
+	limit      int
+	exact      map[string][]float32
+	bytes      int       // 4 a component, as vectorIndex.exactBytes counts
+	scratch    []float32 // never a kept vector: decoding overwrites it
+	overflowed bool
 }
 
-// decode returns the vector of one row, kept in l.exact if it fits.
+// decode returns the vector of one row, kept in l.exact while every
+// vector so far fits the bound.
 func (l *exactLoader) decode(id string, blob []byte) ([]float32, error) {
-	if l.bytes+len(blob) > l.limit {
+	if l.overflowed || l.bytes+len(blob) > l.limit {
+		if !l.overflowed {
+			l.overflowed, l.exact, l.bytes = true, nil, 0 // the vectors kept so far go to the collector
+		}
 		vec, err := vecindex.DecodeFloat32(l.scratch, blob)
 		l.scratch = vec
 		return vec, err

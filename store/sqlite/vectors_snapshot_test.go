@@ -178,10 +178,11 @@ func TestVectorLoadKeepsTheExactVectors(t *testing.T) {
 	}
 }
 
-// A load past the bound of kept vectors keeps, of every row it kept, that
-// row's own vector: decoding the rows past the bound must not overwrite one
-// already kept.
-func TestExactLoaderKeepsEachRowsOwnVector(t *testing.T) {
+// A load keeps every row's vector when they all fit the bound, and none
+// when they do not (overflowed); every row decodes as its own vector
+// either way, the rows past the bound into a scratch vector that must not
+// overwrite one kept.
+func TestExactLoaderKeepsAllOrNone(t *testing.T) {
 	const dim = 4
 	rows := make([][]float32, 5)
 	for i := range rows {
@@ -196,8 +197,8 @@ func TestExactLoaderKeepsEachRowsOwnVector(t *testing.T) {
 		wantKept int
 	}{
 		{"every row fits", 4 * dim * len(rows), len(rows)},
-		{"two rows fit", 4 * dim * 2, 2},
-		{"a row and a half fit", 4*dim + 2*dim, 1},
+		{"all but one fit", 4 * dim * (len(rows) - 1), 0},
+		{"a row and a half fit", 4*dim + 2*dim, 0},
 		{"none fits", 0, 0},
 	}
 	for _, tc := range tests {
@@ -215,10 +216,34 @@ func TestExactLoaderKeepsEachRowsOwnVector(t *testing.T) {
 			if len(l.exact) != tc.wantKept || l.bytes != 4*dim*tc.wantKept {
 				t.Fatalf("kept %d vectors of %d bytes, want %d of %d", len(l.exact), l.bytes, tc.wantKept, 4*dim*tc.wantKept)
 			}
+			if l.overflowed != (tc.wantKept < len(rows)) {
+				t.Fatalf("overflowed %v with %d of %d rows kept", l.overflowed, tc.wantKept, len(rows))
+			}
 			for i := range tc.wantKept {
 				if got := l.exact[fmt.Sprint(i)]; !reflect.DeepEqual(got, rows[i]) {
 					t.Errorf("kept vector of row %d is %v after the load, want its own %v", i, got, rows[i])
 				}
+			}
+		})
+	}
+}
+
+// After a load whose vectors did not all fit the bound, searches keep none
+// of the vectors they read; after one that fitted, they keep them.
+func TestKeepExactFollowsTheLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		off      bool
+		wantKept int
+	}{
+		{"load_fitted", false, 1},
+		{"load_overflowed", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &vectorIndex{loaded: true, gen: 7, exactOff: tc.off}
+			v.keepExact(7, map[string][]float32{"a": {1, 2}})
+			if len(v.exact) != tc.wantKept || v.exactBytes != 8*tc.wantKept {
+				t.Fatalf("kept %d vectors of %d bytes, want %d", len(v.exact), v.exactBytes, tc.wantKept)
 			}
 		})
 	}
