@@ -28,7 +28,7 @@ type Graph struct {
 // edgeLists holds each node's edges of one direction. In a large graph
 // many nodes hold none (an item without links, a link target that holds
 // none), so a node keeps a number, 0 for none and otherwise 1 + the index
-// of its list, where a slice header per node took six times the memory
+// of its list, where a slice header per node would take six times the memory
 // (bench/results/2026-11-29/memory-1m-rows.md).
 type edgeLists[E any] struct {
 	at    []uint32 // by node

@@ -56,7 +56,7 @@ type vectorIndex struct {
 	// was a third of a vector search (PERFORMANCE.md). load fills it when
 	// every vector fits its bound, and searches then add what they read.
 	// When they do not all fit, it stays empty (exactOff): a bound that
-	// holds a fraction of the vectors served about that fraction of a
+	// holds a fraction of the vectors serves about that fraction of a
 	// search's candidates, for the whole bound's memory
 	// (bench/results/2026-11-29/memory-1m-rows.md). Changed under exactMu
 	// while mu is held (shared by searches, exclusively by load, put and
