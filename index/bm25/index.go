@@ -63,9 +63,12 @@ type Index struct {
 	fwdOff []uint32 // the document's distinct term ids, ascending, are fwd[fwdOff[s]:fwdOff[s+1]]
 	fwd    []byte   // term id gaps as uvarints (appendTerms): 2 bytes a term, not 4
 
-	slotOf paged.Array[uint32] // the caller's id → 1 + the slot of its live version (0: none)
-	sumLen uint64              // total length of the live documents
-	dead   int                 // dead slots
+	// slotOf maps the caller's id to 1 + the slot of its live version (0:
+	// none). It is a paged array indexed by id: the caller's ids are row
+	// numbers, which run nearly densely from 1 (internal/paged).
+	slotOf paged.Array[uint32]
+	sumLen uint64 // total length of the live documents
+	dead   int    // dead slots
 
 	refAvg float64 // the average length the block maxima were computed at (0: none yet)
 
