@@ -22,6 +22,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/internal/cputime"
 	"github.com/h4r/h4r/internal/procmem"
 )
 
@@ -70,7 +71,13 @@ type APILatencyRun struct {
 	MeanBytes   float64     `json:"meanPackBytes"`
 	ResidentMB  float64     `json:"serverResidentMB,omitempty"`     // after the requests
 	PeakMB      float64     `json:"serverPeakResidentMB,omitempty"` // the server's most since it started
-	LoadAverage string      `json:"loadAverage"`                    // /proc/loadavg after the requests
+	// The CPU time per pack of the server and of the client (this
+	// process: sending, waiting, decoding), when the server is a process
+	// of its own that the run started: what the throughput on one
+	// machine is shared between.
+	ServerCPUms float64 `json:"serverCpuMsPerPack,omitempty"`
+	ClientCPUms float64 `json:"clientCpuMsPerPack,omitempty"`
+	LoadAverage string  `json:"loadAverage"` // /proc/loadavg after the requests
 }
 
 // APILatencyReport is the result of h4r bench latency --api.
@@ -202,11 +209,25 @@ func measureAPI(ctx context.Context, rep *APILatencyReport, o APILatencyOptions,
 				return fmt.Errorf("api latency: writing the queries: %w", err)
 			}
 		}
+		var serverCPU, clientCPU time.Duration
+		if pid > 0 {
+			var err error
+			if serverCPU, err = cputime.OfProcess(pid); err != nil {
+				return fmt.Errorf("api latency: %w", err)
+			}
+			clientCPU = cputime.Process()
+		}
 		run, err := timeAPIRequests(ctx, client, url, texts, o, size, c)
 		if err != nil {
 			return err
 		}
 		if pid > 0 {
+			after, err := cputime.OfProcess(pid)
+			if err != nil {
+				return fmt.Errorf("api latency: %w", err)
+			}
+			perPack := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(o.Requests) }
+			run.ServerCPUms, run.ClientCPUms = perPack(after-serverCPU), perPack(cputime.Process()-clientCPU)
 			r, err := procmem.Of(pid)
 			if err != nil {
 				return fmt.Errorf("api latency: %w", err)
@@ -483,14 +504,17 @@ func tail(s string, n int) string {
 // APILatencyMarkdown writes one table row per (size, concurrency).
 func APILatencyMarkdown(w io.Writer, r *APILatencyReport) {
 	fmt.Fprintf(w, "Context packs through HTTP (%s queries of 3 Zipf words; each pack's JSON decoded by the client), latency in ms:\n\n", r.QueryType)
-	fmt.Fprintln(w, "| items | in flight | p50 | p95 | p99 | packs/s | degraded | mean pack bytes | server RSS MB (peak) | load average |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| items | in flight | p50 | p95 | p99 | packs/s | degraded | mean pack bytes | server RSS MB (peak) | cpu-ms a pack, server / client | load average |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, run := range r.Runs {
-		rss := "—"
+		rss, cpu := "—", "—"
 		if run.ResidentMB > 0 {
 			rss = fmt.Sprintf("%.0f (%.0f)", run.ResidentMB, run.PeakMB)
 		}
-		fmt.Fprintf(w, "| %d | %d | %.1f | %.1f | %.1f | %.0f | %d | %.0f | %s | %s |\n", run.Size, run.Concurrency,
-			run.Latency.P50, run.Latency.P95, run.Latency.P99, run.Throughput, run.Degraded, run.MeanBytes, rss, run.LoadAverage)
+		if run.ServerCPUms > 0 {
+			cpu = fmt.Sprintf("%.2f / %.2f", run.ServerCPUms, run.ClientCPUms)
+		}
+		fmt.Fprintf(w, "| %d | %d | %.1f | %.1f | %.1f | %.0f | %d | %.0f | %s | %s | %s |\n", run.Size, run.Concurrency,
+			run.Latency.P50, run.Latency.P95, run.Latency.P99, run.Throughput, run.Degraded, run.MeanBytes, rss, cpu, run.LoadAverage)
 	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,9 +12,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/internal/cputime"
 )
 
 // A store folder is built once and reused: a second build of the same
@@ -97,5 +100,63 @@ func TestAPILatencyDecodesEveryPack(t *testing.T) {
 	defer down.Close()
 	if _, err := APILatency(context.Background(), config.Default(), APILatencyOptions{Sizes: []int{10}, Requests: 5, Concurrency: []int{1}, URL: down.URL}); err == nil {
 		t.Error("a server answering 503 was measured")
+	}
+}
+
+// helperServerEnv makes the test binary a pack server (servePacks) instead
+// of running the tests: the server process of
+// TestAPILatencyMeasuresTheServersCPU.
+const helperServerEnv = "H4R_BENCH_HELPER_SERVER"
+
+// helperPackCPU is the CPU the helper server spends on each pack.
+const helperPackCPU = 3 * time.Millisecond
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperServerEnv) != "" {
+		servePacks()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// servePacks answers readiness and packs on H4R_ADDR, spinning
+// helperPackCPU on each pack, until the process is stopped.
+func servePacks() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health/ready", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/v1/context-pack", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		for start := cputime.Process(); cputime.Process()-start < helperPackCPU; {
+		}
+		_ = json.NewEncoder(w).Encode(h4r.Pack{Status: h4r.StatusOK, Results: []h4r.Result{{ID: "a"}}})
+	})
+	_ = http.ListenAndServe(os.Getenv("H4R_ADDR"), mux)
+}
+
+// With a server process of its own, each run reports the server's CPU
+// a pack (the helper spends helperPackCPU on each) and the client's.
+func TestAPILatencyMeasuresTheServersCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a store")
+	}
+	rep, err := APILatency(t.Context(), config.Default(), APILatencyOptions{
+		Sizes: []int{10}, Requests: 100, Concurrency: []int{1}, Seed: 1, DataDir: t.TempDir(),
+		Server: []string{os.Args[0]}, Env: []string{helperServerEnv + "=1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rep.Runs[0]
+	want := float64(helperPackCPU) / float64(time.Millisecond)
+	// /proc counts in ticks of 10 ms: 100 packs of 3 ms are 30 ticks, ±1;
+	// the helper's HTTP handling adds a little (more under -race).
+	if run.ServerCPUms < want*0.9 || run.ServerCPUms > want*2 || run.ClientCPUms <= 0 {
+		t.Fatalf("server %.2f cpu-ms a pack, client %.2f; want about %.0f for the server, more than 0 for the client",
+			run.ServerCPUms, run.ClientCPUms, want)
+	}
+	var md strings.Builder
+	APILatencyMarkdown(&md, rep)
+	if !strings.Contains(md.String(), fmt.Sprintf("| %.2f / %.2f |", run.ServerCPUms, run.ClientCPUms)) {
+		t.Errorf("the table does not show the CPU a pack:\n%s", md.String())
 	}
 }

@@ -1,5 +1,5 @@
 // Package cputime reads the CPU time a process or a thread has used, for
 // benchmarks: on a shared, loaded machine wall time counts the time other
 // processes held the cores, CPU time does not. One copy serves every
-// package's benchmarks (it was written five times).
+// package's benchmarks.
 package cputime
