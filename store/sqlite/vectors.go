@@ -65,11 +65,20 @@ type vectorIndex struct {
 	exact      map[string][]float32
 	exactBytes int
 	exactOff   bool // set by load when the vectors did not all fit the bound
+	exactLimit int  // the bound in bytes; 0: exactCacheBytes (tests set less)
 }
 
 // exactCacheBytes bounds the float32 vectors kept for rescoring: 64 MiB is
 // every vector of 30,000 items at 512 dimensions.
 const exactCacheBytes = 64 << 20
+
+// exactBound is the most bytes of float32 vectors exact holds.
+func (v *vectorIndex) exactBound() int {
+	if v.exactLimit > 0 {
+		return v.exactLimit
+	}
+	return exactCacheBytes
+}
 
 func (v *vectorIndex) getEmbedder() h4r.Embedder {
 	v.mu.RLock()
@@ -141,7 +150,7 @@ func (v *vectorIndex) keepExact(gen int64, vecs map[string][]float32) {
 		v.exactBytes += 4 * len(vec)
 	}
 	for id, vec := range v.exact {
-		if v.exactBytes <= exactCacheBytes {
+		if v.exactBytes <= v.exactBound() {
 			break
 		}
 		delete(v.exact, id)
@@ -242,7 +251,7 @@ func (v *vectorIndex) load(ctx context.Context, tx *sql.Tx, model string, gen in
 	v.exactMu.Lock()
 	v.exact, v.exactBytes, v.exactOff = nil, 0, false
 	v.exactMu.Unlock()
-	kept := exactLoader{limit: exactCacheBytes, exact: map[string][]float32{}}
+	kept := exactLoader{limit: v.exactBound(), exact: map[string][]float32{}}
 	for rows.Next() {
 		var id string
 		var blob []byte

@@ -127,6 +127,55 @@ func TestVectorSearchWaitsForACommittedWrite(t *testing.T) {
 	}
 }
 
+// Loading vectors that do not all fit the bound keeps none of them, and
+// leaves the cache off for the searches until the next load.
+func TestVectorLoadPastTheBoundKeepsNone(t *testing.T) {
+	e, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path := newTestStore(t, WithVectors(e))
+	ctx := t.Context()
+	items := cacheItems()
+	if _, err := s.Upsert(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	counter, err := testCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		limit   int // bytes
+		wantOff bool
+	}{
+		{"every_vector_fits", 4 * e.Dim() * len(items), false},
+		{"one_component_short", 4*e.Dim()*len(items) - 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			loaded, err := Open(ctx, path, WithVectors(e), WithTokenCounter(counter), WithLogger(discardLogger()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer loaded.Close()
+			v := &loaded.vectors
+			v.exactLimit = tc.limit
+			if err := loaded.WarmVectors(ctx, e.Model()); err != nil {
+				t.Fatal(err)
+			}
+			v.exactMu.Lock()
+			defer v.exactMu.Unlock()
+			wantKept := len(items)
+			if tc.wantOff {
+				wantKept = 0
+			}
+			if v.exactOff != tc.wantOff || len(v.exact) != wantKept {
+				t.Fatalf("after the load: off %v, %d vectors kept; want off %v, %d kept", v.exactOff, len(v.exact), tc.wantOff, wantKept)
+			}
+		})
+	}
+}
+
 // Loading the vectors keeps their float32 values for rescoring, the same
 // values a search would read from the file, counted in exactBytes.
 func TestVectorLoadKeepsTheExactVectors(t *testing.T) {
