@@ -127,23 +127,41 @@ func TestVectorSearchWaitsForACommittedWrite(t *testing.T) {
 	}
 }
 
-// Loading vectors that do not all fit the bound keeps none of them, and
-// leaves the cache off for the searches until the next load.
-func TestVectorLoadPastTheBoundKeepsNone(t *testing.T) {
+// storedCacheItems writes cacheItems, with the hashing embedder's vectors,
+// to a new store, and returns the embedder, the items and a function that
+// opens the store's file again as a new process would, without loading
+// its vectors (closed when the test ends).
+func storedCacheItems(t *testing.T) (*embed.Hash, []h4r.Item, func(*testing.T) *Store) {
+	t.Helper()
 	e, err := embed.NewHash()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, path := newTestStore(t, WithVectors(e))
-	ctx := t.Context()
 	items := cacheItems()
-	if _, err := s.Upsert(ctx, items); err != nil {
+	if _, err := s.Upsert(t.Context(), items); err != nil {
 		t.Fatal(err)
 	}
 	counter, err := testCounter()
 	if err != nil {
 		t.Fatal(err)
 	}
+	reopen := func(t *testing.T) *Store {
+		t.Helper()
+		loaded, err := Open(t.Context(), path, WithVectors(e), WithTokenCounter(counter), WithLogger(discardLogger()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { loaded.Close() })
+		return loaded
+	}
+	return e, items, reopen
+}
+
+// Loading vectors that do not all fit the bound keeps none of them, and
+// leaves the cache off for the searches until the next load.
+func TestVectorLoadPastTheBoundKeepsNone(t *testing.T) {
+	e, items, reopen := storedCacheItems(t)
 	for _, tc := range []struct {
 		name    string
 		limit   int // bytes
@@ -153,14 +171,10 @@ func TestVectorLoadPastTheBoundKeepsNone(t *testing.T) {
 		{"one_component_short", 4*e.Dim()*len(items) - 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			loaded, err := Open(ctx, path, WithVectors(e), WithTokenCounter(counter), WithLogger(discardLogger()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer loaded.Close()
+			loaded := reopen(t)
 			v := &loaded.vectors
 			v.exactLimit = tc.limit
-			if err := loaded.WarmVectors(ctx, e.Model()); err != nil {
+			if err := loaded.WarmVectors(t.Context(), e.Model()); err != nil {
 				t.Fatal(err)
 			}
 			v.exactMu.Lock()
@@ -179,25 +193,9 @@ func TestVectorLoadPastTheBoundKeepsNone(t *testing.T) {
 // Loading the vectors keeps their float32 values for rescoring, the same
 // values a search would read from the file, counted in exactBytes.
 func TestVectorLoadKeepsTheExactVectors(t *testing.T) {
-	e, err := embed.NewHash()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, path := newTestStore(t, WithVectors(e))
+	e, items, reopen := storedCacheItems(t)
 	ctx := t.Context()
-	items := cacheItems()
-	if _, err := s.Upsert(ctx, items); err != nil {
-		t.Fatal(err)
-	}
-	counter, err := testCounter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := Open(ctx, path, WithVectors(e), WithTokenCounter(counter), WithLogger(discardLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loaded.Close()
+	loaded := reopen(t)
 	if err := loaded.WarmVectors(ctx, e.Model()); err != nil {
 		t.Fatal(err)
 	}
