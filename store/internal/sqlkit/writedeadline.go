@@ -18,21 +18,41 @@ func WriteWithin(ctx context.Context, d time.Duration) (context.Context, func(er
 	if d <= 0 {
 		return ctx, func(err error) error { return err }
 	}
-	wctx, cancel := context.WithTimeout(ctx, d)
+	own := time.Now().Add(d)
+	wctx, cancel := context.WithDeadline(ctx, own)
 	return wctx, func(err error) error {
-		expired := errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		expired := ownDeadlineEnded(time.Now(), own, wctx, ctx)
 		cancel()
 		if err == nil || !expired || !(errors.Is(err, context.DeadlineExceeded) || lockBusy(err)) {
 			return err
+		}
+		if !errors.Is(err, context.DeadlineExceeded) { // SQLITE_BUSY seen before the cancellation
+			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 		}
 		return fmt.Errorf("%w: %w", WriteBusy(d), err)
 	}
 }
 
+// ownDeadlineEnded reports whether, at now, the write's own deadline own
+// has ended it rather than the caller's context: wctx expired, or the
+// clock passed own before its timer fired (the writer's busy timeout
+// equals the deadline, so SQLite may give up waiting for a lock a moment
+// before the cancellation is seen), while the caller's context has not
+// ended and has no deadline of its own at or before own.
+func ownDeadlineEnded(now, own time.Time, wctx, ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if dl, ok := ctx.Deadline(); ok && !dl.After(own) {
+		return false
+	}
+	return errors.Is(wctx.Err(), context.DeadlineExceeded) || !now.Before(own)
+}
+
 // lockBusy reports whether err is SQLite's SQLITE_BUSY (code 5): the
 // writer's busy timeout, which equals the write's deadline, can end the
 // wait for another process's lock a moment before the deadline's own
-// cancellation does. The driver's error is matched by its Code method,
+// cancellation does (ownDeadlineEnded). The driver's error is matched by its Code method,
 // so that this package needs no SQLite import.
 func lockBusy(err error) bool {
 	var coded interface{ Code() int }

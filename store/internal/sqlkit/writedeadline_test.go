@@ -10,8 +10,9 @@ import (
 	"github.com/h4r/h4r"
 )
 
-// finish decides from the contexts, not the clock: each case ends the
-// write in a different way and checks the code the caller gets.
+// finish decides from the contexts and the write's own deadline: each
+// case ends the write in a different way and checks the code the caller
+// gets.
 func TestFinish(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -99,6 +100,46 @@ func TestBusyAfterTheDeadlineIsUnavailable(t *testing.T) {
 			got := errors.As(err, &e) && e.Code == h4r.EUNAVAILABLE
 			if got != tt.wantBusy {
 				t.Errorf("finish(%v) = %v; unavailable %v, want %v", tt.err, err, got, tt.wantBusy)
+			}
+			if tt.wantBusy && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("finish(%v) = %v: does not say a deadline ended the write", tt.err, err)
+			}
+		})
+	}
+}
+
+// ownDeadlineEnded: the write's own deadline ended it when its context
+// expired, or when the clock passed the deadline before the context's
+// timer fired; never when the caller's context ended or had the earlier
+// deadline.
+func TestOwnDeadlineEnded(t *testing.T) {
+	base := time.Now()
+	own := base.Add(time.Hour)
+	expired, cancel := context.WithDeadline(context.Background(), base.Add(-time.Second))
+	defer cancel()
+	live, cancelLive := context.WithDeadline(context.Background(), own)
+	defer cancelLive()
+	ended, end := context.WithCancel(context.Background())
+	end()
+	earlier, cancelEarlier := context.WithDeadline(context.Background(), own.Add(-time.Minute))
+	defer cancelEarlier()
+	tests := []struct {
+		name      string
+		now       time.Time
+		wctx, ctx context.Context
+		want      bool
+	}{
+		{"its context expired", base, expired, context.Background(), true},
+		{"the clock passed it before the timer fired", own.Add(time.Millisecond), live, context.Background(), true},
+		{"the clock at it exactly", own, live, context.Background(), true},
+		{"before it", own.Add(-time.Millisecond), live, context.Background(), false},
+		{"the caller's context ended", own.Add(time.Millisecond), live, ended, false},
+		{"the caller's deadline came first", own.Add(time.Millisecond), live, earlier, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ownDeadlineEnded(tt.now, own, tt.wctx, tt.ctx); got != tt.want {
+				t.Fatalf("ownDeadlineEnded = %v, want %v", got, tt.want)
 			}
 		})
 	}
