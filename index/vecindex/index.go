@@ -217,91 +217,130 @@ func Worse(a, b Scored) bool {
 }
 
 // Top returns the k best of scores (of the items ids, in one order), best
-// first, at least floor. It keeps the best k so far in a min-heap whose
-// root is the k-th best; once k are held, a score below the root's is
-// dropped with one comparison, which is the fate of nearly every score of
-// a long scan. The heap holds a score and a position (8 bytes) rather than
-// a hit, and reads an id only to break a tie.
+// first, at least floor. It collects passing scores into a buffer of 2k;
+// when the buffer fills, a selection keeps its k best and their worst
+// score becomes the cut, so that nearly every score of a long scan is
+// dropped with one comparison, and the work per kept score is linear
+// rather than a heap's logarithm. Entries hold a score and a position (8
+// bytes) rather than a hit, and an id is read only to break a tie.
 func Top(ids []string, scores []float32, k int, floor float64) []Scored {
-	h := topHeap{ids: ids[:len(scores)], h: make([]topEntry, 0, max(0, min(k, len(scores))))}
+	if k <= 0 {
+		return []Scored{}
+	}
+	t := topSet{ids: ids[:len(scores)], h: make([]topEntry, 0, min(2*k, len(scores)))}
 	i := 0
-	for ; i < len(scores) && len(h.h) < k; i++ {
+	for ; i < len(scores) && len(t.h) < cap(t.h); i++ {
 		if s := scores[i]; float64(s) >= floor {
-			h.h = append(h.h, topEntry{s, int32(i)})
-			h.up(len(h.h) - 1)
+			t.h = append(t.h, topEntry{s, int32(i)})
 		}
 	}
-	if len(h.h) == k && k > 0 {
-		cut := h.h[0].score // at least floor
+	if len(t.h) == cap(t.h) && len(t.h) > k {
+		// The cut is the k-th best score, at least floor: a later score
+		// below it cannot be among the k best.
+		cut := t.keepBest(k)
 		for ; i < len(scores); i++ {
 			s := scores[i]
 			if s < cut {
 				continue
 			}
-			if c := (topEntry{s, int32(i)}); h.worse(h.h[0], c) {
-				h.h[0] = c
-				h.down(0)
-				cut = h.h[0].score
+			t.h = append(t.h, topEntry{s, int32(i)})
+			if len(t.h) == cap(t.h) {
+				cut = t.keepBest(k)
 			}
 		}
 	}
-	out := make([]Scored, len(h.h))
-	for j, e := range h.h {
-		out[j] = Scored{Score: float64(e.score), ID: h.ids[e.at]}
+	if len(t.h) > k {
+		t.selectBest(k)
+		t.h = t.h[:k]
 	}
-	Sort(out)
+	slices.SortFunc(t.h, func(a, b topEntry) int {
+		if t.better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	out := make([]Scored, len(t.h))
+	for j, e := range t.h {
+		out[j] = Scored{Score: float64(e.score), ID: t.ids[e.at]}
+	}
 	return out
 }
 
-// topEntry is a score of Top's heap and its position in the scan.
+// topEntry is a score of Top's buffer and its position in the scan.
 type topEntry struct {
 	score float32
 	at    int32
 }
 
-// topHeap is Top's min-heap, ordered as Worse orders hits.
-type topHeap struct {
+// topSet is Top's buffer, ordered as Worse orders hits.
+type topSet struct {
 	ids []string
 	h   []topEntry
 }
 
-func (t *topHeap) worse(a, b topEntry) bool {
+// better says whether a ranks before b: a higher score, or an equal score
+// and a smaller id.
+func (t *topSet) better(a, b topEntry) bool {
 	if a.score != b.score {
-		return a.score < b.score
+		return a.score > b.score
 	}
-	return t.ids[a.at] > t.ids[b.at]
+	return t.ids[a.at] < t.ids[b.at]
 }
 
-// up restores the heap order after h[j] was added.
-func (t *topHeap) up(j int) {
-	h := t.h
-	for j > 0 {
-		p := (j - 1) / 2
-		if !t.worse(h[j], h[p]) {
-			return
-		}
-		h[p], h[j] = h[j], h[p]
-		j = p
+// keepBest keeps the buffer's k best entries and returns the worst score
+// among them.
+func (t *topSet) keepBest(k int) float32 {
+	t.selectBest(k)
+	t.h = t.h[:k]
+	cut := t.h[0].score
+	for _, e := range t.h[1:] {
+		cut = min(cut, e.score)
 	}
+	return cut
 }
 
-// down restores the heap order after h[j] was replaced.
-func (t *topHeap) down(j int) {
+// selectBest reorders the buffer so that its first k entries are its k
+// best, in no order (Hoare's selection: expected time linear in its
+// length, with a median-of-three pivot against sorted runs).
+func (t *topSet) selectBest(k int) {
 	h := t.h
-	for {
-		l := 2*j + 1
-		if l >= len(h) {
+	lo, hi := 0, len(h)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if t.better(h[mid], h[lo]) {
+			h[mid], h[lo] = h[lo], h[mid]
+		}
+		if t.better(h[hi], h[lo]) {
+			h[hi], h[lo] = h[lo], h[hi]
+		}
+		if t.better(h[hi], h[mid]) {
+			h[hi], h[mid] = h[mid], h[hi]
+		}
+		p := h[mid] // the median of the three
+		i, j := lo, hi
+		for i <= j {
+			for t.better(h[i], p) {
+				i++
+			}
+			for t.better(p, h[j]) {
+				j--
+			}
+			if i <= j {
+				h[i], h[j] = h[j], h[i]
+				i++
+				j--
+			}
+		}
+		// h[lo..j] rank no worse than p, h[i..hi] no better, and what lies
+		// between equals p.
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
 			return
 		}
-		m := l
-		if r := l + 1; r < len(h) && t.worse(h[r], h[l]) {
-			m = r
-		}
-		if !t.worse(h[m], h[j]) {
-			return
-		}
-		h[j], h[m] = h[m], h[j]
-		j = m
 	}
 }
 
@@ -329,10 +368,21 @@ func Candidates(limit int) int { return limit * RescoreFactor }
 // from it, deleted meanwhile, is dropped) and returns the best limit of
 // them at least minScore, best first.
 func Rescore(q []float32, cands []Scored, exact map[string][]float32, limit int, minScore float64) []Scored {
+	vecs := make([][]float32, len(cands))
+	for i, c := range cands {
+		vecs[i] = exact[c.ID]
+	}
+	return RescoreAligned(q, cands, vecs, limit, minScore)
+}
+
+// RescoreAligned is Rescore with the candidates' vectors given in their
+// order (vecs[i] is cands[i]'s; nil for one deleted meanwhile), for a
+// store that reads them without building a map.
+func RescoreAligned(q []float32, cands []Scored, vecs [][]float32, limit int, minScore float64) []Scored {
 	out := make([]Scored, 0, len(cands))
-	for _, c := range cands {
-		v, ok := exact[c.ID]
-		if !ok || len(v) != len(q) {
+	for i, c := range cands {
+		v := vecs[i]
+		if len(v) != len(q) || v == nil {
 			continue
 		}
 		s := float64(Dot(q, v))

@@ -276,3 +276,24 @@ func TestTopEqualsSorting(t *testing.T) {
 		})
 	}
 }
+
+// FuzzTop checks Top against sorting every score, on scores of few
+// levels (ties broken by id), repeated ids, floors and any k.
+func FuzzTop(f *testing.F) {
+	f.Add([]byte{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5}, uint8(3), int8(-128))
+	f.Add([]byte{7, 7, 7, 7, 7, 7, 7, 7}, uint8(2), int8(0))
+	f.Add([]byte{0, 255, 128, 64, 32, 16, 8, 4, 2, 1}, uint8(0), int8(10))
+	f.Fuzz(func(t *testing.T, raw []byte, k uint8, floor int8) {
+		ids := make([]string, len(raw))
+		scores := make([]float32, len(raw))
+		for i, b := range raw {
+			scores[i] = float32(b%16) / 4
+			ids[i] = string(rune('a' + (i*7+int(b))%20))
+		}
+		fl := float64(floor) / 32
+		got, want := Top(ids, scores, int(k), fl), topSorted(ids, scores, int(k), fl)
+		if !slices.Equal(got, want) {
+			t.Fatalf("Top(k=%d, floor=%v) = %v, sorting gives %v", k, fl, got, want)
+		}
+	})
+}
