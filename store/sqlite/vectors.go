@@ -61,7 +61,7 @@ type vectorIndex struct {
 	// (bench/results/2026-11-29/memory-1m-rows.md). Changed under exactMu
 	// while mu is held (shared by searches, exclusively by load, put and
 	// remove, which empty it or drop the id).
-	exactMu    sync.Mutex
+	exactMu    sync.RWMutex
 	exact      map[string][]float32
 	exactBytes int
 	exactOff   bool // set by load when the vectors did not all fit the bound
@@ -107,23 +107,25 @@ func (v *vectorIndex) forgetExact(id string) {
 	}
 }
 
-// keptExact returns the kept float32 vectors of ids, if the index is still
-// at generation gen (the caller's snapshot).
-func (v *vectorIndex) keptExact(gen int64, ids []string) map[string][]float32 {
+// keptExact returns the kept float32 vectors of the candidates, in their
+// order (nil for one not kept), if the index is still at generation gen
+// (the caller's snapshot), and how many it found.
+func (v *vectorIndex) keptExact(gen int64, cands []scored) (vecs [][]float32, found int) {
+	vecs = make([][]float32, len(cands))
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make(map[string][]float32, len(ids))
 	if !v.loaded || v.gen != gen {
-		return out
+		return vecs, 0
 	}
-	v.exactMu.Lock()
-	defer v.exactMu.Unlock()
-	for _, id := range ids {
-		if vec, ok := v.exact[id]; ok {
-			out[id] = vec
+	v.exactMu.RLock()
+	defer v.exactMu.RUnlock()
+	for i, c := range cands {
+		if vec, ok := v.exact[c.ID]; ok {
+			vecs[i] = vec
+			found++
 		}
 	}
-	return out
+	return vecs, found
 }
 
 // keepExact keeps float32 vectors read in a snapshot at generation gen,
@@ -350,16 +352,12 @@ func (s *Store) rescore(ctx context.Context, tx *sql.Tx, gen int64, model string
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, len(cands))
-	for i, c := range cands {
-		ids[i] = c.ID
-	}
-	exact := s.vectors.keptExact(gen, ids)
-	if len(exact) < len(ids) {
-		missing := make([]string, 0, len(ids)-len(exact))
-		for _, id := range ids {
-			if _, ok := exact[id]; !ok {
-				missing = append(missing, id)
+	vecs, found := s.vectors.keptExact(gen, cands)
+	if found < len(cands) {
+		missing := make([]string, 0, len(cands)-found)
+		for i, c := range cands {
+			if vecs[i] == nil {
+				missing = append(missing, c.ID)
 			}
 		}
 		read, err := exactVectors(ctx, tx, model, missing)
@@ -367,11 +365,13 @@ func (s *Store) rescore(ctx context.Context, tx *sql.Tx, gen int64, model string
 			return nil, err
 		}
 		s.vectors.keepExact(gen, read)
-		for id, vec := range read {
-			exact[id] = vec
+		for i, c := range cands {
+			if vecs[i] == nil {
+				vecs[i] = read[c.ID]
+			}
 		}
 	}
-	return vecindex.Rescore(q, cands, exact, limit, minScore), nil
+	return vecindex.RescoreAligned(q, cands, vecs, limit, minScore), nil
 }
 
 // ensureLoaded (re)loads the vectors of model into memory unless they
