@@ -125,22 +125,22 @@ type claim struct {
 func (s *Server) identity(c *echo.Context, field string, raw json.RawMessage) (h4r.Specialist, error) {
 	p := principal(c)
 	if p == nil {
-		return specialist(field, raw)
+		return specialist(&s.bodies, field, raw)
 	}
-	return narrow(p.Specialist, field, raw)
+	return narrow(&s.bodies, p.Specialist, field, raw)
 }
 
 // narrow applies a claimed specialist (raw, at field) to an authenticated
 // principal: the result is the principal with the claim's lower level or
 // fewer groups, or permission_denied naming what the claim would raise.
-func narrow(principal h4r.Specialist, field string, raw json.RawMessage) (h4r.Specialist, error) {
+func narrow(d *jsonstrict.Decoder, principal h4r.Specialist, field string, raw json.RawMessage) (h4r.Specialist, error) {
 	spec := principal
 	spec.AuthorizedGroups = slices.Clone(spec.AuthorizedGroups)
 	if len(raw) == 0 || string(raw) == "null" {
 		return spec, nil
 	}
 	var cl claim
-	if err := jsonstrict.Decode(raw, &cl, field); err != nil {
+	if err := d.Decode(raw, &cl, field); err != nil {
 		return h4r.Specialist{}, err
 	}
 	denied := func(name, format string, args ...any) error {

@@ -48,7 +48,7 @@ func (s *Server) readBody(c *echo.Context) ([]byte, error) {
 func decodeBody[T any](s *Server, c *echo.Context) (T, error) {
 	return readDecoded(s, c, func(body []byte) (T, error) {
 		var v T
-		err := jsonstrict.Decode(body, &v, "")
+		err := s.bodies.Decode(body, &v, "")
 		return v, err
 	})
 }
@@ -86,12 +86,12 @@ func answerCall[In, Out any](s *Server, c *echo.Context, call func(context.Conte
 // specialist validates a claimed specialist (from a body or meta.from) and
 // fills defaults. Until authentication exists, the claim is the identity; a
 // request that names none is the anonymous public specialist.
-func specialist(field string, raw json.RawMessage) (h4r.Specialist, error) {
+func specialist(d *jsonstrict.Decoder, field string, raw json.RawMessage) (h4r.Specialist, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return h4r.Anonymous(), nil
 	}
 	var spec h4r.Specialist
-	if err := jsonstrict.Decode(raw, &spec, field); err != nil {
+	if err := d.Decode(raw, &spec, field); err != nil {
 		return spec, err
 	}
 	if strings.TrimSpace(spec.ID) == "" {
@@ -229,7 +229,7 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := jsonstrict.Decode(body, in, ""); err != nil {
+	if err := s.bodies.Decode(body, in, ""); err != nil {
 		// The strict walk refuses before filling anything; the error reply
 		// still names the request it answers when meta.id can be read.
 		_ = json.Unmarshal(body, in)
@@ -263,7 +263,7 @@ func (s *Server) a2aPack(c *echo.Context, in *envelopeIn) (*h4r.Pack, error) {
 		return nil, h4r.Errorf(h4r.EINVALID, "payload.specialist", "in an envelope the specialist is meta.from")
 	}
 	var req h4r.ContextRequest
-	if err := jsonstrict.Decode(in.Payload, &req, "payload"); err != nil {
+	if err := s.bodies.Decode(in.Payload, &req, "payload"); err != nil {
 		return nil, err
 	}
 	if req.Specialist != nil {

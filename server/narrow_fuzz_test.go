@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/jsonstrict"
 )
 
 // FuzzNarrow throws arbitrary claims (a context-pack body's specialist, an
@@ -47,7 +48,7 @@ func FuzzNarrow(f *testing.F) {
 			}
 		}
 		before := slices.Clone(principal.AuthorizedGroups)
-		got, err := narrow(principal, "meta.from", json.RawMessage(raw))
+		got, err := narrow(new(jsonstrict.Decoder), principal, "meta.from", json.RawMessage(raw))
 		if !slices.Equal(principal.AuthorizedGroups, before) {
 			t.Fatalf("narrow changed the principal's groups: %v → %v", before, principal.AuthorizedGroups)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/auth"
 	"github.com/h4r/h4r/bridge"
+	"github.com/h4r/h4r/internal/jsonstrict"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/rag"
 )
@@ -67,11 +68,12 @@ type Server struct {
 	openAPIDoc     []byte                 // the merged description (openapi.go)
 	traces         TraceService           // nil: the trace routes answer unavailable (traces.go)
 	traceOpts      TraceOptions
-	storeCheck     string          // the store's name in /health/ready
-	decisions      DecisionService // nil: decision routes answer unavailable (decisions.go)
-	linkLocks      keyedLocks      // link edits of one item, one at a time (links.go)
-	ambient        AmbientHub      // nil: no GET /v1/subscribe (subscribe.go)
-	pingEvery      time.Duration   // WebSocket keepalive (subscribe.go)
+	storeCheck     string             // the store's name in /health/ready
+	decisions      DecisionService    // nil: decision routes answer unavailable (decisions.go)
+	linkLocks      keyedLocks         // link edits of one item, one at a time (links.go)
+	bodies         jsonstrict.Decoder // request bodies and claims, each type's members worked out once
+	ambient        AmbientHub         // nil: no GET /v1/subscribe (subscribe.go)
+	pingEvery      time.Duration      // WebSocket keepalive (subscribe.go)
 	wsGaugeOnce    sync.Once
 	wsGauge        prometheus.Gauge
 	memory         MemoryTools    // nil: no memory routes (memory.go)

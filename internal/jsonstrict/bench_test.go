@@ -37,8 +37,9 @@ func benchBatch(b *testing.B, n int) []byte {
 	return data
 }
 
-// BenchmarkDecode compares Decode with the decode it replaces on the
-// success path: encoding/json with DisallowUnknownFields.
+// BenchmarkDecode compares Decode, and a Decoder that keeps the members of
+// the types it met, with the decode they replace on the success path:
+// encoding/json with DisallowUnknownFields.
 func BenchmarkDecode(b *testing.B) {
 	data := benchBatch(b, 200)
 	b.Run("encoding-json", func(b *testing.B) {
@@ -48,6 +49,16 @@ func BenchmarkDecode(b *testing.B) {
 			dec := json.NewDecoder(bytes.NewReader(data))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("jsonstrict-decoder", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		d := new(Decoder)
+		for b.Loop() {
+			var v batch
+			if err := d.Decode(data, &v, ""); err != nil {
 				b.Fatal(err)
 			}
 		}

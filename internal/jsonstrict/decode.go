@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -40,12 +41,36 @@ var (
 // input are *h4r.Error with code h4r.EINVALID; a v that is not a non-nil
 // pointer is a programming error, reported as h4r.EINTERNAL.
 func Decode(data []byte, v any, field string) error {
+	return new(Decoder).Decode(data, v, field)
+}
+
+// A Decoder decodes as Decode does and keeps what it learned of each Go
+// struct type's JSON members, for a caller that decodes many documents of
+// the same types (a server's request bodies): working them out by
+// reflection again for every document cost as much as the walk itself. It
+// is safe for concurrent use; its zero value is ready.
+type Decoder struct {
+	structs sync.Map // reflect.Type → *structInfo, never changed once stored
+}
+
+// fields returns the JSON members of struct type t.
+func (d *Decoder) fields(t reflect.Type) *structInfo {
+	if info, ok := d.structs.Load(t); ok {
+		return info.(*structInfo)
+	}
+	info, _ := d.structs.LoadOrStore(t, structFields(t))
+	return info.(*structInfo)
+}
+
+// Decode is the package's Decode, with the members of the struct types it
+// meets kept for the next call.
+func (d *Decoder) Decode(data []byte, v any, field string) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return h4r.Errorf(h4r.EINTERNAL, field, "jsonstrict.Decode needs a non-nil pointer, got %T", v)
 	}
 	t := rv.Type().Elem()
-	if err := check(data, t, field, false); err != nil {
+	if err := d.check(data, t, field, false); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -53,7 +78,7 @@ func Decode(data []byte, v any, field string) error {
 	if err := dec.Decode(v); err != nil {
 		// After the walk, only a type's own UnmarshalJSON or UnmarshalText
 		// can refuse; walk again calling them, to name the value.
-		if err := check(data, t, field, true); err != nil {
+		if err := d.check(data, t, field, true); err != nil {
 			return err
 		}
 		// A gap in the walk (FuzzDecode looks for them): still an input
@@ -71,8 +96,8 @@ func Decode(data []byte, v any, field string) error {
 // refusal, or nil if encoding/json may decode it. Types' own UnmarshalJSON
 // and UnmarshalText run only when own is set: encoding/json runs them
 // anyway, and h4r.Metadata's is the slowest part of decoding an item.
-func check(data []byte, t reflect.Type, field string, own bool) error {
-	w := &walker{data: data, dec: json.NewDecoder(bytes.NewReader(data)), field: field, own: own, structs: map[reflect.Type]*structInfo{}}
+func (d *Decoder) check(data []byte, t reflect.Type, field string, own bool) error {
+	w := &walker{data: data, dec: json.NewDecoder(bytes.NewReader(data)), field: field, own: own, structs: d}
 	w.dec.UseNumber()
 	tok, start, err := w.next()
 	if errors.Is(err, io.EOF) {
@@ -100,7 +125,7 @@ type walker struct {
 	field   string
 	own     bool                         // run types' own decoders
 	stack   []segment                    // where the walk is, below field
-	structs map[reflect.Type]*structInfo // per call: no package-level state
+	structs *Decoder // the members of struct types, as its caller keeps them
 }
 
 // segment is one step of the path: an object member or a list element. The
@@ -334,11 +359,7 @@ func (w *walker) object(t reflect.Type, depth int) error {
 	if err := w.deeper(depth); err != nil {
 		return err
 	}
-	info := w.structs[t]
-	if info == nil {
-		info = structFields(t)
-		w.structs[t] = info
-	}
+	info := w.structs.fields(t)
 	var seen map[string]bool
 	for {
 		key, ok, err := w.key(&seen)

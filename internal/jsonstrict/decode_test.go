@@ -3,6 +3,7 @@ package jsonstrict
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -157,6 +158,9 @@ func TestDecodeRefusesWithThePath(t *testing.T) {
 		{"only white space", newItems, "", " \n\t", "", "empty input: want a list"},
 	}
 	seen := map[string]bool{}
+	// shared decodes every case after the one before, with the members of
+	// the types met so far kept: it must refuse as a fresh decode does.
+	shared := new(Decoder)
 	for _, tt := range tests {
 		if seen[tt.name] {
 			t.Fatalf("two cases named %q", tt.name)
@@ -164,6 +168,9 @@ func TestDecodeRefusesWithThePath(t *testing.T) {
 		seen[tt.name] = true
 		t.Run(tt.name, func(t *testing.T) {
 			err := Decode([]byte(tt.input), tt.into(), tt.prefix)
+			if again := shared.Decode([]byte(tt.input), tt.into(), tt.prefix); fmt.Sprint(again) != fmt.Sprint(err) {
+				t.Errorf("a Decoder that decoded the cases before refuses with %v, a fresh decode with %v", again, err)
+			}
 			var herr *h4r.Error
 			if !errors.As(err, &herr) {
 				t.Fatalf("error = %v (%T), want an *h4r.Error", err, err)
@@ -202,11 +209,16 @@ func TestDecodeAcceptsWhatEncodingJSONDecodes(t *testing.T) {
 		{"an empty object", newDoc, `{}`},
 		{"null for a list at the top", newItems, `null`},
 	}
+	shared := new(Decoder) // decodes every case after the one before
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.into()
 			if err := Decode([]byte(tt.input), got, "x"); err != nil {
 				t.Fatalf("refused: %v", err)
+			}
+			again := tt.into()
+			if err := shared.Decode([]byte(tt.input), again, "x"); err != nil || !reflect.DeepEqual(again, got) {
+				t.Errorf("a Decoder that decoded the cases before gives %+v (error %v), a fresh decode %+v", again, err, got)
 			}
 			want := tt.into()
 			if err := json.Unmarshal([]byte(tt.input), want); err != nil {
@@ -261,3 +273,33 @@ func newBatch() any      { return &batch{} }
 func newRequest() any    { return &h4r.ContextRequest{} }
 func newEmbedded() any   { return &withEmbedded{} }
 func newSpecialist() any { return &h4r.Specialist{} }
+
+// TestDecoderConcurrent: one Decoder serves many goroutines at once (a
+// server's requests), each decoding what a fresh decode would; -race
+// checks the kept members are shared safely.
+func TestDecoderConcurrent(t *testing.T) {
+	input := []byte(`{"query": {"type": "keyword", "text": "a"}, "limit": 5, "extra": "e", "budget": {"maxItems": 1}}`)
+	want := newEmbedded()
+	if err := Decode(input, want, ""); err != nil {
+		t.Fatal(err)
+	}
+	d := new(Decoder)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for range 50 {
+				got := newEmbedded()
+				if err := d.Decode(input, got, ""); err != nil || !reflect.DeepEqual(got, want) {
+					errs <- fmt.Errorf("decoded %+v (error %v), want %+v", got, err, want)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func FuzzDecode(f *testing.F) {
 				if rest, ok := strings.CutPrefix(herr.Field, "p"); !ok || !validSegments(rest) {
 					t.Fatalf("%T: field %q is not the prefix followed by a JSON path", got, herr.Field)
 				}
-				if check(data, reflect.TypeOf(got).Elem(), "p", true) == nil {
+				if new(Decoder).check(data, reflect.TypeOf(got).Elem(), "p", true) == nil {
 					t.Fatalf("%T: the walk accepted what encoding/json refused: %v", got, err)
 				}
 				continue
@@ -67,7 +67,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			// The fast path (types' own decoders left to encoding/json)
 			// accepts only what the full walk accepts.
-			if err := check(data, reflect.TypeOf(got).Elem(), "p", true); err != nil {
+			if err := new(Decoder).check(data, reflect.TypeOf(got).Elem(), "p", true); err != nil {
 				t.Fatalf("%T: accepted what the full walk refuses: %v", got, err)
 			}
 			if !reflect.DeepEqual(got, want) {
