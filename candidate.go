@@ -89,13 +89,29 @@ func (c *Candidate) Find(generator string) (Evidence, bool) {
 // keeping the first-seen order. hits maps a generator name to its hits in
 // rank order.
 func Merge(order []string, hits map[string][]Hit) []*Candidate {
-	byID := map[string]*Candidate{}
-	var out []*Candidate
+	n := 0
+	for _, gen := range order {
+		n += len(hits[gen])
+	}
+	if n == 0 {
+		return nil
+	}
+	// Sized for every hit at once: a pack merges a few hundred, and
+	// growing the map, the list and each candidate's evidence hit by hit
+	// was most of the merge's cost. Each candidate's evidence has room for
+	// one entry per generator, in a region of its own.
+	byID := make(map[string]*Candidate, n)
+	out := make([]*Candidate, 0, n)
+	slab := make([]Candidate, 0, n)
+	per := len(order)
+	evidence := make([]Evidence, n*per)
 	for _, gen := range order {
 		for i, h := range hits[gen] {
 			c, ok := byID[h.Item.ID]
 			if !ok {
-				c = &Candidate{Item: h.Item}
+				k := len(slab)
+				slab = append(slab, Candidate{Item: h.Item, Evidence: evidence[k*per : k*per : (k+1)*per]})
+				c = &slab[k]
 				byID[h.Item.ID] = c
 				out = append(out, c)
 			}

@@ -3,7 +3,10 @@ package h4r_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/h4r/h4r"
@@ -48,4 +51,79 @@ func TestHitLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mergeByDefinition is Merge grown hit by hit, as its doc defines it.
+func mergeByDefinition(order []string, hits map[string][]h4r.Hit) []*h4r.Candidate {
+	byID := map[string]*h4r.Candidate{}
+	var out []*h4r.Candidate
+	for _, gen := range order {
+		for i, h := range hits[gen] {
+			c, ok := byID[h.Item.ID]
+			if !ok {
+				c = &h4r.Candidate{Item: h.Item}
+				byID[h.Item.ID] = c
+				out = append(out, c)
+			}
+			c.Evidence = append(c.Evidence, h4r.Evidence{Generator: gen, Score: h.Score, Rank: i + 1, Distance: h.Distance})
+		}
+	}
+	return out
+}
+
+// Merge keeps the first-seen order and every generator's evidence, also
+// when a generator lists an id twice (more evidence than generators), and
+// a candidate's evidence grows without touching another's.
+func TestMergeEqualsDefinition(t *testing.T) {
+	hit := func(id string, score float64) h4r.Hit {
+		return h4r.Hit{Item: &h4r.Item{ID: id}, Score: score, Distance: len(id)}
+	}
+	tests := []struct {
+		name  string
+		order []string
+		hits  map[string][]h4r.Hit
+	}{
+		{"no hits", []string{"fulltext", "vector"}, map[string][]h4r.Hit{}},
+		{"one generator", []string{"fulltext"}, map[string][]h4r.Hit{"fulltext": {hit("a", 3), hit("b", 2)}}},
+		{"overlapping generators", []string{"fulltext", "vector", "graph"}, map[string][]h4r.Hit{
+			"fulltext": {hit("a", 3), hit("b", 2), hit("c", 1)},
+			"vector":   {hit("c", 0.9), hit("d", 0.8), hit("a", 0.7)},
+			"graph":    {hit("d", 1), hit("e", 1)},
+		}},
+		{"an id listed twice by one generator", []string{"fulltext", "vector"}, map[string][]h4r.Hit{
+			"fulltext": {hit("a", 3), hit("a", 2), hit("a", 1)},
+			"vector":   {hit("a", 0.5), hit("b", 0.4)},
+		}},
+		{"a generator out of the order is left out", []string{"vector"}, map[string][]h4r.Hit{
+			"fulltext": {hit("a", 3)},
+			"vector":   {hit("b", 0.4)},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, want := h4r.Merge(tt.order, tt.hits), mergeByDefinition(tt.order, tt.hits)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Merge = %s, by definition %s", describeCandidates(got), describeCandidates(want))
+			}
+			// Growing one candidate's evidence leaves the others' alone.
+			before := describeCandidates(got)
+			for _, c := range got {
+				c.Evidence = append(c.Evidence, h4r.Evidence{Generator: "later"})
+			}
+			for i, c := range got {
+				n := len(c.Evidence)
+				if n != len(want[i].Evidence)+1 || c.Evidence[n-1].Generator != "later" || !reflect.DeepEqual(c.Evidence[:n-1], want[i].Evidence) {
+					t.Fatalf("after adding evidence to every candidate, %s holds %v (before: %s)", c.Item.ID, c.Evidence, before)
+				}
+			}
+		})
+	}
+}
+
+func describeCandidates(cs []*h4r.Candidate) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%s%v ", c.Item.ID, c.Evidence)
+	}
+	return b.String()
 }
