@@ -506,8 +506,8 @@ func (e *Engine) rank(cands []*h4r.Candidate, weights h4r.Weights, plan *h4r.Pla
 func (e *Engine) slice(ctx context.Context, spec h4r.Specialist, req *h4r.ContextRequest, ranked []rank.Ranked, limits scs.Limits, stats *Stats) ([]pack.Entry, []string) {
 	t0 := time.Now()
 	entries := make([]pack.Entry, len(ranked))
-	var toSlice []*h4r.Item
-	var sliceIdx []int
+	toSlice := make([]*h4r.Item, 0, len(ranked))
+	sliceIdx := make([]int, 0, len(ranked))
 	for i, r := range ranked {
 		entries[i].Ranked = r
 		if r.Score < req.MinScore {
