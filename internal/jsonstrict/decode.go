@@ -123,9 +123,9 @@ type walker struct {
 	data    []byte
 	dec     *json.Decoder
 	field   string
-	own     bool                         // run types' own decoders
-	stack   []segment                    // where the walk is, below field
-	structs *Decoder // the members of struct types, as its caller keeps them
+	own     bool      // run types' own decoders
+	stack   []segment // where the walk is, below field
+	structs *Decoder  // the members of struct types, as its caller keeps them
 }
 
 // segment is one step of the path: an object member or a list element. The
