@@ -184,8 +184,20 @@ func DotCodes(q []float32, c []int8) float32 {
 }
 
 // Dot is the dot product of two float32 vectors of one length; for unit
-// vectors it is the cosine.
+// vectors it is the cosine. With the vector unit, the first multiple of 16
+// components are summed in eight lanes (dotFloatsWide) and the rest by the
+// plain loop: the last bits of a float32 depend on that order, so a
+// machine without AVX2 may differ from one with it there.
 func Dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	if wide := len(a) &^ 15; hasVectorUnit && wide > 0 {
+		return dotFloatsWide(a, b, wide) + dotPlain(a[wide:], b[wide:])
+	}
+	return dotPlain(a, b)
+}
+
+// dotPlain is Dot in four running sums, without the vector unit.
+func dotPlain(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0

@@ -12,3 +12,9 @@ var hasVectorUnit = cpu.X86.HasAVX2
 //
 //go:noescape
 func dotIntsWide(sums []int32, q []int16, codes []int8, wide int)
+
+// dotFloatsWide returns the dot product of a[:wide] and b[:wide]; wide is
+// a positive multiple of 16. In kernel_amd64.s.
+//
+//go:noescape
+func dotFloatsWide(a, b []float32, wide int) float32

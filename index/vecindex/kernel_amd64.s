@@ -60,3 +60,40 @@ sum:
 done:
 	VZEROUPPER
 	RET
+
+// func dotFloatsWide(a, b []float32, wide int) float32
+//
+// The dot product of a[:wide] and b[:wide], wide a positive multiple of
+// 16: two eight-lane accumulators of products (VMULPS, VADDPS, no fused
+// multiply-add), added together and then across their lanes. The sum is in
+// another order than the plain loop's, so it may differ from it in the
+// last bits of a float32.
+TEXT ·dotFloatsWide(SB), NOSPLIT, $0-60
+	MOVQ a_base+0(FP), SI
+	MOVQ b_base+24(FP), DI
+	MOVQ wide+48(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   AX, AX
+
+block:
+	CMPQ    AX, CX
+	JGE     across
+	VMOVUPS (SI)(AX*4), Y2
+	VMULPS  (DI)(AX*4), Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS 32(SI)(AX*4), Y3
+	VMULPS  32(DI)(AX*4), Y3, Y3
+	VADDPS  Y3, Y1, Y1
+	ADDQ    $16, AX
+	JMP     block
+
+across:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+56(FP)
+	RET

@@ -9,3 +9,7 @@ const hasVectorUnit = false
 func dotIntsWide(sums []int32, q []int16, codes []int8, wide int) {
 	panic("vecindex: no vector unit on this architecture")
 }
+
+func dotFloatsWide(a, b []float32, wide int) float32 {
+	panic("vecindex: no vector unit on this architecture")
+}

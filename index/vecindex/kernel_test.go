@@ -297,3 +297,61 @@ func FuzzTop(f *testing.F) {
 		}
 	})
 }
+
+// dotReference is the dot product summed in float64, and the sum of the
+// products' magnitudes that bounds a float32 sum's rounding.
+func dotReference(a, b []float32) (dot, magnitude float64) {
+	for i := range a {
+		p := float64(a[i]) * float64(b[i])
+		dot += p
+		magnitude += math.Abs(p)
+	}
+	return dot, magnitude
+}
+
+// checkDot compares Dot with the float64 sum: a float32 sum of n products
+// in any order is within about n·2⁻²⁴ of their magnitude; without the
+// vector unit it is exactly the plain loop's.
+func checkDot(t *testing.T, a, b []float32) {
+	t.Helper()
+	got := Dot(a, b)
+	want, magnitude := dotReference(a, b)
+	if tol := float64(len(a)+2) * 0x1p-23 * magnitude; math.Abs(float64(got)-want) > tol {
+		t.Fatalf("Dot of %d components = %v, the float64 sum is %v (tolerance %v)", len(a), got, want, tol)
+	}
+	if !hasVectorUnit && got != dotPlain(a, b) {
+		t.Fatalf("without the vector unit Dot = %v, the plain loop %v", got, dotPlain(a, b))
+	}
+}
+
+// Dot agrees with the float64 sum at every length around the vector
+// unit's blocks of 16 and at embedding sizes, on slices that start off
+// any alignment.
+func TestDotEqualsFloat64Sum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]float32, 2*(385+3))
+	for i := range buf {
+		buf[i] = float32(rng.NormFloat64())
+	}
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 47, 64, 100, 128, 384, 385} {
+		for _, off := range []int{0, 1, 3} {
+			t.Run(fmt.Sprintf("n%d_off%d", n, off), func(t *testing.T) {
+				checkDot(t, buf[off:off+n], buf[len(buf)/2+off:len(buf)/2+off+n])
+			})
+		}
+	}
+}
+
+// FuzzDot: any finite components, any length.
+func FuzzDot(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34}, int16(3))
+	f.Fuzz(func(t *testing.T, raw []byte, scale int16) {
+		n := len(raw) / 2
+		a, b := make([]float32, n), make([]float32, n)
+		for i := range n {
+			a[i] = float32(int8(raw[i])) * float32(scale) / 64
+			b[i] = float32(int8(raw[n+i])) / 16
+		}
+		checkDot(t, a, b)
+	})
+}
