@@ -19,4 +19,10 @@
 // returns names the offending part relative to that value ("trust", "" for
 // the value itself, "[2]" for an element), and Decode prefixes it with the
 // value's path.
+//
+// Decode works out the JSON members of each struct type it meets by
+// reflection, and forgets them when it returns. A Decoder keeps them for
+// the next document: the server decodes its request bodies with one, since
+// for a small body that work is more than half of a fresh Decode
+// (BenchmarkDecodeSmall).
 package jsonstrict
