@@ -184,31 +184,77 @@ func DotCodes(q []float32, c []int8) float32 {
 }
 
 // Dot is the dot product of two float32 vectors of one length; for unit
-// vectors it is the cosine. With the vector unit, the first multiple of 16
-// components are summed in eight lanes (dotFloatsWide) and the rest by the
-// plain loop: the last bits of a float32 depend on that order, so a
-// machine without AVX2 may differ from one with it there.
+// vectors it is the cosine. Its sum has one order on every machine, so that
+// a score does not depend on where it was computed: the first multiple of
+// 16 components in sixteen lanes (component i in lane i mod 16), the lanes
+// added in a fixed tree (dotLanes), then the rest in four (dotPlain); each
+// product is rounded to float32 before it is added, never fused. The
+// vector unit computes the lanes eight at a time (dotFloatsWide), the
+// plain loop one at a time, to the same bits.
 func Dot(a, b []float32) float32 {
 	b = b[:len(a)]
-	if wide := len(a) &^ 15; hasVectorUnit && wide > 0 {
-		return dotFloatsWide(a, b, wide) + dotPlain(a[wide:], b[wide:])
+	wide := len(a) &^ 15
+	if wide == 0 {
+		return dotPlain(a, b)
 	}
-	return dotPlain(a, b)
+	var s float32
+	if hasVectorUnit {
+		s = dotFloatsWide(a, b, wide)
+	} else {
+		s = dotLanes(a[:wide], b[:wide])
+	}
+	return s + dotPlain(a[wide:], b[wide:])
 }
 
-// dotPlain is Dot in four running sums, without the vector unit.
+// dotLanes is the vector unit's sum of a and b (a length that is a
+// multiple of 16) by plain arithmetic: sixteen running sums, then lane k
+// and lane k+8 added, then k and k+4 of those, then the pairs, as
+// dotFloatsWide adds its two eight-lane registers, their halves and then
+// across (VHADDPS twice).
+func dotLanes(a, b []float32) float32 {
+	b = b[:len(a)]
+	// Sixteen named sums rather than an array, which the compiler would
+	// keep in memory.
+	var s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15 float32
+	for i := 0; i+16 <= len(a); i += 16 {
+		x, y := a[i:i+16:i+16], b[i:i+16:i+16]
+		s0 += float32(x[0] * y[0])
+		s1 += float32(x[1] * y[1])
+		s2 += float32(x[2] * y[2])
+		s3 += float32(x[3] * y[3])
+		s4 += float32(x[4] * y[4])
+		s5 += float32(x[5] * y[5])
+		s6 += float32(x[6] * y[6])
+		s7 += float32(x[7] * y[7])
+		s8 += float32(x[8] * y[8])
+		s9 += float32(x[9] * y[9])
+		s10 += float32(x[10] * y[10])
+		s11 += float32(x[11] * y[11])
+		s12 += float32(x[12] * y[12])
+		s13 += float32(x[13] * y[13])
+		s14 += float32(x[14] * y[14])
+		s15 += float32(x[15] * y[15])
+	}
+	u0, u1, u2, u3 := s0+s8, s1+s9, s2+s10, s3+s11
+	u4, u5, u6, u7 := s4+s12, s5+s13, s6+s14, s7+s15
+	t0, t1, t2, t3 := u0+u4, u1+u5, u2+u6, u3+u7
+	return (t0 + t1) + (t2 + t3)
+}
+
+// dotPlain is the dot product in four running sums (component i in sum
+// i mod 4, the tail in the first), added in order.
 func dotPlain(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+		s0 += float32(a[i] * b[i])
+		s1 += float32(a[i+1] * b[i+1])
+		s2 += float32(a[i+2] * b[i+2])
+		s3 += float32(a[i+3] * b[i+3])
 	}
 	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+		s0 += float32(a[i] * b[i])
 	}
 	return s0 + s1 + s2 + s3
 }

@@ -65,9 +65,8 @@ done:
 //
 // The dot product of a[:wide] and b[:wide], wide a positive multiple of
 // 16: two eight-lane accumulators of products (VMULPS, VADDPS, no fused
-// multiply-add), added together and then across their lanes. The sum is in
-// another order than the plain loop's, so it may differ from it in the
-// last bits of a float32.
+// multiply-add), added together, then their halves, then across. dotLanes
+// (index.go) is the same sum in Go, to the same bits.
 TEXT ·dotFloatsWide(SB), NOSPLIT, $0-60
 	MOVQ a_base+0(FP), SI
 	MOVQ b_base+24(FP), DI
