@@ -109,6 +109,8 @@ type Engine struct {
 	loading func() []string
 
 	expansion expansion // pseudo-relevance feedback (expand.go)
+
+	workers *workers // run the build and the generators (workers.go)
 }
 
 // Option configures an Engine.
@@ -165,7 +167,7 @@ func WithLoading(loading func() []string) Option { return func(e *Engine) { e.lo
 
 // New returns an Engine. It needs at least one text generator and a slicer.
 func New(opts ...Option) (*Engine, error) {
-	e := &Engine{now: time.Now, log: slog.Default(), slots: make(chan struct{}, DefaultInFlightPerCPU*runtime.GOMAXPROCS(0))}
+	e := &Engine{now: time.Now, log: slog.Default(), slots: make(chan struct{}, DefaultInFlightPerCPU*runtime.GOMAXPROCS(0)), workers: newWorkers()}
 	for _, o := range opts {
 		o(e)
 	}
@@ -265,7 +267,7 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 		err     error
 	}
 	done := make(chan built, 1)
-	go func() {
+	e.workers.Go(func() {
 		defer release()
 		var b built
 		// A panic here is out of the reach of the server's recovery, which
@@ -277,7 +279,7 @@ func (e *Engine) Run(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan) (
 			done <- b
 		}()
 		b.p, b.entries = e.build(ctx, spec, plan, weights, start)
-	}()
+	})
 	deliver := func(b built) (*h4r.Pack, error) {
 		if b.err != nil {
 			return nil, b.err
@@ -849,7 +851,7 @@ func (e *Engine) runAll(ctx context.Context, gens []h4r.Generator, q h4r.Candida
 	results := make(chan result, len(gens))
 	t0 := time.Now()
 	for i, g := range gens {
-		go func() {
+		e.workers.Go(func() {
 			hits, err := e.generate(gctx, g, q)
 			run := generatorRun{name: g.Name(), hits: hits, took: time.Since(t0), err: err}
 			var fallback *h4r.FallbackError
@@ -862,7 +864,7 @@ func (e *Engine) runAll(ctx context.Context, gens []h4r.Generator, q h4r.Candida
 				}
 			}
 			results <- result{i, run}
-		}()
+		})
 	}
 	runs := make([]generatorRun, len(gens))
 	returned := make([]bool, len(gens))
