@@ -16,7 +16,7 @@ const workerLinger = 5 * time.Second
 // waited for, and end after workerLinger idle, so there is no bound or
 // queue here: the engine's slots bound the packs in flight.
 type workers struct {
-	idle    chan func() // unbuffered: a send succeeds only when a worker waits
+	idle    chan func()  // unbuffered: a send succeeds only when a worker waits
 	started atomic.Int64 // workers started so far
 }
 
