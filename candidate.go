@@ -96,10 +96,11 @@ func Merge(order []string, hits map[string][]Hit) []*Candidate {
 	if n == 0 {
 		return nil
 	}
-	// Sized for every hit at once: a pack merges a few hundred, and
-	// growing the map, the list and each candidate's evidence hit by hit
-	// was most of the merge's cost. Each candidate's evidence has room for
-	// one entry per generator, in a region of its own.
+	// Sized for every hit at once (a pack merges a few hundred), rather
+	// than growing the map, the list and each candidate's evidence hit by
+	// hit. Each candidate's evidence has room for one entry per generator,
+	// in a region of its own, so that appending to it never reaches
+	// another's.
 	byID := make(map[string]*Candidate, n)
 	out := make([]*Candidate, 0, n)
 	slab := make([]Candidate, 0, n)

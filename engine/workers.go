@@ -10,9 +10,10 @@ const workerLinger = 5 * time.Second
 
 // workers runs a pack's concurrent stages (the build, each generator) on
 // goroutines that outlive them for a while. A new goroutine starts with a
-// small stack, and the generators' SQLite and index code grew it by copying
-// on every pack, a few per cent of a pack's CPU under load; a worker keeps
-// the stack an earlier pack grew. Workers are made as needed, never
+// small stack, which the generators' SQLite and index code grow by
+// copying, a few per cent of a pack's CPU under load
+// (bench/results/2026-11-30/pack-cpu-5.md); a worker keeps the stack an
+// earlier pack grew. Workers are made as needed, never
 // waited for, and end after workerLinger idle, so there is no bound or
 // queue here: the engine's slots bound the packs in flight.
 type workers struct {
