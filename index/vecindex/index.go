@@ -278,8 +278,9 @@ func Worse(a, b Scored) bool {
 // first, at least floor. It collects passing scores into a buffer of 2k;
 // when the buffer fills, a selection keeps its k best and their worst
 // score becomes the cut, so that nearly every score of a long scan is
-// dropped with one comparison, and the work per kept score is linear
-// rather than a heap's logarithm. Entries hold a score and a position (8
+// dropped with one comparison, and a selection of O(k) follows at least k
+// admitted scores: constant work per admitted score on average, where a
+// heap took a logarithm. Entries hold a score and a position (8
 // bytes) rather than a hit, and an id is read only to break a tie.
 func Top(ids []string, scores []float32, k int, floor float64) []Scored {
 	if k <= 0 {
@@ -440,7 +441,7 @@ func RescoreAligned(q []float32, cands []Scored, vecs [][]float32, limit int, mi
 	out := make([]Scored, 0, len(cands))
 	for i, c := range cands {
 		v := vecs[i]
-		if len(v) != len(q) || v == nil {
+		if v == nil || len(v) != len(q) {
 			continue
 		}
 		s := float64(Dot(q, v))
