@@ -25,6 +25,13 @@ import (
 
 var testCounter = sync.OnceValues(func() (*tokens.Counter, error) { return tokens.New(tokens.CL100K) })
 
+// testWriteTimeout is the write deadline of a test store unless the test
+// sets its own: tests that compare what writes leave must not race the
+// default deadline (5 s), which a write of a few hundred linked items under
+// -race on a loaded two-core machine can pass (3.7 s when idle); tests of
+// the deadline set theirs with WithWriteTimeout, which comes after it.
+const testWriteTimeout = 2 * time.Minute
+
 // newTestStore opens a store in a temporary directory and closes it when t
 // ends.
 func newTestStore(t *testing.T, opts ...Option) (*Store, string) {
@@ -34,7 +41,7 @@ func newTestStore(t *testing.T, opts ...Option) (*Store, string) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "h4r.db")
-	s, err := Open(t.Context(), path, append([]Option{WithTokenCounter(counter), WithLogger(discardLogger())}, opts...)...)
+	s, err := Open(t.Context(), path, append([]Option{WithTokenCounter(counter), WithLogger(discardLogger()), WithWriteTimeout(testWriteTimeout)}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -100,11 +100,8 @@ func dumpTables(t *testing.T, s *Store) string {
 // vectors of ids that are not items.
 func TestWriteItemsEqualsOneByOne(t *testing.T) {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	// The test compares what two write paths leave, not how fast they
-	// are: under -race on a loaded two-core machine, writing 300 linked
-	// items one by one took longer than the default write deadline (5 s).
-	fast, _ := newTestStore(t, WithClock(func() time.Time { return now }), WithWriteTimeout(2*time.Minute))
-	slow, _ := newTestStore(t, WithClock(func() time.Time { return now }), WithWriteTimeout(2*time.Minute))
+	fast, _ := newTestStore(t, WithClock(func() time.Time { return now }))
+	slow, _ := newTestStore(t, WithClock(func() time.Time { return now }))
 	item := func(id, text string, tags []string, links ...string) h4r.Item {
 		it := h4r.Item{ID: id, Kind: "note", Text: text, Metadata: h4r.Metadata{Tags: tags}}
 		for i, target := range links {
