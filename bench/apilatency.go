@@ -322,6 +322,12 @@ func postPack(ctx context.Context, client *http.Client, url string, body []byte)
 	if err := json.NewDecoder(cr).Decode(&pk); err != nil {
 		return nil, 0, fmt.Errorf("api latency: decoding a pack: %w", err)
 	}
+	// Read to the end (the encoder's closing newline), as a client that
+	// keeps its connections does: net/http reuses a connection only when
+	// its body was read to EOF before Close, and otherwise closes it.
+	if _, err := io.Copy(io.Discard, cr); err != nil {
+		return nil, 0, fmt.Errorf("api latency: reading the end of a pack: %w", err)
+	}
 	return &pk, cr.n, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,8 +59,8 @@ func TestBuildCorpusReusesItsFolder(t *testing.T) {
 // benchmark's specialist and a three-word hybrid query; packs whose status
 // is not ok count as degraded, and an error status fails the run.
 func TestAPILatencyDecodesEveryPack(t *testing.T) {
-	var calls atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var calls, conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Query      h4r.Query      `json:"query"`
 			Specialist h4r.Specialist `json:"specialist"`
@@ -73,8 +74,22 @@ func TestAPILatencyDecodesEveryPack(t *testing.T) {
 		if calls.Add(1)%4 == 0 {
 			status = h4r.StatusDegraded
 		}
-		_ = json.NewEncoder(w).Encode(h4r.Pack{Status: status, Results: []h4r.Result{{ID: "a"}}})
+		// As h4r serve answers: the pack, then a newline, in chunks that
+		// may reach the client apart. A client that closes the body once
+		// the pack is decoded leaves the end unread, and net/http then
+		// closes the connection instead of keeping it.
+		b, _ := json.Marshal(h4r.Pack{Status: status, Results: []h4r.Result{{ID: "a"}}})
+		w.Write(b)
+		w.(http.Flusher).Flush()
+		time.Sleep(time.Millisecond)
+		w.Write([]byte("\n"))
 	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
 	defer srv.Close()
 	out := t.TempDir()
 	rep, err := APILatency(context.Background(), config.Default(), APILatencyOptions{
@@ -85,6 +100,12 @@ func TestAPILatencyDecodesEveryPack(t *testing.T) {
 	}
 	if len(rep.Runs) != 2 || calls.Load() != 20+80 { // 20 untimed first
 		t.Fatalf("%d runs, %d calls; want 2 runs, 100 calls", len(rep.Runs), calls.Load())
+	}
+	// A client that dials for each pack measures the server's accepting
+	// connections as much as its packs: the client keeps them, so that
+	// at most about one per request in flight is opened.
+	if n := conns.Load(); n > 2*4 {
+		t.Errorf("the client opened %d connections for 100 packs, at most 4 in flight", n)
 	}
 	degraded := rep.Runs[0].Degraded + rep.Runs[1].Degraded
 	if degraded != 20 || rep.Runs[1].Concurrency != 4 || rep.Runs[0].Latency.P95 <= 0 || rep.Runs[0].MeanBytes <= 0 {

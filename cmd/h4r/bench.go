@@ -552,6 +552,14 @@ func cmdBenchLatency(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	command := "h4r bench " + strings.Join(append([]string{"latency"}, args...), " ")
 	if *api || *apiURL != "" {
+		// The profiles are of this process; through the API the packs are
+		// made in the server's, and a profile of the client alone would
+		// pass for one of the server.
+		for _, p := range []struct{ flag, path string }{{"--cpuprofile", *cpuProfile}, {"--memprofile", *memProfile}, {"--mutexprofile", *mutexProfile}, {"--blockprofile", *blockProfile}} {
+			if p.path != "" {
+				return usageError{p.flag + " profiles packs made in process and cannot be used with --api or --url: the server is another process (profile it with perf, or use the in-process run without --api)"}
+			}
+		}
 		return benchLatencyAPI(ctx, cfg, o, *apiURL, *dataDir, *out, command, stdout)
 	}
 	cleanup, err := freshStore(&cfg, "latency")

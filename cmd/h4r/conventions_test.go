@@ -69,6 +69,23 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestBenchLatencyAPIRefusesProfiles: a profile flag of the in-process run
+// is refused with --api or --url rather than ignored.
+func TestBenchLatencyAPIRefusesProfiles(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "latency", "--api", "--cpuprofile", "cpu.prof"},
+		{"bench", "latency", "--url", "http://127.0.0.1:1", "--memprofile", "mem.prof"},
+		{"bench", "latency", "--api", "--blockprofile", "block.prof"},
+	} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), args, strings.NewReader(""), &bytes.Buffer{}, &stderr, env(nil))
+		var u usageError
+		if !errors.As(err, &u) || !strings.Contains(err.Error(), args[len(args)-2]) {
+			t.Errorf("%q: %v, want a usage error naming %s", args, err, args[len(args)-2])
+		}
+	}
+}
+
 // TestUsageErrorsEndTheirLine: a usage mistake's message ends with a
 // newline before the pointer to the help, never running into it.
 func TestUsageErrorsEndTheirLine(t *testing.T) {
