@@ -51,7 +51,8 @@ var ErrNotLearned = errors.New("the learned embedder has no model yet (too few i
 // analysis) and the term's idf. Terms that occur in the same documents, or
 // in documents that share other terms, get close vectors, so that a query
 // and a text that use different words for one topic can meet. It is
-// immutable once built.
+// immutable once built, but for its memory of stems, which changes no
+// vector.
 type LearnedModel struct {
 	name  string
 	dim   int
@@ -59,7 +60,13 @@ type LearnedModel struct {
 	terms map[string]int32
 	idf   []float32
 	vecs  []float32 // len(terms) × dim, row-major
+	// stems remembers the stems of the words it embedded: a pack embeds
+	// its query and its feedback texts, whose words recur pack after pack.
+	stems *bm25.Stems
 }
+
+// learnedStems bounds the stems a model remembers: about 2.5 MB at most.
+const learnedStems = 1 << 15
 
 // Name is the model's name: its dimension and a digest of its content, so
 // that vectors of two learnings never mix.
@@ -207,7 +214,7 @@ func Learn(ctx context.Context, corpus Corpus, total int, opts ...LearnOption) (
 	// A corpus of fewer terms or texts than dimensions has fewer latent
 	// dimensions: the rest stay zero, so that the dimension is the one
 	// configured (a vector index may be sized by it before learning).
-	m := &LearnedModel{dim: c.dim, docs: n, terms: terms, idf: idf, vecs: make([]float32, len(vocab)*c.dim)}
+	m := &LearnedModel{dim: c.dim, docs: n, terms: terms, idf: idf, vecs: make([]float32, len(vocab)*c.dim), stems: bm25.NewStems(learnedStems)}
 	for t := range vocab {
 		for j := range k {
 			m.vecs[t*c.dim+j] = float32(u[t*k+j])
@@ -238,7 +245,7 @@ func stopTerms() map[string]bool {
 // embed returns the unit vector of text: the idf-weighted sum of its known
 // terms' vectors, or a zero vector when it has none.
 func (m *LearnedModel) embed(text string, buf []string) ([]float32, []string) {
-	buf = bm25.Analyze(buf[:0], text)
+	buf = m.stems.Analyze(buf[:0], text)
 	tf := make(map[int32]int, len(buf))
 	for _, t := range buf {
 		if i, ok := m.terms[t]; ok {
@@ -323,7 +330,7 @@ func Decode(data []byte) (*LearnedModel, error) {
 	if int64(r.Len()) < int64(n)*int64(5+4*dim) {
 		return nil, fmt.Errorf("decoding the learned model: %d bytes cannot hold %d terms of dimension %d", r.Len(), n, dim)
 	}
-	m := &LearnedModel{dim: dim, docs: docs, terms: make(map[string]int32, n), idf: make([]float32, n), vecs: make([]float32, n*dim)}
+	m := &LearnedModel{dim: dim, docs: docs, terms: make(map[string]int32, n), idf: make([]float32, n), vecs: make([]float32, n*dim), stems: bm25.NewStems(learnedStems)}
 	var num [4]byte
 	for i := range n {
 		l, err := binary.ReadUvarint(r)

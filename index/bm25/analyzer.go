@@ -2,6 +2,7 @@ package bm25
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -54,6 +55,12 @@ func Term(word string) string { return normalize(word, nil) }
 // eachTerm calls fn with each term of text, in order, stemming through
 // cache (which may be nil).
 func eachTerm(text string, cache stemCache, fn func(string)) {
+	eachWord(text, func(w string) { fn(cache.stem(w)) })
+}
+
+// eachWord calls fn with each word of text, in order, lower-cased and
+// folded (fold) but not stemmed; a word folded to nothing is skipped.
+func eachWord(text string, fn func(string)) {
 	start := -1
 	for i, r := range text {
 		if isTermRune(r) {
@@ -63,15 +70,15 @@ func eachTerm(text string, cache stemCache, fn func(string)) {
 			continue
 		}
 		if start >= 0 {
-			if t := normalize(text[start:i], cache); t != "" {
-				fn(t)
+			if w := fold(text[start:i]); w != "" {
+				fn(w)
 			}
 			start = -1
 		}
 	}
 	if start >= 0 {
-		if t := normalize(text[start:], cache); t != "" {
-			fn(t)
+		if w := fold(text[start:]); w != "" {
+			fn(w)
 		}
 	}
 }
@@ -91,22 +98,21 @@ func isTermRune(r rune) bool {
 
 // normalize turns one word into its term, or "" when nothing is left.
 func normalize(word string, cache stemCache) string {
-	ascii := true
-	for i := 0; i < len(word); i++ {
-		if word[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		word = strings.ToLower(word)
-	} else {
-		word = foldDiacritics(strings.ToLower(word))
-		if word == "" {
-			return ""
-		}
+	if word = fold(word); word == "" {
+		return ""
 	}
 	return cache.stem(word)
+}
+
+// fold lower-cases one word and removes its diacritics (foldDiacritics),
+// or returns "" when nothing is left.
+func fold(word string) string {
+	for i := 0; i < len(word); i++ {
+		if word[i] >= utf8.RuneSelf {
+			return foldDiacritics(strings.ToLower(word))
+		}
+	}
+	return strings.ToLower(word)
 }
 
 // stem returns the Snowball English stem of a lower-cased word, or the
@@ -144,6 +150,71 @@ func (c stemCache) stem(word string) string {
 		c[strings.Clone(word)] = t
 	}
 	return t
+}
+
+// Stems remembers the stems of up to a fixed number of words for Analyze
+// calls on many goroutines: the learned embedder analyses the query and
+// the feedback texts of every pack, and the stemmer was most of that. A
+// word's stem never changes, so a remembered one is always right; past
+// the bound, new words are stemmed and not remembered, and the words met
+// first (in a Zipf-distributed vocabulary, the frequent ones) stay. A nil
+// *Stems remembers nothing. It is safe for concurrent use.
+type Stems struct {
+	mu    sync.RWMutex
+	stems map[string]string // folded word → stem
+	limit int
+}
+
+// NewStems returns a memory of up to limit stems.
+func NewStems(limit int) *Stems {
+	return &Stems{stems: map[string]string{}, limit: max(limit, 0)}
+}
+
+// Analyze is Analyze, with the stems of the words of text looked up in s
+// under one read lock, and those it lacked stemmed and added under one
+// write lock.
+func (s *Stems) Analyze(dst []string, text string) []string {
+	if s == nil {
+		return Analyze(dst, text)
+	}
+	var missed []int // where in dst a folded word waits for its stem
+	s.mu.RLock()
+	eachWord(text, func(w string) {
+		if t, ok := s.stems[w]; ok {
+			dst = append(dst, t)
+			return
+		}
+		missed = append(missed, len(dst))
+		dst = append(dst, w)
+	})
+	s.mu.RUnlock()
+	if len(missed) == 0 {
+		return dst
+	}
+	words := make([]string, len(missed))
+	for i, at := range missed {
+		words[i] = dst[at]
+		dst[at] = stem(dst[at])
+	}
+	s.mu.Lock()
+	for i, at := range missed {
+		if len(s.stems) >= s.limit {
+			break
+		}
+		if _, ok := s.stems[words[i]]; !ok {
+			// Clones, so that the memory keeps no text alive.
+			s.stems[strings.Clone(words[i])] = strings.Clone(dst[at])
+		}
+	}
+	s.mu.Unlock()
+	return dst
+}
+
+// Len is how many stems s remembers.
+func (s *Stems) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.stems)
 }
 
 // foldDiacritics decomposes s, drops the general-purpose combining

@@ -3,6 +3,7 @@ package bm25_test
 import (
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -11,6 +12,10 @@ import (
 )
 
 func TestAnalyze(t *testing.T) {
+	// Each case is analysed again through memories of stems shared by all
+	// the cases (one that keeps every stem, one that keeps a single one),
+	// twice, so that the second pass reads what the first remembered.
+	shared, small := bm25.NewStems(1<<10), bm25.NewStems(1)
 	for _, tc := range []struct {
 		name, text string
 		want       []string
@@ -38,7 +43,45 @@ func TestAnalyze(t *testing.T) {
 			if got := bm25.Analyze(nil, tc.text); !slices.Equal(got, tc.want) {
 				t.Errorf("Analyze(%q) = %q, want %q", tc.text, got, tc.want)
 			}
+			for pass := range 2 {
+				for _, st := range []*bm25.Stems{shared, small, nil} {
+					if got := st.Analyze([]string{"kept"}, tc.text); !slices.Equal(got[1:], tc.want) || got[0] != "kept" {
+						t.Errorf("pass %d: Stems.Analyze(%q) = %q, want \"kept\" then %q", pass, tc.text, got, tc.want)
+					}
+				}
+			}
 		})
+	}
+	if small.Len() != 1 {
+		t.Errorf("a memory of 1 stem holds %d", small.Len())
+	}
+}
+
+// TestStemsConcurrent shares one memory of stems among goroutines (run
+// with -race) that analyse overlapping texts, and checks every answer.
+func TestStemsConcurrent(t *testing.T) {
+	texts := []string{"Running tests failed", "the runner runs", "Café cafe\u0301 failures", "connected connections", "failed tests again"}
+	want := make([][]string, len(texts))
+	for i, text := range texts {
+		want[i] = bm25.Analyze(nil, text)
+	}
+	st := bm25.NewStems(6)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			var buf []string
+			for i := range 200 {
+				j := (g + i) % len(texts)
+				if buf = st.Analyze(buf[:0], texts[j]); !slices.Equal(buf, want[j]) {
+					t.Errorf("Stems.Analyze(%q) = %q, want %q", texts[j], buf, want[j])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := st.Len(); n != 6 {
+		t.Errorf("the memory holds %d stems, want its bound 6", n)
 	}
 }
 
@@ -79,8 +122,14 @@ func FuzzAnalyze(f *testing.F) {
 	for _, s := range []string{"", "Running tests failed", "Café cafe\u0301", "\xff\xfe", "İ\u0307", "日本語", "a\u0301\u0301\u0301", "ﬁ ß ǅ", "yyyy ies sses"} {
 		f.Add(s)
 	}
+	shared := bm25.NewStems(1 << 10)
 	f.Fuzz(func(t *testing.T, text string) {
 		terms := bm25.Analyze(nil, text)
+		for range 2 {
+			if got := shared.Analyze(nil, text); !slices.Equal(got, terms) {
+				t.Fatalf("Stems.Analyze(%q) = %q, Analyze gave %q", text, got, terms)
+			}
+		}
 		for _, term := range terms {
 			if term == "" || !utf8.ValidString(term) {
 				t.Fatalf("Analyze(%q) gave term %q", text, term)
