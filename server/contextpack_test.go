@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -431,5 +432,42 @@ func TestContextPackDeadline(t *testing.T) {
 		if bytes.Contains(r.body, []byte(s)) {
 			t.Errorf("the response holds %q", s)
 		}
+	}
+}
+
+// TestJSONAnswersCarryTheirLength: a JSON answer is written whole, with
+// its Content-Length, even a pack larger than net/http's buffer (which it
+// would otherwise send in chunks); the body is the encoder's, closing
+// newline included.
+func TestJSONAnswersCarryTheirLength(t *testing.T) {
+	base := newStack(t).serve(t)
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		atLeast                  int // bytes: the case is only worth having when the body is this large
+	}{
+		{"a pack", http.MethodPost, "/v1/context-pack", `{"specialist": ` + healer + `, "query": {"type": "hybrid", "text": "login test failures with selector issues"}, "limit": 10, "explain": "all"}`, http.StatusOK, 4 << 10},
+		{"an error", http.MethodPost, "/v1/context-pack", `{"specialist": ` + healer + `}`, http.StatusBadRequest, 0},
+		{"a health check", http.MethodGet, "/health/live", "", http.StatusOK, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body []byte
+			if tc.body != "" {
+				body = []byte(tc.body)
+			}
+			r := do(t, tc.method, base+tc.path, body)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			if len(r.body) < tc.atLeast {
+				t.Fatalf("a body of %d bytes, want at least %d for this case to test chunking", len(r.body), tc.atLeast)
+			}
+			if got, want := r.header.Get("Content-Length"), strconv.Itoa(len(r.body)); got != want {
+				t.Errorf("Content-Length %q, want %q (the body's length)", got, want)
+			}
+			if !bytes.HasSuffix(r.body, []byte("}\n")) || !json.Valid(r.body) {
+				t.Errorf("the body is not one JSON value and a newline: %.80q…", r.body)
+			}
+		})
 	}
 }

@@ -184,6 +184,7 @@ func New(engine ContextPacker, store ItemStore, opts ...Option) *Server {
 	e := echo.New()
 	e.Logger = s.log
 	e.HTTPErrorHandler = s.handleError
+	e.JSONSerializer = &wholeJSON{}
 	// Order: the id first so every later log has it; the access log
 	// around the recovery so that a panic is logged with its 500; the
 	// browser guard before the authentication, both inside, after

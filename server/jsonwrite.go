@@ -1,0 +1,50 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"sync"
+
+	"github.com/labstack/echo/v5"
+)
+
+// maxPooledAnswer caps the buffers wholeJSON keeps: a rare large answer
+// (an export, a long list) does not pin its buffer.
+const maxPooledAnswer = 256 << 10
+
+// wholeJSON is the server's JSON serializer: it encodes an answer into a
+// pooled buffer and writes it with its Content-Length. Echo's default
+// writes the same bytes without a length, so that net/http sends an answer
+// larger than its buffer (a pack of 18 KB) in chunked encoding, with a
+// write to the socket for the closing chunk; with the length, a client
+// knows the size up front and a pack takes one write fewer. An answer
+// that fails to encode writes nothing, so that the error handler can still
+// send its error. Requests are decoded as echo's default does.
+type wholeJSON struct {
+	echo.DefaultJSONSerializer
+	buffers sync.Pool
+}
+
+func (w *wholeJSON) Serialize(c *echo.Context, target any, indent string) error {
+	buf, _ := w.buffers.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer func() {
+		if buf.Cap() <= maxPooledAnswer {
+			buf.Reset()
+			w.buffers.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(target); err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(buf.Len()))
+	_, err := c.Response().Write(buf.Bytes())
+	return err
+}
