@@ -157,13 +157,18 @@ func (c stemCache) stem(word string) string {
 // the feedback texts of every pack, and the stemmer was most of that. A
 // word's stem never changes, so a remembered one is always right; past
 // the bound, new words are stemmed and not remembered, and the words met
-// first (in a Zipf-distributed vocabulary, the frequent ones) stay. A nil
-// *Stems remembers nothing. It is safe for concurrent use.
+// first (in a Zipf-distributed vocabulary, the frequent ones) stay. Words
+// longer than maxRememberedWord bytes (identifiers, hex) are never
+// remembered, so that the memory is bounded in bytes too. A nil *Stems
+// remembers nothing. It is safe for concurrent use.
 type Stems struct {
 	mu    sync.RWMutex
 	stems map[string]string // folded word → stem
 	limit int
 }
+
+// maxRememberedWord is the longest word, in bytes, a Stems remembers.
+const maxRememberedWord = 64
 
 // NewStems returns a memory of up to limit stems.
 func NewStems(limit int) *Stems {
@@ -187,6 +192,7 @@ func (s *Stems) Analyze(dst []string, text string) []string {
 		missed = append(missed, len(dst))
 		dst = append(dst, w)
 	})
+	full := len(s.stems) >= s.limit
 	s.mu.RUnlock()
 	if len(missed) == 0 {
 		return dst
@@ -196,14 +202,22 @@ func (s *Stems) Analyze(dst []string, text string) []string {
 		words[i] = dst[at]
 		dst[at] = stem(dst[at])
 	}
+	if full {
+		return dst // nothing more is remembered: no write lock to queue on
+	}
 	s.mu.Lock()
 	for i, at := range missed {
 		if len(s.stems) >= s.limit {
 			break
 		}
-		if _, ok := s.stems[words[i]]; !ok {
+		if _, ok := s.stems[words[i]]; !ok && len(words[i]) <= maxRememberedWord {
 			// Clones, so that the memory keeps no text alive.
-			s.stems[strings.Clone(words[i])] = strings.Clone(dst[at])
+			w := strings.Clone(words[i])
+			t := w
+			if dst[at] != words[i] {
+				t = strings.Clone(dst[at])
+			}
+			s.stems[w] = t
 		}
 	}
 	s.mu.Unlock()
@@ -212,6 +226,9 @@ func (s *Stems) Analyze(dst []string, text string) []string {
 
 // Len is how many stems s remembers.
 func (s *Stems) Len() int {
+	if s == nil {
+		return 0
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.stems)

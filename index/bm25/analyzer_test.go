@@ -3,6 +3,7 @@ package bm25_test
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
@@ -38,6 +39,7 @@ func TestAnalyze(t *testing.T) {
 		{"Greek is lower-cased", "ΣΟΦΙΑ", []string{"σοφια"}},
 		{"invalid UTF-8 splits words", "ab\xffcd", []string{"ab", "cd"}},
 		{"repeats are kept in order", "cache miss cache", []string{"cach", "miss", "cach"}},
+		{"a long word is one term", strings.Repeat("ab12", 40) + " tests", []string{strings.Repeat("ab12", 40), "test"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := bm25.Analyze(nil, tc.text); !slices.Equal(got, tc.want) {
@@ -54,6 +56,24 @@ func TestAnalyze(t *testing.T) {
 	}
 	if small.Len() != 1 {
 		t.Errorf("a memory of 1 stem holds %d", small.Len())
+	}
+	var none *bm25.Stems
+	if none.Len() != 0 {
+		t.Error("a nil memory holds stems")
+	}
+}
+
+// TestStemsSkipLongWords: a word over 64 bytes is stemmed but not
+// remembered; one of 64 is.
+func TestStemsSkipLongWords(t *testing.T) {
+	st := bm25.NewStems(10)
+	st.Analyze(nil, strings.Repeat("x", 65))
+	if st.Len() != 0 {
+		t.Errorf("a word of 65 bytes was remembered")
+	}
+	st.Analyze(nil, strings.Repeat("x", 64))
+	if st.Len() != 1 {
+		t.Errorf("a word of 64 bytes was not remembered (%d stems)", st.Len())
 	}
 }
 
