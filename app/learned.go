@@ -199,7 +199,7 @@ func (l *learner) relearn(ctx context.Context, progress func(done int)) (int, er
 		return 0, err
 	}
 	l.log.InfoContext(ctx, "learned the embedder from the corpus", "model", m.Name(), "items", total,
-		"documents_read", m.Docs(), "vocabulary", m.Vocabulary(), "took", time.Since(start).Round(time.Millisecond))
+		"vocabulary", m.Vocabulary(), "took", time.Since(start).Round(time.Millisecond))
 	if l.vs == nil {
 		return 0, nil
 	}

@@ -56,16 +56,20 @@ var ErrNotLearned = errors.New("the learned embedder has no model yet (too few i
 type LearnedModel struct {
 	name  string
 	dim   int
-	docs  int // documents it was learned from
+	docs  int // texts of the corpus it was learned over (Docs)
 	terms map[string]int32
 	idf   []float32
 	vecs  []float32 // len(terms) × dim, row-major
-	// stems remembers the stems of the words it embedded: a pack embeds
-	// its query and its feedback texts, whose words recur pack after pack.
+	// stems remembers the stems of the first words it embeds: those of
+	// the corpus when it is embedded again with a new model, then of the
+	// texts it embeds after. A pack embeds its query and feedback texts,
+	// whose words are mostly the corpus's frequent ones.
 	stems *bm25.Stems
 }
 
-// learnedStems bounds the stems a model remembers: about 2.5 MB at most.
+// learnedStems bounds the stems a model remembers: about 2.5 MB for
+// ordinary words, at most about 6 MB (bm25.Stems keeps no word over 64
+// bytes).
 const learnedStems = 1 << 15
 
 // Name is the model's name: its dimension and a digest of its content, so
@@ -75,7 +79,9 @@ func (m *LearnedModel) Name() string { return m.name }
 // Dim is the dimension of its vectors.
 func (m *LearnedModel) Dim() int { return m.dim }
 
-// Docs is the number of documents it was learned from.
+// Docs is the number of texts of the corpus it was learned over, all of
+// them, though above the training cap only every n-th was read: how large
+// the corpus was, which the drift check compares the corpus with.
 func (m *LearnedModel) Docs() int { return m.docs }
 
 // Vocabulary is the number of terms it knows.
@@ -122,9 +128,11 @@ func Learn(ctx context.Context, corpus Corpus, total int, opts ...LearnOption) (
 		stride = (total + c.maxDocs - 1) / c.maxDocs
 	}
 	stop := stopTerms()
+	corpusTexts := 0 // every text the corpus yields, read or not
 	sampled := func(fn func(terms map[string]int) error) error {
 		i := 0
 		var buf []string
+		defer func() { corpusTexts = i }()
 		return corpus(ctx, func(text string) error {
 			i++
 			if (i-1)%stride != 0 {
@@ -214,7 +222,7 @@ func Learn(ctx context.Context, corpus Corpus, total int, opts ...LearnOption) (
 	// A corpus of fewer terms or texts than dimensions has fewer latent
 	// dimensions: the rest stay zero, so that the dimension is the one
 	// configured (a vector index may be sized by it before learning).
-	m := &LearnedModel{dim: c.dim, docs: n, terms: terms, idf: idf, vecs: make([]float32, len(vocab)*c.dim), stems: bm25.NewStems(learnedStems)}
+	m := &LearnedModel{dim: c.dim, docs: corpusTexts, terms: terms, idf: idf, vecs: make([]float32, len(vocab)*c.dim), stems: bm25.NewStems(learnedStems)}
 	for t := range vocab {
 		for j := range k {
 			m.vecs[t*c.dim+j] = float32(u[t*k+j])

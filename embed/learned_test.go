@@ -172,3 +172,37 @@ func BenchmarkEmbedQuery(b *testing.B) {
 		})
 	}
 }
+
+// TestLearnedDocsCountsTheWholeCorpus: above the training cap only every
+// n-th text is read, but Docs is the size of the whole corpus, and stays
+// so through Encode and Decode: the drift check compares the corpus with
+// it, and a sample's size would make a model loaded over a large corpus
+// look outgrown at every start, and be learned again.
+func TestLearnedDocsCountsTheWholeCorpus(t *testing.T) {
+	texts := topicCorpus()
+	for _, tc := range []struct {
+		name string
+		cap  int
+	}{
+		{"under the cap", 1000},
+		{"every third text read", 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Learn(context.Background(), sliceCorpus(texts), len(texts), WithLearnedDim(3), func(c *learnConfig) { c.maxDocs = tc.cap })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := m.Encode(&buf); err != nil {
+				t.Fatal(err)
+			}
+			back, err := Decode(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Docs() != len(texts) || back.Docs() != len(texts) {
+				t.Errorf("Docs = %d, decoded %d; want the corpus's %d texts", m.Docs(), back.Docs(), len(texts))
+			}
+		})
+	}
+}
