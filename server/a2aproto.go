@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -336,9 +337,16 @@ func (a *a2aService) reply(w http.ResponseWriter, id json.RawMessage, result any
 	if len(bytes.TrimSpace(id)) == 0 {
 		id = json.RawMessage("null")
 	}
+	b, err := json.Marshal(rpcResponse{JSONRPC: "2.0", ID: id, Result: result, Error: rerr})
+	if err != nil {
+		return fmt.Errorf("encoding the A2A response: %w", err)
+	}
+	// Whole, with its length, as the server's other JSON answers (wholeJSON).
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
-	if err := json.NewEncoder(w).Encode(rpcResponse{JSONRPC: "2.0", ID: id, Result: result, Error: rerr}); err != nil {
+	if _, err := w.Write(b); err != nil {
 		return fmt.Errorf("writing the A2A response: %w", err)
 	}
 	return nil

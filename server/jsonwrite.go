@@ -20,7 +20,10 @@ const maxPooledAnswer = 256 << 10
 // write to the socket for the closing chunk; with the length, a client
 // knows the size up front and a pack takes one write fewer. An answer
 // that fails to encode writes nothing, so that the error handler can still
-// send its error. Requests are decoded as echo's default does.
+// send its error. The encoder builds the whole answer before it is copied
+// into the buffer, so an answer is briefly held twice; answers are bounded
+// by the request's budgets and list limits. Requests are decoded as echo's
+// default does.
 type wholeJSON struct {
 	echo.DefaultJSONSerializer
 	buffers sync.Pool

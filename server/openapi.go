@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/labstack/echo/v5"
 )
@@ -94,5 +95,6 @@ func mergeSection(base, part map[string]any, file, section string) error {
 }
 
 func (s *Server) openAPI(c *echo.Context) error {
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(s.openAPIDoc)))
 	return c.Blob(http.StatusOK, "application/json", s.openAPIDoc)
 }
