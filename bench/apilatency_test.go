@@ -74,10 +74,11 @@ func TestAPILatencyDecodesEveryPack(t *testing.T) {
 		if calls.Add(1)%4 == 0 {
 			status = h4r.StatusDegraded
 		}
-		// As h4r serve answers: the pack, then a newline, in chunks that
-		// may reach the client apart. A client that closes the body once
-		// the pack is decoded leaves the end unread, and net/http then
-		// closes the connection instead of keeping it.
+		// A server that streams its answer (chunked, as a server behind
+		// --url may): the pack, then a newline, in chunks that may reach
+		// the client apart. A client that closes the body once the pack
+		// is decoded leaves the end unread, and net/http then closes the
+		// connection instead of keeping it.
 		b, _ := json.Marshal(h4r.Pack{Status: status, Results: []h4r.Result{{ID: "a"}}})
 		w.Write(b)
 		w.(http.Flusher).Flush()
