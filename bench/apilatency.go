@@ -22,6 +22,7 @@ import (
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/internal/cputime"
 	"github.com/h4r/h4r/internal/procmem"
 )
@@ -403,6 +404,19 @@ func BuildCorpus(ctx context.Context, cfg config.Config, dir string, size int, s
 		}
 	}
 	p.finish()
+	// Learn the embedder over the whole corpus and embed every item with
+	// it, as h4r reindex does after a bulk load: the drift check learns
+	// again in the background while items are written, and a build that
+	// ends meanwhile leaves items without a vector of the current model,
+	// which a server started on the folder would learn and embed anew
+	// while it is measured.
+	if progress != nil {
+		fmt.Fprintf(progress, "learning the embedder over %d items and embedding them (minutes at a million)\n", size)
+	}
+	if _, err := a.LearnEmbedder(ctx); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+		a.Close()
+		return false, fmt.Errorf("api latency: learning the embedder over %s: %w", dir, err)
+	}
 	if err := a.Close(); err != nil {
 		return false, fmt.Errorf("api latency: closing the store in %s: %w", dir, err)
 	}

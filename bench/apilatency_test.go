@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +17,11 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/app"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/internal/cputime"
+	"github.com/h4r/h4r/store/sqlite"
 )
 
 // A store folder is built once and reused: a second build of the same
@@ -52,6 +56,30 @@ func TestBuildCorpusReusesItsFolder(t *testing.T) {
 	var m corpusMark
 	if err := json.Unmarshal(b, &m); err != nil || m.Items != 500 {
 		t.Fatalf("mark %s (%v), want 500 items", b, err)
+	}
+	// The folder is at rest: the build saved a model learned over all its
+	// items, and every item has a vector of it, so a server started on it
+	// learns nothing and embeds nothing.
+	cfg.DataDir = dir
+	st, err := sqlite.Open(ctx, cfg.SQLitePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, data, err := st.EmbedderModel(ctx, "learned")
+	st.Close()
+	if err != nil || data == nil {
+		t.Fatalf("the build saved no learned model (%v)", err)
+	}
+	if m, err := embed.Decode(data); err != nil || m.Docs() != 500 {
+		t.Fatalf("the saved model was learned over %d items (%v), want all 500", m.Docs(), err)
+	}
+	a, err := app.Open(ctx, cfg, app.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if n, err := a.VectorCount(ctx); err != nil || n != 500 {
+		t.Errorf("vectors of the current model: %d (%v), want 500", n, err)
 	}
 }
 
