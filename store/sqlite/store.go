@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -69,6 +70,12 @@ type Store struct {
 	// filtered full-text search checks before it reads the passing rows
 	// (fulltext.go); tests set 0 to take that path at once.
 	textFilterRounds int
+	// swept is what the last complete search for items without a vector
+	// saw when it began (EmbedMissingVectors); sweeps counts the searches
+	// made, for tests.
+	sweptMu sync.Mutex
+	swept   sweepMark
+	sweeps  atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error

@@ -590,16 +590,60 @@ func (s *Store) ReindexVectors(ctx context.Context, progress func(done int)) (in
 // replaced before the write committed, or while embedding failed; its
 // vector, stored under the model that computed it, is never compared with
 // the current model's. An embedder that is not ready embeds nothing.
+//
+// The search reads every item (at a million, about two seconds of CPU),
+// and a server runs it every minute; it is skipped when nothing that
+// could leave an item without a vector happened since the last complete
+// one began: no item written, deleted or given another text (the text
+// generation), no vector written or deleted (the vector generation, which
+// the search's own writes raise, so that one more search confirms them),
+// and the same model. Access counts and metadata do not count.
 func (s *Store) EmbedMissingVectors(ctx context.Context) (int, error) {
 	e := s.vectors.getEmbedder()
 	if e == nil {
 		return 0, errors.New("embedding missing vectors: the store has no embedder (WithVectors)")
 	}
-	n, err := s.embedMissing(ctx, h4r.PinEmbedder(e))
+	pinned := h4r.PinEmbedder(e)
+	mark, err := s.sweepMark(ctx, pinned.Model())
+	if err != nil {
+		return 0, fmt.Errorf("embedding missing vectors: %w", err)
+	}
+	s.sweptMu.Lock()
+	done := s.swept == mark
+	s.sweptMu.Unlock()
+	if done {
+		return 0, nil
+	}
+	s.sweeps.Add(1)
+	n, err := s.embedMissing(ctx, pinned)
 	if err != nil {
 		return n, fmt.Errorf("embedding missing vectors: %w", err)
 	}
+	s.sweptMu.Lock()
+	s.swept = mark
+	s.sweptMu.Unlock()
 	return n, nil
+}
+
+// sweepMark is what a search for items without a vector of a model saw
+// when it began (EmbedMissingVectors).
+type sweepMark struct {
+	model         string
+	text, vectors int64 // the text and vector generations
+}
+
+// sweepMark reads the generations a search for items without a vector of
+// model begins at.
+func (s *Store) sweepMark(ctx context.Context, model string) (sweepMark, error) {
+	m := sweepMark{model: model}
+	err := s.readTx(ctx, func(tx *sql.Tx) (err error) {
+		if m.text, err = s.readCounter(ctx, tx, textCounter); err != nil {
+			return err
+		}
+		m.vectors, err = s.readCounter(ctx, tx, vectorCounter)
+		return err
+	})
+	return m, err
 }
 
 // embedMissing embeds, with e, the items without a vector of e's model, in
