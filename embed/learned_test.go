@@ -89,8 +89,9 @@ func TestLearnedSmallCorpusLearnsNothing(t *testing.T) {
 	}
 }
 
-func TestLearnedEncodeRoundTrip(t *testing.T) {
-	m := learnTiny(t)
+// roundTrip encodes m and decodes it again.
+func roundTrip(t *testing.T, m *LearnedModel) *LearnedModel {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := m.Encode(&buf); err != nil {
 		t.Fatal(err)
@@ -99,6 +100,12 @@ func TestLearnedEncodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return back
+}
+
+func TestLearnedEncodeRoundTrip(t *testing.T) {
+	m := learnTiny(t)
+	back := roundTrip(t, m)
 	if back.Name() != m.Name() || back.Dim() != m.Dim() || back.Vocabulary() != m.Vocabulary() || back.Docs() != m.Docs() {
 		t.Fatalf("decoded %s dim %d vocab %d docs %d, encoded %s dim %d vocab %d docs %d",
 			back.Name(), back.Dim(), back.Vocabulary(), back.Docs(), m.Name(), m.Dim(), m.Vocabulary(), m.Docs())
@@ -192,15 +199,7 @@ func TestLearnedDocsCountsTheWholeCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buf bytes.Buffer
-			if err := m.Encode(&buf); err != nil {
-				t.Fatal(err)
-			}
-			back, err := Decode(buf.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Docs() != len(texts) || back.Docs() != len(texts) {
+			if back := roundTrip(t, m); m.Docs() != len(texts) || back.Docs() != len(texts) {
 				t.Errorf("Docs = %d, decoded %d; want the corpus's %d texts", m.Docs(), back.Docs(), len(texts))
 			}
 		})
