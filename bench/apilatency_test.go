@@ -70,8 +70,12 @@ func TestBuildCorpusReusesItsFolder(t *testing.T) {
 	if err != nil || data == nil {
 		t.Fatalf("the build saved no learned model (%v)", err)
 	}
-	if m, err := embed.Decode(data); err != nil || m.Docs() != 500 {
-		t.Fatalf("the saved model was learned over %d items (%v), want all 500", m.Docs(), err)
+	model, err := embed.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if model.Docs() != 500 {
+		t.Fatalf("the saved model was learned over %d items, want all 500", model.Docs())
 	}
 	a, err := app.Open(ctx, cfg, app.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
