@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -341,12 +340,8 @@ func (a *a2aService) reply(w http.ResponseWriter, id json.RawMessage, result any
 	if err != nil {
 		return fmt.Errorf("encoding the A2A response: %w", err)
 	}
-	// Whole, with its length, as the server's other JSON answers (wholeJSON).
-	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(b); err != nil {
+	if err := writeWhole(w, append(b, '\n')); err != nil { // status 200
 		return fmt.Errorf("writing the A2A response: %w", err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -47,7 +48,15 @@ func (w *wholeJSON) Serialize(c *echo.Context, target any, indent string) error 
 	if err := enc.Encode(target); err != nil {
 		return err
 	}
-	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(buf.Len()))
-	_, err := c.Response().Write(buf.Bytes())
+	return writeWhole(c.Response(), buf.Bytes())
+}
+
+// writeWhole writes b as the whole answer, with its Content-Length, at the
+// status already set (200 if none): how the server sends its JSON answers
+// (wholeJSON, the A2A JSON-RPC replies, the OpenAPI document). It must
+// come before any WriteHeader, which would send the headers without it.
+func writeWhole(w http.ResponseWriter, b []byte) error {
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, err := w.Write(b)
 	return err
 }

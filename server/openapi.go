@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/labstack/echo/v5"
 )
@@ -95,6 +93,6 @@ func mergeSection(base, part map[string]any, file, section string) error {
 }
 
 func (s *Server) openAPI(c *echo.Context) error {
-	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(s.openAPIDoc)))
-	return c.Blob(http.StatusOK, "application/json", s.openAPIDoc)
+	c.Response().Header().Set(echo.HeaderContentType, "application/json")
+	return writeWhole(c.Response(), s.openAPIDoc)
 }
