@@ -21,21 +21,21 @@ func (x *Index) Check() error {
 			return fmt.Errorf("list %d: %d ids, %d scales", li, len(l.ids), len(l.scales))
 		}
 		for i, id := range l.ids {
-			if p, ok := x.pos[id]; !ok || p != (loc{int32(li), int32(i)}) {
+			if p, ok := x.where(id); !ok || p != (loc{int32(li), int32(i)}) {
 				return fmt.Errorf("id %q listed at %d/%d, recorded at %v (%v)", id, li, i, p, ok)
 			}
 			listed++
 		}
 	}
-	if listed != len(x.pos) || listed != x.n {
-		return fmt.Errorf("%d listed, %d recorded, count %d", listed, len(x.pos), x.n)
+	if listed != x.pos.Len() || listed != x.n {
+		return fmt.Errorf("%d listed, %d recorded, count %d", listed, x.pos.Len(), x.n)
 	}
 	return nil
 }
 
 // Codes returns id's stored codes and scale.
 func (x *Index) Codes(id string) ([]int8, float32, bool) {
-	p, ok := x.pos[id]
+	p, ok := x.where(id)
 	if !ok {
 		return nil, 0, false
 	}

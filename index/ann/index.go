@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/h4r/h4r/index/vecindex"
+	"github.com/h4r/h4r/internal/idtable"
 )
 
 // Defaults: see PERFORMANCE.md for the measurements behind them.
@@ -54,7 +55,8 @@ type Index struct {
 	n        int
 	shift    int // chunkShift (tests make chunks small)
 	lists    []list
-	pos      map[string]loc
+	pos      idtable.Table[uint64] // id → its loc (loc.ref), through the lists' ids
+	idOf     func(uint64) string   // the id at a ref, for pos (posKeys makes it once)
 	maxScale float32
 	changes  uint64 // counts writes, so a Ranker knows whether its ids are still the index's
 
@@ -122,6 +124,31 @@ func (x *Index) dropLastCode(l *list) {
 
 type loc struct{ list, i int32 }
 
+// ref packs l into the number pos keeps.
+func (l loc) ref() uint64 { return uint64(uint32(l.list))<<32 | uint64(uint32(l.i)) }
+
+// posKeys returns the id at a ref of pos, as it reads the lists now: pos
+// holds no strings of its own.
+func (x *Index) posKeys() func(uint64) string {
+	if x.idOf == nil {
+		x.idOf = func(r uint64) string { return x.lists[r>>32].ids[uint32(r)] }
+	}
+	return x.idOf
+}
+
+// where returns id's loc.
+func (x *Index) where(id string) (loc, bool) {
+	r, ok := x.pos.Get(id, x.posKeys())
+	return loc{int32(r >> 32), int32(uint32(r))}, ok
+}
+
+// restartPos empties pos, sized for n ids, for a caller that lists every
+// id again (merge, Recluster).
+func (x *Index) restartPos(n int) {
+	x.pos = idtable.Table[uint64]{}
+	x.pos.Grow(n, nil)
+}
+
 // Option configures an Index.
 type Option func(*Index)
 
@@ -152,7 +179,7 @@ func (x *Index) Reset() {
 	x.dim, x.n, x.maxScale = 0, 0, 0
 	x.changes++
 	x.lists = []list{{}}
-	x.pos = map[string]loc{}
+	x.pos = idtable.Table[uint64]{}
 	x.centroids, x.coarse, x.children, x.trainedAt = nil, nil, nil, 0
 }
 
@@ -212,9 +239,10 @@ func (x *Index) place(id string, codes []int8, scale float32) {
 		li = x.nearestList(codes, scale)
 	}
 	l := &x.lists[li]
-	x.pos[id] = loc{int32(li), int32(len(l.ids))}
+	at := loc{int32(li), int32(len(l.ids))}
 	x.pushCode(l, codes)
 	l.ids = append(l.ids, id)
+	x.pos.Add(id, at.ref(), x.posKeys()) // id is absent: PutCodes removed it
 	l.scales = append(l.scales, scale)
 	x.maxScale = max(x.maxScale, scale)
 	x.n++
@@ -231,7 +259,7 @@ func (x *Index) Remove(id string) {
 }
 
 func (x *Index) remove(id string) bool {
-	p, ok := x.pos[id]
+	p, ok := x.where(id)
 	if !ok {
 		return false
 	}
@@ -240,9 +268,12 @@ func (x *Index) remove(id string) bool {
 	if x.bg != nil {
 		x.bg.pending[id] = struct{}{}
 	}
+	// Off pos while l.ids[i] is still id: pos finds an entry by the id at
+	// its ref, and the move below puts another id there.
+	x.pos.Delete(id, x.posKeys())
 	if i != last {
+		x.pos.Put(l.ids[last], p.ref(), x.posKeys())
 		l.ids[i] = l.ids[last]
-		x.pos[l.ids[i]] = loc{p.list, p.i}
 		if x.bg != nil { // moved behind a running rebuild's walk: it may not see it there
 			x.bg.pending[l.ids[i]] = struct{}{}
 		}
@@ -252,7 +283,6 @@ func (x *Index) remove(id string) bool {
 	x.dropLastCode(l)
 	l.ids = l.ids[:last]
 	l.scales = l.scales[:last]
-	delete(x.pos, id)
 	x.n--
 	x.changes++
 	return true
@@ -287,8 +317,9 @@ func (x *Index) merge() {
 		all.scales = append(all.scales, l.scales...)
 	}
 	x.lists = []list{all}
+	x.restartPos(len(all.ids))
 	for i, id := range all.ids {
-		x.pos[id] = loc{0, int32(i)}
+		x.pos.Add(id, loc{0, int32(i)}.ref(), x.posKeys())
 	}
 	x.centroids, x.coarse, x.children, x.trainedAt = nil, nil, nil, 0
 }
@@ -310,6 +341,7 @@ func (x *Index) Recluster() {
 	sample := x.sample(rng, min(x.n, trainPerList*nlist))
 	old := x.lists
 	x.train(rng, sample, nlist)
+	x.restartPos(x.n)
 	x.trainedAt = x.n
 	// Place every vector (in parallel: this is the costly part), then move them.
 	type placed struct {
@@ -333,9 +365,10 @@ func (x *Index) Recluster() {
 		l := &old[w.li]
 		nl := &x.lists[dest[j]]
 		id := l.ids[w.i]
-		x.pos[id] = loc{dest[j], int32(len(nl.ids))}
+		at := loc{dest[j], int32(len(nl.ids))}
 		x.pushCode(nl, x.code(l, w.i))
 		nl.ids = append(nl.ids, id)
+		x.pos.Add(id, at.ref(), x.posKeys())
 		nl.scales = append(nl.scales, l.scales[w.i])
 	}
 	if !x.fixed {
@@ -407,7 +440,8 @@ func (x *Index) calibrate(rng *rand.Rand) {
 			rankOf[li] = r
 		}
 		for _, t := range top {
-			found[rankOf[x.pos[t.ID].list]]++
+			p, _ := x.where(t.ID)
+			found[rankOf[p.list]]++
 		}
 		total += len(top)
 	}

@@ -108,7 +108,8 @@ func (x *Index) rebuild(bg *rebuild) {
 		return
 	}
 	n, dim := x.n, x.dim
-	nx := &Index{threshold: x.threshold, probes: x.probes, fixed: x.fixed, seed: x.seed, dim: dim, shift: x.shift, pos: map[string]loc{}}
+	nx := &Index{threshold: x.threshold, probes: x.probes, fixed: x.fixed, seed: x.seed, dim: dim, shift: x.shift}
+	nx.restartPos(n)
 	x.mu.RUnlock()
 	if n == 0 {
 		x.finish(bg, nil)
@@ -196,7 +197,7 @@ func (x *Index) rebuild(bg *rebuild) {
 // scales. The caller holds the lock.
 func (x *Index) copyOut(log map[string]struct{}, ids []string, codes []int8, scales []float32) ([]string, []int8, []float32) {
 	for id := range log {
-		p, ok := x.pos[id]
+		p, ok := x.where(id)
 		if !ok {
 			continue
 		}
@@ -251,7 +252,7 @@ func (x *Index) finish(bg *rebuild, nx *Index) {
 	}
 	for id := range bg.pending {
 		nx.remove(id)
-		if p, ok := x.pos[id]; ok {
+		if p, ok := x.where(id); ok {
 			l := &x.lists[p.list]
 			nx.place(id, x.code(l, int(p.i)), l.scales[p.i])
 		}

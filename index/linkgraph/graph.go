@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/idtable"
 )
 
 // Link is a link as its holder holds it.
@@ -16,13 +17,14 @@ type Link struct {
 // Graph is the link graph. It does no locking: its owner guards it. The
 // zero value is not usable; New makes one.
 type Graph struct {
-	node    map[string]uint32   // node number by id
-	name    []string            // id by node number
-	present []bool              // the node is an item; a walk passes only through items
-	out     edgeLists[outEdge]  // links held by the node, in order
-	in      edgeLists[halfEdge] // links to the node
-	typeOf  map[string]uint32   // link type number by type
-	types   []string            // type by link type number
+	node    idtable.Table[uint32] // node number by id, through name
+	name    []string              // id by node number
+	nameOf  func(uint32) string   // name's lookup, for node, made once
+	present []bool                // the node is an item; a walk passes only through items
+	out     edgeLists[outEdge]    // links held by the node, in order
+	in      edgeLists[halfEdge]   // links to the node
+	typeOf  map[string]uint32     // link type number by type
+	types   []string              // type by link type number
 }
 
 // edgeLists holds each node's edges of one direction. In a large graph
@@ -97,21 +99,27 @@ type outEdge struct {
 
 // New returns an empty graph sized for about n items.
 func New(n int) *Graph {
-	return &Graph{
-		node: make(map[string]uint32, n), typeOf: map[string]uint32{},
-		name: make([]string, 0, n), present: make([]bool, 0, n),
+	g := &Graph{
+		typeOf: map[string]uint32{},
+		name:   make([]string, 0, n), present: make([]bool, 0, n),
 		out: edgeLists[outEdge]{at: make([]uint32, 0, n)}, in: edgeLists[halfEdge]{at: make([]uint32, 0, n)},
 	}
+	g.nameOf = func(n uint32) string { return g.name[n] }
+	g.node.Grow(n, g.nameOf)
+	return g
 }
+
+// lookup returns id's node, if it has one.
+func (g *Graph) lookup(id string) (uint32, bool) { return g.node.Get(id, g.nameOf) }
 
 // intern returns id's node, adding it (as no item) when it is new.
 func (g *Graph) intern(id string) uint32 {
-	if n, ok := g.node[id]; ok {
+	if n, ok := g.lookup(id); ok {
 		return n
 	}
 	n := uint32(len(g.name))
-	g.node[id] = n
 	g.name = append(g.name, id)
+	g.node.Add(id, n, g.nameOf)
 	g.present = append(g.present, false)
 	g.out.addNode()
 	g.in.addNode()
@@ -133,9 +141,9 @@ func (g *Graph) internType(typ string) uint32 {
 func (g *Graph) AddItem(id string) { g.present[g.intern(id)] = true }
 
 // internBytes is intern for a scanned column: the id is copied only when
-// it is new (a map lookup by string(b) does not copy).
+// it is new.
 func (g *Graph) internBytes(b []byte) uint32 {
-	if n, ok := g.node[string(b)]; ok {
+	if n, ok := g.node.GetBytes(b, g.nameOf); ok {
 		return n
 	}
 	return g.intern(string(b))
@@ -184,7 +192,8 @@ func (g *Graph) Replace(present map[string]bool, links map[string][]Link) {
 		g.in.set(t, slices.DeleteFunc(g.in.of(t), func(e halfEdge) bool { return holders[e.node] }))
 	}
 	for id, ok := range present {
-		g.present[g.node[id]] = ok
+		n, _ := g.lookup(id) // interned above
+		g.present[n] = ok
 		if !ok {
 			continue
 		}
@@ -197,7 +206,7 @@ func (g *Graph) Replace(present map[string]bool, links map[string][]Link) {
 // Links returns the links id holds, in order (Type, Target, Strength),
 // and whether id is an item.
 func (g *Graph) Links(id string) ([]h4r.Link, bool) {
-	n, ok := g.node[id]
+	n, ok := g.lookup(id)
 	if !ok || !g.present[n] {
 		return nil, false
 	}
@@ -267,7 +276,7 @@ func (g *Graph) walk(w Walk, beyond bool) ([]Reach, int) {
 	if len(w.Targets) > 0 {
 		wanted = map[uint32]bool{}
 		for _, id := range w.Targets {
-			if n, ok := g.node[id]; ok && g.present[n] {
+			if n, ok := g.lookup(id); ok && g.present[n] {
 				wanted[n] = true
 			}
 		}
@@ -302,7 +311,7 @@ func (g *Graph) walk(w Walk, beyond bool) ([]Reach, int) {
 	}
 	var frontier []uint32
 	for _, id := range w.Anchors {
-		if n, ok := g.node[id]; ok && visit(n) {
+		if n, ok := g.lookup(id); ok && visit(n) {
 			frontier = append(frontier, n)
 		}
 	}
