@@ -183,6 +183,7 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 		if err := flush(); err != nil {
 			return err
 		}
+		x.Trim()
 		t.loaded, t.gen, t.x, t.ids = true, gen, x, ids
 		return nil
 	}()
