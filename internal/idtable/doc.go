@@ -4,10 +4,11 @@
 // needs only the way back from id to number.
 //
 // A Go map from string to number holds a second copy of every string
-// header beside the number and grows by doubling: at a million ids
-// map[string]uint32 took about 52 MB, where this table's array of
-// numbers, probed linearly and compared through the caller's strings,
-// takes 8 MB (bench/results/2026-11-30/memory-ids.md). The price is a
-// string comparison through the caller's array on each probe, which a
-// map makes against its own copy.
+// header beside the number and grows by doubling: at a million ids the
+// link graph's map[string]uint32 took about 57 MB and the vector index's
+// map from id to place about 54 MB, where this table's arrays of numbers,
+// probed linearly and compared through the caller's strings, take 8 and
+// 16 MB (bench/results/2026-11-30/memory-ids.md). The price is a call
+// through the caller's array on each probe, where a map compares against
+// its own copy; lookups cost about the same (BenchmarkGet).
 package idtable
