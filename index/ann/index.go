@@ -56,7 +56,7 @@ type Index struct {
 	shift    int // chunkShift (tests make chunks small)
 	lists    []list
 	pos      idtable.Table[uint64] // id → its loc (loc.ref), through the lists' ids
-	idOf     func(uint64) string   // the id at a ref, for pos (posKeys makes it once)
+	idOf     func(uint64) string   // the id at a ref, for pos (listIDs, set once where an Index is made)
 	maxScale float32
 	changes  uint64 // counts writes, so a Ranker knows whether its ids are still the index's
 
@@ -127,23 +127,22 @@ type loc struct{ list, i int32 }
 // ref packs l into the number pos keeps.
 func (l loc) ref() uint64 { return uint64(uint32(l.list))<<32 | uint64(uint32(l.i)) }
 
-// posKeys returns the id at a ref of pos, as it reads the lists now: pos
-// holds no strings of its own.
-func (x *Index) posKeys() func(uint64) string {
-	if x.idOf == nil {
-		x.idOf = func(r uint64) string { return x.lists[r>>32].ids[uint32(r)] }
-	}
-	return x.idOf
+// listIDs returns the id at a ref of pos, as x's lists hold it then: pos
+// keeps no strings of its own. It is made once per Index (New, rebuild),
+// not at each use, so that searches reading pos under a shared lock never
+// write x.
+func (x *Index) listIDs() func(uint64) string {
+	return func(r uint64) string { return x.lists[r>>32].ids[uint32(r)] }
 }
 
 // where returns id's loc.
 func (x *Index) where(id string) (loc, bool) {
-	r, ok := x.pos.Get(id, x.posKeys())
+	r, ok := x.pos.Get(id, x.idOf)
 	return loc{int32(r >> 32), int32(uint32(r))}, ok
 }
 
-// restartPos empties pos, sized for n ids, for a caller that lists every
-// id again (merge, Recluster).
+// restartPos empties pos, sized for n ids, for a caller that places every
+// id again (merge, Recluster, a rebuild's new index).
 func (x *Index) restartPos(n int) {
 	x.pos = idtable.Table[uint64]{}
 	x.pos.Grow(n, nil)
@@ -166,6 +165,7 @@ func WithSeed(s uint64) Option { return func(x *Index) { x.seed = s } }
 // New returns an empty index.
 func New(opts ...Option) *Index {
 	x := &Index{threshold: DefaultThreshold, probes: DefaultProbes, seed: 1, shift: chunkShift}
+	x.idOf = x.listIDs()
 	for _, o := range opts {
 		o(x)
 	}
@@ -242,7 +242,7 @@ func (x *Index) place(id string, codes []int8, scale float32) {
 	at := loc{int32(li), int32(len(l.ids))}
 	x.pushCode(l, codes)
 	l.ids = append(l.ids, id)
-	x.pos.Add(id, at.ref(), x.posKeys()) // id is absent: PutCodes removed it
+	x.pos.Add(id, at.ref(), x.idOf) // id is absent: PutCodes removed it
 	l.scales = append(l.scales, scale)
 	x.maxScale = max(x.maxScale, scale)
 	x.n++
@@ -270,9 +270,9 @@ func (x *Index) remove(id string) bool {
 	}
 	// Off pos while l.ids[i] is still id: pos finds an entry by the id at
 	// its ref, and the move below puts another id there.
-	x.pos.Delete(id, x.posKeys())
+	x.pos.Delete(id, x.idOf)
 	if i != last {
-		x.pos.Put(l.ids[last], p.ref(), x.posKeys())
+		x.pos.Put(l.ids[last], p.ref(), x.idOf)
 		l.ids[i] = l.ids[last]
 		if x.bg != nil { // moved behind a running rebuild's walk: it may not see it there
 			x.bg.pending[l.ids[i]] = struct{}{}
@@ -319,7 +319,7 @@ func (x *Index) merge() {
 	x.lists = []list{all}
 	x.restartPos(len(all.ids))
 	for i, id := range all.ids {
-		x.pos.Add(id, loc{0, int32(i)}.ref(), x.posKeys())
+		x.pos.Add(id, loc{0, int32(i)}.ref(), x.idOf)
 	}
 	x.centroids, x.coarse, x.children, x.trainedAt = nil, nil, nil, 0
 }
@@ -368,7 +368,7 @@ func (x *Index) Recluster() {
 		at := loc{dest[j], int32(len(nl.ids))}
 		x.pushCode(nl, x.code(l, w.i))
 		nl.ids = append(nl.ids, id)
-		x.pos.Add(id, at.ref(), x.posKeys())
+		x.pos.Add(id, at.ref(), x.idOf)
 		nl.scales = append(nl.scales, l.scales[w.i])
 	}
 	if !x.fixed {

@@ -109,6 +109,7 @@ func (x *Index) rebuild(bg *rebuild) {
 	}
 	n, dim := x.n, x.dim
 	nx := &Index{threshold: x.threshold, probes: x.probes, fixed: x.fixed, seed: x.seed, dim: dim, shift: x.shift}
+	nx.idOf = nx.listIDs()
 	nx.restartPos(n)
 	x.mu.RUnlock()
 	if n == 0 {

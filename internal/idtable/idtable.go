@@ -168,12 +168,3 @@ func (t *Table[R]) Grow(n int, keyOf func(R) string) {
 		t.slots[i] = s
 	}
 }
-
-// Each calls fn with every ref held, in no particular order.
-func (t *Table[R]) Each(fn func(R)) {
-	for _, s := range t.slots {
-		if s != 0 {
-			fn(s - 1)
-		}
-	}
-}

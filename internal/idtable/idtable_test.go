@@ -56,16 +56,6 @@ func model(t *testing.T, size int, ops []op) {
 			t.Fatalf("at the end: Get(%q) = %d, %v; want %d", k, r, ok, wr)
 		}
 	}
-	seen := 0
-	tab.Each(func(r uint32) {
-		if want[ks[r]] != r {
-			t.Fatalf("Each gave ref %d of %q, which the map does not hold", r, ks[r])
-		}
-		seen++
-	})
-	if seen != len(want) {
-		t.Fatalf("Each gave %d refs, want %d", seen, len(want))
-	}
 }
 
 func numbered(prefix string, from, to int) []op {
