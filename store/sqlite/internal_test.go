@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/index/bm25"
 	"github.com/h4r/h4r/store/internal/sqlkit"
 	"github.com/h4r/h4r/tokens"
@@ -34,6 +35,18 @@ const testWriteTimeout = 2 * time.Minute
 
 // newTestStore opens a store in a temporary directory and closes it when t
 // ends.
+// newHashVectorStore is newTestStore with vectors of the hashing embedder,
+// which it returns too.
+func newHashVectorStore(t *testing.T) (*Store, string, *embed.Hash) {
+	t.Helper()
+	e, err := embed.NewHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path := newTestStore(t, WithVectors(e))
+	return s, path, e
+}
+
 func newTestStore(t *testing.T, opts ...Option) (*Store, string) {
 	t.Helper()
 	counter, err := testCounter()

@@ -64,11 +64,7 @@ func searchAll(t *testing.T, s *Store, e *embed.Hash) map[string][]h4r.Hit {
 // steps of the other process fail; "delete and re-create" is the
 // leak a stale cache would cause (a secret delivered from a stale copy).
 func TestItemCacheServesWhatTheFileHolds(t *testing.T) {
-	e, err := embed.NewHash()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, path := newTestStore(t, WithVectors(e))
+	s, path, e := newHashVectorStore(t)
 	counter, err := testCounter()
 	if err != nil {
 		t.Fatal(err)
@@ -290,11 +286,7 @@ func checkEntryByEntry(t *testing.T, s *Store) {
 // process and another write, then requires the cache to answer what the
 // file holds (run it with -race: entries are shared between readers).
 func TestItemCacheUnderConcurrentWrites(t *testing.T) {
-	e, err := embed.NewHash()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, path := newTestStore(t, WithVectors(e))
+	s, path, e := newHashVectorStore(t)
 	counter, err := testCounter()
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/embed"
 	"github.com/h4r/h4r/store/internal/sqlkit"
 )
 
@@ -15,11 +14,7 @@ import (
 // access counts alone. Each step says whether a search runs and how many
 // items it embeds.
 func TestEmbedMissingVectorsSkipsWhenNothingChanged(t *testing.T) {
-	e, err := embed.NewHash()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := newTestStore(t, WithVectors(e))
+	s, _, _ := newHashVectorStore(t)
 	ctx := t.Context()
 	if _, err := s.Upsert(ctx, warmItems(20, "v1")); err != nil {
 		t.Fatal(err)

@@ -18,11 +18,7 @@ import (
 // again and then again for the next search (under steady ingest, hybrid
 // packs queued behind reloads), and the write's item must stay findable.
 func TestVectorIndexAheadOfSnapshotIsNotReloaded(t *testing.T) {
-	e, err := embed.NewHash()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := newTestStore(t, WithVectors(e))
+	s, _, e := newHashVectorStore(t)
 	ctx := t.Context()
 	if _, err := s.Upsert(ctx, cacheItems()); err != nil {
 		t.Fatal(err)
@@ -77,11 +73,7 @@ func TestVectorIndexAheadOfSnapshotIsNotReloaded(t *testing.T) {
 // (h4r-loadtest: 59% of packs ok). The marker vector lives only in
 // memory, so a reload would drop it.
 func TestVectorSearchWaitsForACommittedWrite(t *testing.T) {
-	e, err := embed.NewHash()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, path := newTestStore(t, WithVectors(e))
+	s, path, e := newHashVectorStore(t)
 	ctx := t.Context()
 	if _, err := s.Upsert(ctx, cacheItems()); err != nil {
 		t.Fatal(err)
@@ -133,11 +125,7 @@ func TestVectorSearchWaitsForACommittedWrite(t *testing.T) {
 // its vectors (closed when the test ends).
 func storedCacheItems(t *testing.T) (*embed.Hash, []h4r.Item, func(*testing.T) *Store) {
 	t.Helper()
-	e, err := embed.NewHash()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, path := newTestStore(t, WithVectors(e))
+	s, path, e := newHashVectorStore(t)
 	items := cacheItems()
 	if _, err := s.Upsert(t.Context(), items); err != nil {
 		t.Fatal(err)
