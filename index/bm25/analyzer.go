@@ -182,7 +182,8 @@ func (s *Stems) Analyze(dst []string, text string) []string {
 	if s == nil {
 		return Analyze(dst, text)
 	}
-	var missed []int // where in dst a folded word waits for its stem
+	var missed []int      // where in dst a folded word waits for its stem
+	rememberable := false // a missed word is short enough to remember
 	s.mu.RLock()
 	eachWord(text, func(w string) {
 		if t, ok := s.stems[w]; ok {
@@ -191,6 +192,7 @@ func (s *Stems) Analyze(dst []string, text string) []string {
 		}
 		missed = append(missed, len(dst))
 		dst = append(dst, w)
+		rememberable = rememberable || len(w) <= maxRememberedWord
 	})
 	full := len(s.stems) >= s.limit
 	s.mu.RUnlock()
@@ -202,8 +204,8 @@ func (s *Stems) Analyze(dst []string, text string) []string {
 		words[i] = dst[at]
 		dst[at] = stem(dst[at])
 	}
-	if full {
-		return dst // nothing more is remembered: no write lock to queue on
+	if full || !rememberable {
+		return dst // nothing would be remembered: no write lock to queue on
 	}
 	s.mu.Lock()
 	for i, at := range missed {
