@@ -2,7 +2,7 @@ package bm25
 
 import (
 	"encoding/binary"
-	"iter"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"slices"
@@ -42,6 +42,15 @@ const drift = 1.1
 // deleted document leaves a dead slot, skipped by searches and removed when
 // a quarter of the slots are dead (compact).
 //
+// The index does not keep each document's terms: at a million documents
+// those lists took 45 MB, to serve deletes only. Deleting a document lowers
+// its terms' document frequencies, so the caller gives the analysis of the
+// text it removes (Delete), as it gave the analysis of the text it added;
+// a store has that text in its row. Each slot keeps a 64-bit fingerprint
+// of its document's analysis, and Delete refuses an analysis that is not
+// the one indexed, so a caller's mistake is an error, never a wrong
+// frequency.
+//
 // Postings keep the raw term frequency; document lengths are kept per slot.
 // A score is computed at query time from the current document count,
 // document frequencies and average length, so it is always the exact BM25
@@ -60,8 +69,7 @@ type Index struct {
 	ids    []uint32 // the caller's id
 	length []uint32 // terms in the document, repeats counted
 	live   []bool
-	fwdOff []uint32 // the document's distinct term ids, ascending, are fwd[fwdOff[s]:fwdOff[s+1]]
-	fwd    []byte   // term id gaps as uvarints (appendTerms): 2 bytes a term, not 4
+	sums   []uint64 // the fingerprint of the document's analysis (Doc.sum)
 
 	// slotOf maps the caller's id to 1 + the slot of its live version (0:
 	// none). It is a paged array indexed by id: the caller's ids are row
@@ -74,6 +82,8 @@ type Index struct {
 
 	stemMu sync.Mutex
 	stems  stemCache // for Prepare
+
+	seed maphash.Seed // of the fingerprints
 }
 
 // postings are one term's documents in slot order.
@@ -119,7 +129,7 @@ func (p *postings) blockEnd(bl int) int { return min((bl+1)*blockSize, p.docs.le
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{vocab: map[string]uint32{}, fwdOff: []uint32{0}, stems: stemCache{}}
+	return &Index{vocab: map[string]uint32{}, stems: stemCache{}, seed: maphash.MakeSeed()}
 }
 
 // Doc is a text analysed for the index: its distinct terms, sorted, with
@@ -174,37 +184,55 @@ func PrepareAll(texts []string) []Doc {
 	return docs
 }
 
-// Add indexes text under id, replacing the document id had.
+// sum returns the fingerprint of d's analysis: its terms, their
+// frequencies and its length.
+func (d *Doc) sum(seed maphash.Seed) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	var n [8]byte
+	for i, t := range d.terms {
+		binary.LittleEndian.PutUint32(n[:4], uint32(len(t)))
+		binary.LittleEndian.PutUint32(n[4:], d.tfs[i])
+		h.Write(n[:])
+		h.WriteString(t)
+	}
+	binary.LittleEndian.PutUint32(n[:4], d.length)
+	h.Write(n[:4])
+	return h.Sum64()
+}
+
+// Add indexes text under id, which must hold no document.
 func (x *Index) Add(id uint32, text string) error { return x.Put(id, x.Prepare(text)) }
 
-// Put indexes d under id, replacing the document id had.
+// Remove deletes id's document, indexed from text (see Delete).
+func (x *Index) Remove(id uint32, text string) (bool, error) { return x.Delete(id, x.Prepare(text)) }
+
+// Put indexes d under id, which must hold no document: to replace one,
+// Delete it first.
 func (x *Index) Put(id uint32, d Doc) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	// Slots and the forward lists' offsets are uint32.
-	full := func() bool {
-		return len(x.ids) >= math.MaxUint32-1 || uint64(len(x.fwd))+uint64(binary.MaxVarintLen32*len(d.terms)) > math.MaxUint32
+	if x.slotOf.Get(id) != 0 {
+		return h4r.Errorf(h4r.EINVALID, "", "the full-text index holds a document %d already: delete it, with the analysis of its text, before putting another", id)
 	}
-	if full() {
+	// Slots are uint32.
+	if len(x.ids) >= math.MaxUint32-1 {
 		x.compact()
-		if full() {
-			return h4r.Errorf(h4r.EEXHAUSTED, "", "the full-text index holds %d documents and %d bytes of term lists, its limit", len(x.ids), len(x.fwd))
+		if len(x.ids) >= math.MaxUint32-1 {
+			return h4r.Errorf(h4r.EEXHAUSTED, "", "the full-text index holds %d documents, its limit", len(x.ids))
 		}
-	}
-	if old := x.slotOf.Get(id); old != 0 {
-		x.kill(old - 1)
 	}
 	slot := uint32(len(x.ids))
 	x.ids = append(x.ids, id)
 	x.length = append(x.length, d.length)
 	x.live = append(x.live, true)
+	x.sums = append(x.sums, d.sum(x.seed))
 	x.slotOf.Set(id, slot+1)
 	x.sumLen += uint64(d.length)
 	if x.refAvg == 0 && x.sumLen > 0 {
 		x.refAvg = x.avg()
 	}
 	a, bb := normParams(x.refAvg)
-	tids := make([]uint32, 0, len(d.terms))
 	for i, t := range d.terms {
 		tid, ok := x.vocab[t]
 		if !ok {
@@ -228,65 +256,42 @@ func (x *Index) Put(id uint32, d Doc) error {
 		p.docs.push(slot)
 		p.tfs.add(d.tfs[i])
 		p.df++
-		tids = append(tids, tid)
 	}
-	slices.Sort(tids)
-	x.fwd = appendTerms(x.fwd, tids)
-	x.fwdOff = append(x.fwdOff, uint32(len(x.fwd)))
 	x.maintain()
 	return nil
 }
 
-// appendTerms appends ascending term ids to fwd as the uvarints of their
-// gaps (the first from 0).
-func appendTerms(fwd []byte, tids []uint32) []byte {
-	prev := uint32(0)
-	for _, tid := range tids {
-		fwd = binary.AppendUvarint(fwd, uint64(tid-prev))
-		prev = tid
-	}
-	return fwd
-}
-
-// terms yields the distinct term ids of slot's document, ascending.
-func (x *Index) terms(slot uint32) iter.Seq[uint32] {
-	return func(yield func(uint32) bool) {
-		b := x.fwd[x.fwdOff[slot]:x.fwdOff[slot+1]]
-		tid := uint32(0)
-		for len(b) > 0 {
-			gap, n := binary.Uvarint(b)
-			b = b[n:]
-			tid += uint32(gap)
-			if !yield(tid) {
-				return
-			}
-		}
-	}
-}
-
-// Delete removes id's document; it reports whether there was one.
-func (x *Index) Delete(id uint32) bool {
+// Delete removes id's document, whose text's analysis (Prepare) is was,
+// and reports whether there was one. When was is not the analysis the
+// document was indexed with, it changes nothing and returns an error.
+func (x *Index) Delete(id uint32, was Doc) (bool, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	slot := x.slotOf.Get(id)
 	if slot == 0 {
-		return false
+		return false, nil
 	}
-	x.kill(slot - 1)
+	if err := x.kill(slot-1, &was); err != nil {
+		return false, err
+	}
 	x.maintain()
-	return true
+	return true, nil
 }
 
-// kill marks a live slot dead and takes it out of the statistics; its
-// postings stay until compact.
-func (x *Index) kill(slot uint32) {
-	x.live[slot] = false
-	for tid := range x.terms(slot) {
-		x.lists[tid].df--
+// kill marks a live slot dead and takes it out of the statistics, given
+// its document's analysis; its postings stay until compact.
+func (x *Index) kill(slot uint32, was *Doc) error {
+	if x.sums[slot] != was.sum(x.seed) {
+		return h4r.Errorf(h4r.EINVALID, "", "the text given for deleting document %d of the full-text index is not the text it was indexed with", x.ids[slot])
 	}
+	for _, t := range was.terms { // all in vocab: the fingerprint matched
+		x.lists[x.vocab[t]].df--
+	}
+	x.live[slot] = false
 	x.sumLen -= uint64(x.length[slot])
 	x.slotOf.Delete(x.ids[slot])
 	x.dead++
+	return nil
 }
 
 // Len returns the number of live documents.
@@ -397,27 +402,20 @@ func (x *Index) compact() {
 	}
 	ids := make([]uint32, 0, n)
 	length := make([]uint32, 0, n)
-	fwdOff := make([]uint32, 1, n+1)
-	var fwd []byte
-	var tids []uint32
+	sums := make([]uint64, 0, n)
 	for s, alive := range x.live {
 		if !alive {
 			continue
 		}
 		ids = append(ids, x.ids[s])
 		length = append(length, x.length[s])
-		tids = tids[:0]
-		for tid := range x.terms(uint32(s)) { // kept terms keep their order
-			tids = append(tids, newTid[tid])
-		}
-		fwd = appendTerms(fwd, tids)
-		fwdOff = append(fwdOff, uint32(len(fwd)))
+		sums = append(sums, x.sums[s])
 	}
 	for s, id := range ids { // the live documents, in their new slots
 		x.slotOf.Set(id, uint32(s)+1)
 	}
 	x.vocab, x.names, x.lists = vocab, names, lists
-	x.ids, x.length, x.fwdOff, x.fwd = ids, length, fwdOff, fwd
+	x.ids, x.length, x.sums = ids, length, sums
 	x.live = make([]bool, n)
 	for i := range x.live {
 		x.live[i] = true

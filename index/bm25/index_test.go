@@ -54,12 +54,12 @@ func (c *randomCorpus) text() string {
 // step applies one random write to x and m.
 func (c *randomCorpus) step(t testing.TB, x *bm25.Index, m model) {
 	id := c.rng.Uint32N(c.ids)
+	was, had := m[id]
+	if got, err := x.Remove(id, was); err != nil || got != had {
+		t.Fatalf("Remove(%d) = %v, %v; the document existed: %v", id, got, err, had)
+	}
+	delete(m, id)
 	if c.rng.IntN(5) == 0 {
-		_, had := m[id]
-		if got := x.Delete(id); got != had {
-			t.Fatalf("Delete(%d) = %v, the document existed: %v", id, got, had)
-		}
-		delete(m, id)
 		return
 	}
 	text := c.text()
@@ -248,15 +248,21 @@ func checkAgainstModel(t *testing.T, x *bm25.Index, m model, c *randomCorpus) {
 func TestCompaction(t *testing.T) {
 	c := newRandomCorpus(9, 20, 1000, 10)
 	x := bm25.New()
+	texts := make([]string, 1000)
 	for id := range uint32(1000) {
-		if err := x.Add(id, c.text()); err != nil {
+		texts[id] = c.text()
+		if err := x.Add(id, texts[id]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for round := range 5 {
 		for id := range uint32(1000) {
-			if id%2 == 0 {
-				if err := x.Add(id, c.text()); err != nil { // replace
+			if id%2 == 0 { // replace
+				if _, err := x.Remove(id, texts[id]); err != nil {
+					t.Fatal(err)
+				}
+				texts[id] = c.text()
+				if err := x.Add(id, texts[id]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -269,13 +275,78 @@ func TestCompaction(t *testing.T) {
 		checkSearch(t, x, c.query(), k, opts)
 	}
 	for id := range uint32(1000) {
-		x.Delete(id)
+		if _, err := x.Remove(id, texts[id]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if st := x.Stats(); st.Docs != 0 || st.Terms != 0 || st.Postings != 0 {
 		t.Errorf("after deleting everything: %+v, want an empty index", st)
 	}
 	if hits, err := x.Search(t.Context(), map[string]int{c.vocab[0]: 1}, 10, bm25.SearchOptions{}); err != nil || len(hits) != 0 {
 		t.Errorf("search of an emptied index = %v, %v; want nothing", hits, err)
+	}
+}
+
+// TestDeleteTakesTheIndexedText checks that a delete given a text whose
+// analysis is not the indexed one (other terms, frequencies or length) is
+// refused and changes nothing, that the same words in another order are
+// the same analysis, and that a put over a held document is refused.
+func TestDeleteTakesTheIndexedText(t *testing.T) {
+	const indexed = "cache miss on the cache"
+	for _, tc := range []struct {
+		name, was string
+		ok        bool
+	}{
+		{"the indexed text", indexed, true},
+		{"the same words in another order", "cache the on miss cache", true},
+		{"another frequency", "cache miss on the", false},
+		{"another length", "cache miss on the cache cache", false},
+		{"a word more", "cache miss on the cache hit", false},
+		{"a word unknown to the index", "cache miss on the zebra", false},
+		{"nothing", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := bm25.New()
+			for id, text := range []string{indexed, "cache hit", "slow miss"} {
+				if err := x.Add(uint32(id), text); err != nil {
+					t.Fatal(err)
+				}
+			}
+			q := map[string]int{"cach": 1, "miss": 1}
+			before, err := x.Reference(q, 10, bm25.SearchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := x.Remove(0, tc.was)
+			if tc.ok {
+				if err != nil || !got {
+					t.Fatalf("Remove = %v, %v; want the document deleted", got, err)
+				}
+				if x.Len() != 2 {
+					t.Fatalf("Len = %d after the delete, want 2", x.Len())
+				}
+				return
+			}
+			var e *h4r.Error
+			if got || !errors.As(err, &e) || e.Code != h4r.EINVALID {
+				t.Fatalf("Remove = %v, %v; want %s and no delete", got, err, h4r.EINVALID)
+			}
+			after, err := x.Reference(q, 10, bm25.SearchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.Len() != 3 || fmt.Sprint(before) != fmt.Sprint(after) {
+				t.Fatalf("a refused delete changed the index: %d documents, hits %v, were %v", x.Len(), after, before)
+			}
+		})
+	}
+	x := bm25.New()
+	if err := x.Add(7, indexed); err != nil {
+		t.Fatal(err)
+	}
+	var e *h4r.Error
+	if err := x.Add(7, "cache hit"); !errors.As(err, &e) || e.Code != h4r.EINVALID {
+		t.Fatalf("Add over a held document: error %v, want %s", err, h4r.EINVALID)
 	}
 }
 
@@ -405,7 +476,9 @@ func TestLargeTermFrequencies(t *testing.T) {
 	}
 	t.Run("as written", check)
 	for id := uint32(100); id < 140; id++ {
-		x.Delete(id)
+		if _, err := x.Remove(id, "filler words here alpha"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if st := x.Stats(); st.DeadSlots != 0 {
 		t.Fatalf("no compaction after deleting most documents: %+v", st)

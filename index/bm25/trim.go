@@ -24,8 +24,7 @@ func (x *Index) Trim() {
 	x.ids = trimmed(x.ids)
 	x.length = trimmed(x.length)
 	x.live = trimmed(x.live)
-	x.fwdOff = trimmed(x.fwdOff)
-	x.fwd = trimmed(x.fwd)
+	x.sums = trimmed(x.sums)
 }
 
 // trimmed returns s, or a copy of it without its spare room when that

@@ -31,7 +31,7 @@ func TestTrimLeavesNoRoom(t *testing.T) {
 	}
 	check := func() []error {
 		errs := []error{spare("names", x.names), spare("lists", x.lists), spare("ids", x.ids),
-			spare("length", x.length), spare("live", x.live), spare("fwdOff", x.fwdOff), spare("fwd", x.fwd)}
+			spare("length", x.length), spare("live", x.live), spare("sums", x.sums)}
 		for i := range x.lists {
 			p := &x.lists[i]
 			errs = append(errs, spare("packed of "+x.names[i], p.docs.packed), spare("blocks of "+x.names[i], p.docs.blocks),

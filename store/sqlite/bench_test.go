@@ -248,26 +248,47 @@ func BenchmarkGraph(b *testing.B) {
 	b.ReportMetric(float64(hits)/float64(i), "hits/op")
 }
 
-// BenchmarkUpsertBatch writes batches of 100 new items (validation, token
-// counting and one transaction each).
+// BenchmarkUpsertBatch writes batches of 100 items (validation, token
+// counting and one transaction each) into a store whose full-text index is
+// loaded, as a server's is: new items, or items replacing the 1,000
+// written first (the index takes each old text out, analysed again).
 func BenchmarkUpsertBatch(b *testing.B) {
-	const batchSize = 100
+	const batchSize, replaced = 100, 1000
 	c := newCorpus(3)
 	templates := c.items("t", 1000, true)
-	s := openTemp(b)
-	batch := make([]h4r.Item, batchSize)
-	n := 0
-	for b.Loop() {
-		for j := range batch {
-			batch[j] = templates[(n+j)%len(templates)]
-			batch[j].ID = fmt.Sprintf("b%d-%d", n, j)
-		}
-		if _, err := s.Upsert(b.Context(), batch); err != nil {
-			b.Fatal(err)
-		}
-		n += batchSize
+	for _, write := range []string{"new", "replace"} {
+		b.Run("write="+write, func(b *testing.B) {
+			s := openTemp(b)
+			if err := s.WarmFullText(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			batch := make([]h4r.Item, batchSize)
+			n, shift := 0, 0
+			upsert := func() {
+				for j := range batch {
+					batch[j] = templates[(n+j+shift)%len(templates)]
+					id := n + j
+					if write == "replace" {
+						id %= replaced
+					}
+					batch[j].ID = fmt.Sprintf("b%d", id)
+				}
+				if _, err := s.Upsert(b.Context(), batch); err != nil {
+					b.Fatal(err)
+				}
+				n += batchSize
+			}
+			for n < replaced {
+				upsert()
+			}
+			shift = 1 // a replace gets another template's text
+			first := n
+			for b.Loop() {
+				upsert()
+			}
+			b.ReportMetric(float64(n-first)/b.Elapsed().Seconds(), "items/s")
+		})
 	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
 }
 
 // BenchmarkUpsertSync measures what each sync mode costs ingest: batches

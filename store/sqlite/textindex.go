@@ -197,6 +197,64 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 type textChange struct {
 	puts    []textPut
 	deletes []uint32 // seqs
+	// was is the analysis of the text each replaced or deleted row held
+	// before the write, by seq: the index takes a document out only with
+	// the analysis it was put with (bm25.Index.Delete).
+	was map[uint32]bm25.Doc
+}
+
+// oldTexts returns the text of each row of ids that tx finds, by seq:
+// read in a write before it changes them, for textChange.was.
+func oldTexts(ctx context.Context, tx *sql.Tx, ids []string) (map[uint32]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := jsonList(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seq, text FROM items WHERE id IN (SELECT value FROM json_each(?))`, list)
+	if err != nil {
+		return nil, fmt.Errorf("reading the texts of the rows to write: %w", err)
+	}
+	texts := map[uint32]string{}
+	for rows.Next() {
+		var (
+			seq  int64
+			text string
+		)
+		if err := rows.Scan(&seq, &text); err != nil {
+			return nil, errors.Join(fmt.Errorf("reading the text of a row to write: %w", err), rows.Close())
+		}
+		doc, err := seqOf(seq)
+		if err != nil {
+			return nil, errors.Join(err, rows.Close())
+		}
+		texts[doc] = text
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("reading the texts of the rows to write: %w", err)
+	}
+	return texts, nil
+}
+
+// analysed returns the analysis of texts, by the same seqs, made on every
+// core.
+func analysed(texts map[uint32]string) map[uint32]bm25.Doc {
+	if len(texts) == 0 {
+		return nil
+	}
+	seqs := make([]uint32, 0, len(texts))
+	list := make([]string, 0, len(texts))
+	for seq, text := range texts {
+		seqs = append(seqs, seq)
+		list = append(list, text)
+	}
+	docs := make(map[uint32]bm25.Doc, len(texts))
+	for i, d := range bm25.PrepareAll(list) {
+		docs[seqs[i]] = d
+	}
+	return docs
 }
 
 type textPut struct {
@@ -259,26 +317,42 @@ func writtenSeqs(ctx context.Context, tx *sql.Tx, ids []string) (map[string]uint
 // generation from before to after. The caller holds the store's write
 // lock, so writes apply in commit order. When the index was not at before
 // (not loaded, or another process wrote), it is left as it is and the next
-// search rebuilds it. A failed update unloads it, for the same rebuild.
+// search rebuilds it. A failed update unloads it, for the same rebuild:
+// among the failures, a row whose old text the write did not read.
 func (t *textIndex) applied(before, after int64, change textChange) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.loaded || t.gen != before {
 		return
 	}
+	unload := func() { t.loaded, t.x, t.ids = false, nil, paged.Array[string]{} }
 	for _, seq := range change.deletes {
-		t.x.Delete(seq)
+		if _, err := t.x.Delete(seq, change.was[seq]); err != nil {
+			unload()
+			return
+		}
 		t.ids.Delete(seq)
 	}
-	for _, p := range change.puts {
+	last := make(map[uint32]int, len(change.puts)) // a row written twice in a batch holds its last text
+	for i, p := range change.puts {
+		last[p.seq] = i
+	}
+	for i, p := range change.puts {
+		if last[p.seq] != i {
+			continue
+		}
 		var doc bm25.Doc
 		if p.doc != nil {
 			doc = *p.doc
 		} else { // the index was not loaded when the write began
 			doc = t.x.Prepare(p.text)
 		}
+		if _, err := t.x.Delete(p.seq, change.was[p.seq]); err != nil { // a replaced row
+			unload()
+			return
+		}
 		if err := t.x.Put(p.seq, doc); err != nil {
-			t.loaded, t.x, t.ids = false, nil, paged.Array[string]{}
+			unload()
 			return
 		}
 		t.ids.Set(p.seq, p.id)

@@ -38,10 +38,14 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, deletes []str
 	defer v.writeMu.Unlock()
 	var before, after, graphBefore, graphAfter, textBefore, textAfter, itemsBefore, itemsAfter int64
 	var seqs map[string]uint32
-	var deleted []uint32 // the rows of the deleted items, for the text index
+	var deleted []uint32      // the rows of the deleted items, for the text index
+	var was map[uint32]string // the texts of the rows replaced or deleted, for the text index
 	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		deleted = nil // runTx may run this again
 		if graphBefore, err = readGraphGeneration(ctx, tx); err != nil {
+			return err
+		}
+		if was, err = oldTexts(ctx, tx, append(ids[:len(ids):len(ids)], deletes...)); err != nil {
 			return err
 		}
 		if itemsBefore, err = readItemGeneration(ctx, tx); err != nil {
@@ -99,7 +103,7 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, deletes []str
 		}
 		a.putItems(items)
 	})
-	change := textChange{deletes: deleted}
+	change := textChange{deletes: deleted, was: analysed(was)}
 	for i := range items {
 		p := textPut{seq: seqs[ids[i]], id: ids[i], text: items[i].item.Text}
 		if docs != nil {
@@ -170,6 +174,7 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 	defer v.writeMu.Unlock()
 	var before, after, graphBefore, graphAfter, textBefore, textAfter, itemsBefore, itemsAfter int64
 	var seq int64 = -1
+	var was string // the deleted row's text, for the text index
 	err = s.runTx(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
 		if before, err = readGeneration(ctx, tx); err != nil {
 			return err
@@ -183,7 +188,7 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 		if itemsBefore, err = readItemGeneration(ctx, tx); err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT seq FROM items WHERE id = ?`, id).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		if err := tx.QueryRowContext(ctx, `SELECT seq, text FROM items WHERE id = ?`, id).Scan(&seq, &was); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("reading the row of item %q: %w", id, err)
 		}
 		if err := del(ctx, tx); err != nil {
@@ -209,6 +214,7 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 	var change textChange
 	if doc, err := seqOf(seq); seq >= 0 && err == nil {
 		change.deletes = []uint32{doc}
+		change.was = analysed(map[uint32]string{doc: was})
 	}
 	s.text.applied(textBefore, textAfter, change)
 	s.items.applied(itemsBefore, itemsAfter, func(c *itemCache) { c.drop([]string{id}) })
