@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"log/slog"
+
+	"github.com/h4r/h4r/index/itemcache"
 )
 
 // itemWarmer is a store that keeps a cache of decoded items
@@ -22,4 +24,21 @@ func warmItems(a *App, store Store, log *slog.Logger) {
 		return
 	}
 	a.warmInBackground("item cache", w.WarmItems, log, "filling the item cache failed; searches read their hits from the file meanwhile")
+}
+
+// itemCacheReporter is a store that keeps a cache of decoded items and
+// counts its use (both stores do).
+type itemCacheReporter interface {
+	ItemCacheStats() itemcache.Stats
+}
+
+// ItemCacheStats returns the figures of the store's item cache (what it
+// holds, how often reads found their items in it), and false when the
+// store keeps none.
+func (a *App) ItemCacheStats() (itemcache.Stats, bool) {
+	r, ok := a.base.(itemCacheReporter)
+	if !ok {
+		return itemcache.Stats{}, false
+	}
+	return r.ItemCacheStats(), true
 }

@@ -43,9 +43,15 @@ type Metrics struct {
 // (the policy engine's counters).
 type CacheStats func() (hits, misses uint64)
 
+// ItemCacheStats reports a store's item cache: the lookups it answered
+// and did not since it started, the items it holds and their estimated
+// memory.
+type ItemCacheStats func() (hits, misses uint64, items int, bytes int64)
+
 type options struct {
-	opaCache CacheStats
-	inFlight func() int
+	opaCache  CacheStats
+	itemCache ItemCacheStats
+	inFlight  func() int
 }
 
 // Option configures New.
@@ -55,6 +61,11 @@ type Option func(*options)
 // policy decision cache's counters. Without it both stay registered at 0,
 // so that dashboards and alerts can be written before the cache exists.
 func WithOPACache(stats CacheStats) Option { return func(o *options) { o.opaCache = stats } }
+
+// WithItemCache makes h4r_item_cache_hits_total, _misses_total,
+// h4r_item_cache_items and h4r_item_cache_bytes report the store's item
+// cache. Without it the four stay registered at 0.
+func WithItemCache(stats ItemCacheStats) Option { return func(o *options) { o.itemCache = stats } }
 
 // WithPacksInFlight makes h4r_packs_in_flight report the packs the engine
 // is building now (engine.Engine.InFlight, the one admission point).
@@ -72,6 +83,9 @@ func New(opts ...Option) *Metrics {
 	}
 	if o.inFlight == nil {
 		o.inFlight = func() int { return 0 }
+	}
+	if o.itemCache == nil {
+		o.itemCache = func() (uint64, uint64, int, int64) { return 0, 0, 0, 0 }
 	}
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
@@ -110,8 +124,21 @@ func New(opts ...Option) *Metrics {
 	misses := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "scs_opa_cache_misses_total", Help: "Policy decisions the decision cache did not hold."},
 		func() float64 { _, mi := o.opaCache(); return float64(mi) })
+	itemHits := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "h4r_item_cache_hits_total", Help: "Items that reads found decoded in the store's item cache (H4R_ITEM_CACHE_MB)."},
+		func() float64 { h, _, _, _ := o.itemCache(); return float64(h) })
+	itemMisses := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "h4r_item_cache_misses_total", Help: "Items that reads did not find in the store's item cache, read and decoded from their rows."},
+		func() float64 { _, mi, _, _ := o.itemCache(); return float64(mi) })
+	itemCount := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "h4r_item_cache_items", Help: "Items the store's item cache holds."},
+		func() float64 { _, _, n, _ := o.itemCache(); return float64(n) })
+	itemBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "h4r_item_cache_bytes", Help: "Estimated memory of what the store's item cache holds, the measure of its budget."},
+		func() float64 { _, _, _, b := o.itemCache(); return float64(b) })
 	reg.MustRegister(m.retrieval, m.generator, m.candidates, m.slicing, m.assembly, m.budget,
 		m.affordances, m.packs, m.rejected, m.canceled, m.requests, m.duration, inFlight, hits, misses,
+		itemHits, itemMisses, itemCount, itemBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

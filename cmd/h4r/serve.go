@@ -224,6 +224,12 @@ func openStack(ctx context.Context, cfg config.Config, spec tenant.Spec, keys *a
 			return 0
 		}
 		return a.Engine.InFlight()
+	}), metrics.WithItemCache(func() (uint64, uint64, int, int64) {
+		if a == nil {
+			return 0, 0, 0, 0
+		}
+		st, _ := a.ItemCacheStats()
+		return st.Hits, st.Misses, st.Items, st.Bytes
 	}))
 	traceMetrics := trace.NewMetrics(m.Registry())
 	aopts := []app.Option{app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding)}

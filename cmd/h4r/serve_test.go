@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,10 +63,11 @@ func TestServeExposure(t *testing.T) {
 // probes need no key, a context pack does, and the key's principal is the
 // specialist.
 func TestServeWithKeys(t *testing.T) {
-	const key = "serve-test-key"
-	sum := sha256.Sum256([]byte(key))
+	const key, adminKey = "serve-test-key", "serve-test-admin-key"
+	sum, adminSum := sha256.Sum256([]byte(key)), sha256.Sum256([]byte(adminKey))
 	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(keysFile, []byte(`[{"sha256": "`+hex.EncodeToString(sum[:])+`", "principal": {"id": "playwright_healer", "securityLevel": "internal", "authorizedGroups": ["qa"]}, "routes": ["read"]}]`), 0o600); err != nil {
+	if err := os.WriteFile(keysFile, []byte(`[{"sha256": "`+hex.EncodeToString(sum[:])+`", "principal": {"id": "playwright_healer", "securityLevel": "internal", "authorizedGroups": ["qa"]}, "routes": ["read"]},
+		{"sha256": "`+hex.EncodeToString(adminSum[:])+`", "principal": {"id": "operator", "securityLevel": "internal"}, "routes": ["admin"]}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,6 +109,7 @@ func TestServeWithKeys(t *testing.T) {
 		{"a pack without a key", http.MethodPost, "/v1/context-pack", "", 0, http.StatusUnauthorized},
 		{"a pack with the key", http.MethodPost, "/v1/context-pack", key, 0, http.StatusOK},
 		{"metrics with a read key", http.MethodGet, "/metrics", key, 0, http.StatusForbidden},
+		{"metrics with an admin key", http.MethodGet, "/metrics", adminKey, 0, http.StatusOK},
 		// net/http answers this itself; the server's Listener puts it in
 		// the error shape (before: 431 in plain text).
 		{"headers over 64 KiB", http.MethodGet, "/health/live", "", 100 << 10, http.StatusBadRequest},
@@ -147,6 +150,15 @@ func TestServeWithKeys(t *testing.T) {
 			}
 			if tt.status == http.StatusOK && tt.path == "/v1/context-pack" && !strings.Contains(string(b), `"specialistId":"playwright_healer"`) {
 				t.Errorf("the pack is not made for the key's principal: %.300s", b)
+			}
+			if tt.status == http.StatusOK && tt.path == "/metrics" {
+				// serve wires the store's item cache: the pack before read
+				// its hits through it.
+				m := metricValues(b)
+				if m["h4r_item_cache_items"] <= 0 || m["h4r_item_cache_bytes"] <= 0 || m["h4r_item_cache_hits_total"]+m["h4r_item_cache_misses_total"] <= 0 {
+					t.Errorf("item cache metrics after a pack: items %v, bytes %v, hits %v, misses %v; want the cache's figures",
+						m["h4r_item_cache_items"], m["h4r_item_cache_bytes"], m["h4r_item_cache_hits_total"], m["h4r_item_cache_misses_total"])
+				}
 			}
 		})
 	}
@@ -215,4 +227,19 @@ func TestServeWithoutKeysGuardsBrowsers(t *testing.T) {
 			t.Errorf("status %d %s, want 400 invalid_argument in the error shape", res.StatusCode, b)
 		}
 	})
+}
+
+// metricValues reads the unlabelled series of a Prometheus text answer.
+func metricValues(body []byte) map[string]float64 {
+	out := map[string]float64{}
+	for line := range strings.Lines(string(body)) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
 }

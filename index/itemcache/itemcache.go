@@ -2,6 +2,7 @@ package itemcache
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -58,6 +59,8 @@ type Cache struct {
 	budget int64
 	used   int64
 	items  map[string]entry
+
+	hits, misses atomic.Uint64 // Get's answers
 }
 
 type entry struct {
@@ -85,10 +88,13 @@ func (c *Cache) Get(id string, st Stamp) (*h4r.Item, bool) {
 	c.mu.RUnlock()
 	switch {
 	case !ok || !e.stamp.SameContent(st):
+		c.misses.Add(1)
 		return nil, false
 	case e.stamp.Equal(st):
+		c.hits.Add(1)
 		return e.item, true
 	}
+	c.hits.Add(1)
 	it := *e.item
 	it.Metadata.AccessCount = st.AccessCount
 	it.Metadata.LastAccessedAt = st.LastAccessedAt
@@ -141,4 +147,19 @@ func (c *Cache) Len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.items)
+}
+
+// Stats is what a cache holds and how often it was asked: the figures an
+// operator sizes its budget by (h4r_item_cache_* in /metrics).
+type Stats struct {
+	Hits, Misses uint64 // lookups answered from the cache, and not, since it started
+	Items        int    // items held
+	Bytes        int64  // the estimated memory of what it holds (Footprint)
+}
+
+// Stats returns the cache's figures.
+func (c *Cache) Stats() Stats {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Items: len(c.items), Bytes: c.used}
 }

@@ -39,9 +39,21 @@ func TestGetChecksTheStamp(t *testing.T) {
 			if tt.name == "unknown id" {
 				id = "b"
 			}
+			before := c.Stats()
 			got, ok := c.Get(id, tt.stamp)
 			if ok != tt.wantHit {
 				t.Fatalf("hit %v, want %v", ok, tt.wantHit)
+			}
+			after := c.Stats()
+			wantHits, wantMisses := uint64(0), uint64(1)
+			if ok {
+				wantHits, wantMisses = 1, 0
+			}
+			if after.Hits-before.Hits != wantHits || after.Misses-before.Misses != wantMisses {
+				t.Errorf("stats went from %+v to %+v for a hit %v: want %d more hits and %d more misses", before, after, ok, wantHits, wantMisses)
+			}
+			if after.Items != 1 || after.Bytes != Footprint(stored) {
+				t.Errorf("stats %+v, want the one entry of %d bytes", after, Footprint(stored))
 			}
 			if !ok {
 				return

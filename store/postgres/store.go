@@ -351,6 +351,11 @@ func explain(err error) error {
 	return err
 }
 
+// ItemCacheStats returns what the store's item cache holds and how often
+// reads found their items in it since the store opened: the figures its
+// budget (WithItemCacheBytes) is sized by.
+func (s *Store) ItemCacheStats() itemcache.Stats { return s.items.Stats() }
+
 // Close writes the accesses still pending, then closes the pools. Calling
 // it again does nothing and returns the first call's error.
 func (s *Store) Close() error {

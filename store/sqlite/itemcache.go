@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/h4r/h4r"
@@ -63,6 +64,8 @@ type itemCache struct {
 	// filters keeps the filtered columns of rows by item id, as of gen
 	// (filtercheck.go), within the same budget.
 	filters map[string]cachedFilter
+
+	hits, misses atomic.Uint64 // items looked up by reads, found or not
 }
 
 // cachedFilter is a row's filtered columns and their estimated memory.
@@ -125,6 +128,8 @@ func (c *itemCache) lookupAll(gen int64, ids []string, out map[string]*h4r.Item)
 			missing = append(missing, id)
 		}
 	}
+	c.misses.Add(uint64(len(missing)))
+	c.hits.Add(uint64(len(ids) - len(missing)))
 	return missing, true
 }
 
@@ -155,10 +160,13 @@ func (c *itemCache) checked(id string, stamp itemStamp) (*h4r.Item, bool) {
 	e, ok := c.lookup(id)
 	switch {
 	case !ok || !e.stamp.sameContent(stamp):
+		c.misses.Add(1)
 		return nil, false
 	case e.stamp == stamp:
+		c.hits.Add(1)
 		return e.item, true
 	}
+	c.hits.Add(1)
 	it := *e.item // shallow: everything but the counts is shared, read-only
 	it.Metadata.AccessCount = stamp.accessCount
 	it.Metadata.LastAccessedAt = time.Time{}
@@ -470,4 +478,16 @@ func readStamps(ctx context.Context, tx *sql.Tx, list string, n int) (_ map[stri
 		return nil, fmt.Errorf("reading item stamps: %w", err)
 	}
 	return out, nil
+}
+
+// ItemCacheStats returns what the store's item cache holds, its items
+// and their estimated memory, and how often reads found their items in
+// it since the store opened: the figures its budget (WithItemCacheBytes)
+// is sized by. A read whose generation the cache no longer reflects
+// counts neither way.
+func (s *Store) ItemCacheStats() itemcache.Stats {
+	c := &s.items
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return itemcache.Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Items: len(c.items), Bytes: c.used}
 }

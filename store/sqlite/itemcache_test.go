@@ -12,6 +12,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/index/itemcache"
 	"github.com/h4r/h4r/store/internal/sqlkit"
 )
 
@@ -347,5 +348,60 @@ func TestItemCacheUnderConcurrentWrites(t *testing.T) {
 		if !reflect.DeepEqual(got[name], want[name]) {
 			t.Errorf("%s through the cache differs from the file:\n got %s\nwant %s", name, describe(got[name]), describe(want[name]))
 		}
+	}
+}
+
+// TestItemCacheStatsCountReads checks the figures /metrics reports: a
+// search's first read of its hits misses, the same search again finds
+// them all, a store with the cache off counts nothing, and what the cache
+// holds is what it says.
+func TestItemCacheStatsCountReads(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		budget int64
+	}{
+		{"on", DefaultItemCacheBytes},
+		{"off", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newTestStore(t, WithItemCacheBytes(tt.budget))
+			ctx := t.Context()
+			if _, err := s.Upsert(ctx, cacheItems()); err != nil {
+				t.Fatal(err)
+			}
+			search := func() int {
+				hits, err := s.FullText().Generate(ctx, h4r.CandidateQuery{Text: "shared flaky login"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(hits)
+			}
+			n := search()
+			first := s.ItemCacheStats()
+			search()
+			second := s.ItemCacheStats()
+			if tt.budget == 0 {
+				if first != (itemcache.Stats{}) || second != (itemcache.Stats{}) {
+					t.Fatalf("a cache that is off reported %+v, then %+v; want nothing", first, second)
+				}
+				return
+			}
+			if n == 0 || first.Hits != 0 || first.Misses != uint64(n) {
+				t.Fatalf("after the first search of %d hits: %+v, want %d misses and no hit", n, first, n)
+			}
+			if second.Hits != uint64(n) || second.Misses != first.Misses {
+				t.Fatalf("after the same search again: %+v, want %d hits and no more misses", second, n)
+			}
+			var bytes int64
+			for _, e := range s.items.items {
+				bytes += e.size
+			}
+			for _, f := range s.items.filters {
+				bytes += f.size
+			}
+			if second.Items != len(s.items.items) || second.Items < n || second.Bytes != bytes {
+				t.Fatalf("stats %+v; the cache holds %d items of %d bytes", second, len(s.items.items), bytes)
+			}
+		})
 	}
 }
