@@ -1,7 +1,9 @@
 package bm25_test
 
 import (
+	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -172,4 +174,44 @@ func FuzzAnalyze(f *testing.F) {
 			t.Fatalf("Query(%q) counts %d terms, Analyze gave %d", text, n, len(terms))
 		}
 	})
+}
+
+// TestStemsPrepareAllEqualsPrepareAll checks that analysing with
+// remembered stems gives the Docs of fresh analysis: with no memory, a
+// memory that fills up within the texts, one that holds them all, and the
+// same memory a second time, when every stem is remembered.
+func TestStemsPrepareAllEqualsPrepareAll(t *testing.T) {
+	texts := []string{
+		"Running runners ran; the runner runs",
+		"Café CAFÉ cafe naïve naive",
+		"flaky login selectors flaky",
+		strings.Repeat("x", 80) + " " + strings.Repeat("x", 80) + " words",
+		"",
+		"Running, running: the same words again",
+	}
+	for i := range 600 { // past one worker's share, so that several run
+		texts = append(texts, fmt.Sprintf("note %d about caching and cached items %d", i%37, i%11))
+	}
+	want := bm25.PrepareAll(texts)
+	for _, tc := range []struct {
+		name  string
+		stems *bm25.Stems
+	}{
+		{"no memory", nil},
+		{"a memory that fills", bm25.NewStems(5)},
+		{"a memory of every word", bm25.NewStems(1 << 15)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for pass := range 2 {
+				if got := tc.stems.PrepareAll(texts); !reflect.DeepEqual(got, want) {
+					for i := range got {
+						if !reflect.DeepEqual(got[i], want[i]) {
+							t.Fatalf("pass %d, text %d %q: %+v, PrepareAll made %+v", pass, i, texts[i], got[i], want[i])
+						}
+					}
+					t.Fatalf("pass %d: %d Docs, PrepareAll made %d", pass, len(got), len(want))
+				}
+			}
+		})
+	}
 }

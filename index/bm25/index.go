@@ -153,6 +153,11 @@ func (x *Index) Prepare(text string) Doc {
 func prepare(text string, cache stemCache) Doc {
 	var all []string
 	eachTerm(text, cache, func(t string) { all = append(all, t) })
+	return docOf(all)
+}
+
+// docOf counts a text's terms, which it sorts in place, into a Doc.
+func docOf(all []string) Doc {
 	slices.Sort(all)
 	d := Doc{length: uint32(min(len(all), math.MaxUint32))}
 	for i, t := range all {
@@ -199,6 +204,27 @@ func (d *Doc) sum(seed maphash.Seed) uint64 {
 	binary.LittleEndian.PutUint32(n[:4], d.length)
 	h.Write(n[:4])
 	return h.Sum64()
+}
+
+// PrepareAll is the package's PrepareAll with the stems looked up in s and
+// those it lacks added to it: for the writes of a store, whose texts share
+// most of their words with the texts written before them, where PrepareAll
+// stems every word of each batch afresh.
+func (s *Stems) PrepareAll(texts []string) []Doc {
+	docs := make([]Doc, len(texts))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)/256))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var terms []string
+			for i := w; i < len(texts); i += workers {
+				terms = s.Analyze(terms[:0], texts[i])
+				docs[i] = docOf(terms)
+			}
+		})
+	}
+	wg.Wait()
+	return docs
 }
 
 // Add indexes text under id, which must hold no document.

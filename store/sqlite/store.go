@@ -22,6 +22,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/h4r/h4r/index/ann"
+	"github.com/h4r/h4r/index/bm25"
 	"github.com/h4r/h4r/store/internal/sqlkit"
 )
 
@@ -230,6 +231,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := &Store{path: abs, writer: writer, readers: readers, reads: reads, counter: o.counter, now: o.now, log: o.log, analyzer: o.analyzer, writeTimeout: o.writeAfter, textFilterRounds: defaultTextFilterRounds}
 	s.vectors.embedder = o.embedder
 	s.items = newItemCache(cacheBytes)
+	s.text.stems = bm25.NewStems(writeStems)
 	s.vectors.ix = ann.New(ann.WithThreshold(o.annAbove), ann.WithLock(&s.vectors.mu)) // re-clusters in the background
 	s.access = sqlkit.StartAccessTracker(s.flushAccess, o.flushEvery, flushTimeout, o.now, o.log)
 	if n, err := s.recountTokens(ctx); err != nil {

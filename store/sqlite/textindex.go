@@ -37,6 +37,10 @@ type textIndex struct {
 	gen    int64       // the text_generation the index reflects
 	x      *bm25.Index // documents are items.seq
 
+	// stems remembers the stems of the words this process's writes
+	// analyse, old texts and new (writeStems of them); nil: none.
+	stems *bm25.Stems
+
 	// ids maps items.seq → items.id, for ties and reads. seq is the items
 	// table's INTEGER PRIMARY KEY: SQLite gives a new row the largest seq
 	// plus one and an upsert keeps a row's seq, so the seqs in use run
@@ -53,6 +57,11 @@ func (t *textIndex) current(gen int64) bool {
 	defer t.mu.RUnlock()
 	return t.loaded && t.gen >= gen
 }
+
+// writeStems is how many words' stems the text index remembers for the
+// analysis of writes: a Zipf vocabulary's most frequent words, most of
+// any text, in about 1.5 MB at most.
+const writeStems = 1 << 15
 
 // textLoadBatch is how many texts a rebuild analyses at once.
 const textLoadBatch = 4096
@@ -239,8 +248,8 @@ func oldTexts(ctx context.Context, tx *sql.Tx, ids []string) (map[uint32]string,
 }
 
 // analysed returns the analysis of texts, by the same seqs, made on every
-// core.
-func analysed(texts map[uint32]string) map[uint32]bm25.Doc {
+// core with the stems the index remembers.
+func (t *textIndex) analysed(texts map[uint32]string) map[uint32]bm25.Doc {
 	if len(texts) == 0 {
 		return nil
 	}
@@ -251,7 +260,7 @@ func analysed(texts map[uint32]string) map[uint32]bm25.Doc {
 		list = append(list, text)
 	}
 	docs := make(map[uint32]bm25.Doc, len(texts))
-	for i, d := range bm25.PrepareAll(list) {
+	for i, d := range t.stems.PrepareAll(list) {
 		docs[seqs[i]] = d
 	}
 	return docs
@@ -280,7 +289,7 @@ func (s *Store) prepareTexts(items []encodedItem) []bm25.Doc {
 	for i := range items {
 		texts[i] = items[i].item.Text
 	}
-	return bm25.PrepareAll(texts)
+	return t.stems.PrepareAll(texts)
 }
 
 // writtenSeqs returns the seq of each of ids, as the write transaction tx

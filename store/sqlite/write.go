@@ -103,7 +103,7 @@ func (s *Store) upsertTx(ctx context.Context, items []encodedItem, deletes []str
 		}
 		a.putItems(items)
 	})
-	change := textChange{deletes: deleted, was: analysed(was)}
+	change := textChange{deletes: deleted, was: s.text.analysed(was)}
 	for i := range items {
 		p := textPut{seq: seqs[ids[i]], id: ids[i], text: items[i].item.Text}
 		if docs != nil {
@@ -214,7 +214,7 @@ func (s *Store) deleteTx(ctx context.Context, id string, del func(context.Contex
 	var change textChange
 	if doc, err := seqOf(seq); seq >= 0 && err == nil {
 		change.deletes = []uint32{doc}
-		change.was = analysed(map[uint32]string{doc: was})
+		change.was = s.text.analysed(map[uint32]string{doc: was})
 	}
 	s.text.applied(textBefore, textAfter, change)
 	s.items.applied(itemsBefore, itemsAfter, func(c *itemCache) { c.drop([]string{id}) })
