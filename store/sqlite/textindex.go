@@ -219,33 +219,40 @@ func oldTexts(ctx context.Context, tx *sql.Tx, ids []string) (map[uint32]string,
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	texts := map[uint32]string{}
+	err := eachRowOf(ctx, tx, ids, "text", "the texts of the rows to write", func(seq uint32, text string) { texts[seq] = text })
+	return texts, err
+}
+
+// eachRowOf calls each with the seq and the column col of every row of
+// ids that tx finds; what names them in errors.
+func eachRowOf(ctx context.Context, tx *sql.Tx, ids []string, col, what string, each func(seq uint32, value string)) error {
 	list, err := jsonList(ids)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, text FROM items WHERE id IN (SELECT value FROM json_each(?))`, list)
+	rows, err := tx.QueryContext(ctx, `SELECT seq, `+col+` FROM items WHERE id IN (SELECT value FROM json_each(?))`, list)
 	if err != nil {
-		return nil, fmt.Errorf("reading the texts of the rows to write: %w", err)
+		return fmt.Errorf("reading %s: %w", what, err)
 	}
-	texts := map[uint32]string{}
 	for rows.Next() {
 		var (
-			seq  int64
-			text string
+			seq   int64
+			value string
 		)
-		if err := rows.Scan(&seq, &text); err != nil {
-			return nil, errors.Join(fmt.Errorf("reading the text of a row to write: %w", err), rows.Close())
+		if err := rows.Scan(&seq, &value); err != nil {
+			return errors.Join(fmt.Errorf("reading %s: %w", what, err), rows.Close())
 		}
 		doc, err := seqOf(seq)
 		if err != nil {
-			return nil, errors.Join(err, rows.Close())
+			return errors.Join(err, rows.Close())
 		}
-		texts[doc] = text
+		each(doc, value)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("reading the texts of the rows to write: %w", err)
+		return fmt.Errorf("reading %s: %w", what, err)
 	}
-	return texts, nil
+	return nil
 }
 
 // analysed returns the analysis of texts, by the same seqs, made on every
@@ -296,31 +303,9 @@ func (s *Store) prepareTexts(items []encodedItem) []bm25.Doc {
 // writtenSeqs returns the seq of each of ids, as the write transaction tx
 // left them.
 func writtenSeqs(ctx context.Context, tx *sql.Tx, ids []string) (map[string]uint32, error) {
-	list, err := jsonList(ids)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, id FROM items WHERE id IN (SELECT value FROM json_each(?))`, list)
-	if err != nil {
-		return nil, fmt.Errorf("reading the written items' rows: %w", err)
-	}
 	seqs := make(map[string]uint32, len(ids))
-	for rows.Next() {
-		var (
-			seq int64
-			id  string
-		)
-		if err := rows.Scan(&seq, &id); err != nil {
-			return nil, errors.Join(fmt.Errorf("reading a written item's row: %w", err), rows.Close())
-		}
-		if seqs[id], err = seqOf(seq); err != nil {
-			return nil, errors.Join(err, rows.Close())
-		}
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("reading the written items' rows: %w", err)
-	}
-	return seqs, nil
+	err := eachRowOf(ctx, tx, ids, "id", "the written items' rows", func(seq uint32, id string) { seqs[id] = seq })
+	return seqs, err
 }
 
 // applied updates the index after a committed write that moved the
