@@ -16,6 +16,10 @@
 // words, query-term counts), into the index's terms and counts.
 //
 // The index keeps no state on disk: its owner (the SQLite store) rebuilds
-// it from its durable rows at open and applies each committed write. See
+// it from its durable rows at open and applies each committed write. It
+// keeps no document's terms either: a delete or a replace gives the
+// analysis of the text it removes (Index.Delete), which the owner reads
+// from the row it changes, and a fingerprint per document refuses any
+// other. See
 // PERFORMANCE.md for the measured designs and the persistence note.
 package bm25
