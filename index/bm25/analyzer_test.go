@@ -176,11 +176,13 @@ func FuzzAnalyze(f *testing.F) {
 	})
 }
 
-// TestStemsPrepareAllEqualsPrepareAll checks that analysing with
-// remembered stems gives the Docs of fresh analysis: with no memory, a
-// memory that fills up within the texts, one that holds them all, and the
-// same memory a second time, when every stem is remembered.
-func TestStemsPrepareAllEqualsPrepareAll(t *testing.T) {
+// TestBatchedAnalysisEqualsAnalysisAlone checks that analysing texts
+// together gives the Docs of each text analysed alone: PrepareAll; a
+// memory of stems with no memory, one that fills up within the texts, one
+// that holds them all, and the same memory a second time, when every stem
+// is remembered; and a Preparer's batches, which keep their stems and
+// buffers between them.
+func TestBatchedAnalysisEqualsAnalysisAlone(t *testing.T) {
 	texts := []string{
 		"Running runners ran; the runner runs",
 		"Café CAFÉ cafe naïve naive",
@@ -192,7 +194,16 @@ func TestStemsPrepareAllEqualsPrepareAll(t *testing.T) {
 	for i := range 600 { // past one worker's share, so that several run
 		texts = append(texts, fmt.Sprintf("note %d about caching and cached items %d", i%37, i%11))
 	}
-	want := bm25.PrepareAll(texts)
+	// Each text analysed alone, with no buffer or memory shared between
+	// texts, is the reference; PrepareAll is checked against it too.
+	var want []bm25.Doc
+	x := bm25.New()
+	for _, text := range texts {
+		want = append(want, x.Prepare(text))
+	}
+	if got := bm25.PrepareAll(texts); !reflect.DeepEqual(got, want) {
+		t.Fatal("PrepareAll differs from analysing each text alone")
+	}
 	for _, tc := range []struct {
 		name  string
 		stems *bm25.Stems
@@ -206,12 +217,22 @@ func TestStemsPrepareAllEqualsPrepareAll(t *testing.T) {
 				if got := tc.stems.PrepareAll(texts); !reflect.DeepEqual(got, want) {
 					for i := range got {
 						if !reflect.DeepEqual(got[i], want[i]) {
-							t.Fatalf("pass %d, text %d %q: %+v, PrepareAll made %+v", pass, i, texts[i], got[i], want[i])
+							t.Fatalf("pass %d, text %d %q: %+v, alone %+v", pass, i, texts[i], got[i], want[i])
 						}
 					}
-					t.Fatalf("pass %d: %d Docs, PrepareAll made %d", pass, len(got), len(want))
+					t.Fatalf("pass %d: %d Docs, want %d", pass, len(got), len(want))
 				}
 			}
 		})
 	}
+	t.Run("a Preparer's batches", func(t *testing.T) {
+		var p bm25.Preparer
+		var got []bm25.Doc
+		for _, batch := range [][]string{texts[:3], texts[3:400], texts[400:401], texts[401:], texts} {
+			got = append(got, p.PrepareAll(batch)...)
+		}
+		if !reflect.DeepEqual(got, append(slices.Clone(want[:len(want):len(want)]), want...)) {
+			t.Fatal("a Preparer's batches differ from each text analysed alone")
+		}
+	})
 }

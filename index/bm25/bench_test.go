@@ -293,6 +293,32 @@ func BenchmarkBuild(b *testing.B) {
 		done()
 		b.ReportMetric(heapPerDoc(func() any { return build() }, len(docs)), "B/doc")
 	})
+	// A store's rebuild analyses a batch of 4,096 texts at a time; a
+	// Preparer keeps its workers' stems from one batch to the next, where
+	// PrepareAll starts each batch with none.
+	for _, stems := range []string{"per-batch", "kept"} {
+		b.Run("mode=batches/stems="+stems, func(b *testing.B) {
+			defer cputime.MeasureProcess(b)()
+			for b.Loop() {
+				x := bm25.New()
+				var prep bm25.Preparer
+				for start := 0; start < len(docs); start += 4096 {
+					batch := docs[start:min(start+4096, len(docs))]
+					var prepared []bm25.Doc
+					if stems == "kept" {
+						prepared = prep.PrepareAll(batch)
+					} else {
+						prepared = bm25.PrepareAll(batch)
+					}
+					for i, d := range prepared {
+						if err := x.Put(uint32(start+i), d); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+		})
+	}
 }
 
 // heapPerDoc returns the heap that build's result keeps, per document.

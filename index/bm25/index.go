@@ -189,16 +189,37 @@ func docOf(all []string) Doc {
 // PrepareAll prepares texts on every core: a rebuild's analysis. Each
 // worker keeps stems of its own, so that they do not contend for a lock.
 func PrepareAll(texts []string) []Doc {
+	var p Preparer
+	return p.PrepareAll(texts)
+}
+
+// Preparer prepares batches of texts on every core, as PrepareAll does,
+// each worker keeping its stems and its buffer from one batch to the next:
+// a rebuild analyses its texts a batch at a time, and a fresh memory of
+// stems for each batch stemmed the common words again in every batch (at
+// a million texts, growing those memories was most of the garbage of
+// loading). Its zero value is ready; it is not safe for concurrent use.
+type Preparer struct {
+	caches []stemCache
+	bufs   [][]string
+}
+
+// PrepareAll prepares texts.
+func (p *Preparer) PrepareAll(texts []string) []Doc {
 	docs := make([]Doc, len(texts))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)/256))
+	for len(p.caches) < workers {
+		p.caches = append(p.caches, stemCache{})
+		p.bufs = append(p.bufs, nil)
+	}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			cache := stemCache{}
-			var buf []string
+			cache, buf := p.caches[w], p.bufs[w]
 			for i := w; i < len(texts); i += workers {
 				docs[i], buf = prepareInto(buf, texts[i], cache)
 			}
+			p.bufs[w] = buf
 		})
 	}
 	wg.Wait()

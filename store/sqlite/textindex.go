@@ -156,8 +156,9 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 			texts []string
 		)
 		x := bm25.New()
+		var prep bm25.Preparer // keeps stems from one batch to the next
 		flush := func() error {
-			for i, d := range bm25.PrepareAll(texts) {
+			for i, d := range prep.PrepareAll(texts) {
 				if err := x.Put(seqs[i], d); err != nil {
 					return err
 				}
