@@ -6,6 +6,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/internal/idtable"
+	"github.com/h4r/h4r/internal/names"
 )
 
 // Link is a link as its holder holds it.
@@ -18,7 +19,7 @@ type Link struct {
 // zero value is not usable; New makes one.
 type Graph struct {
 	node    idtable.Table[uint32] // node number by id, through name
-	name    []string              // id by node number
+	name    names.List            // id by node number, in one array of bytes (no object per id)
 	nameOf  func(uint32) string   // name's lookup, for node, made once
 	present []bool                // the node is an item; a walk passes only through items
 	out     edgeLists[outEdge]    // links held by the node, in order
@@ -101,10 +102,11 @@ type outEdge struct {
 func New(n int) *Graph {
 	g := &Graph{
 		typeOf: map[string]uint32{},
-		name:   make([]string, 0, n), present: make([]bool, 0, n),
+		present: make([]bool, 0, n),
 		out: edgeLists[outEdge]{at: make([]uint32, 0, n)}, in: edgeLists[halfEdge]{at: make([]uint32, 0, n)},
 	}
-	g.nameOf = func(n uint32) string { return g.name[n] }
+	g.name.Grow(n)
+	g.nameOf = g.name.At
 	g.node.Grow(n, g.nameOf)
 	return g
 }
@@ -117,9 +119,12 @@ func (g *Graph) intern(id string) uint32 {
 	if n, ok := g.lookup(id); ok {
 		return n
 	}
-	n := uint32(len(g.name))
-	g.name = append(g.name, id)
-	g.node.Add(id, n, g.nameOf)
+	return g.added(g.name.Append(id))
+}
+
+// added makes name n, just appended, a node (as no item).
+func (g *Graph) added(n uint32) uint32 {
+	g.node.Add(g.name.At(n), n, g.nameOf)
 	g.present = append(g.present, false)
 	g.out.addNode()
 	g.in.addNode()
@@ -146,7 +151,7 @@ func (g *Graph) internBytes(b []byte) uint32 {
 	if n, ok := g.node.GetBytes(b, g.nameOf); ok {
 		return n
 	}
-	return g.intern(string(b))
+	return g.added(g.name.AppendBytes(b))
 }
 
 // AddItemBytes is AddItem for a scanned column, which it does not keep.
@@ -216,7 +221,7 @@ func (g *Graph) Links(id string) ([]h4r.Link, bool) {
 	}
 	out := make([]h4r.Link, len(held))
 	for i, e := range held {
-		out[i] = h4r.Link{Type: g.types[e.typ], Target: g.name[e.node], Strength: e.strength}
+		out[i] = h4r.Link{Type: g.types[e.typ], Target: g.name.At(e.node), Strength: e.strength}
 	}
 	return out, true
 }
@@ -284,7 +289,7 @@ func (g *Graph) walk(w Walk, beyond bool) ([]Reach, int) {
 			return nil, 0
 		}
 	}
-	seen := make([]uint64, (len(g.name)+63)/64)
+	seen := make([]uint64, (g.name.Len()+63)/64)
 	visit := func(n uint32) bool {
 		if seen[n/64]&(1<<(n%64)) != 0 || !g.present[n] {
 			return false
@@ -303,7 +308,7 @@ func (g *Graph) walk(w Walk, beyond bool) ([]Reach, int) {
 				anchors++
 				delete(wanted, n)
 			default:
-				out = append(out, Reach{g.name[n], d})
+				out = append(out, Reach{g.name.At(n), d})
 				delete(wanted, n)
 			}
 		}
