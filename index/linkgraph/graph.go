@@ -101,9 +101,9 @@ type outEdge struct {
 // New returns an empty graph sized for about n items.
 func New(n int) *Graph {
 	g := &Graph{
-		typeOf: map[string]uint32{},
+		typeOf:  map[string]uint32{},
 		present: make([]bool, 0, n),
-		out: edgeLists[outEdge]{at: make([]uint32, 0, n)}, in: edgeLists[halfEdge]{at: make([]uint32, 0, n)},
+		out:     edgeLists[outEdge]{at: make([]uint32, 0, n)}, in: edgeLists[halfEdge]{at: make([]uint32, 0, n)},
 	}
 	g.name.Grow(n)
 	g.nameOf = g.name.At
