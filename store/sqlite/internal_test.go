@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -629,6 +631,58 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 			}
 			if info, err := os.Stat(path); err != nil || info.Size() == 0 {
 				t.Fatalf("store file %q: %v (size %v)", path, err, info)
+			}
+		})
+	}
+}
+
+// TestSeqIDsAgreesWithMap drives the text index's seq → id map through
+// random sets, replaces with the same id and with another, and deletes,
+// and checks it against a Go map after every step, and that the ids no
+// row holds never outnumber the ids held by more than one.
+func TestSeqIDsAgreesWithMap(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		seqs, steps int
+		deletes     int // in 10
+	}{
+		{"few seqs, many deletes", 20, 3000, 5},
+		{"many seqs, few deletes", 2000, 6000, 1},
+		{"only sets", 500, 2000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.seqs), uint64(tc.steps)))
+			var m seqIDs
+			want := map[uint32]string{}
+			fresh := uint32(10 * tc.seqs) // seqs for add, which takes a seq that holds no id
+			for step := range tc.steps {
+				seq := 1 + rng.Uint32N(uint32(tc.seqs))
+				switch r := rng.IntN(10); {
+				case r < tc.deletes:
+					m.Delete(seq)
+					delete(want, seq)
+				case r == 9 && want[seq] != "": // the row replaced, its id kept
+					m.Set(seq, want[seq])
+				default:
+					id := fmt.Sprintf("id-%d-%d", seq, step)
+					if step%3 == 0 {
+						fresh++
+						m.add(fresh, []byte(id)) // a rebuild's row
+						want[fresh] = id
+						break
+					}
+					m.Set(seq, id)
+					want[seq] = id
+				}
+				if m.dead > m.num.Len()+1 {
+					t.Fatalf("step %d: %d ids no row holds, %d held", step, m.dead, m.num.Len())
+				}
+				if got := maps.Collect(m.All()); !maps.Equal(got, want) {
+					t.Fatalf("step %d: %v, want %v", step, got, want)
+				}
+				if got := m.Get(seq); got != want[seq] {
+					t.Fatalf("step %d: Get(%d) = %q, want %q", step, seq, got, want[seq])
+				}
 			}
 		})
 	}

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"strings"
 	"sync"
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/index/bm25"
+	"github.com/h4r/h4r/internal/names"
 	"github.com/h4r/h4r/internal/paged"
 )
 
@@ -41,12 +43,84 @@ type textIndex struct {
 	// analyse, old texts and new (writeStems of them); nil: none.
 	stems *bm25.Stems
 
-	// ids maps items.seq → items.id, for ties and reads. seq is the items
-	// table's INTEGER PRIMARY KEY: SQLite gives a new row the largest seq
-	// plus one and an upsert keeps a row's seq, so the seqs in use run
-	// nearly densely from 1, which a paged array holds in about a quarter
-	// of a map's memory (bench/results/2026-11-29/memory-1m-rows.md).
-	ids paged.Array[string]
+	// ids maps items.seq → items.id, for ties and reads.
+	ids seqIDs
+}
+
+// seqIDs maps items.seq → items.id. seq is the items table's INTEGER
+// PRIMARY KEY: SQLite gives a new row the largest seq plus one and an
+// upsert keeps a row's seq, so the seqs in use run nearly densely from 1,
+// which a paged array holds in about a quarter of a map's memory
+// (bench/results/2026-11-29/memory-1m-rows.md). The ids themselves are in
+// one array of bytes (internal/names), not a string each: at a million
+// items a string each was a million objects for the collector to mark at
+// every collection. An id whose row is deleted stays in the array until
+// the ids no row holds outnumber those held, when the array is copied
+// without them. Its zero value is empty.
+type seqIDs struct {
+	names names.List
+	num   paged.Array[uint32] // 1 + the number of seq's id in names; 0: none
+	dead  int                 // ids in names that no seq holds
+}
+
+// Get returns seq's id, "" when it has none.
+func (m *seqIDs) Get(seq uint32) string {
+	if n := m.num.Get(seq); n != 0 {
+		return m.names.At(n - 1)
+	}
+	return ""
+}
+
+// Set makes id seq's id.
+func (m *seqIDs) Set(seq uint32, id string) {
+	if n := m.num.Get(seq); n != 0 {
+		if m.names.At(n-1) == id {
+			return // a replaced row keeps its id
+		}
+		m.dead++
+	}
+	m.num.Set(seq, m.names.Append(id)+1)
+	m.compact()
+}
+
+// add makes a copy of id seq's id, when seq has none (a rebuild's rows).
+func (m *seqIDs) add(seq uint32, id []byte) {
+	m.num.Set(seq, m.names.AppendBytes(id)+1)
+}
+
+// Delete forgets seq's id.
+func (m *seqIDs) Delete(seq uint32) {
+	if m.num.Get(seq) == 0 {
+		return
+	}
+	m.num.Delete(seq)
+	m.dead++
+	m.compact()
+}
+
+// All yields every seq with its id.
+func (m *seqIDs) All() iter.Seq2[uint32, string] {
+	return func(yield func(uint32, string) bool) {
+		for seq, n := range m.num.All() {
+			if !yield(seq, m.names.At(n-1)) {
+				return
+			}
+		}
+	}
+}
+
+// compact copies the ids still held into a new array when those no row
+// holds outnumber them: each copy follows as many deletes as it moves ids.
+func (m *seqIDs) compact() {
+	if m.dead <= m.num.Len() {
+		return
+	}
+	var kept names.List
+	kept.Grow(m.num.Len())
+	for seq, n := range m.num.All() {
+		m.num.Set(seq, kept.Append(m.names.At(n-1))+1)
+	}
+	m.names, m.dead = kept, 0
 }
 
 // current reports whether the index reflects at least generation gen.
@@ -166,11 +240,14 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 			seqs, texts = seqs[:0], texts[:0]
 			return nil
 		}
-		var ids paged.Array[string]
+		var (
+			ids seqIDs
+			id  sql.RawBytes // copied into ids: no string a row
+		)
 		for rows.Next() {
 			var (
-				seq      int64
-				id, text string
+				seq  int64
+				text string
 			)
 			if err := rows.Scan(&seq, &id, &text); err != nil {
 				return errors.Join(fmt.Errorf("reading an item's text: %w", err), rows.Close())
@@ -181,7 +258,7 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 			}
 			seqs = append(seqs, doc)
 			texts = append(texts, text)
-			ids.Set(doc, id)
+			ids.add(doc, id)
 			if len(texts) == textLoadBatch {
 				if err := flush(); err != nil {
 					return errors.Join(err, rows.Close())
@@ -321,7 +398,7 @@ func (t *textIndex) applied(before, after int64, change textChange) {
 	if !t.loaded || t.gen != before {
 		return
 	}
-	unload := func() { t.loaded, t.x, t.ids = false, nil, paged.Array[string]{} }
+	unload := func() { t.loaded, t.x, t.ids = false, nil, seqIDs{} }
 	for _, seq := range change.deletes {
 		if _, err := t.x.Delete(seq, change.was[seq]); err != nil {
 			unload()
