@@ -207,23 +207,37 @@ type Preparer struct {
 // PrepareAll prepares texts.
 func (p *Preparer) PrepareAll(texts []string) []Doc {
 	docs := make([]Doc, len(texts))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)/256))
+	workers := prepareWorkers(len(texts))
 	for len(p.caches) < workers {
 		p.caches = append(p.caches, stemCache{})
 		p.bufs = append(p.bufs, nil)
 	}
+	onWorkers(workers, len(texts), func(w int, each func(func(i int))) {
+		cache, buf := p.caches[w], p.bufs[w]
+		each(func(i int) { docs[i], buf = prepareInto(buf, texts[i], cache) })
+		p.bufs[w] = buf
+	})
+	return docs
+}
+
+// prepareWorkers is how many goroutines analyse n texts: every core, but
+// no fewer than 256 texts each.
+func prepareWorkers(n int) int { return min(runtime.GOMAXPROCS(0), max(1, n/256)) }
+
+// onWorkers runs work on workers goroutines and waits for them; worker w's
+// each calls its argument with every index of n that is w modulo workers.
+func onWorkers(workers, n int, work func(w int, each func(func(i int)))) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			cache, buf := p.caches[w], p.bufs[w]
-			for i := w; i < len(texts); i += workers {
-				docs[i], buf = prepareInto(buf, texts[i], cache)
-			}
-			p.bufs[w] = buf
+			work(w, func(f func(i int)) {
+				for i := w; i < n; i += workers {
+					f(i)
+				}
+			})
 		})
 	}
 	wg.Wait()
-	return docs
 }
 
 // sum returns the fingerprint of d's analysis: its terms, their
@@ -249,18 +263,13 @@ func (d *Doc) sum(seed maphash.Seed) uint64 {
 // stems every word of each batch afresh.
 func (s *Stems) PrepareAll(texts []string) []Doc {
 	docs := make([]Doc, len(texts))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)/256))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			var terms []string
-			for i := w; i < len(texts); i += workers {
-				terms = s.Analyze(terms[:0], texts[i])
-				docs[i] = docOf(terms)
-			}
+	onWorkers(prepareWorkers(len(texts)), len(texts), func(_ int, each func(func(i int))) {
+		var terms []string
+		each(func(i int) {
+			terms = s.Analyze(terms[:0], texts[i])
+			docs[i] = docOf(terms)
 		})
-	}
-	wg.Wait()
+	})
 	return docs
 }
 
