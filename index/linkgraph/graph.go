@@ -2,6 +2,7 @@ package linkgraph
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/h4r/h4r"
@@ -28,24 +29,39 @@ type Graph struct {
 	types   []string              // type by link type number
 }
 
-// edgeLists holds each node's edges of one direction. In a large graph
-// many nodes hold none (an item without links, a link target that holds
-// none), so a node keeps a number, 0 for none and otherwise 1 + the index
-// of its list, where a slice header per node would take six times the memory
-// (bench/results/2026-11-29/memory-1m-rows.md).
+// edgeLists holds each node's edges of one direction, every list a run
+// of one array of edges. In a large graph many nodes hold none (an item
+// without links, a link target that holds none), so a node keeps a
+// number, 0 for none and otherwise 1 + the index of its run, where a slice
+// header per node would take six times the memory
+// (bench/results/2026-11-29/memory-1m-rows.md). The edges hold no
+// pointers, so the array is one object the collector does not scan, where
+// a slice per list was an object per list to find and mark at every
+// collection (868,000 at a million items).
 type edgeLists[E any] struct {
 	at    []uint32 // by node
-	lists [][]E
-	free  []uint32 // numbers of lists emptied, taken again before lists grows
+	runs  []run
+	edges []E
+	free  []uint32 // numbers of runs emptied, taken again before runs grows
+	live  int      // edges the runs hold; the rest of edges is room
 }
+
+// run is one list's place in edges: n edges from start, with room for size.
+type run struct{ start, n, size uint32 }
+
+// compactMin is the room, in edges, below which a list never compacts:
+// copying a small array to save a few edges costs more than it saves.
+const compactMin = 1 << 10
 
 // addNode adds a node holding no edges.
 func (l *edgeLists[E]) addNode() { l.at = append(l.at, 0) }
 
-// of returns node n's edges; the slice is the graph's own.
+// of returns node n's edges; the slice is the graph's own, valid until
+// the next change.
 func (l *edgeLists[E]) of(n uint32) []E {
 	if k := l.at[n]; k != 0 {
-		return l.lists[k-1]
+		r := l.runs[k-1]
+		return l.edges[r.start : r.start+r.n : r.start+r.n]
 	}
 	return nil
 }
@@ -54,38 +70,100 @@ func (l *edgeLists[E]) of(n uint32) []E {
 func (l *edgeLists[E]) add(n uint32, e E) {
 	k := l.at[n]
 	if k == 0 {
-		k = l.newList()
+		k = l.newRun()
 		l.at[n] = k
 	}
-	l.lists[k-1] = append(l.lists[k-1], e)
+	r := &l.runs[k-1]
+	if r.n == r.size {
+		l.grow(r)
+	}
+	l.edges[r.start+r.n] = e
+	r.n++
+	l.live++
+	l.maybeCompact()
 }
 
-// set makes es node n's edges; none frees its list.
+// grow makes room in r for one more edge. The run at the end of edges
+// grows in place by one, so that lists filled one after another (a load,
+// each item's links in turn) leave no room behind; any other moves to the
+// end with room for twice its edges, so that a list that keeps growing
+// among others (a much-linked target's links) moves a logarithmic number
+// of times.
+func (l *edgeLists[E]) grow(r *run) {
+	if int(r.start+r.size) == len(l.edges) {
+		var zero E
+		l.edges = append(l.edges, zero)
+		r.size++
+		return
+	}
+	l.move(r, l.edges[r.start:r.start+r.n], max(2*r.n, 1))
+}
+
+// move puts es at the end of edges as r's edges, with room for size.
+func (l *edgeLists[E]) move(r *run, es []E, size uint32) {
+	start := len(l.edges)
+	if uint64(start)+uint64(size) > math.MaxUint32 {
+		panic("linkgraph: more than 2^32 edges in one direction")
+	}
+	l.edges = slices.Grow(l.edges, int(size))[:start+int(size)]
+	copy(l.edges[start:], es)
+	r.start, r.n, r.size = uint32(start), uint32(len(es)), size
+}
+
+// set makes es node n's edges; none frees its run. es may be node n's own
+// edges, shortened in place (as slices.DeleteFunc leaves them).
 func (l *edgeLists[E]) set(n uint32, es []E) {
 	k := l.at[n]
 	switch {
 	case len(es) == 0 && k != 0:
-		l.lists[k-1] = nil
+		l.live -= int(l.runs[k-1].n)
+		l.runs[k-1] = run{}
 		l.free = append(l.free, k)
 		l.at[n] = 0
 	case len(es) > 0:
 		if k == 0 {
-			k = l.newList()
+			k = l.newRun()
 			l.at[n] = k
 		}
-		l.lists[k-1] = es
+		r := &l.runs[k-1]
+		l.live += len(es) - int(r.n)
+		if len(es) <= int(r.size) {
+			copy(l.edges[r.start:], es) // es may overlap the run: copy moves
+			r.n = uint32(len(es))
+		} else {
+			l.move(r, es, uint32(len(es)))
+		}
 	}
+	l.maybeCompact()
 }
 
-// newList returns the number of an empty list, a freed one if any.
-func (l *edgeLists[E]) newList() uint32 {
+// newRun returns the number of an empty run, a freed one if any.
+func (l *edgeLists[E]) newRun() uint32 {
 	if last := len(l.free) - 1; last >= 0 {
 		k := l.free[last]
 		l.free = l.free[:last]
 		return k
 	}
-	l.lists = append(l.lists, nil)
-	return uint32(len(l.lists))
+	l.runs = append(l.runs, run{})
+	return uint32(len(l.runs))
+}
+
+// maybeCompact copies the runs into a new array without room once the
+// room (left by runs that moved, emptied or shrank) outgrows the edges,
+// so that the array stays within about twice what the lists hold.
+func (l *edgeLists[E]) maybeCompact() {
+	room := len(l.edges) - l.live
+	if room < compactMin || room <= l.live {
+		return
+	}
+	edges := make([]E, 0, l.live)
+	for k := range l.runs {
+		r := &l.runs[k]
+		start := len(edges)
+		edges = append(edges, l.edges[r.start:r.start+r.n]...)
+		r.start, r.size = uint32(start), r.n
+	}
+	l.edges = edges
 }
 
 // halfEdge is one end of a link as seen from the other: the node at the far
