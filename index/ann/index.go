@@ -9,6 +9,7 @@ import (
 
 	"github.com/h4r/h4r/index/vecindex"
 	"github.com/h4r/h4r/internal/idtable"
+	"github.com/h4r/h4r/internal/names"
 )
 
 // Defaults: see PERFORMANCE.md for the measurements behind them.
@@ -55,6 +56,8 @@ type Index struct {
 	n        int
 	shift    int // chunkShift (tests make chunks small)
 	lists    []list
+	ids      names.List            // every id placed since the last compaction, by the number lists hold
+	deadIDs  int                   // numbers of ids no list holds any longer (removed or replaced)
 	pos      idtable.Table[uint64] // id → its loc (loc.ref), through the lists' ids
 	idOf     func(uint64) string   // the id at a ref, for pos (listIDs, set once where an Index is made)
 	maxScale float32
@@ -82,8 +85,12 @@ type Index struct {
 	gen uint64
 }
 
+// list is one list's vectors: the numbers of their ids in Index.ids (an
+// id held as a string each was an object per vector for the collector to
+// mark at every collection, a million at a million items), their codes
+// and their scales.
 type list struct {
-	ids    []string
+	names  []uint32
 	codes  [][]int8 // chunks of 1<<Index.shift vectors; the last one may be partly full
 	scales []float32
 }
@@ -94,10 +101,10 @@ func (x *Index) code(l *list, i int) []int8 {
 	return l.codes[i>>x.shift][off : off+x.dim : off+x.dim]
 }
 
-// pushCode appends codes as list l's next vector, len(l.ids); the caller
-// then appends its id and scale.
+// pushCode appends codes as list l's next vector, len(l.names); the
+// caller then appends its id's number and scale.
 func (x *Index) pushCode(l *list, codes []int8) {
-	i := len(l.ids)
+	i := len(l.names)
 	if i&(1<<x.shift-1) == 0 {
 		var c []int8
 		if i > 0 { // a list that filled a chunk will likely fill the next
@@ -109,10 +116,10 @@ func (x *Index) pushCode(l *list, codes []int8) {
 	*last = append(*last, codes[:x.dim]...)
 }
 
-// dropLastCode removes the codes of list l's last vector, len(l.ids)-1;
-// the caller then drops its id and scale.
+// dropLastCode removes the codes of list l's last vector, len(l.names)-1;
+// the caller then drops its id's number and scale.
 func (x *Index) dropLastCode(l *list) {
-	i := len(l.ids) - 1
+	i := len(l.names) - 1
 	if i&(1<<x.shift-1) == 0 {
 		l.codes[len(l.codes)-1] = nil
 		l.codes = l.codes[:len(l.codes)-1]
@@ -132,7 +139,34 @@ func (l loc) ref() uint64 { return uint64(uint32(l.list))<<32 | uint64(uint32(l.
 // not at each use, so that searches reading pos under a shared lock never
 // write x.
 func (x *Index) listIDs() func(uint64) string {
-	return func(r uint64) string { return x.lists[r>>32].ids[uint32(r)] }
+	return func(r uint64) string { return x.ids.At(x.lists[r>>32].names[uint32(r)]) }
+}
+
+// idAt returns the id of list l's vector i. The string views x.ids's
+// bytes, which are never changed: it stays valid after any write.
+func (x *Index) idAt(l *list, i int) string { return x.ids.At(l.names[i]) }
+
+// compactIDsMin is the count of dead ids below which ids are never
+// copied: a small index's garbage is not worth a pass.
+const compactIDsMin = 1 << 12
+
+// maybeCompactIDs copies the ids the lists hold into a new array once the
+// dead ones (removed or replaced vectors') outnumber them, so that a store
+// whose items are rewritten over and over keeps about twice its ids at
+// most. Strings handed out before stay valid: they view the old array.
+func (x *Index) maybeCompactIDs() {
+	if x.deadIDs < compactIDsMin || x.deadIDs <= x.n {
+		return
+	}
+	var ids names.List
+	ids.Grow(x.n)
+	for li := range x.lists {
+		l := &x.lists[li]
+		for i, num := range l.names {
+			l.names[i] = ids.Append(x.ids.At(num))
+		}
+	}
+	x.ids, x.deadIDs = ids, 0
 }
 
 // where returns id's loc.
@@ -179,6 +213,7 @@ func (x *Index) Reset() {
 	x.dim, x.n, x.maxScale = 0, 0, 0
 	x.changes++
 	x.lists = []list{{}}
+	x.ids, x.deadIDs = names.List{}, 0
 	x.pos = idtable.Table[uint64]{}
 	x.centroids, x.coarse, x.children, x.trainedAt = nil, nil, nil, 0
 }
@@ -239,9 +274,9 @@ func (x *Index) place(id string, codes []int8, scale float32) {
 		li = x.nearestList(codes, scale)
 	}
 	l := &x.lists[li]
-	at := loc{int32(li), int32(len(l.ids))}
+	at := loc{int32(li), int32(len(l.names))}
 	x.pushCode(l, codes)
-	l.ids = append(l.ids, id)
+	l.names = append(l.names, x.ids.Append(id))
 	x.pos.Add(id, at.ref(), x.idOf) // id is absent: PutCodes removed it
 	l.scales = append(l.scales, scale)
 	x.maxScale = max(x.maxScale, scale)
@@ -264,27 +299,30 @@ func (x *Index) remove(id string) bool {
 		return false
 	}
 	l := &x.lists[p.list]
-	i, last := int(p.i), len(l.ids)-1
+	i, last := int(p.i), len(l.names)-1
 	if x.bg != nil {
 		x.bg.pending[id] = struct{}{}
 	}
-	// Off pos while l.ids[i] is still id: pos finds an entry by the id at
-	// its ref, and the move below puts another id there.
+	// Off pos while list l's vector i is still id's: pos finds an entry by
+	// the id at its ref, and the move below puts another id there.
 	x.pos.Delete(id, x.idOf)
 	if i != last {
-		x.pos.Put(l.ids[last], p.ref(), x.idOf)
-		l.ids[i] = l.ids[last]
+		moved := x.idAt(l, last)
+		x.pos.Put(moved, p.ref(), x.idOf)
+		l.names[i] = l.names[last]
 		if x.bg != nil { // moved behind a running rebuild's walk: it may not see it there
-			x.bg.pending[l.ids[i]] = struct{}{}
+			x.bg.pending[moved] = struct{}{}
 		}
 		copy(x.code(l, i), x.code(l, last))
 		l.scales[i] = l.scales[last]
 	}
 	x.dropLastCode(l)
-	l.ids = l.ids[:last]
+	l.names = l.names[:last]
 	l.scales = l.scales[:last]
 	x.n--
+	x.deadIDs++
 	x.changes++
+	x.maybeCompactIDs()
 	return true
 }
 
@@ -307,19 +345,19 @@ func (x *Index) maybeRecluster() {
 // merge puts every vector back into one list.
 func (x *Index) merge() {
 	x.dropRebuild()
-	all := list{ids: make([]string, 0, x.n), scales: make([]float32, 0, x.n)}
+	all := list{names: make([]uint32, 0, x.n), scales: make([]float32, 0, x.n)}
 	for li := range x.lists {
 		l := &x.lists[li]
-		for i, id := range l.ids {
+		for i, num := range l.names {
 			x.pushCode(&all, x.code(l, i))
-			all.ids = append(all.ids, id)
+			all.names = append(all.names, num)
 		}
 		all.scales = append(all.scales, l.scales...)
 	}
 	x.lists = []list{all}
-	x.restartPos(len(all.ids))
-	for i, id := range all.ids {
-		x.pos.Add(id, loc{0, int32(i)}.ref(), x.idOf)
+	x.restartPos(len(all.names))
+	for i, num := range all.names {
+		x.pos.Add(x.ids.At(num), loc{0, int32(i)}.ref(), x.idOf)
 	}
 	x.centroids, x.coarse, x.children, x.trainedAt = nil, nil, nil, 0
 }
@@ -349,7 +387,7 @@ func (x *Index) Recluster() {
 	}
 	var where []placed
 	for li, l := range old {
-		for i := range l.ids {
+		for i := range l.names {
 			where = append(where, placed{li, i})
 		}
 	}
@@ -364,11 +402,11 @@ func (x *Index) Recluster() {
 	for j, w := range where {
 		l := &old[w.li]
 		nl := &x.lists[dest[j]]
-		id := l.ids[w.i]
-		at := loc{dest[j], int32(len(nl.ids))}
+		num := l.names[w.i]
+		at := loc{dest[j], int32(len(nl.names))}
 		x.pushCode(nl, x.code(l, w.i))
-		nl.ids = append(nl.ids, id)
-		x.pos.Add(id, at.ref(), x.idOf)
+		nl.names = append(nl.names, num)
+		x.pos.Add(x.ids.At(num), at.ref(), x.idOf)
 		nl.scales = append(nl.scales, l.scales[w.i])
 	}
 	if !x.fixed {
@@ -432,8 +470,8 @@ func (x *Index) calibrate(rng *rand.Rand) {
 	total := 0
 	for qi := range m {
 		q := qs[qi*d : (qi+1)*d]
-		ids, scores, _, _ := x.Search(q, math.MaxInt) // every list
-		top := vecindex.Top(ids, scores, calibrationTop, math.Inf(-1))
+		sc, scores, _, _ := x.search(q, math.MaxInt, nil) // every list
+		top := vecindex.TopOf(x.scanIDs(sc), scores, calibrationTop, math.Inf(-1))
 		order := x.listOrder(q)
 		rankOf := make([]int, nl)
 		for r, li := range order {
@@ -485,7 +523,7 @@ func (x *Index) sample(rng *rand.Rand, m int) []float32 {
 	k, seen := 0, 0
 	for li := range x.lists {
 		l := &x.lists[li]
-		for i := range l.ids {
+		for i := range l.names {
 			if k < len(picks) && picks[k] == seen {
 				out = appendDecoded(out, x.code(l, i), l.scales[i])
 				k++
@@ -657,42 +695,73 @@ func (x *Index) probesFor(n int) int {
 // scans, the most a score can be off from the exact dot product, and
 // whether the scan covered every vector (below the threshold, or when n
 // asks for as many lists as there are). Approximate or not, a caller takes
-// the best n of them (vecindex.Top) and rescores those exactly. ids is the
-// index's own when exact: valid until the next change.
+// the best n of them (vecindex.Top) and rescores those exactly.
 func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slack float64, exact bool) {
-	return x.search(q, n, nil)
+	sc, scores, slack, exact := x.search(q, n, nil)
+	idAt := x.scanIDs(sc)
+	ids = make([]string, len(scores))
+	for i := range ids {
+		ids[i] = idAt(i)
+	}
+	return ids, scores, slack, exact
+}
+
+// scan is the order a search scored vectors in: whole lists, one after
+// another. It names lists, not ids, so that a search copies no id: the
+// few it returns are read through scanIDs.
+type scan struct {
+	lists []int32
+	ends  []int // ends[j]: the count of scores up to the end of lists[j]
+}
+
+// scanIDs returns the id of each score of a scan, valid while the index
+// is unchanged. The caller holds the lock.
+func (x *Index) scanIDs(sc scan) func(i int) string {
+	return func(i int) string {
+		j, _ := slices.BinarySearch(sc.ends, i+1) // the first list ending past i
+		start := 0
+		if j > 0 {
+			start = sc.ends[j-1]
+		}
+		return x.idAt(&x.lists[sc.lists[j]], i-start)
+	}
 }
 
 // search is Search with the scores appended to buf[:0] (a Ranker's
 // buffer, so that a large scan does not allocate its scores every time);
-// nil allocates.
-func (x *Index) search(q []float32, n int, buf []float32) (ids []string, scores []float32, slack float64, exact bool) {
+// nil allocates. The scores are in the order of the scan's lists.
+func (x *Index) search(q []float32, n int, buf []float32) (sc scan, scores []float32, slack float64, exact bool) {
 	pq := vecindex.Prepare(q)
 	slack = pq.Slack(x.maxScale)
 	d := x.dim
 	if len(q) != d { // none stored, or a query of another dimension (the stores check first)
-		return nil, nil, slack, true
+		return scan{}, nil, slack, true
 	}
-	if x.centroids == nil || x.probesFor(n) >= len(x.lists) {
-		if len(x.lists) == 1 { // the index's own ids: no copy on the exact path
-			return x.lists[0].ids, x.scoreList(pq, 0, slices.Grow(buf[:0], x.n)), slack, true
+	var lists []int32
+	exact = x.centroids == nil || x.probesFor(n) >= len(x.lists)
+	if exact {
+		lists = make([]int32, len(x.lists))
+		for li := range lists {
+			lists[li] = int32(li)
 		}
-		ids, scores = make([]string, 0, x.n), slices.Grow(buf[:0], x.n)
-		for li := range x.lists {
-			ids, scores = append(ids, x.lists[li].ids...), x.scoreList(pq, li, scores)
+	} else {
+		probes := x.listOrder(q)[:x.probesFor(n)]
+		lists = make([]int32, len(probes))
+		for j, li := range probes {
+			lists[j] = int32(li)
 		}
-		return ids, scores, slack, true
 	}
-	probes := x.listOrder(q)[:x.probesFor(n)]
 	size := 0
-	for _, li := range probes {
-		size += len(x.lists[li].ids)
+	for _, li := range lists {
+		size += len(x.lists[li].names)
 	}
-	ids, scores = make([]string, 0, size), slices.Grow(buf[:0], size)
-	for _, li := range probes {
-		ids, scores = append(ids, x.lists[li].ids...), x.scoreList(pq, li, scores)
+	sc = scan{lists: lists, ends: make([]int, len(lists))}
+	scores = slices.Grow(buf[:0], size)
+	for j, li := range lists {
+		scores = x.scoreList(pq, int(li), scores)
+		sc.ends[j] = len(scores)
 	}
-	return ids, scores, slack, false
+	return sc, scores, slack, exact
 }
 
 // parallelScanMin is the list length from which scoreList splits its scan
@@ -704,7 +773,7 @@ const parallelScanMin = 1 << 16
 func (x *Index) scoreList(q vecindex.Query, li int, scores []float32) []float32 {
 	l := &x.lists[li]
 	at := len(scores)
-	scores = slices.Grow(scores, len(l.ids))[:at+len(l.ids)]
+	scores = slices.Grow(scores, len(l.names))[:at+len(l.names)]
 	d, mask := x.dim, 1<<x.shift-1
 	score := func(lo, hi int) {
 		for i := lo; i < hi; { // chunk by chunk
@@ -714,10 +783,10 @@ func (x *Index) scoreList(q vecindex.Query, li int, scores []float32) []float32 
 			i = end
 		}
 	}
-	if len(l.ids) < parallelScanMin {
-		score(0, len(l.ids))
+	if len(l.names) < parallelScanMin {
+		score(0, len(l.names))
 	} else {
-		parallel(len(l.ids), score)
+		parallel(len(l.names), score)
 	}
 	return scores
 }

@@ -2,9 +2,11 @@ package ann_test
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/h4r/h4r/index/ann"
@@ -326,5 +328,62 @@ func testUpdatesAndDeletes(t *testing.T, chunks ann.Option) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("after merging, the scan holds %d ids, want the %d kept", len(got), len(want))
+	}
+}
+
+// The index keeps its ids by number in one array and copies the live ones
+// into a new array once the dead ones (replaced or removed vectors')
+// outnumber them. Through rounds of rewrites and removals, clustered or
+// not, every id is found at its place (Check), a full scan returns exactly
+// the ids stored, the array never holds much more than twice the live ids,
+// and ids a search returned before a compaction keep their text.
+func TestIDsStayRightThroughRewrites(t *testing.T) {
+	const n, dim = 3000, 16
+	vecs := clustered(5, 2*n, dim, 20)
+	x := ann.New(ann.WithThreshold(2000), ann.WithChunkShift(3))
+	stored := map[string]bool{}
+	for i := range n {
+		x.Put(idOf(i), vecs[i])
+		stored[idOf(i)] = true
+	}
+	early, _, _, _ := x.Search(vecs[0], math.MaxInt)
+	kept := make([]string, len(early)) // the same text, in bytes of their own
+	for i, id := range early {
+		kept[i] = strings.Clone(id)
+	}
+	compactions, held := 0, x.IDsHeld()
+	for round := range 6 {
+		for i := range n {
+			switch {
+			case round%3 == 2 && i%4 == 0:
+				x.Remove(idOf(i))
+				delete(stored, idOf(i))
+			default:
+				x.Put(idOf(i), vecs[(i+round*7)%len(vecs)])
+				stored[idOf(i)] = true
+			}
+		}
+		if err := x.Check(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if x.IDsHeld() < held {
+			compactions++
+		}
+		held = x.IDsHeld()
+		if limit := 2*x.Len() + ann.CompactIDsMin; held > limit {
+			t.Fatalf("round %d: %d ids held for %d vectors, more than %d", round, held, x.Len(), limit)
+		}
+		ids, _, _, _ := x.Search(vecs[1], math.MaxInt)
+		got := slices.Sorted(slices.Values(ids))
+		want := slices.Sorted(maps.Keys(stored))
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: a full scan returns %d ids, want the %d stored", round, len(got), len(want))
+		}
+	}
+	if compactions == 0 {
+		t.Fatal("the ids were never compacted: the test does not reach what it checks")
+	}
+	if !slices.Equal(early, kept) {
+		t.Fatal("ids returned before a compaction changed their text")
 	}
 }

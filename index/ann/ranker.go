@@ -21,7 +21,7 @@ type Ranker struct {
 	minScore float64
 
 	// The exact scan, once made, at the index's write count then.
-	ids     []string
+	scan    scan
 	scores  []float32
 	floor   float64
 	changes uint64
@@ -46,21 +46,21 @@ func (r *Ranker) Top(n int) ([]vecindex.Scored, bool) {
 	r.lock.Lock()
 	defer r.lock.Unlock()
 	if r.scores != nil && r.changes == r.x.changes {
-		return vecindex.Top(r.ids, r.scores, n, r.floor), true
+		return vecindex.TopOf(r.x.scanIDs(r.scan), r.scores, n, r.floor), true
 	}
-	r.ids, r.scores = nil, nil // about to be overwritten: buf is reused
+	r.scan, r.scores = scan{}, nil // about to be overwritten: buf is reused
 	if r.buf == nil {
 		if b, ok := r.x.scoreBufs.Get().(*[]float32); ok {
 			r.buf = *b
 		}
 	}
-	ids, scores, slack, exact := r.x.search(r.q, n, r.buf)
+	sc, scores, slack, exact := r.x.search(r.q, n, r.buf)
 	r.buf = scores
 	floor := r.minScore - slack
 	if exact {
-		r.ids, r.scores, r.floor, r.changes = ids, scores, floor, r.x.changes
+		r.scan, r.scores, r.floor, r.changes = sc, scores, floor, r.x.changes
 	}
-	return vecindex.Top(ids, scores, n, floor), exact
+	return vecindex.TopOf(r.x.scanIDs(sc), scores, n, floor), exact
 }
 
 // Release hands the ranker's score buffer back to its index for the next
@@ -71,7 +71,7 @@ func (r *Ranker) Release() {
 		buf := r.buf[:0]
 		r.x.scoreBufs.Put(&buf)
 	}
-	r.ids, r.scores, r.buf = nil, nil, nil
+	r.scan, r.scores, r.buf = scan{}, nil, nil
 }
 
 // FilterGrowth is how much each round of TopPassing widens the ranking

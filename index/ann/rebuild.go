@@ -151,7 +151,7 @@ func (x *Index) rebuild(bg *rebuild) {
 	if !x.walk(bg, func(l *list, lo, hi int) {
 		ids, codes, scales = ids[:0], codes[:0], scales[:0]
 		for i := lo; i < hi; i++ {
-			ids = append(ids, l.ids[i])
+			ids = append(ids, x.idAt(l, i))
 			codes = append(codes, x.code(l, i)...)
 			scales = append(scales, l.scales[i])
 		}
@@ -220,7 +220,7 @@ func (x *Index) walk(bg *rebuild, read func(l *list, lo, hi int), after ...func(
 			x.mu.RUnlock()
 			return false
 		}
-		for li < len(x.lists) && lo >= len(x.lists[li].ids) {
+		for li < len(x.lists) && lo >= len(x.lists[li].names) {
 			li, lo = li+1, 0
 		}
 		if li >= len(x.lists) {
@@ -228,7 +228,7 @@ func (x *Index) walk(bg *rebuild, read func(l *list, lo, hi int), after ...func(
 			return true
 		}
 		l := &x.lists[li]
-		hi := min(lo+rebuildBatch, len(l.ids))
+		hi := min(lo+rebuildBatch, len(l.names))
 		read(l, lo, hi)
 		x.mu.RUnlock()
 		for _, f := range after {
@@ -258,7 +258,7 @@ func (x *Index) finish(bg *rebuild, nx *Index) {
 			nx.place(id, x.code(l, int(p.i)), l.scales[p.i])
 		}
 	}
-	x.lists, x.pos, x.n = nx.lists, nx.pos, nx.n
+	x.lists, x.ids, x.deadIDs, x.pos, x.n = nx.lists, nx.ids, nx.deadIDs, nx.pos, nx.n
 	x.centroids, x.coarse, x.children, x.trainedAt = nx.centroids, nx.coarse, nx.children, nx.trainedAt
 	if !x.fixed {
 		x.probes = nx.probes

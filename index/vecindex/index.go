@@ -283,10 +283,17 @@ func Worse(a, b Scored) bool {
 // heap took a logarithm. Entries hold a score and a position (8
 // bytes) rather than a hit, and an id is read only to break a tie.
 func Top(ids []string, scores []float32, k int, floor float64) []Scored {
+	ids = ids[:len(scores)]
+	return TopOf(func(i int) string { return ids[i] }, scores, k, floor)
+}
+
+// TopOf is Top for a caller that keeps no id per score: idAt(i) is the id
+// of scores[i], asked only to break ties and for the k ids returned.
+func TopOf(idAt func(i int) string, scores []float32, k int, floor float64) []Scored {
 	if k <= 0 {
 		return []Scored{}
 	}
-	t := topSet{ids: ids[:len(scores)], h: make([]topEntry, 0, min(2*k, len(scores)))}
+	t := topSet{idAt: idAt, h: make([]topEntry, 0, min(2*k, len(scores)))}
 	i := 0
 	for ; i < len(scores) && len(t.h) < cap(t.h); i++ {
 		if s := scores[i]; float64(s) >= floor {
@@ -320,7 +327,7 @@ func Top(ids []string, scores []float32, k int, floor float64) []Scored {
 	})
 	out := make([]Scored, len(t.h))
 	for j, e := range t.h {
-		out[j] = Scored{Score: float64(e.score), ID: t.ids[e.at]}
+		out[j] = Scored{Score: float64(e.score), ID: t.idAt(int(e.at))}
 	}
 	return out
 }
@@ -333,8 +340,8 @@ type topEntry struct {
 
 // topSet is Top's buffer, ordered as Worse orders hits.
 type topSet struct {
-	ids []string
-	h   []topEntry
+	idAt func(int) string
+	h    []topEntry
 }
 
 // better says whether a ranks before b: a higher score, or an equal score
@@ -343,7 +350,7 @@ func (t *topSet) better(a, b topEntry) bool {
 	if a.score != b.score {
 		return a.score > b.score
 	}
-	return t.ids[a.at] < t.ids[b.at]
+	return t.idAt(int(a.at)) < t.idAt(int(b.at))
 }
 
 // keepBest keeps the buffer's k best entries and returns the worst score
