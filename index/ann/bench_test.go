@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/h4r/h4r/internal/cputime"
@@ -144,8 +145,7 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			x.SetProbes(probes)
 			run(name, build, mem, func(q []float32) []vecindex.Scored {
-				ids, s, slack, _ := x.Search(q, want)
-				return vecindex.Top(ids, s, want, -1-slack)
+				return rankTop(x, q, want)
 			}, func(q []float32) int {
 				ids, _, _, _ := x.Search(q, want)
 				return len(ids)
@@ -153,6 +153,16 @@ func BenchmarkSearch(b *testing.B) {
 		}
 		runtime.KeepAlive(x)
 	}
+}
+
+// rankTop is a store's search: a Ranker's best n candidates (minimum
+// score -1), its score buffer handed back for the next.
+func rankTop(x *ann.Index, q []float32, n int) []vecindex.Scored {
+	var mu sync.Mutex
+	r := ann.NewRanker(&mu, x, q, -1)
+	defer r.Release()
+	top, _ := r.Top(n)
+	return top
 }
 
 // gaussianIndex is an exact index (no clustering) of n vectors of dim
@@ -172,7 +182,7 @@ func gaussianIndex(rng *rand.Rand, n, dim int) *ann.Index {
 // BenchmarkExactScan is the scan the stores run by default (no clustering):
 // vectors of 512 dimensions (100k, or H4R_ANN_BENCH_SIZES) and a sparse
 // query (a tenth nonzero, as the built-in embedder's), the codes read
-// chunk by chunk.
+// chunk by chunk, and the best 200 taken by a Ranker, as a store does.
 //
 //	go test ./index/ann -run '^$' -bench ExactScan -count 6
 func BenchmarkExactScan(b *testing.B) {
@@ -187,16 +197,16 @@ func BenchmarkExactScan(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				x.Search(q, 200)
+				rankTop(x, q, 200)
 			}
 		})
 	}
 }
 
 // BenchmarkDenseScan is the whole exact scan of a store's vector search
-// with the default (learned) embedder's dense queries: Search, then the
-// best 200 candidates (what Ranker.Top does below the threshold), on n
-// random vectors of 128 and 512 dimensions; ns/vector divides by n.
+// with the default (learned) embedder's dense queries: a Ranker's best 200
+// candidates below the threshold, as a store asks for them, on n random
+// vectors of 128 and 512 dimensions; ns/vector divides by n.
 //
 //	go test ./index/ann -run '^$' -bench DenseScan -benchmem -count 10
 func BenchmarkDenseScan(b *testing.B) {
@@ -215,8 +225,7 @@ func BenchmarkDenseScan(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					ids, scores, _, _ := x.Search(queries[i%len(queries)], 200)
-					vecindex.Top(ids, scores, 200, -1)
+					rankTop(x, queries[i%len(queries)], 200)
 					i++
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/vector")

@@ -350,6 +350,17 @@ func (t *topSet) better(a, b topEntry) bool {
 	if a.score != b.score {
 		return a.score > b.score
 	}
+	return t.tieBefore(a, b)
+}
+
+// tieBefore breaks a tie of better by id. It is a method of its own so
+// that better, called for every comparison of a selection, stays small
+// enough to inline: the calls through idAt would not. A selection compares
+// its pivot with itself too, which needs no id.
+func (t *topSet) tieBefore(a, b topEntry) bool {
+	if a.at == b.at {
+		return false
+	}
 	return t.idAt(int(a.at)) < t.idAt(int(b.at))
 }
 
