@@ -708,7 +708,8 @@ func (x *Index) Search(q []float32, n int) (ids []string, scores []float32, slac
 
 // scan is the order a search scored vectors in: whole lists, one after
 // another. It names lists, not ids, so that a search copies no id: the
-// few it returns are read through scanIDs.
+// few it returns are read through scanIDs. The zero scan is list 0 alone,
+// an unclustered index's scan, which then allocates nothing.
 type scan struct {
 	lists []int32
 	ends  []int // ends[j]: the count of scores up to the end of lists[j]
@@ -717,6 +718,9 @@ type scan struct {
 // scanIDs returns the id of each score of a scan, valid while the index
 // is unchanged. The caller holds the lock.
 func (x *Index) scanIDs(sc scan) func(i int) string {
+	if sc.lists == nil {
+		return func(i int) string { return x.idAt(&x.lists[0], i) }
+	}
 	return func(i int) string {
 		j, _ := slices.BinarySearch(sc.ends, i+1) // the first list ending past i
 		start := 0
@@ -737,8 +741,11 @@ func (x *Index) search(q []float32, n int, buf []float32) (sc scan, scores []flo
 	if len(q) != d { // none stored, or a query of another dimension (the stores check first)
 		return scan{}, nil, slack, true
 	}
-	var lists []int32
 	exact = x.centroids == nil || x.probesFor(n) >= len(x.lists)
+	if len(x.lists) == 1 {
+		return scan{}, x.scoreList(pq, 0, slices.Grow(buf[:0], x.n)), slack, exact
+	}
+	var lists []int32
 	if exact {
 		lists = make([]int32, len(x.lists))
 		for li := range lists {
