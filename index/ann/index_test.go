@@ -338,9 +338,21 @@ func testUpdatesAndDeletes(t *testing.T, chunks ann.Option) {
 // the ids stored, the array never holds much more than twice the live ids,
 // and ids a search returned before a compaction keep their text.
 func TestIDsStayRightThroughRewrites(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		threshold int
+	}{
+		{"clustered", 2000},
+		{"one list", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testIDsThroughRewrites(t, tc.threshold) })
+	}
+}
+
+func testIDsThroughRewrites(t *testing.T, threshold int) {
 	const n, dim = 3000, 16
 	vecs := clustered(5, 2*n, dim, 20)
-	x := ann.New(ann.WithThreshold(2000), ann.WithChunkShift(3))
+	x := ann.New(ann.WithThreshold(threshold), ann.WithChunkShift(3))
 	stored := map[string]bool{}
 	for i := range n {
 		x.Put(idOf(i), vecs[i])
@@ -382,6 +394,9 @@ func TestIDsStayRightThroughRewrites(t *testing.T) {
 	}
 	if compactions == 0 {
 		t.Fatal("the ids were never compacted: the test does not reach what it checks")
+	}
+	if x.Approximate() != (threshold > 0) {
+		t.Fatalf("approximate %v with threshold %d: the case is not the one named", x.Approximate(), threshold)
 	}
 	if !slices.Equal(early, kept) {
 		t.Fatal("ids returned before a compaction changed their text")
