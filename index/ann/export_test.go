@@ -46,9 +46,6 @@ func (x *Index) Check() error {
 // IDsHeld is the number of ids the index keeps, dead ones included.
 func (x *Index) IDsHeld() int { return x.ids.Len() }
 
-// CompactIDsMin exposes the dead ids below which ids are never copied.
-const CompactIDsMin = compactIDsMin
-
 // Codes returns id's stored codes and scale.
 func (x *Index) Codes(id string) ([]int8, float32, bool) {
 	p, ok := x.where(id)

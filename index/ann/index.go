@@ -146,16 +146,14 @@ func (x *Index) listIDs() func(uint64) string {
 // bytes, which are never changed: it stays valid after any write.
 func (x *Index) idAt(l *list, i int) string { return x.ids.At(l.names[i]) }
 
-// compactIDsMin is the count of dead ids below which ids are never
-// copied: a small index's garbage is not worth a pass.
-const compactIDsMin = 1 << 12
-
 // maybeCompactIDs copies the ids the lists hold into a new array once the
 // dead ones (removed or replaced vectors') outnumber them, so that a store
-// whose items are rewritten over and over keeps about twice its ids at
-// most. Strings handed out before stay valid: they view the old array.
+// whose items are rewritten over and over keeps at most twice its ids; each
+// copy follows as many removals as it moves ids (the rule of the embedded
+// store's seqIDs). Strings handed out before stay valid: they view the old
+// array.
 func (x *Index) maybeCompactIDs() {
-	if x.deadIDs < compactIDsMin || x.deadIDs <= x.n {
+	if x.deadIDs <= x.n {
 		return
 	}
 	var ids names.List

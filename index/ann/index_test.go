@@ -382,7 +382,7 @@ func testIDsThroughRewrites(t *testing.T, threshold int) {
 			compactions++
 		}
 		held = x.IDsHeld()
-		if limit := 2*x.Len() + ann.CompactIDsMin; held > limit {
+		if limit := 2 * x.Len(); held > limit {
 			t.Fatalf("round %d: %d ids held for %d vectors, more than %d", round, held, x.Len(), limit)
 		}
 		ids, _, _, _ := x.Search(vecs[1], math.MaxInt)
