@@ -741,7 +741,7 @@ func (x *Index) search(q []float32, n int, buf []float32) (sc scan, scores []flo
 	}
 	exact = x.centroids == nil || x.probesFor(n) >= len(x.lists)
 	if len(x.lists) == 1 {
-		return scan{}, x.scoreList(pq, 0, slices.Grow(buf[:0], x.n)), slack, exact
+		return scan{}, x.scoreList(pq, 0, buf[:0]), slack, exact // scoreList sizes the scores
 	}
 	var lists []int32
 	if exact {
