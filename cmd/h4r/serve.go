@@ -57,6 +57,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 	defer tuneGC(ctx, cfg, log)()
 	svc, err := openService(ctx, cfg, keys, !loopback, *withDemo, log)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A stop asked for while starting (SIGTERM in a rolling
+			// restart, Ctrl-C during a long warm-up) is not a failure:
+			// opening writes nothing it does not commit whole.
+			log.Info("h4r stopped before serving", "why", context.Cause(ctx).Error(), "interrupted", err.Error())
+			return nil
+		}
 		return err
 	}
 	defer svc.close(log)

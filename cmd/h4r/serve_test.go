@@ -243,3 +243,49 @@ func metricValues(body []byte) map[string]float64 {
 	}
 	return out
 }
+
+// TestServeStoppedWhileStarting: a stop asked for while the service opens
+// (SIGTERM in a rolling restart) ends serve without an error, and says so;
+// a store that cannot open is still an error.
+func TestServeStoppedWhileStarting(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, []byte("not a data directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		dataDir string
+		stopped bool   // the context is cancelled before serve starts
+		wantErr string // "": serve returns nil
+		wantLog string
+	}{
+		{"stopped before the store opens", t.TempDir(), true, "", "h4r stopped before serving"},
+		{"a data directory that is a file", notADir, false, notADir, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.stopped {
+				cancel()
+			}
+			var stderr strings.Builder
+			ready := make(chan string, 1)
+			err := cmdServe(ctx, []string{"--addr", "127.0.0.1:0"}, &stderr, env(map[string]string{"H4R_DATA_DIR": tt.dataDir}), ready)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("serve: %v, want no error\n%s", err, stderr.String())
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("serve: %v, want an error mentioning %q", err, tt.wantErr)
+			}
+			if !strings.Contains(stderr.String(), tt.wantLog) {
+				t.Errorf("the log does not say %q:\n%s", tt.wantLog, stderr.String())
+			}
+			select {
+			case addr := <-ready:
+				t.Errorf("serve listened on %s", addr)
+			default:
+			}
+		})
+	}
+}
