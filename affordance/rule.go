@@ -8,6 +8,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/internal/jsonstrict"
+	"github.com/h4r/h4r/internal/words"
 )
 
 // Rule describes one affordance and when to suggest it.
@@ -134,7 +135,7 @@ func (r Rule) Validate(field string) error {
 		return h4r.Errorf(h4r.EINVALID, at("match"), "the rule matches nothing: give kinds, tags, keywords, metadataEquals or whenBestRelevanceBelow")
 	}
 	for i, kw := range r.Match.Keywords {
-		if len(words(kw)) == 0 {
+		if len(words.Lower(kw)) == 0 {
 			return h4r.Errorf(h4r.EINVALID, fmt.Sprintf("%s[%d]", at("match.keywords"), i), "a keyword needs at least one letter or digit, got %q", kw)
 		}
 	}

@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/kljensen/snowball/english"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/words"
 )
 
 // Evidence is one delivered item as the rules see it.
@@ -53,7 +53,7 @@ func SuggestWith(rules []Rule, query string, evidence []Evidence, known *Stems) 
 	// Tokenise each text once: every keyword rule reads it.
 	textWords := make([][]string, len(evidence))
 	for i, e := range evidence {
-		textWords[i] = words(e.Text)
+		textWords[i] = words.Lower(e.Text)
 	}
 	terms := queryTerms(query)
 	if len(terms) > 0 {
@@ -100,7 +100,7 @@ func apply(r Rule, evidence []Evidence, textWords [][]string, byQuery bool) (h4r
 
 	keywords := make([][]string, len(r.Match.Keywords))
 	for i, kw := range r.Match.Keywords {
-		keywords[i] = words(kw)
+		keywords[i] = words.Lower(kw)
 	}
 	var matched []int
 	for i, e := range evidence {
@@ -171,14 +171,6 @@ func (m Match) matches(e Evidence, textWords []string, keywords [][]string) bool
 	return false
 }
 
-// words splits s into lower-case runs of letters and digits: the unit of
-// whole-word keyword matching.
-func words(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-}
-
 // contentWords are the words of content's values, top-level scalars and
 // the scalars of lists (what rule parameters are read from): a reader
 // sees them beside the text.
@@ -188,14 +180,14 @@ func contentWords(content map[string]any) []string {
 		switch x := v.(type) {
 		case []any:
 			for _, e := range x {
-				out = append(out, words(text(e))...)
+				out = append(out, words.Lower(text(e))...)
 			}
 		case []string:
 			for _, e := range x {
-				out = append(out, words(e)...)
+				out = append(out, words.Lower(e)...)
 			}
 		default:
-			out = append(out, words(text(x))...)
+			out = append(out, words.Lower(text(x))...)
 		}
 	}
 	return out
@@ -216,7 +208,7 @@ func init() {
 // single characters left out.
 func queryTerms(query string) []string {
 	var out []string
-	for _, w := range words(query) {
+	for _, w := range words.Lower(query) {
 		if len(w) < 2 || stopWords[w] {
 			continue
 		}

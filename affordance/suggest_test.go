@@ -15,6 +15,7 @@ import (
 	"github.com/kljensen/snowball/english"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/words"
 )
 
 // fired is the part of an affordance the tests compare: everything but the
@@ -502,7 +503,7 @@ func TestOverlap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			terms := queryTerms(tc.query)
 			stem := stemmer{memo: map[string]string{}}
-			if got := overlap(stem, terms, words(tc.text)); math.Abs(got-tc.want) > 1e-12 {
+			if got := overlap(stem, terms, words.Lower(tc.text)); math.Abs(got-tc.want) > 1e-12 {
 				t.Errorf("overlap(%q, %q) = %v, want %v (terms %v)", tc.query, tc.text, got, tc.want, terms)
 			}
 		})
@@ -515,7 +516,7 @@ func TestOverlap(t *testing.T) {
 func TestOverlapStemsOnlyWordsATermBeginsAs(t *testing.T) {
 	stem := stemmer{memo: map[string]string{}}
 	terms := queryTerms("login failures")
-	if got := overlap(stem, terms, words("the zebra failed to log in; no login")); got != 1 {
+	if got := overlap(stem, terms, words.Lower("the zebra failed to log in; no login")); got != 1 {
 		t.Fatalf("overlap = %v, want 1", got)
 	}
 	for w := range stem.memo {
@@ -539,7 +540,7 @@ func TestStemKeepsTheFirstLetter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range words(string(corpus)) {
+	for _, w := range words.Lower(string(corpus)) {
 		check(w)
 	}
 	const letters = "abdeilnsyé"

@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-	"unicode"
 
 	"github.com/kljensen/snowball/english"
+
+	"github.com/h4r/h4r/internal/words"
 )
 
 // Signature is the bridge contract's problem fingerprint of a tool call or a
@@ -95,10 +96,10 @@ var phrases = map[[2]string]string{
 
 // Extract returns the distinct concepts of text in order of appearance.
 func (TechExtractor) Extract(text string) []string {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	textWords := words.Lower(text)
 	// The concept of each word, "" for a stop word (which ends a phrase).
-	concepts := make([]string, len(words))
-	for i, w := range words {
+	concepts := make([]string, len(textWords))
+	for i, w := range textWords {
 		if len(w) < 2 || stopWords[w] {
 			continue
 		}

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/words"
 	"github.com/h4r/h4r/scs"
 )
 
@@ -518,7 +518,7 @@ func stopWord(w string) bool {
 // stop words, in first-seen order.
 func wordSet(s string) []string {
 	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+	for _, w := range words.Lower(s) {
 		if len(w) >= 3 && !stopWord(w) && !slices.Contains(out, w) {
 			out = append(out, w)
 		}

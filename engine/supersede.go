@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/words"
 )
 
 // supersedersPerCandidate bounds the items the supersedes walk returns
@@ -275,11 +275,9 @@ func supersededMode(req *h4r.ContextRequest) string {
 	if req.Superseded != "" {
 		return req.Superseded
 	}
-	words := " " + strings.Join(strings.FieldsFunc(strings.ToLower(req.Query.Text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}), " ") + " "
+	padded := " " + strings.Join(words.Lower(req.Query.Text), " ") + " "
 	for _, cue := range earlierCues() {
-		if strings.Contains(words, " "+cue+" ") {
+		if strings.Contains(padded, " "+cue+" ") {
 			return h4r.SupersededKeep
 		}
 	}

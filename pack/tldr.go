@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/words"
 )
 
 // sentence is one candidate TL;DR sentence.
@@ -173,7 +174,7 @@ func terms(s string) []string {
 // normalised yields the normalised terms of s, repeats included (terms).
 func normalised(s string) iter.Seq[string] {
 	return func(yield func(string) bool) {
-		for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) }) {
+		for _, w := range words.Lower(s) {
 			if !isStopword(w) && !yield(stem(w)) {
 				return
 			}
