@@ -15,11 +15,11 @@ import (
 // an item with counts of another encoding. It returns how many items it
 // recounted. Open runs it; it is idempotent.
 //
-// Whether any item needs it is read first, without the write lock: at a
-// million items that read scans the table for about two seconds, and a
-// store opened while another process writes (a server starting as the
-// one before it finishes, an ingest running) would otherwise wait for
-// that process's lock and fail to open, to find nothing to recount.
+// Whether any item needs it is read first, without the write lock: that
+// read scans the whole table, and a store opened while another process
+// writes (a server starting as the one before it finishes, an ingest
+// running) would otherwise wait for that process's lock and fail to open,
+// to find nothing to recount.
 func (s *Store) recountTokens(ctx context.Context) (int, error) {
 	encoding := s.counter.Encoding()
 	var stale bool
