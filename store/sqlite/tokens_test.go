@@ -44,7 +44,7 @@ func TestOpenRecountsTokensOnlyWhenNeeded(t *testing.T) {
 			}
 
 			release := holdWriteLock(t, path)
-			s, err := openWith(ctx, path, tt.encoding)
+			s, err := openWith(ctx, path, tt.encoding, sqlite.WithWriteTimeout(200*time.Millisecond))
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("opening while another connection holds the write lock: %v", err)
@@ -77,15 +77,13 @@ func TestOpenRecountsTokensOnlyWhenNeeded(t *testing.T) {
 	}
 }
 
-// openWith opens the store at path counting with encoding, waiting at most
-// a short while for another process's write lock.
-func openWith(ctx context.Context, path, encoding string) (*sqlite.Store, error) {
+// openWith opens the store at path counting with encoding.
+func openWith(ctx context.Context, path, encoding string, opts ...sqlite.Option) (*sqlite.Store, error) {
 	counter, err := tokens.New(encoding)
 	if err != nil {
 		return nil, err
 	}
-	return sqlite.Open(ctx, path, sqlite.WithTokenCounter(counter), sqlite.WithLogger(slog.New(slog.DiscardHandler)),
-		sqlite.WithWriteTimeout(200*time.Millisecond))
+	return sqlite.Open(ctx, path, append([]sqlite.Option{sqlite.WithTokenCounter(counter), sqlite.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 }
 
 // openStore is openWith that fails t on an error.
