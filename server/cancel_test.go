@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/h4r/h4r/config"
 	"github.com/h4r/h4r/internal/pgtest"
+	"github.com/h4r/h4r/internal/sqlitetest"
 	"github.com/h4r/h4r/server"
 )
 
@@ -48,26 +48,7 @@ func cancelStores() []cancelStore {
 		{"embedded", func(t *testing.T, c *config.Config) (blocker, blocker) {
 			path := c.SQLitePath()
 			write := blocker{
-				hold: func(t *testing.T) func() {
-					db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
-					if err != nil {
-						t.Fatal(err)
-					}
-					conn, err := db.Conn(t.Context())
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-						t.Fatal(err)
-					}
-					return func() {
-						if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-							t.Errorf("releasing the file's write lock: %v", err)
-						}
-						conn.Close()
-						db.Close()
-					}
-				},
+				hold:    func(t *testing.T) func() { return sqlitetest.HoldWriteLock(t, path) },
 				waiting: func(*testing.T) {},
 			}
 			return write, blocker{} // SQLite readers never wait (WAL)

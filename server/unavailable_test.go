@@ -1,8 +1,6 @@
 package server_test
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/config"
+	"github.com/h4r/h4r/internal/sqlitetest"
 	"github.com/h4r/h4r/server"
 )
 
@@ -28,24 +27,7 @@ func TestWritePastItsDeadlineIsUnavailable(t *testing.T) {
 	})
 	base := s.serve(t)
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "h4r.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	release := func() {
-		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-			t.Errorf("releasing the write lock: %v", err)
-		}
-		conn.Close()
-	}
+	release := sqlitetest.HoldWriteLock(t, filepath.Join(dataDir, "h4r.db"))
 
 	item := `{"id": "busy-item", "text": "written while the store was busy"}`
 	existing := fixtureItems(t)[0].ID

@@ -9,6 +9,7 @@ import (
 
 	"github.com/h4r/h4r"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/internal/sqlitetest"
 )
 
 // tableCounts is what a write changes: every table's rows, as one string
@@ -69,22 +70,8 @@ func TestWritePastItsDeadline(t *testing.T) {
 			write: upsertOne("late"), wantCode: h4r.EUNAVAILABLE, absent: "late",
 		},
 		{
-			name: "upsert waiting for another process's write lock",
-			block: func(t *testing.T, _ *Store, path string) func() {
-				conn, err := rawDB(t, path).Conn(t.Context())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-					t.Fatal(err)
-				}
-				return func() {
-					if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-						t.Errorf("releasing the file's write lock: %v", err)
-					}
-					conn.Close()
-				}
-			},
+			name:  "upsert waiting for another process's write lock",
+			block: func(t *testing.T, _ *Store, path string) func() { return sqlitetest.HoldWriteLock(t, path) },
 			write: upsertOne("late"), wantCode: h4r.EUNAVAILABLE, absent: "late",
 		},
 		{

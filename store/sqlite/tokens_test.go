@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/internal/sqlitetest"
 	"github.com/h4r/h4r/store/sqlite"
 	"github.com/h4r/h4r/tokens"
 )
@@ -43,7 +44,7 @@ func TestOpenRecountsTokensOnlyWhenNeeded(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			release := holdWriteLock(t, path)
+			release := sqlitetest.HoldWriteLock(t, path)
 			s, err := openWith(ctx, path, tt.encoding, sqlite.WithWriteTimeout(200*time.Millisecond))
 			if tt.wantErr == "" {
 				if err != nil {
@@ -94,38 +95,6 @@ func openStore(t *testing.T, path, encoding string) *sqlite.Store {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// holdWriteLock takes the store file's write lock on a connection of its
-// own, as another process's write would, until the returned func is called
-// (or t ends).
-func holdWriteLock(t *testing.T, path string) (release func()) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	release = func() {
-		if done {
-			return
-		}
-		done = true
-		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-			t.Error(err)
-		}
-		conn.Close()
-		db.Close()
-	}
-	t.Cleanup(release)
-	return release
 }
 
 // countOtherEncodings counts the items of the store at path whose tokens
