@@ -137,11 +137,15 @@ func (w Weights) MarshalJSON() ([]byte, error) { return marshalVector(w) }
 func (s *Signals) UnmarshalJSON(b []byte) error { return unmarshalVector(b, (*[NumSignals]float64)(s)) }
 func (w *Weights) UnmarshalJSON(b []byte) error { return unmarshalVector(b, (*[NumSignals]float64)(w)) }
 
-// marshalVector writes the eight values as an object in signal order. A
+// marshalVector writes the eight values as an object in signal order.
+func marshalVector(v [NumSignals]float64) ([]byte, error) {
+	return appendVector(make([]byte, 0, 16*NumSignals+16), v)
+}
+
+// appendVector appends the eight values as an object in signal order. A
 // pack holds one per result: it appends rather than formats, as it runs
 // for every result of every pack.
-func marshalVector(v [NumSignals]float64) ([]byte, error) {
-	buf := make([]byte, 0, 16*NumSignals+16)
+func appendVector(buf []byte, v [NumSignals]float64) ([]byte, error) {
 	buf = append(buf, '{')
 	for i, x := range v {
 		if i > 0 {

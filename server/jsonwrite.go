@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/labstack/echo/v5"
+
+	"github.com/h4r/h4r"
 )
 
 // maxPooledAnswer caps the buffers wholeJSON keeps: a rare large answer
@@ -24,7 +26,8 @@ const maxPooledAnswer = 256 << 10
 // send its error. The encoder builds the whole answer before it is copied
 // into the buffer, so an answer is briefly held twice; answers are bounded
 // by the request's budgets and list limits. Requests are decoded as echo's
-// default does.
+// default does. A context pack, the answer sent most, is written by its
+// own encoder (h4r.Pack.AppendJSON), to the same bytes.
 type wholeJSON struct {
 	echo.DefaultJSONSerializer
 	buffers sync.Pool
@@ -41,6 +44,14 @@ func (w *wholeJSON) Serialize(c *echo.Context, target any, indent string) error 
 			w.buffers.Put(buf)
 		}
 	}()
+	if p, ok := target.(*h4r.Pack); ok && indent == "" {
+		b, err := p.AppendJSON(buf.AvailableBuffer())
+		if err != nil {
+			return err
+		}
+		buf.Write(append(b, '\n')) // as json.Encoder ends a value
+		return writeWhole(c.Response(), buf.Bytes())
+	}
 	enc := json.NewEncoder(buf)
 	if indent != "" {
 		enc.SetIndent("", indent)
