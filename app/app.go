@@ -182,7 +182,11 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 		return nil, fmt.Errorf("loading the stop words (H4R_STOP_WORDS): %w", err)
 	}
 	expander := analysis.New(stop)
-	a.Engine, err = engine.New(append([]engine.Option{
+	var snapshots []engine.Option
+	if s, ok := a.base.(engine.Snapshots); ok { // the embedded store
+		snapshots = append(snapshots, engine.WithSnapshots(s))
+	}
+	a.Engine, err = engine.New(append(append([]engine.Option{
 		engine.WithTextGenerators(text...),
 		engine.WithGraphGenerator(graph),
 		engine.WithSlicer(slicer),
@@ -215,7 +219,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 		engine.WithLogger(o.log),
 		engine.WithClock(o.now),
 		engine.WithLoading(func() []string { return a.warming.loading(context.Background()) }),
-	}, o.engine...)...)
+	}, snapshots...), o.engine...)...)
 	if err != nil {
 		return nil, fmt.Errorf("building the engine: %w", err)
 	}

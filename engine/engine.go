@@ -110,6 +110,10 @@ type Engine struct {
 
 	expansion expansion // pseudo-relevance feedback (expand.go)
 
+	// snapshots, when set, gives the store stages of a pack one read
+	// snapshot (WithSnapshots); nil: each read takes its own.
+	snapshots Snapshots
+
 	workers *workers // run the build and the generators (workers.go)
 }
 
@@ -123,6 +127,21 @@ func WithTextGenerators(g ...h4r.Generator) Option {
 
 // WithGraphGenerator sets the causal-hop generator.
 func WithGraphGenerator(g h4r.Generator) Option { return func(e *Engine) { e.graph = g } }
+
+// Snapshots is a store whose reads under one context can share one read
+// transaction (sqlite.Store.Snapshot): release ends it once the reads are
+// over.
+type Snapshots interface {
+	Snapshot(ctx context.Context) (_ context.Context, release func(), err error)
+}
+
+// WithSnapshots has the stages of a pack that read the store (the
+// generators, the walk for superseding items) read it in one snapshot of
+// s: they see one state of it, and a store that pays for each transaction
+// (SQLite: beginning one, reading its generation counters, ending it) pays
+// once a pack instead of once a stage. A snapshot that cannot be taken
+// leaves each read to its own, as without the option.
+func WithSnapshots(s Snapshots) Option { return func(e *Engine) { e.snapshots = s } }
 
 // WithSlicer sets the policy slicer (required).
 func WithSlicer(s Slicer) Option { return func(e *Engine) { e.slicer = s } }
@@ -326,11 +345,13 @@ func (e *Engine) build(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan,
 	if !plan.AsOf.IsZero() {
 		now = plan.AsOf
 	}
-	cands, w := e.candidates(ctx, spec, req, plan.Filters, now, &stats)
+	readCtx, release := e.snapshot(ctx)
+	cands, w := e.candidates(readCtx, spec, req, plan.Filters, now, &stats)
 	warnings = append(warnings, w...)
 
-	cands, w = e.supersede(ctx, spec, plan, cands)
+	cands, w = e.supersede(readCtx, spec, plan, cands)
 	warnings = append(warnings, w...)
+	release() // the stages after these read no store
 
 	ranked, w := e.rank(cands, weights, plan, now, &stats)
 	warnings = append(warnings, w...)
@@ -377,6 +398,20 @@ func (e *Engine) build(ctx context.Context, spec h4r.Specialist, plan *h4r.Plan,
 		Audit:         plan.Audit,
 	})
 	return p, entries
+}
+
+// snapshot returns the context the store stages of a pack read under, one
+// snapshot when the store offers them, and what ends it.
+func (e *Engine) snapshot(ctx context.Context) (context.Context, func()) {
+	if e.snapshots == nil {
+		return ctx, func() {}
+	}
+	sctx, release, err := e.snapshots.Snapshot(ctx)
+	if err != nil {
+		e.log.DebugContext(ctx, "reading without a snapshot", "err", err)
+		return ctx, func() {}
+	}
+	return sctx, release
 }
 
 // loadingError is the unavailable error that replaces an empty degraded

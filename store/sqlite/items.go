@@ -373,8 +373,12 @@ func withCause(ctx context.Context, err error) error {
 }
 
 // readTx runs fn in a read transaction, so that the queries in it see one
-// snapshot of the file (WAL lets it run beside the writer).
+// snapshot of the file (WAL lets it run beside the writer): the one ctx
+// carries (Snapshot), or one of its own.
 func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if tx, ok := ctx.Value(snapshotKey{s}).(*sql.Tx); ok {
+		return fn(tx)
+	}
 	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("beginning a read: %w", err)
