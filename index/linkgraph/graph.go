@@ -341,6 +341,10 @@ func (g *Graph) Walk(w Walk) []Reach {
 // WalkBeyond is Walk less the anchors: it returns what Walk returns past
 // distance 0, and how many anchors Walk returns at distance 0, which
 // count towards Enough all the same but are neither listed nor ordered.
+// When w.Types names no type a link of the graph has (the walk for
+// superseding items in a store where none was ever superseded), nothing
+// lies beyond the anchors: it returns nothing, and 0, without looking the
+// anchors up.
 func (g *Graph) WalkBeyond(w Walk) (reached []Reach, anchors int) {
 	return g.walk(w, true)
 }
@@ -354,6 +358,9 @@ func (g *Graph) walk(w Walk, beyond bool) ([]Reach, int) {
 				allowed[k] = true
 			}
 		}
+	}
+	if beyond && allowed != nil && !slices.Contains(allowed, true) {
+		return nil, 0
 	}
 	var wanted map[uint32]bool // targets not reached yet; nil: report all
 	if len(w.Targets) > 0 {
