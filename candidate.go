@@ -96,26 +96,44 @@ func Merge(order []string, hits map[string][]Hit) []*Candidate {
 	if n == 0 {
 		return nil
 	}
-	// Sized for every hit at once (a pack merges a few hundred), rather
-	// than growing the map, the list and each candidate's evidence hit by
-	// hit. Each candidate's evidence has room for one entry per generator,
-	// in a region of its own, so that appending to it never reaches
-	// another's.
-	byID := make(map[string]*Candidate, n)
-	out := make([]*Candidate, 0, n)
-	slab := make([]Candidate, 0, n)
-	per := len(order)
-	evidence := make([]Evidence, n*per)
+	// Two passes over the hits: the first numbers the candidates and counts
+	// each one's evidence, the second writes the evidence into one array
+	// sized for it, each candidate's in a region of its own whose capacity
+	// ends there, so that appending to it never reaches another's. Room for
+	// every generator in every candidate instead was as many times the
+	// evidence as there are generators, and a pack's largest allocation.
+	byID := make(map[string]int32, n)
+	of := make([]int32, 0, n) // candidate number of each hit, in merge order
+	var items []*Item         // by candidate number
+	var count []int32         // evidence entries by candidate number
 	for _, gen := range order {
-		for i, h := range hits[gen] {
+		for _, h := range hits[gen] {
 			c, ok := byID[h.Item.ID]
 			if !ok {
-				k := len(slab)
-				slab = append(slab, Candidate{Item: h.Item, Evidence: evidence[k*per : k*per : (k+1)*per]})
-				c = &slab[k]
+				c = int32(len(items))
 				byID[h.Item.ID] = c
-				out = append(out, c)
+				items = append(items, h.Item)
+				count = append(count, 0)
 			}
+			of = append(of, c)
+			count[c]++
+		}
+	}
+	slab := make([]Candidate, len(items))
+	out := make([]*Candidate, len(items))
+	evidence := make([]Evidence, n)
+	at := 0
+	for c, it := range items {
+		end := at + int(count[c])
+		slab[c] = Candidate{Item: it, Evidence: evidence[at:at:end]}
+		out[c] = &slab[c]
+		at = end
+	}
+	k := 0
+	for _, gen := range order {
+		for i, h := range hits[gen] {
+			c := &slab[of[k]]
+			k++
 			c.Evidence = append(c.Evidence, Evidence{Generator: gen, Score: h.Score, Rank: i + 1, Distance: h.Distance})
 		}
 	}
