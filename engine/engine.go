@@ -545,7 +545,8 @@ func (e *Engine) slice(ctx context.Context, spec h4r.Specialist, req *h4r.Contex
 	entries := make([]pack.Entry, len(ranked))
 	toSlice := make([]*h4r.Item, 0, len(ranked))
 	sliceIdx := make([]int, 0, len(ranked))
-	for i, r := range ranked {
+	for i := range ranked {
+		r := &ranked[i]
 		entries[i].Ranked = r
 		if r.Score < req.MinScore {
 			entries[i].Reason = h4r.ReasonMinScore

@@ -17,8 +17,8 @@ const DefaultTLDRSentences = 5
 
 // Entry is one ranked candidate and what the slicer decided about it.
 type Entry struct {
-	Ranked         rank.Ranked
-	Reason, Detail string // h4r.ReasonKept, or why it was left out (h4r.Reason*)
+	Ranked         *rank.Ranked // the ranking's own, shared rather than copied: a pack holds a few hundred
+	Reason, Detail string       // h4r.ReasonKept, or why it was left out (h4r.Reason*)
 	Redacted       bool
 	RedactedFields []string
 	Delivered      *h4r.Delivered // the delivered (redacted) form; nil unless kept

@@ -57,7 +57,7 @@ func entries(t testing.TB, ranked []rank.Ranked, verdicts map[string]verdict, co
 		if !ok {
 			v.reason = h4r.ReasonKept
 		}
-		e := Entry{Ranked: r, Reason: v.reason, Detail: v.detail}
+		e := Entry{Ranked: &ranked[i], Reason: v.reason, Detail: v.detail}
 		if v.reason == h4r.ReasonKept {
 			d := r.Candidate.Item.Delivered()
 			if len(v.redact) > 0 {
@@ -157,7 +157,7 @@ func entry(id, kind, text, reason string, relevance float64) Entry {
 	var s h4r.Signals
 	s[h4r.Relevance] = relevance
 	e := Entry{
-		Ranked: rank.Ranked{Candidate: &h4r.Candidate{Item: it}, Signals: s, Score: relevance,
+		Ranked: &rank.Ranked{Candidate: &h4r.Candidate{Item: it}, Signals: s, Score: relevance,
 			Explanation: "Score of " + id},
 		Reason: reason,
 	}
