@@ -46,6 +46,23 @@ func (w *jsonWriter) float(f float64) {
 	}
 }
 
+// list writes a slice as encoding/json does (null when nil), each element
+// with each.
+func list[E any](w *jsonWriter, items []E, each func(*E)) {
+	if items == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = append(w.b, '[')
+	for i := range items {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		each(&items[i])
+	}
+	w.b = append(w.b, ']')
+}
+
 // any writes a free-form value: the types a decoded item's content holds
 // directly, anything else through encoding/json.
 func (w *jsonWriter) any(v any) {
@@ -87,8 +104,12 @@ func (w *jsonWriter) any(v any) {
 	}
 }
 
-// object writes m with its keys sorted, as encoding/json does.
-func (w *jsonWriter) object(m map[string]any) {
+// object writes a free-form map.
+func (w *jsonWriter) object(m map[string]any) { sortedMap(w, m, (*jsonWriter).any) }
+
+// sortedMap writes a map as encoding/json does: null when nil, its keys
+// sorted, each value with each.
+func sortedMap[V any](w *jsonWriter, m map[string]V, each func(*jsonWriter, V)) {
 	if m == nil {
 		w.b = append(w.b, "null"...)
 		return
@@ -105,7 +126,7 @@ func (w *jsonWriter) object(m map[string]any) {
 		}
 		w.str(k)
 		w.b = append(w.b, ':')
-		w.any(m[k])
+		each(w, m[k])
 	}
 	w.b = append(w.b, '}')
 }
@@ -132,18 +153,7 @@ func (w *jsonWriter) pack(p *Pack) {
 	w.key("status", &n)
 	w.str(p.Status)
 	w.key("results", &n)
-	if p.Results == nil {
-		w.b = append(w.b, "null"...)
-	} else {
-		w.b = append(w.b, '[')
-		for i := range p.Results {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.result(&p.Results[i])
-		}
-		w.b = append(w.b, ']')
-	}
+	list(w, p.Results, w.result)
 	w.key("total_count", &n)
 	w.int(p.TotalCount)
 	w.key("query_duration_ms", &n)
@@ -240,39 +250,17 @@ func (w *jsonWriter) citation(c *Citation) {
 	}
 	if len(c.LineRange) > 0 {
 		w.key("line_range", &n)
-		w.b = append(w.b, '[')
-		for i, v := range c.LineRange {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.int(v)
-		}
-		w.b = append(w.b, ']')
+		list(w, c.LineRange, func(v *int) { w.int(*v) })
 	}
 	w.key("score", &n)
 	w.float(c.Score)
 	w.b = append(w.b, '}')
 }
 
-// sourceStats writes the map with its keys sorted, as encoding/json does.
+// sourceStats writes each generator's counts, by name.
 func (w *jsonWriter) sourceStats(m map[string]SourceStats) {
-	if m == nil {
-		w.b = append(w.b, "null"...)
-		return
-	}
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	w.b = append(w.b, '{')
-	for i, k := range names {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.str(k)
-		w.b = append(w.b, ':')
-		st, n := m[k], 0
+	sortedMap(w, m, func(w *jsonWriter, st SourceStats) {
+		n := 0
 		w.b = append(w.b, '{')
 		w.key("candidates", &n)
 		w.int(st.Candidates)
@@ -283,8 +271,7 @@ func (w *jsonWriter) sourceStats(m map[string]SourceStats) {
 			w.str(st.Error)
 		}
 		w.b = append(w.b, '}')
-	}
-	w.b = append(w.b, '}')
+	})
 }
 
 func (w *jsonWriter) agentSlice(a *AgentSlice) {
@@ -309,18 +296,7 @@ func (w *jsonWriter) explainability(e *Explainability) {
 	w.key("tldr", &n)
 	w.tldr(&e.TLDR)
 	w.key("affordances", &n)
-	if e.Affordances == nil {
-		w.b = append(w.b, "null"...)
-	} else {
-		w.b = append(w.b, '[')
-		for i := range e.Affordances {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.affordance(&e.Affordances[i])
-		}
-		w.b = append(w.b, ']')
-	}
+	list(w, e.Affordances, w.affordance)
 	w.key("causalGraph", &n)
 	w.causalGraph(e.CausalGraph)
 	w.key("slicing", &n)
@@ -332,18 +308,7 @@ func (w *jsonWriter) explainability(e *Explainability) {
 	w.key("warnings", &n)
 	w.strs(e.Warnings)
 	w.key("items", &n)
-	if e.Items == nil {
-		w.b = append(w.b, "null"...)
-	} else {
-		w.b = append(w.b, '[')
-		for i := range e.Items {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.itemExplanation(&e.Items[i])
-		}
-		w.b = append(w.b, ']')
-	}
+	list(w, e.Items, w.itemExplanation)
 	w.b = append(w.b, '}')
 }
 
@@ -355,26 +320,17 @@ func (w *jsonWriter) tldr(t *TLDR) {
 	w.key("text", &n)
 	w.str(t.Text)
 	w.key("sentences", &n)
-	if t.Sentences == nil {
-		w.b = append(w.b, "null"...)
-	} else {
-		w.b = append(w.b, '[')
-		for i, s := range t.Sentences {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			m := 0
-			w.b = append(w.b, '{')
-			w.key("text", &m)
-			w.str(s.Text)
-			w.key("itemId", &m)
-			w.str(s.ItemID)
-			w.key("score", &m)
-			w.float(s.Score)
-			w.b = append(w.b, '}')
-		}
-		w.b = append(w.b, ']')
-	}
+	list(w, t.Sentences, func(s *Sentence) {
+		m := 0
+		w.b = append(w.b, '{')
+		w.key("text", &m)
+		w.str(s.Text)
+		w.key("itemId", &m)
+		w.str(s.ItemID)
+		w.key("score", &m)
+		w.float(s.Score)
+		w.b = append(w.b, '}')
+	})
 	w.key("citations", &n)
 	w.strs(t.Citations)
 	w.b = append(w.b, '}')
@@ -408,49 +364,31 @@ func (w *jsonWriter) causalGraph(g *CausalGraph) {
 	n := 0
 	w.b = append(w.b, '{')
 	w.key("nodes", &n)
-	if g.Nodes == nil {
-		w.b = append(w.b, "null"...)
-	} else {
-		w.b = append(w.b, '[')
-		for i, node := range g.Nodes {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			m := 0
-			w.b = append(w.b, '{')
-			w.key("id", &m)
-			w.str(node.ID)
-			if node.Kind != "" {
-				w.key("kind", &m)
-				w.str(node.Kind)
-			}
-			w.b = append(w.b, '}')
+	list(w, g.Nodes, func(node *GraphNode) {
+		m := 0
+		w.b = append(w.b, '{')
+		w.key("id", &m)
+		w.str(node.ID)
+		if node.Kind != "" {
+			w.key("kind", &m)
+			w.str(node.Kind)
 		}
-		w.b = append(w.b, ']')
-	}
+		w.b = append(w.b, '}')
+	})
 	w.key("edges", &n)
-	if g.Edges == nil {
-		w.b = append(w.b, "null"...)
-	} else {
-		w.b = append(w.b, '[')
-		for i, e := range g.Edges {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			m := 0
-			w.b = append(w.b, '{')
-			w.key("source", &m)
-			w.str(e.Source)
-			w.key("target", &m)
-			w.str(e.Target)
-			w.key("type", &m)
-			w.str(e.Type)
-			w.key("strength", &m)
-			w.float(e.Strength)
-			w.b = append(w.b, '}')
-		}
-		w.b = append(w.b, ']')
-	}
+	list(w, g.Edges, func(e *GraphEdge) {
+		m := 0
+		w.b = append(w.b, '{')
+		w.key("source", &m)
+		w.str(e.Source)
+		w.key("target", &m)
+		w.str(e.Target)
+		w.key("type", &m)
+		w.str(e.Type)
+		w.key("strength", &m)
+		w.float(e.Strength)
+		w.b = append(w.b, '}')
+	})
 	w.b = append(w.b, '}')
 }
 
