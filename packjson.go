@@ -10,8 +10,9 @@ import (
 
 // AppendJSON appends p as JSON, byte for byte as json.Marshal writes it,
 // without reflection: the server writes every context pack, and
-// encoding/json spent a twelfth of a pack's CPU on it, most of it walking
-// the types and compacting what the signals' MarshalJSON returned. Values
+// encoding/json spent most of its time there walking the types and
+// compacting what the signals' MarshalJSON returned
+// (bench/results/2026-12-01/pack-cpu-6.md). Values
 // of the free-form maps (a result's content, an affordance's parameters)
 // of a type JSON decoding does not produce still go through
 // encoding/json. TestPackAppendJSON and FuzzPackAppendJSON

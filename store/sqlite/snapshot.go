@@ -17,9 +17,10 @@ type snapshotKey struct{ s *Store }
 // then see one state of the file, and begin one transaction and read the
 // generation counters once between them, where each began its own. The
 // reads share one connection, which database/sql hands to one statement at
-// a time; release must not be called before they return, and may be
-// called more than once. The transaction ends with ctx as any does: reads
-// under it after that fail.
+// a time. release may be called more than once, and while a read still
+// runs (a generator the engine stopped waiting for at its deadline):
+// database/sql then cancels the statement under way, and later reads
+// under the context fail, as they do once ctx ends the transaction.
 func (s *Store) Snapshot(ctx context.Context) (_ context.Context, release func(), err error) {
 	if _, ok := ctx.Value(snapshotKey{s}).(*sql.Tx); ok {
 		return ctx, func() {}, nil // the outer snapshot's owner ends it
