@@ -376,17 +376,29 @@ func withCause(ctx context.Context, err error) error {
 // snapshot of the file (WAL lets it run beside the writer): the one ctx
 // carries (Snapshot), or one of its own.
 func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	if tx, ok := ctx.Value(snapshotKey{s}).(*sql.Tx); ok {
+	if tx, ok := s.snapshotOf(ctx); ok {
 		return fn(tx)
 	}
+	tx, end, err := s.beginRead(ctx)
+	if err != nil {
+		return err
+	}
+	return errors.Join(fn(tx), end())
+}
+
+// beginRead begins a read transaction with room for its counters
+// (readCounter); end forgets them and rolls it back, a read having nothing
+// to commit.
+func (s *Store) beginRead(ctx context.Context) (_ *sql.Tx, end func() error, _ error) {
 	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("beginning a read: %w", err)
+		return nil, nil, fmt.Errorf("beginning a read: %w", err)
 	}
 	s.txCounters.Store(tx, &txCounters{})
-	defer s.txCounters.Delete(tx)
-	err = fn(tx)
-	return errors.Join(err, rollback(tx)) // a read has nothing to commit
+	return tx, func() error {
+		s.txCounters.Delete(tx)
+		return rollback(tx)
+	}, nil
 }
 
 // Get returns the item with the given id, with its links and the

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"sync"
 )
 
@@ -22,19 +21,19 @@ type snapshotKey struct{ s *Store }
 // database/sql then cancels the statement under way, and later reads
 // under the context fail, as they do once ctx ends the transaction.
 func (s *Store) Snapshot(ctx context.Context) (_ context.Context, release func(), err error) {
-	if _, ok := ctx.Value(snapshotKey{s}).(*sql.Tx); ok {
+	if _, ok := s.snapshotOf(ctx); ok {
 		return ctx, func() {}, nil // the outer snapshot's owner ends it
 	}
-	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, end, err := s.beginRead(ctx)
 	if err != nil {
-		return ctx, func() {}, fmt.Errorf("beginning a read snapshot: %w", err)
+		return ctx, func() {}, err
 	}
-	s.txCounters.Store(tx, &txCounters{})
-	var once sync.Once
-	return context.WithValue(ctx, snapshotKey{s}, tx), func() {
-		once.Do(func() {
-			s.txCounters.Delete(tx)
-			_ = rollback(tx) // a read has nothing to commit; ended with ctx, it is already rolled back
-		})
-	}, nil
+	// Ended with ctx, the transaction is already rolled back: nothing to report.
+	return context.WithValue(ctx, snapshotKey{s}, tx), sync.OnceFunc(func() { _ = end() }), nil
+}
+
+// snapshotOf returns the read transaction of s that ctx carries, if any.
+func (s *Store) snapshotOf(ctx context.Context) (*sql.Tx, bool) {
+	tx, ok := ctx.Value(snapshotKey{s}).(*sql.Tx)
+	return tx, ok
 }
