@@ -79,18 +79,7 @@ func (w *jsonWriter) any(v any) {
 	case int:
 		w.int(x)
 	case []any:
-		if x == nil {
-			w.b = append(w.b, "null"...)
-			return
-		}
-		w.b = append(w.b, '[')
-		for i, e := range x {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.any(e)
-		}
-		w.b = append(w.b, ']')
+		list(w, x, func(e *any) { w.any(*e) })
 	case map[string]any:
 		w.object(x)
 	default:
