@@ -68,6 +68,7 @@ type Config struct {
 	UnauthenticatedBodyBytes int64
 	MCPMaxBatch              int     // H4R_MCP_MAX_BATCH: calls in one JSON-RPC batch on /mcp
 	GCHeadroomMB             int     // H4R_GC_HEADROOM_MB: garbage allowed above the live heap; 0: Go's GOGC pacing alone
+	DebugAddr                string  // H4R_DEBUG_ADDR: loopback listener of Go's runtime profiles; "": none
 	LowRelevanceThreshold    float64 // H4R_LOW_RELEVANCE_THRESHOLD: best relevance under it → request_more_context
 
 	LogLevel  string // H4R_LOG_LEVEL: debug, info, warn or error

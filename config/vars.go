@@ -143,6 +143,8 @@ func table() []variable {
 			func(c *Config) *int { return &c.MCPMaxBatch }, 1, 10_000),
 		whole("H4R_GC_HEADROOM_MB", "128", "Garbage, in MiB, the Go collector may let pile up above the live heap before it collects (h4r serve, mcp and bench latency): GOGC is set after each collection to this headroom over the live heap, never below 10, and at most 400, or at most your GOGC if you set one. A large index no longer doubles the resident set, and a small heap is collected less often than Go's default. 0: Go's GOGC alone. GOMEMLIMIT still applies.",
 			func(c *Config) *int { return &c.GCHeadroomMB }, 0, 1<<20),
+		text("H4R_DEBUG_ADDR", "", "Address of a second listener of h4r serve that serves Go's runtime profiles (/debug/pprof/: CPU, heap, allocations, goroutines, mutex and block waits, execution trace) for go tool pprof, from the start, so that opening and warming a store can be profiled too. Loopback only (127.0.0.1, ::1 or localhost), because the profiles have no authentication; reach it from elsewhere through an SSH tunnel or kubectl port-forward. Empty, the default: no listener. docs/operations.md (Profiling).",
+			func(c *Config) *string { return &c.DebugAddr }, checkDebugAddr),
 		number("H4R_AMBIENT_RELEVANCE", "0.75", "Relevance a precedent must exceed to be pushed on GET /v1/subscribe.",
 			func(c *Config) *float64 { return &c.AmbientRelevance }, 0, 1),
 		duration("H4R_AMBIENT_DEBOUNCE", "30s", "Least time between two precedent pushes to one subscribe session.",
@@ -574,6 +576,22 @@ func checkAddr(s string) string {
 		}
 	}
 	return fmt.Sprintf("want host:port such as 127.0.0.1:8080 or :8080, got %q", s)
+}
+
+// checkDebugAddr accepts an empty H4R_DEBUG_ADDR (no listener) or a
+// loopback host:port: the profiles answer anyone who reaches them.
+func checkDebugAddr(s string) string {
+	if s == "" {
+		return ""
+	}
+	if p := checkAddr(s); p != "" {
+		return p
+	}
+	host, _, _ := net.SplitHostPort(s)
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Sprintf("the profiles have no authentication, so they are served on a loopback address only: want 127.0.0.1:PORT, [::1]:PORT or localhost:PORT, got %q", s)
+	}
+	return ""
 }
 
 // DefaultCausalLinkTypes are the link types of the item model and of the traces

@@ -114,6 +114,7 @@ func writeTenantKeysFile(t *testing.T, dir string, tenantOf func(keyClass) strin
 // (apiServer, traceOptions, jobs), served on loopback.
 type canaryServer struct {
 	base   string
+	debug  string   // the profiling listener (H4R_DEBUG_ADDR), as h4r serve starts it
 	routes []string // "METHOD /path" as the echo router holds them
 	app    *app.App
 	stall  *stallSlicer // of the app (the seed tenant's, with tenants)
@@ -180,7 +181,7 @@ func startCanaryServer(t *testing.T, vars map[string]string, wrap func(*app.App,
 		_ = tr.Close(context.Background())
 		_ = a.Close()
 	})
-	return &canaryServer{base: ts.URL, routes: routes, app: a, stall: stall}
+	return &canaryServer{base: ts.URL, debug: startCanaryDebug(t), routes: routes, app: a, stall: stall}
 }
 
 // finding is one canary byte seen where it must not be.
@@ -334,4 +335,17 @@ func eventually(t *testing.T, what string, f func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startCanaryDebug serves the profiling listener beside a replica, as
+// h4r serve does with H4R_DEBUG_ADDR, and returns its base URL.
+func startCanaryDebug(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	bound, stop, err := startDebug(ctx, "127.0.0.1:0", quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); stop() })
+	return "http://" + bound
 }

@@ -120,7 +120,7 @@ func startTenantCanaryServer(t *testing.T, vars map[string]string) *canaryServer
 		cancel()
 		svc.close(log)
 	})
-	return &canaryServer{base: ts.URL, routes: routes, app: svc.stacks[seedTenant].a, stall: stalls[seedTenant]}
+	return &canaryServer{base: ts.URL, debug: startCanaryDebug(t), routes: routes, app: svc.stacks[seedTenant].a, stall: stalls[seedTenant]}
 }
 
 // traceSubject is where the harness publishes commit traces over NATS:

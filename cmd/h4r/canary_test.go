@@ -22,6 +22,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -466,6 +467,42 @@ func (p *probe) http(method, path string, body any, header ...string) httpResult
 	return r
 }
 
+// probeDebug reads every profile of the profiling listener, in the forms
+// go tool pprof and a person read: text where the profile has one, the
+// CPU profile unpacked, the execution trace as it comes. The listener
+// takes no key (it listens on loopback only), so whoever reaches it is
+// the caller without a key, and the other keys' probes would repeat it.
+// Labels set with pprof.Do are written into the profiles, so an item's id
+// or words in a label would show here.
+func probeDebug(p *probe) {
+	if p.k.name != keyNone.name {
+		return
+	}
+	get := func(path string) []byte {
+		r := call(p.srv.debug, keyClass{}, "GET", path, nil)
+		if r.err != nil || r.status != http.StatusOK {
+			p.h.t.Errorf("GET %s on the profiling listener: %d %v", path, r.status, r.err)
+		}
+		return r.asBytes()
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=2",
+		"/debug/pprof/heap?debug=1", "/debug/pprof/allocs?debug=1", "/debug/pprof/threadcreate?debug=1",
+		"/debug/pprof/block?debug=1", "/debug/pprof/mutex?debug=1", "/debug/pprof/trace?seconds=0.2"} {
+		p.scan("GET "+path, get(path))
+	}
+	r := call(p.srv.debug, keyClass{}, "GET", "/debug/pprof/profile?seconds=1", nil)
+	zr, err := gzip.NewReader(bytes.NewReader(r.body))
+	if err != nil {
+		p.h.t.Errorf("the CPU profile is not gzip (%d %v): %v", r.status, r.err, err)
+		return
+	}
+	profile, err := io.ReadAll(zr)
+	if err != nil {
+		p.h.t.Errorf("unpacking the CPU profile: %v", err)
+	}
+	p.scan("GET /debug/pprof/profile", append(r.asBytes(), profile...))
+}
+
 // neverWas is an id shaped as id is that no item ever had.
 func neverWas(id string) string {
 	if strings.HasSuffix(id, "0000") {
@@ -621,6 +658,7 @@ func canarySurfaces() []surface {
 		}},
 		{"openapi", []string{"GET /openapi.json"}, func(p *probe) { p.http("GET", "/openapi.json", nil) }},
 		{"metrics", []string{"GET /metrics"}, func(p *probe) { p.http("GET", "/metrics", nil) }},
+		{"debug-pprof", nil, probeDebug},
 		{"policy", []string{"GET /v1/policy"}, func(p *probe) { p.http("GET", "/v1/policy", nil) }},
 		{"trace-search", []string{"POST /v1/search"}, func(p *probe) {
 			for _, q := range p.h.queries {

@@ -55,6 +55,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer, lookupEnv fu
 		return err
 	}
 	defer tuneGC(ctx, cfg, log)()
+	if cfg.DebugAddr != "" {
+		// Before the stores open, so that opening and warming them can
+		// be profiled too.
+		_, stop, err := startDebug(ctx, cfg.DebugAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	svc, err := openService(ctx, cfg, keys, !loopback, *withDemo, log)
 	if err != nil {
 		if ctx.Err() != nil {
