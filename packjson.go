@@ -40,10 +40,17 @@ func (w *jsonWriter) int(n int)               { w.b = jsonappend.Int(w.b, n) }
 func (w *jsonWriter) bool(v bool)             { w.b = jsonappend.Bool(w.b, v) }
 func (w *jsonWriter) strs(list []string)      { w.b = jsonappend.Strings(w.b, list) }
 
+// fail keeps err unless an earlier error was kept.
+func (w *jsonWriter) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
 func (w *jsonWriter) float(f float64) {
 	var err error
-	if w.b, err = jsonappend.Float(w.b, f); err != nil && w.err == nil {
-		w.err = err
+	if w.b, err = jsonappend.Float(w.b, f); err != nil {
+		w.fail(err)
 	}
 }
 
@@ -85,9 +92,7 @@ func (w *jsonWriter) any(v any) {
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
-			if w.err == nil {
-				w.err = err
-			}
+			w.fail(err)
 			return
 		}
 		w.b = append(w.b, b...)
@@ -125,9 +130,7 @@ func sortedMap[V any](w *jsonWriter, m map[string]V, each func(*jsonWriter, V)) 
 func (w *jsonWriter) vector(v [NumSignals]float64) {
 	b, err := appendVector(w.b, v)
 	if err != nil {
-		if w.err == nil {
-			w.err = err
-		}
+		w.fail(err)
 		return
 	}
 	w.b = b
