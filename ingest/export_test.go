@@ -16,7 +16,23 @@ func CredentialCases() map[string]string {
 // content rules: by the configured file names alone, under another rules
 // version. It stands for an index written by that version.
 func UseNameRulesOnly(in *Ingester) {
-	in.secrets = &secretScanner{names: newCredMatcher(nil), byKeyword: map[string][]int{},
+	names := &secretScanner{names: newCredMatcher(nil), byKeyword: map[string][]int{},
 		trie: ahocorasick.NewTrieBuilder().Build()}
+	in.secrets = func() (*secretScanner, error) { return names, nil }
 	in.credVersion = "names only"
+}
+
+// WithCountedContentRules makes in build its content rules as New does,
+// counting each build in *builds, or failing each with fail when it is not
+// nil.
+func WithCountedContentRules(builds *int, fail error) Option {
+	return func(in *Ingester) {
+		in.buildSecrets = func() (*secretScanner, error) {
+			*builds++
+			if fail != nil {
+				return nil, fail
+			}
+			return newSecretScanner()
+		}
+	}
 }

@@ -73,9 +73,13 @@ type Ingester struct {
 	maxFileBytes int64
 	credPatterns []string
 	creds        credMatcher // the configured patterns, lower-cased
-	secrets      *secretScanner
-	secretsErr   error  // the rule set could not be compiled: every run fails rather than let secrets through
-	credVersion  string // names the credential rules and settings, kept in each source's file index (credRulesPath)
+	// secrets builds the content rules at the first run, once: they take
+	// about 15 MiB, which a server that never ingests need not hold. An
+	// error (the rule set could not be compiled) fails every run rather
+	// than let secrets through.
+	secrets      func() (*secretScanner, error)
+	buildSecrets func() (*secretScanner, error) // what secrets calls once (default newSecretScanner)
+	credVersion  string                         // names the credential rules and settings, kept in each source's file index (credRulesPath)
 	credMode     string
 	allowPrivate bool
 	contextual   bool
@@ -138,7 +142,8 @@ func WithLogger(l *slog.Logger) Option { return func(in *Ingester) { in.log = l 
 // and cutting files with splitter.
 func New(store Store, index Index, splitter *chunk.Splitter, opts ...Option) *Ingester {
 	in := &Ingester{store: store, index: index, splitter: splitter, maxFileBytes: DefaultMaxFileBytes,
-		credPatterns: DefaultCredentialPatterns, credMode: CredentialsFlag, contextual: true, log: slog.Default()}
+		credPatterns: DefaultCredentialPatterns, credMode: CredentialsFlag, contextual: true, log: slog.Default(),
+		buildSecrets: newSecretScanner}
 	for _, o := range opts {
 		o(in)
 	}
@@ -148,7 +153,7 @@ func New(store Store, index Index, splitter *chunk.Splitter, opts ...Option) *In
 		lower[i] = strings.ToLower(p)
 	}
 	in.creds = newCredMatcher(lower)
-	in.secrets, in.secretsErr = newSecretScanner()
+	in.secrets = sync.OnceValues(in.buildSecrets)
 	in.credVersion = credentialRulesVersion(lower, in.credMode)
 	return in
 }
@@ -162,8 +167,9 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 	if err := src.Validate("source"); err != nil {
 		return err
 	}
-	if in.secretsErr != nil {
-		return fmt.Errorf("ingesting: the credential rules cannot be used: %w", in.secretsErr)
+	secrets, err := in.secrets()
+	if err != nil {
+		return fmt.Errorf("ingesting: the credential rules cannot be used: %w", err)
 	}
 	l, typ, err := in.list(ctx, src)
 	if err != nil {
@@ -193,7 +199,7 @@ func (in *Ingester) Run(ctx context.Context, src Source, opts Options, p *jobs.P
 	rules, checked := index[credRulesPath]
 	delete(index, credRulesPath)
 	rescan := !checked || rules.SHA != in.credVersion
-	w := writer{in: in, src: src, typ: typ, key: key, l: l, opts: opts, p: p, index: index, rescan: rescan}
+	w := writer{in: in, secrets: secrets, src: src, typ: typ, key: key, l: l, opts: opts, p: p, index: index, rescan: rescan}
 	seen := make(map[string]bool, len(l.files))
 	for _, f := range l.files {
 		if err := ctx.Err(); err != nil {
@@ -313,6 +319,7 @@ func sourceKey(typ string, l listing) string {
 // writer ingests the files of one source.
 type writer struct {
 	in      *Ingester
+	secrets *secretScanner
 	src     Source
 	typ     string
 	key     string
@@ -346,7 +353,7 @@ func (w *writer) drop(path, msg string, skip bool) {
 // run (the store or the index failed); a problem with the file itself is
 // recorded and nil returned.
 func (w *writer) file(ctx context.Context, f file) error {
-	cred := w.in.isCredential(f.path) || (f.target != "" && w.in.isCredential(f.target))
+	cred := w.isCredential(f.path) || (f.target != "" && w.isCredential(f.target))
 	if cred && w.in.credMode == CredentialsSkip {
 		w.drop(f.path, "its name says it holds credentials: not ingested", true)
 		return nil
@@ -399,13 +406,13 @@ func (w *writer) file(ctx context.Context, f file) error {
 		w.drop(f.path, err.Error(), errors.As(err, &sk))
 		return nil
 	}
-	if same && !cred && w.in.secrets.scan(f.path, text) == "" && !privateKeyHeader.MatchString(text) {
+	if same && !cred && w.secrets.scan(f.path, text) == "" && !privateKeyHeader.MatchString(text) {
 		return unchanged()
 	}
 	if !cred {
 		// The whole file is flagged, not only the chunks holding the
 		// secret: a key cut across two chunks would leave one half unseen.
-		if rule := w.in.secrets.scan(f.path, text); rule != "" || privateKeyHeader.MatchString(text) {
+		if rule := w.secrets.scan(f.path, text); rule != "" || privateKeyHeader.MatchString(text) {
 			if rule == "" {
 				rule = "private-key-header"
 			}
@@ -519,8 +526,8 @@ var privateKeyHeader = regexp.MustCompile(`-----BEGIN[ A-Z0-9]*PRIVATE KEY( BLOC
 
 // isCredential reports whether p's name says it holds credentials: a
 // built-in name or a configured pattern, in any case.
-func (in *Ingester) isCredential(p string) bool {
-	return matchTails(in.creds, strings.ToLower(p)) || (in.secrets != nil && in.secrets.nameMatch(p))
+func (w *writer) isCredential(p string) bool {
+	return matchTails(w.in.creds, strings.ToLower(p)) || w.secrets.nameMatch(p)
 }
 
 // credMatcher answers whether a path matches a credential pattern, on its

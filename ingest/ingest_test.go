@@ -126,6 +126,62 @@ func run(t *testing.T, in *ingest.Ingester, src ingest.Source, opts ingest.Optio
 	return p
 }
 
+// TestContentRulesBuiltAtFirstRun: New builds no content rules, so a
+// server that never ingests does not hold them; the first run builds them
+// and every later run shares that build, which flags a secret by its
+// content. A rule set that cannot be built fails every run before any
+// file is read, and nothing is written.
+func TestContentRulesBuiltAtFirstRun(t *testing.T) {
+	e := newEnv(t)
+	root := t.TempDir()
+	write(t, root, "notes.md", "# Deploy\n\nThe key is AKIAZ7VRSQ4TKKBLGPQX for now.\n")
+	src := ingest.Source{Type: ingest.TypeFS, Path: root}
+
+	builds := 0
+	in := ingest.New(e.store, e.index, e.split, ingest.WithAllowedRoots(root), ingest.WithCountedContentRules(&builds, nil))
+	if builds != 0 {
+		t.Fatalf("New built the content rules %d times, want 0", builds)
+	}
+	if p := run(t, in, src, ingest.Options{}); p.ChunksWritten == 0 {
+		t.Fatalf("first run wrote nothing: %+v", p)
+	}
+	write(t, root, "notes.md", "# Deploy\n\nThe key is AKIAZ7VRSQ4TKKBLGPQY now.\n")
+	run(t, in, src, ingest.Options{})
+	if builds != 1 {
+		t.Errorf("two runs built the content rules %d times, want 1", builds)
+	}
+	flagged := 0
+	err := e.store.Each(context.Background(), func(it *h4r.Item) error {
+		if it.Metadata.HasCredentials {
+			flagged++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flagged == 0 {
+		t.Error("the file holding a key is not flagged by its content")
+	}
+
+	failed := 0
+	broken := ingest.New(e.store, e.index, e.split, ingest.WithAllowedRoots(root),
+		ingest.WithCountedContentRules(&failed, errors.New("rule 7 does not compile")))
+	for range 2 {
+		var p jobs.Progress
+		err := broken.Run(context.Background(), src, ingest.Options{}, &p, func(jobs.Progress) {})
+		if err == nil || !strings.Contains(err.Error(), "credential rules cannot be used") || !strings.Contains(err.Error(), "rule 7") {
+			t.Errorf("a run with rules that cannot be built: err = %v", err)
+		}
+		if p.FilesSeen != 0 || p.ChunksWritten != 0 {
+			t.Errorf("a run with rules that cannot be built read or wrote files: %+v", p)
+		}
+	}
+	if failed != 1 {
+		t.Errorf("the failed build ran %d times, want once", failed)
+	}
+}
+
 func issuesOf(list []jobs.FileIssue) map[string]string {
 	out := map[string]string{}
 	for _, i := range list {
