@@ -77,8 +77,12 @@ type App struct {
 	// trajectories is the context bridge's signature index, kept in step
 	// with writes as a mirror; nil with the bridge off (bridge.go).
 	trajectories *bridge.Index
-	closers      []func() error // run by Close, last first
-	warming      warming        // the in-memory indexes still being built (warm.go)
+	// tokens is the counter of Config.TokenEncoding that the store and
+	// the slicer count with; the ingestion jobs share it (its tables are
+	// a few MiB, and read-only).
+	tokens  *tokens.Counter
+	closers []func() error // run by Close, last first
+	warming warming        // the in-memory indexes still being built (warm.go)
 }
 
 // Option configures Open.
@@ -141,6 +145,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...Option) (_ *App, err e
 	if err != nil {
 		return nil, fmt.Errorf("H4R_TOKEN_ENCODING: %w", err)
 	}
+	a.tokens = counter
 	if a.base, err = openStore(ctx, cfg, counter, o); err != nil {
 		return nil, err
 	}

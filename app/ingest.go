@@ -100,9 +100,11 @@ func OpenJobs(ctx context.Context, a *App, log *slog.Logger, opts ...IngestOptio
 	if err != nil {
 		return nil, err
 	}
-	counter, err := tokens.New(a.Config.TokenEncoding)
-	if err != nil {
-		return nil, errors.Join(err, store.Close())
+	counter := a.tokens
+	if counter == nil { // an App not made by Open
+		if counter, err = tokens.New(a.Config.TokenEncoding); err != nil {
+			return nil, errors.Join(err, store.Close())
+		}
 	}
 	var patterns []string
 	for _, p := range strings.Split(a.Config.IngestCredentialPatterns, ",") {
