@@ -50,5 +50,27 @@ func (l *List) At(i uint32) string {
 	return unsafe.String(&b[0], len(b))
 }
 
+// Trim drops the arrays' spare room when it is more than a sixteenth of
+// what they hold, by copying them: a list filled by appends keeps up to a
+// quarter more than it holds. Call it once a load is done; it briefly
+// holds the bytes twice. Strings At returned before stay valid: they keep
+// the old array alive.
+func (l *List) Trim() {
+	l.bytes = trimmed(l.bytes)
+	l.end = trimmed(l.end)
+}
+
+// trimmed returns s, or a copy of it without its spare room when that room
+// is more than a sixteenth of its length.
+func trimmed[S ~[]E, E any](s S) S {
+	if 16*(cap(s)-len(s)) <= len(s) {
+		return s
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	return append(make(S, 0, len(s)), s...)
+}
+
 // Len returns the number of strings.
 func (l *List) Len() int { return len(l.end) }

@@ -69,6 +69,47 @@ func TestListAgreesWithSlice(t *testing.T) {
 }
 
 // BenchmarkAt reads strings of a million ids of 11 bytes.
+// TestTrim: after appends, Trim leaves at most a sixteenth of spare room in
+// either array; every string, and every view taken before, is unchanged,
+// and appends after it work as before.
+func TestTrim(t *testing.T) {
+	var empty List
+	empty.Trim()
+	if empty.Len() != 0 || empty.bytes != nil || empty.end != nil {
+		t.Fatalf("trimming an empty list: %+v", empty)
+	}
+	var l List
+	var want, views []string
+	check := func(when string) {
+		t.Helper()
+		for j := range want {
+			if l.At(uint32(j)) != want[j] || views[j] != want[j] {
+				t.Fatalf("%s, string %d is %q (a view kept: %q), want %q", when, j, l.At(uint32(j)), views[j], want[j])
+			}
+		}
+	}
+	add := func(n int) {
+		for range n {
+			s := fmt.Sprintf("mem-%07d", len(want))
+			views = append(views, l.At(l.Append(s)))
+			want = append(want, s)
+		}
+	}
+	add(5000)
+	for 16*(cap(l.bytes)-len(l.bytes)) <= len(l.bytes) { // up to the next growth of the bytes
+		add(1)
+	}
+	l.Trim()
+	for name, room := range map[string][2]int{"bytes": {len(l.bytes), cap(l.bytes)}, "end": {len(l.end), cap(l.end)}} {
+		if 16*(room[1]-room[0]) > room[0] {
+			t.Errorf("after Trim, %s holds %d with room for %d", name, room[0], room[1])
+		}
+	}
+	check("after Trim")
+	add(3000)
+	check("after appending to a trimmed list")
+}
+
 func BenchmarkAt(b *testing.B) {
 	var l List
 	l.Grow(1 << 20)

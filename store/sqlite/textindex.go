@@ -120,6 +120,7 @@ func (m *seqIDs) compact() {
 	for seq, n := range m.num.All() {
 		m.num.Set(seq, kept.Append(m.names.At(n-1))+1)
 	}
+	kept.Trim()
 	m.names, m.dead = kept, 0
 }
 
@@ -272,6 +273,7 @@ func (s *Store) rebuildText(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 		x.Trim()
+		ids.names.Trim()
 		t.loaded, t.gen, t.x, t.ids = true, gen, x, ids
 		return nil
 	}()
