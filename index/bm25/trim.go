@@ -1,5 +1,7 @@
 package bm25
 
+import "github.com/h4r/h4r/internal/trim"
+
 // Trim gives back the room that building the index by appending left at
 // the end of its arrays: append grows a large array by a quarter at a
 // time, so a loaded index held up to a quarter of each array unused. A
@@ -10,31 +12,19 @@ package bm25
 func (x *Index) Trim() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.names = trimmed(x.names)
-	x.lists = trimmed(x.lists)
+	x.names = trim.Spare(x.names)
+	x.lists = trim.Spare(x.lists)
 	for i := range x.lists {
 		p := &x.lists[i]
-		p.docs.packed = trimmed(p.docs.packed)
-		p.docs.blocks = trimmed(p.docs.blocks)
-		p.docs.tail = trimmed(p.docs.tail)
-		p.tfs.small = trimmed(p.tfs.small)
-		p.maxF = trimmed(p.maxF)
-		p.last = trimmed(p.last)
+		p.docs.packed = trim.Spare(p.docs.packed)
+		p.docs.blocks = trim.Spare(p.docs.blocks)
+		p.docs.tail = trim.Spare(p.docs.tail)
+		p.tfs.small = trim.Spare(p.tfs.small)
+		p.maxF = trim.Spare(p.maxF)
+		p.last = trim.Spare(p.last)
 	}
-	x.ids = trimmed(x.ids)
-	x.length = trimmed(x.length)
-	x.live = trimmed(x.live)
-	x.sums = trimmed(x.sums)
-}
-
-// trimmed returns s, or a copy of it without its spare room when that
-// room is more than a sixteenth of its length.
-func trimmed[S ~[]E, E any](s S) S {
-	if 16*(cap(s)-len(s)) <= len(s) {
-		return s
-	}
-	if len(s) == 0 {
-		return nil
-	}
-	return append(make(S, 0, len(s)), s...)
+	x.ids = trim.Spare(x.ids)
+	x.length = trim.Spare(x.length)
+	x.live = trim.Spare(x.live)
+	x.sums = trim.Spare(x.sums)
 }

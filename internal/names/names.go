@@ -1,6 +1,10 @@
 package names
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/h4r/h4r/internal/trim"
+)
 
 // List holds strings by number, in the order they were appended. Strings
 // are never changed or removed, so a string At returns stays valid, and
@@ -56,20 +60,8 @@ func (l *List) At(i uint32) string {
 // holds the bytes twice. Strings At returned before stay valid: they keep
 // the old array alive.
 func (l *List) Trim() {
-	l.bytes = trimmed(l.bytes)
-	l.end = trimmed(l.end)
-}
-
-// trimmed returns s, or a copy of it without its spare room when that room
-// is more than a sixteenth of its length.
-func trimmed[S ~[]E, E any](s S) S {
-	if 16*(cap(s)-len(s)) <= len(s) {
-		return s
-	}
-	if len(s) == 0 {
-		return nil
-	}
-	return append(make(S, 0, len(s)), s...)
+	l.bytes = trim.Spare(l.bytes)
+	l.end = trim.Spare(l.end)
 }
 
 // Len returns the number of strings.
