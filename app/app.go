@@ -78,8 +78,8 @@ type App struct {
 	// with writes as a mirror; nil with the bridge off (bridge.go).
 	trajectories *bridge.Index
 	// tokens is the counter of Config.TokenEncoding that the store and
-	// the slicer count with; the ingestion jobs share it (its tables are
-	// a few MiB, and read-only).
+	// the slicer count with; the ingestion jobs share it rather than load
+	// its tables again (they are read-only).
 	tokens  *tokens.Counter
 	closers []func() error // run by Close, last first
 	warming warming        // the in-memory indexes still being built (warm.go)

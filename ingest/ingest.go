@@ -73,10 +73,11 @@ type Ingester struct {
 	maxFileBytes int64
 	credPatterns []string
 	creds        credMatcher // the configured patterns, lower-cased
-	// secrets builds the content rules at the first run, once: they take
-	// about 15 MiB, which a server that never ingests need not hold. An
-	// error (the rule set could not be compiled) fails every run rather
-	// than let secrets through.
+	// secrets builds the content rules at the first run, once, so that a
+	// server that never ingests does not hold them
+	// (bench/results/2026-12-01/memory-fixed-costs.md). An error (the rule
+	// set could not be compiled) fails every run rather than let secrets
+	// through.
 	secrets      func() (*secretScanner, error)
 	buildSecrets func() (*secretScanner, error) // what secrets calls once (default newSecretScanner)
 	credVersion  string                         // names the credential rules and settings, kept in each source's file index (credRulesPath)
