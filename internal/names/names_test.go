@@ -68,7 +68,6 @@ func TestListAgreesWithSlice(t *testing.T) {
 	}
 }
 
-// BenchmarkAt reads strings of a million ids of 11 bytes.
 // TestTrim: after appends, Trim leaves at most a sixteenth of spare room in
 // either array; every string, and every view taken before, is unchanged,
 // and appends after it work as before.
@@ -110,6 +109,7 @@ func TestTrim(t *testing.T) {
 	check("after appending to a trimmed list")
 }
 
+// BenchmarkAt reads strings of a million ids of 11 bytes.
 func BenchmarkAt(b *testing.B) {
 	var l List
 	l.Grow(1 << 20)
