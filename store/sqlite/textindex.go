@@ -120,7 +120,6 @@ func (m *seqIDs) compact() {
 	for seq, n := range m.num.All() {
 		m.num.Set(seq, kept.Append(m.names.At(n-1))+1)
 	}
-	kept.Trim()
 	m.names, m.dead = kept, 0
 }
 
