@@ -351,9 +351,9 @@ func (c *itemCache) addAccess(id string, n int64, last time.Time) {
 	}
 	it := *e.item
 	it.Metadata.AccessCount += n
-	if last = last.UTC(); formatTime(last) > stampOf(e.item).lastAccessedAt {
+	if stored := formatTime(last); stored > stampOf(e.item).lastAccessedAt {
 		// As stored: the text's precision, read back as the row would be.
-		it.Metadata.LastAccessedAt, _ = parseTime(formatTime(last))
+		it.Metadata.LastAccessedAt, _ = parseTime(stored)
 	}
 	e.item = &it
 	c.items[id] = e
