@@ -64,6 +64,9 @@ type itemCache struct {
 	// filters keeps the filtered columns of rows by item id, as of gen
 	// (filtercheck.go), within the same budget.
 	filters map[string]cachedFilter
+	// sel is what the cache keeps once it cannot hold every item it is
+	// given (itemselect.go).
+	sel selection
 
 	hits, misses atomic.Uint64 // items looked up by reads, found or not
 }
@@ -110,28 +113,49 @@ func (c *itemCache) lookup(id string) (cachedItem, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	e, ok := c.items[id]
+	if ok && c.sel.on {
+		c.sel.read.mark(c.sel.hash(id))
+	}
 	return e, ok
 }
 
 // lookupAll puts the entries of ids into out, under one acquisition of
-// the lock, and returns the ids it has none of; ok is false, and nothing
-// is put, when the cache no longer reflects generation gen.
-func (c *itemCache) lookupAll(gen int64, ids []string, out map[string]*h4r.Item) (missing []string, ok bool) {
+// the lock, and returns the ids it has none of and those of them to keep
+// once read (putAll): all of them, unless the cache is selective; ok is
+// false, and nothing is put, when the cache no longer reflects generation
+// gen.
+func (c *itemCache) lookupAll(gen int64, ids []string, out map[string]*h4r.Item) (missing, keep []string, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.gen != gen {
-		return nil, false
+		return nil, nil, false
 	}
+	sel := &c.sel
 	for _, id := range ids {
-		if e, ok := c.items[id]; ok {
+		e, found := c.items[id]
+		switch {
+		case found:
 			out[id] = e.item
-		} else {
+			if sel.on {
+				sel.read.mark(sel.hash(id))
+			}
+		case !sel.on:
 			missing = append(missing, id)
+		default:
+			missing = append(missing, id)
+			if sel.seen.mark(sel.hash(id)) {
+				keep = append(keep, id)
+			}
 		}
+	}
+	if !sel.on {
+		keep = missing
+	} else {
+		sel.lookups.Add(int64(len(ids)))
 	}
 	c.misses.Add(uint64(len(missing)))
 	c.hits.Add(uint64(len(ids) - len(missing)))
-	return missing, true
+	return missing, keep, true
 }
 
 // generation returns the generation the cache reflects.
@@ -152,6 +176,7 @@ func (c *itemCache) restart(gen int64) {
 	c.gen, c.used = gen, 0
 	clear(c.items)
 	clear(c.filters)
+	// A selective cache stays so: the store is as large as it was.
 }
 
 // checked returns the entry of id when its stamp is stamp (a read whose
@@ -215,7 +240,7 @@ func (c *itemCache) put(gen int64, it *h4r.Item) {
 // snapshot at generation gen, as put does, under one acquisition of the
 // lock.
 func (c *itemCache) putAll(gen int64, ids []string, read map[string]*h4r.Item) {
-	if c.budget == 0 || len(ids) == 0 {
+	if c.budget == 0 || (len(ids) == 0 && !c.sel.due()) {
 		return
 	}
 	sizes := make([]int64, len(ids)) // estimated outside the lock
@@ -226,6 +251,7 @@ func (c *itemCache) putAll(gen int64, ids []string, read map[string]*h4r.Item) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sweep()
 	if c.gen != gen {
 		return
 	}
@@ -244,6 +270,9 @@ func (c *itemCache) keep(it *h4r.Item, size int64) {
 	}
 	c.items[it.ID] = cachedItem{item: it, size: size}
 	c.used += size
+	if c.sel.on { // kept for this period: a read must find it in the next
+		c.sel.read.mark(c.sel.hash(it.ID))
+	}
 	c.evict()
 }
 
@@ -254,6 +283,7 @@ func (c *itemCache) evict() {
 	if c.used <= c.budget {
 		return
 	}
+	c.sel.begin()
 	for id, e := range c.items {
 		if c.used <= c.budget-c.budget/10 {
 			return
@@ -386,7 +416,7 @@ func (s *Store) itemCacheAt(ctx context.Context, tx *sql.Tx) (gen int64, current
 // (an id without an item is absent): from the cache when it reflects tx's
 // snapshot (else when a row's stamp says the entry is current), the rest
 // read and decoded by queryItems (and kept when the cache reflects tx's
-// snapshot).
+// snapshot and, in a selective cache, was missed before: itemselect.go).
 func (s *Store) readItems(ctx context.Context, tx *sql.Tx, ids []string) (map[string]*h4r.Item, error) {
 	out := make(map[string]*h4r.Item, len(ids))
 	if len(ids) == 0 {
@@ -402,14 +432,14 @@ func (s *Store) readItems(ctx context.Context, tx *sql.Tx, ids []string) (map[st
 	if !current {
 		return out, s.readChecked(ctx, tx, ids, out)
 	}
-	missing, ok := s.items.lookupAll(gen, ids, out)
+	missing, keep, ok := s.items.lookupAll(gen, ids, out)
 	if !ok { // a write of this process moved the cache on meanwhile
 		return out, s.readChecked(ctx, tx, ids, out)
 	}
 	if err := fetchItems(ctx, tx, missing, out); err != nil {
 		return nil, err
 	}
-	s.items.putAll(gen, missing, out)
+	s.items.putAll(gen, keep, out)
 	return out, nil
 }
 

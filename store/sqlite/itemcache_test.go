@@ -241,12 +241,12 @@ func TestItemCacheBatchesKeepTheirGeneration(t *testing.T) {
 	}
 	c.putAll(5, []string{"a", "gone", "huge"}, read) // "gone" was not found, "huge" is over a sixteenth
 	out := map[string]*h4r.Item{}
-	missing, ok := c.lookupAll(5, []string{"a", "b", "huge"}, out)
-	if !ok || !slices.Equal(missing, []string{"b", "huge"}) || len(out) != 1 || out["a"] != a {
-		t.Errorf("lookupAll at the cache's generation: missing %v, ok %v, found %v", missing, ok, out)
+	missing, keep, ok := c.lookupAll(5, []string{"a", "b", "huge"}, out)
+	if !ok || !slices.Equal(missing, []string{"b", "huge"}) || !slices.Equal(keep, missing) || len(out) != 1 || out["a"] != a {
+		t.Errorf("lookupAll at the cache's generation: missing %v, keep %v, ok %v, found %v", missing, keep, ok, out)
 	}
 	out = map[string]*h4r.Item{}
-	if missing, ok := c.lookupAll(6, []string{"a", "b"}, out); ok || missing != nil || len(out) != 0 {
+	if missing, _, ok := c.lookupAll(6, []string{"a", "b"}, out); ok || missing != nil || len(out) != 0 {
 		t.Errorf("lookupAll at another generation: missing %v, ok %v, found %v", missing, ok, out)
 	}
 }

@@ -22,6 +22,11 @@ const warmItemsBatch = 500
 // kept. It stops when the cache holds what its budget allows short of
 // eviction, at the last item, or when ctx ends, and never replaces an
 // entry the cache has.
+//
+// A store whose items, by the first batch's sizes, would not fit the
+// budget is not warmed: the cache becomes selective (itemselect.go) and
+// keeps what reads come back to, where a warm-up would keep the first
+// items by id, which reads find no more often than any others.
 func (s *Store) WarmItems(ctx context.Context) error {
 	if s.items.budget == 0 {
 		return nil
@@ -45,6 +50,17 @@ func (s *Store) WarmItems(ctx context.Context) error {
 			}
 			if n = len(items); n > 0 {
 				last = items[n-1].ID
+			}
+			if after == "" && n == warmItemsBatch {
+				var total int
+				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM items`).Scan(&total); err != nil {
+					return fmt.Errorf("counting items: %w", err)
+				}
+				if !s.items.couldHold(total, items) {
+					s.items.beSelective()
+					full = true
+					return nil
+				}
 			}
 			kept, full = s.items.fill(gen, items)
 			return nil
@@ -99,6 +115,9 @@ func (c *itemCache) fill(gen int64, items []*h4r.Item) (kept, full bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	room := c.budget - c.budget/10
+	if c.sel.on { // reads have found the store larger than the budget
+		return false, true
+	}
 	if c.gen != gen {
 		return false, c.used >= room
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -128,27 +129,68 @@ func (s *Store) readTxItems(ctx context.Context, ids []string) (map[string]*h4r.
 	return out, err
 }
 
-// TestWarmItemsStopsShortOfItsBudget: with a budget smaller than the
-// store, warming stops before the cache would evict anything.
+// TestWarmItemsStopsShortOfItsBudget: a store whose first batch says it
+// will not fit the budget is not warmed, and the cache becomes selective;
+// one whose first batch is small but whose later items fill the budget is
+// warmed until just before the cache would evict.
 func TestWarmItemsStopsShortOfItsBudget(t *testing.T) {
-	const budget = 96 << 10
-	w, path := newTestStore(t, WithItemCacheBytes(0))
-	if _, err := w.Upsert(t.Context(), warmItems(1500, "v1")); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name          string
+		budget        int64
+		pad           int // bytes of text added to the items after the first batch
+		warmed        bool
+		wantSelective bool
+	}{
+		{"larger than the budget", 96 << 10, 0, false, true},
+		{"larger than its first batch says", 1600 << 10, 600, true, false},
 	}
-	s := openSecond(t, path, WithItemCacheBytes(budget))
-	if err := s.WarmItems(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	n, used := s.items.len(), s.items.used
-	if n == 0 || n >= 1500 {
-		t.Fatalf("warming a %d-byte cache kept %d of 1,500 items", budget, n)
-	}
-	if used > budget-budget/10 {
-		t.Errorf("warming filled %d bytes of %d: past the room evict leaves", used, budget)
-	}
-	if used < budget-budget/5 {
-		t.Errorf("warming stopped at %d bytes of %d", used, budget)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			budget := tt.budget
+			items := warmItems(1500, "v1")
+			if tt.pad > 0 {
+				for i := warmItemsBatch; i < len(items); i++ {
+					items[i].Text += strings.Repeat(" padding", tt.pad/8)
+				}
+			}
+			w, path := newTestStore(t, WithItemCacheBytes(0))
+			if _, err := w.Upsert(t.Context(), items); err != nil {
+				t.Fatal(err)
+			}
+			s := openSecond(t, path, WithItemCacheBytes(budget))
+			if !tt.warmed { // the test's premise: by the first batch, the store does not fit
+				first, err := s.readTxItems(t.Context(), []string{"w0000"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.items.restart(s.items.generation() + 1) // forget the read
+				if s.items.couldHold(1500, []*h4r.Item{first["w0000"]}) {
+					t.Fatal("1,500 items of this size fit the budget; make them larger")
+				}
+			}
+			if err := s.WarmItems(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			n, used := s.items.len(), s.items.used
+			if got := s.items.isSelective(); got != tt.wantSelective {
+				t.Errorf("selective after warming: %v, want %v", got, tt.wantSelective)
+			}
+			if !tt.warmed {
+				if n != 0 {
+					t.Errorf("warming kept %d items of a store larger than its budget", n)
+				}
+				return
+			}
+			if n == 0 || n >= 1500 {
+				t.Fatalf("warming a %d-byte cache kept %d of 1,500 items", budget, n)
+			}
+			if used > budget-budget/10 {
+				t.Errorf("warming filled %d bytes of %d: past the room evict leaves", used, budget)
+			}
+			if used < budget-budget/5 {
+				t.Errorf("warming stopped at %d bytes of %d", used, budget)
+			}
+		})
 	}
 }
 
