@@ -354,19 +354,37 @@ func watchDrift(a *App, l *learner, log *slog.Logger) {
 	})
 }
 
+// A LearnOption sets how LearnEmbedder reports its work.
+type LearnOption func(*learnOptions)
+
+type learnOptions struct {
+	progress func(done int)
+}
+
+// WithLearnProgress has LearnEmbedder call progress with the number of
+// items re-embedded so far, once the model is learned: re-embedding is
+// most of the time it takes at a million items.
+func WithLearnProgress(progress func(done int)) LearnOption {
+	return func(o *learnOptions) { o.progress = progress }
+}
+
 // LearnEmbedder learns the learned embedder's model from the store now and
 // re-embeds every item with it, as h4r reindex does: after a bulk load, so
 // that the model reflects it without waiting for the drift check. It
 // returns the items embedded, and does nothing (0, nil) when another
 // embedder is configured.
-func (a *App) LearnEmbedder(ctx context.Context) (int, error) {
+func (a *App) LearnEmbedder(ctx context.Context, opts ...LearnOption) (int, error) {
 	if a.learner == nil {
 		return 0, nil
+	}
+	var o learnOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
 	unlock, _, err := a.learner.lockShared(ctx, true)
 	if err != nil {
 		return 0, err
 	}
 	defer unlock()
-	return a.learner.relearn(ctx, nil)
+	return a.learner.relearn(ctx, o.progress)
 }

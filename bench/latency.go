@@ -200,8 +200,13 @@ func Latency(ctx context.Context, cfg config.Config, o LatencyOptions, logOpts .
 		// The learned embedder learns again when the corpus doubles, in
 		// the background; here at once, so that each size is measured
 		// with a model of it (learning and embedding count as loading).
-		if _, err := a.LearnEmbedder(ctx); err != nil && !errors.Is(err, embed.ErrNotLearned) {
+		embedding := newProgress(o.Progress, fmt.Sprintf("embedding %d items with the learned model", size), size)
+		embedded, err := a.LearnEmbedder(ctx, app.WithLearnProgress(embedding.reach))
+		if err != nil && !errors.Is(err, embed.ErrNotLearned) {
 			return nil, fmt.Errorf("latency: learning the embedder at %d items: %w", size, err)
+		}
+		if embedded > 0 {
+			embedding.finish()
 		}
 		rep.Load[size] = time.Since(start).Seconds()
 

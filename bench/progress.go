@@ -21,6 +21,11 @@ type progress struct {
 	mu    sync.Mutex
 	done  int
 	drawn time.Time
+	// reached is set by the first reach, which restarts the clock: work
+	// that reports a running total may begin long after the bar is made.
+	// from is that first total, which the rate does not count.
+	reached bool
+	from    int
 }
 
 func newProgress(w io.Writer, label string, total int) *progress {
@@ -34,7 +39,29 @@ func (p *progress) add(n int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.done += n
+	p.advance(p.done + n)
+}
+
+// reach sets the units done in all, for work that reports a running total
+// rather than each step; a total below the last is ignored.
+func (p *progress) reach(done int) {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reached {
+		p.reached, p.start, p.from = true, time.Now(), done
+	}
+	if done > p.done {
+		p.advance(done)
+	}
+}
+
+// advance sets done and redraws if the last drawing is old enough or the
+// work is done; the caller holds mu.
+func (p *progress) advance(done int) {
+	p.done = done
 	if now := time.Now(); now.Sub(p.drawn) >= 200*time.Millisecond || p.done == p.total {
 		p.drawn = now
 		p.draw(now)
@@ -60,7 +87,7 @@ func (p *progress) draw(now time.Time) {
 		frac = min(float64(p.done)/float64(p.total), 1)
 	}
 	filled := int(frac * width)
-	rate := float64(p.done) / max(elapsed.Seconds(), 1e-9)
+	rate := float64(p.done-p.from) / max(elapsed.Seconds(), 1e-9)
 	eta := "-"
 	if rate > 0 && p.total > p.done {
 		eta = time.Duration(float64(p.total-p.done) / rate * float64(time.Second)).Round(time.Second).String()
