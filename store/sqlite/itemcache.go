@@ -276,6 +276,10 @@ func (c *itemCache) keep(it *h4r.Item, size int64) {
 	c.evict()
 }
 
+// room is what the cache fills to: the budget less the tenth that
+// eviction frees, so that a full cache does not evict at the next keep.
+func (c *itemCache) room() int64 { return c.budget - c.budget/10 }
+
 // evict forgets arbitrary entries (Go's map order), items first, until a
 // tenth of the budget is free, when the cache is past its budget; the
 // caller holds mu.
@@ -285,14 +289,14 @@ func (c *itemCache) evict() {
 	}
 	c.sel.begin()
 	for id, e := range c.items {
-		if c.used <= c.budget-c.budget/10 {
+		if c.used <= c.room() {
 			return
 		}
 		delete(c.items, id)
 		c.used -= e.size
 	}
 	for id, e := range c.filters {
-		if c.used <= c.budget-c.budget/10 {
+		if c.used <= c.room() {
 			return
 		}
 		delete(c.filters, id)

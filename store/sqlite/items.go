@@ -457,8 +457,16 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // Count returns the number of items in the store.
 func (s *Store) Count(ctx context.Context) (int, error) {
+	return countItems(ctx, s.readers)
+}
+
+// countItems counts the items as q sees them: the readers' pool, or a
+// read transaction's snapshot.
+func countItems(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
 	var n int
-	if err := s.readers.QueryRowContext(ctx, `SELECT count(*) FROM items`).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM items`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("counting items: %w", err)
 	}
 	return n, nil

@@ -106,7 +106,7 @@ func (c *itemCache) couldHold(n int, sample []*h4r.Item) bool {
 	for _, it := range sample {
 		sum += itemcache.Footprint(it)
 	}
-	return int64(n)*(sum/int64(len(sample))) <= c.budget-c.budget/10
+	return int64(n)*(sum/int64(len(sample))) <= c.room()
 }
 
 // beSelective makes the cache selective (WarmItems, when the store is

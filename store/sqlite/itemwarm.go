@@ -52,9 +52,9 @@ func (s *Store) WarmItems(ctx context.Context) error {
 				last = items[n-1].ID
 			}
 			if after == "" && n == warmItemsBatch {
-				var total int
-				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM items`).Scan(&total); err != nil {
-					return fmt.Errorf("counting items: %w", err)
+				total, err := countItems(ctx, tx)
+				if err != nil {
+					return err
 				}
 				if !s.items.couldHold(total, items) {
 					s.items.beSelective()
@@ -114,7 +114,7 @@ func (c *itemCache) fill(gen int64, items []*h4r.Item) (kept, full bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	room := c.budget - c.budget/10
+	room := c.room()
 	if c.sel.on { // reads have found the store larger than the budget
 		return false, true
 	}
