@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/index/itemcache"
 )
 
 // stageBuckets suit stages that take from a tenth of a millisecond to the
@@ -44,9 +45,9 @@ type Metrics struct {
 type CacheStats func() (hits, misses uint64)
 
 // ItemCacheStats reports a store's item cache: the lookups it answered
-// and did not since it started, the items it holds and their estimated
-// memory.
-type ItemCacheStats func() (hits, misses uint64, items int, bytes int64)
+// and did not since it started, the items it holds, their estimated
+// memory and whether it keeps selectively.
+type ItemCacheStats func() itemcache.Stats
 
 type options struct {
 	opaCache  CacheStats
@@ -63,8 +64,8 @@ type Option func(*options)
 func WithOPACache(stats CacheStats) Option { return func(o *options) { o.opaCache = stats } }
 
 // WithItemCache makes h4r_item_cache_hits_total, _misses_total,
-// h4r_item_cache_items and h4r_item_cache_bytes report the store's item
-// cache. Without it the four stay registered at 0.
+// h4r_item_cache_items, h4r_item_cache_bytes and h4r_item_cache_selective
+// report the store's item cache. Without it the five stay registered at 0.
 func WithItemCache(stats ItemCacheStats) Option { return func(o *options) { o.itemCache = stats } }
 
 // WithPacksInFlight makes h4r_packs_in_flight report the packs the engine
@@ -85,7 +86,7 @@ func New(opts ...Option) *Metrics {
 		o.inFlight = func() int { return 0 }
 	}
 	if o.itemCache == nil {
-		o.itemCache = func() (uint64, uint64, int, int64) { return 0, 0, 0, 0 }
+		o.itemCache = func() itemcache.Stats { return itemcache.Stats{} }
 	}
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
@@ -126,19 +127,27 @@ func New(opts ...Option) *Metrics {
 		func() float64 { _, mi := o.opaCache(); return float64(mi) })
 	itemHits := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "h4r_item_cache_hits_total", Help: "Items that reads found decoded in the store's item cache (H4R_ITEM_CACHE_MB)."},
-		func() float64 { h, _, _, _ := o.itemCache(); return float64(h) })
+		func() float64 { return float64(o.itemCache().Hits) })
 	itemMisses := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "h4r_item_cache_misses_total", Help: "Items that reads did not find in the store's item cache, read and decoded from their rows."},
-		func() float64 { _, mi, _, _ := o.itemCache(); return float64(mi) })
+		func() float64 { return float64(o.itemCache().Misses) })
 	itemCount := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "h4r_item_cache_items", Help: "Items the store's item cache holds."},
-		func() float64 { _, _, n, _ := o.itemCache(); return float64(n) })
+		func() float64 { return float64(o.itemCache().Items) })
 	itemBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "h4r_item_cache_bytes", Help: "Estimated memory of what the store's item cache holds, the measure of its budget."},
-		func() float64 { _, _, _, b := o.itemCache(); return float64(b) })
+		func() float64 { return float64(o.itemCache().Bytes) })
+	itemSelective := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "h4r_item_cache_selective", Help: "1 when the store's item cache keeps only the items reads come back to (the embedded store's, once the store outgrows H4R_ITEM_CACHE_MB), else 0."},
+		func() float64 {
+			if o.itemCache().Selective {
+				return 1
+			}
+			return 0
+		})
 	reg.MustRegister(m.retrieval, m.generator, m.candidates, m.slicing, m.assembly, m.budget,
 		m.affordances, m.packs, m.rejected, m.canceled, m.requests, m.duration, inFlight, hits, misses,
-		itemHits, itemMisses, itemCount, itemBytes,
+		itemHits, itemMisses, itemCount, itemBytes, itemSelective,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
+	"github.com/h4r/h4r/index/itemcache"
 	"github.com/h4r/h4r/metrics"
 )
 
@@ -11,7 +12,10 @@ import (
 // numbers the pack itself reports.
 func TestObservePack(t *testing.T) {
 	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) { return 7, 3 }),
-		metrics.WithPacksInFlight(func() int { return 4 }))
+		metrics.WithPacksInFlight(func() int { return 4 }),
+		metrics.WithItemCache(func() itemcache.Stats {
+			return itemcache.Stats{Hits: 11, Misses: 5, Items: 9, Bytes: 4096, Selective: true}
+		}))
 	p := &h4r.Pack{
 		Status:  h4r.StatusDegraded,
 		Sources: map[string]h4r.SourceStats{"fulltext": {Candidates: 40, Ms: 12}, "graph": {Candidates: 5, Ms: 3}},
@@ -39,6 +43,11 @@ func TestObservePack(t *testing.T) {
 		{"opa cache hits", sum("scs_opa_cache_hits_total"), 7},
 		{"opa cache misses", sum("scs_opa_cache_misses_total"), 3},
 		{"packs in flight, read from the engine", sum("h4r_packs_in_flight"), 4},
+		{"item cache hits", sum("h4r_item_cache_hits_total"), 11},
+		{"item cache misses", sum("h4r_item_cache_misses_total"), 5},
+		{"item cache items", sum("h4r_item_cache_items"), 9},
+		{"item cache bytes", sum("h4r_item_cache_bytes"), 4096},
+		{"item cache selective", sum("h4r_item_cache_selective"), 1},
 		{"retrieval observations", sum("h4r_retrieval_duration_seconds"), 2},
 		{"generator observations", sum("h4r_generator_duration_seconds", "source", "graph"), 2},
 		{"budget kinds observed (tokens has no limit)", count("scs_budget_utilization_ratio"), 2},
@@ -50,6 +59,20 @@ func TestObservePack(t *testing.T) {
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestItemCacheSeriesWithoutACache checks that the item cache's series
+// are registered at 0 before a store is wired, so dashboards and alerts
+// can be written first.
+func TestItemCacheSeriesWithoutACache(t *testing.T) {
+	m := metrics.New()
+	for _, name := range []string{"h4r_item_cache_hits_total", "h4r_item_cache_misses_total",
+		"h4r_item_cache_items", "h4r_item_cache_bytes", "h4r_item_cache_selective"} {
+		v, n := gather(t, m, name)
+		if n != 1 || v != 0 {
+			t.Errorf("%s: %d series summing to %v, want one at 0", name, n, v)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/embed"
+	"github.com/h4r/h4r/index/itemcache"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
 	"github.com/h4r/h4r/tenant"
@@ -240,12 +241,12 @@ func openStack(ctx context.Context, cfg config.Config, spec tenant.Spec, keys *a
 			return 0
 		}
 		return a.Engine.InFlight()
-	}), metrics.WithItemCache(func() (uint64, uint64, int, int64) {
+	}), metrics.WithItemCache(func() itemcache.Stats {
 		if a == nil {
-			return 0, 0, 0, 0
+			return itemcache.Stats{}
 		}
 		st, _ := a.ItemCacheStats()
-		return st.Hits, st.Misses, st.Items, st.Bytes
+		return st
 	}))
 	traceMetrics := trace.NewMetrics(m.Registry())
 	aopts := []app.Option{app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding)}

@@ -161,6 +161,9 @@ type Stats struct {
 	Hits, Misses uint64 // lookups answered from the cache, and not, since it started
 	Items        int    // items held
 	Bytes        int64  // the estimated memory of what it holds (Footprint)
+	// Selective: the cache keeps only the items reads come back to, as
+	// the embedded store's does once its store outgrows the budget.
+	Selective bool
 }
 
 // Stats returns the cache's figures.

@@ -522,11 +522,11 @@ func readStamps(ctx context.Context, tx *sql.Tx, list string, n int) (_ map[stri
 // ItemCacheStats returns what the store's item cache holds, its items
 // and their estimated memory, and how often reads found their items in
 // it since the store opened: the figures its budget (WithItemCacheBytes)
-// is sized by. A read whose generation the cache no longer reflects
-// counts neither way.
+// is sized by, and whether it has become selective (itemselect.go). A
+// read whose generation the cache no longer reflects counts neither way.
 func (s *Store) ItemCacheStats() itemcache.Stats {
 	c := &s.items
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return itemcache.Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Items: len(c.items), Bytes: c.used}
+	return itemcache.Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Items: len(c.items), Bytes: c.used, Selective: c.sel.on}
 }

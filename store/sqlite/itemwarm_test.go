@@ -172,8 +172,8 @@ func TestWarmItemsStopsShortOfItsBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			n, used := s.items.len(), s.items.used
-			if got := s.items.isSelective(); got != tt.wantSelective {
-				t.Errorf("selective after warming: %v, want %v", got, tt.wantSelective)
+			if got := s.ItemCacheStats().Selective; got != tt.wantSelective {
+				t.Errorf("selective after warming, as the store reports it: %v, want %v", got, tt.wantSelective)
 			}
 			if !tt.warmed {
 				if n != 0 {
