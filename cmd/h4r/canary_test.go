@@ -1315,6 +1315,57 @@ func TestCanaryNoLeakVectorFeedback(t *testing.T) {
 	}
 }
 
+// TestCanaryNoLeakSelectiveItemCache: the harness on an embedded store
+// larger than its item cache (H4R_ITEM_CACHE_MB=1 over decoys written
+// before the server opens the file), so the cache keeps selectively from
+// the start: the canaries the warm probes read again and again are kept
+// at their second miss, and must not outlive their delete or their
+// policy. The run proves something only if the cache was selective and
+// answered reads.
+func TestCanaryNoLeakSelectiveItemCache(t *testing.T) {
+	vars := canaryVars(t, t.TempDir(), "")
+	vars["H4R_ITEM_CACHE_MB"] = "1"
+	writeDecoys(t, vars, 800)
+	h := runHarness(t, vars, 1, canarySurfaces(), nil)
+	report(t, h)
+	st, ok := h.writer.app.ItemCacheStats()
+	if !ok || !st.Selective {
+		t.Fatalf("the item cache was not selective (%+v, reported %v): the store fitted its budget", st, ok)
+	}
+	if st.Hits == 0 {
+		t.Fatalf("the selective item cache answered no read (%+v): nothing was served from it", st)
+	}
+	t.Logf("item cache: %+v", st)
+}
+
+// writeDecoys writes n items to the store vars configure, before any
+// server opens it: texts of about 900 bytes that share no word with the
+// canaries' topic or markers.
+func writeDecoys(t *testing.T, vars map[string]string, n int) {
+	t.Helper()
+	cfg, err := app.LoadConfig(env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Open(t.Context(), cfg, app.WithLogger(quietLog()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	words := strings.Fields("harbour lantern meadow orchard pebble saffron thistle willow amber basalt cobalt dune")
+	items := make([]h4r.Item, n)
+	for i := range items {
+		var b strings.Builder
+		for j := 0; b.Len() < 900; j++ {
+			fmt.Fprintf(&b, "%s%d ", words[(i+j)%len(words)], j)
+		}
+		items[i] = h4r.Item{ID: fmt.Sprintf("decoy-%05d", i), Kind: "note", Text: b.String()}
+	}
+	if _, err := a.Store.Upsert(t.Context(), items); err != nil {
+		t.Fatalf("writing the decoys: %v", err)
+	}
+}
+
 // TestCanaryNoLeakPostgresTwoReplicas: two servers over one Postgres;
 // seeding and deletes through A, every probe on A and on B.
 func TestCanaryNoLeakPostgresTwoReplicas(t *testing.T) {
