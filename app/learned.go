@@ -368,6 +368,10 @@ func WithLearnProgress(progress func(done int)) LearnOption {
 	return func(o *learnOptions) { o.progress = progress }
 }
 
+// Learns reports whether the embedder learns its model from the store
+// (H4R_EMBEDDER=learned), so that LearnEmbedder has work to do.
+func (a *App) Learns() bool { return a.learner != nil }
+
 // LearnEmbedder learns the learned embedder's model from the store now and
 // re-embeds every item with it, as h4r reindex does: after a bulk load, so
 // that the model reflects it without waiting for the drift check. It

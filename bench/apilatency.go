@@ -410,17 +410,19 @@ func BuildCorpus(ctx context.Context, cfg config.Config, dir string, size int, s
 	// ends meanwhile leaves items without a vector of the current model,
 	// which a server started on the folder would learn and embed anew
 	// while it is measured.
-	if progress != nil {
-		fmt.Fprintf(progress, "learning the embedder over %d items\n", size)
-	}
-	embedding := newProgress(progress, fmt.Sprintf("embedding %d items with the learned model", size), size)
-	embedded, err := a.LearnEmbedder(ctx, app.WithLearnProgress(embedding.reach))
-	if err != nil && !errors.Is(err, embed.ErrNotLearned) {
-		a.Close()
-		return false, fmt.Errorf("api latency: learning the embedder over %s: %w", dir, err)
-	}
-	if embedded > 0 {
-		embedding.finish()
+	if a.Learns() {
+		if progress != nil {
+			fmt.Fprintf(progress, "learning the embedder over %d items\n", size)
+		}
+		embedding := newProgress(progress, fmt.Sprintf("embedding %d items with the learned model", size), size)
+		embedded, err := a.LearnEmbedder(ctx, app.WithLearnProgress(embedding.reach))
+		if err != nil && !errors.Is(err, embed.ErrNotLearned) {
+			a.Close()
+			return false, fmt.Errorf("api latency: learning the embedder over %s: %w", dir, err)
+		}
+		if embedded > 0 {
+			embedding.finish()
+		}
 	}
 	if err := a.Close(); err != nil {
 		return false, fmt.Errorf("api latency: closing the store in %s: %w", dir, err)

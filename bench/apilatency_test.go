@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +24,31 @@ import (
 	"github.com/h4r/h4r/internal/cputime"
 	"github.com/h4r/h4r/store/sqlite"
 )
+
+// The build says it learns the embedder only when the configured one
+// learns: with vectors off or the hashing embedder there is no model.
+func TestBuildCorpusSaysLearningOnlyWhenItLearns(t *testing.T) {
+	for _, tt := range []struct {
+		embedder string
+		learns   bool
+	}{
+		{"learned", true},
+		{"hash", false},
+		{"none", false},
+	} {
+		t.Run(tt.embedder, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Embedder = tt.embedder
+			var out bytes.Buffer
+			if _, err := BuildCorpus(t.Context(), cfg, filepath.Join(t.TempDir(), "items"), 200, 1, 500, &out); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(out.String(), "learning the embedder"); got != tt.learns {
+				t.Errorf("said it learns: %v, want %v; it printed:\n%s", got, tt.learns, out.String())
+			}
+		})
+	}
+}
 
 // A store folder is built once and reused: a second build of the same
 // size adds nothing, a larger one adds only the missing items, and a
