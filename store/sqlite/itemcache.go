@@ -66,7 +66,7 @@ type itemCache struct {
 	filters map[string]cachedFilter
 	// sel is what the cache keeps once it cannot hold every item it is
 	// given (itemselect.go).
-	sel selection
+	sel itemcache.Selection
 
 	hits, misses atomic.Uint64 // items looked up by reads, found or not
 }
@@ -113,8 +113,8 @@ func (c *itemCache) lookup(id string) (cachedItem, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	e, ok := c.items[id]
-	if ok && c.sel.on {
-		c.sel.read.mark(c.sel.hash(id))
+	if ok && c.sel.On() {
+		c.sel.Found(id)
 	}
 	return e, ok
 }
@@ -136,22 +136,22 @@ func (c *itemCache) lookupAll(gen int64, ids []string, out map[string]*h4r.Item)
 		switch {
 		case found:
 			out[id] = e.item
-			if sel.on {
-				sel.read.mark(sel.hash(id))
+			if sel.On() {
+				sel.Found(id)
 			}
-		case !sel.on:
+		case !sel.On():
 			missing = append(missing, id)
 		default:
 			missing = append(missing, id)
-			if sel.seen.mark(sel.hash(id)) {
+			if sel.Missed(id) {
 				keep = append(keep, id)
 			}
 		}
 	}
-	if !sel.on {
+	if !sel.On() {
 		keep = missing
 	} else {
-		sel.lookups.Add(int64(len(ids)))
+		sel.Counted(len(ids))
 	}
 	c.misses.Add(uint64(len(missing)))
 	c.hits.Add(uint64(len(ids) - len(missing)))
@@ -240,7 +240,7 @@ func (c *itemCache) put(gen int64, it *h4r.Item) {
 // snapshot at generation gen, as put does, under one acquisition of the
 // lock.
 func (c *itemCache) putAll(gen int64, ids []string, read map[string]*h4r.Item) {
-	if c.budget == 0 || (len(ids) == 0 && !c.sel.due()) {
+	if c.budget == 0 || (len(ids) == 0 && !c.sel.Due()) {
 		return
 	}
 	sizes := make([]int64, len(ids)) // estimated outside the lock
@@ -270,8 +270,8 @@ func (c *itemCache) keep(it *h4r.Item, size int64) {
 	}
 	c.items[it.ID] = cachedItem{item: it, size: size}
 	c.used += size
-	if c.sel.on { // kept for this period: a read must find it in the next
-		c.sel.read.mark(c.sel.hash(it.ID))
+	if c.sel.On() { // kept for this period: a read must find it in the next
+		c.sel.Kept(it.ID)
 	}
 	c.evict()
 }
@@ -287,7 +287,7 @@ func (c *itemCache) evict() {
 	if c.used <= c.budget {
 		return
 	}
-	c.sel.begin()
+	c.sel.Begin()
 	for id, e := range c.items {
 		if c.used <= c.room() {
 			return
@@ -528,5 +528,5 @@ func (s *Store) ItemCacheStats() itemcache.Stats {
 	c := &s.items
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return itemcache.Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Items: len(c.items), Bytes: c.used, Selective: c.sel.on}
+	return itemcache.Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Items: len(c.items), Bytes: c.used, Selective: c.sel.On()}
 }

@@ -76,7 +76,7 @@ func TestSelectiveCacheKeepsWhatIsReadAgain(t *testing.T) {
 	cache := newItemCache(1 << 20)
 	c := &cache
 	c.restart(1)
-	c.sel.period = 5
+	c.sel.SetPeriod(5)
 	c.beSelective()
 
 	// The first period: a and b are read twice, c once. The second read
@@ -123,7 +123,7 @@ func TestSelectiveCacheStaysSmallUnderSpreadReads(t *testing.T) {
 	cache := newItemCache(4 << 20) // room for about 7,000 of these items
 	c := &cache
 	c.restart(1)
-	c.sel.period = 20000
+	c.sel.SetPeriod(20000)
 	c.beSelective()
 	hot := 0
 	for i := range reads {

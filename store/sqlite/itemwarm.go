@@ -115,7 +115,7 @@ func (c *itemCache) fill(gen int64, items []*h4r.Item) (kept, full bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	room := c.room()
-	if c.sel.on { // reads have found the store larger than the budget
+	if c.sel.On() { // reads have found the store larger than the budget
 		return false, true
 	}
 	if c.gen != gen {
