@@ -138,7 +138,7 @@ func New(opts ...Option) *Metrics {
 		Name: "h4r_item_cache_bytes", Help: "Estimated memory of what the store's item cache holds, the measure of its budget."},
 		func() float64 { return float64(o.itemCache().Bytes) })
 	itemSelective := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "h4r_item_cache_selective", Help: "1 when the store's item cache keeps only the items reads come back to (the embedded store's, once the store outgrows H4R_ITEM_CACHE_MB), else 0."},
+		Name: "h4r_item_cache_selective", Help: "1 when the store's item cache keeps only the items reads come back to (once the store has outgrown H4R_ITEM_CACHE_MB), else 0."},
 		func() float64 {
 			if o.itemCache().Selective {
 				return 1

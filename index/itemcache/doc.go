@@ -6,4 +6,7 @@
 // tells whether a decoded copy is still the row's. A store must therefore
 // raise an item's version on every change of its content or links, and
 // never reuse an (id, version) pair, not even after a delete.
+//
+// A cache that cannot hold its store keeps only the items reads come back
+// to (Selection, shared with the embedded store's own cache).
 package itemcache

@@ -1,6 +1,7 @@
 package itemcache
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,12 +54,15 @@ func Footprint(it *h4r.Item) int64 {
 // Cache keeps decoded items up to a memory budget (estimated by
 // Footprint). It is safe for concurrent use. Entries are shared by every
 // reader and must never be modified: the slicer redacts a copy, and Get
-// returns a copy when only the access counts moved.
+// returns a copy when only the access counts moved. Once it has to evict,
+// it keeps selectively (Selection): Get tells its caller to Put an item
+// only at its second miss in a period.
 type Cache struct {
 	mu     sync.RWMutex
 	budget int64
 	used   int64
 	items  map[string]entry
+	sel    Selection
 
 	hits, misses atomic.Uint64 // Get's answers
 }
@@ -83,34 +87,54 @@ func (c *Cache) Enabled() bool { return c.budget > 0 }
 // Get returns the item with id when the cache holds it at stamp st, the
 // stamp its row carries now. When only the access counts differ it returns
 // a copy of the entry with the row's counts (shallow: everything else is
-// shared and read-only).
-func (c *Cache) Get(id string, st Stamp) (*h4r.Item, bool) {
+// shared and read-only). On a miss, keep says whether to Put the item once
+// read: always, unless the cache is selective and this is the item's
+// first miss in the period.
+func (c *Cache) Get(id string, st Stamp) (it *h4r.Item, ok, keep bool) {
 	c.mu.RLock()
-	e, ok := c.items[id]
-	c.mu.RUnlock()
+	e, found := c.items[id]
 	var have Stamp
-	if ok {
+	if found {
 		have = StampOf(e.item)
 	}
+	fresh := found && have.SameContent(st)
+	keep = !fresh
+	due := false
+	if c.sel.On() {
+		c.sel.Counted(1)
+		if fresh {
+			c.sel.Found(id)
+		} else {
+			keep = c.sel.Missed(id)
+		}
+		due = c.sel.Due()
+	}
+	c.mu.RUnlock()
+	if due { // this lookup ended the period
+		c.mu.Lock()
+		c.sweep()
+		c.mu.Unlock()
+	}
 	switch {
-	case !ok || !have.SameContent(st):
+	case !fresh:
 		c.misses.Add(1)
-		return nil, false
+		return nil, false, keep
 	case have.Equal(st):
 		c.hits.Add(1)
-		return e.item, true
+		return e.item, true, false
 	}
 	c.hits.Add(1)
-	it := *e.item
-	it.Metadata.AccessCount = st.AccessCount
-	it.Metadata.LastAccessedAt = st.LastAccessedAt
-	return &it, true
+	cp := *e.item
+	cp.Metadata.AccessCount = st.AccessCount
+	cp.Metadata.LastAccessedAt = st.LastAccessedAt
+	return &cp, true, false
 }
 
-// Put keeps it, as decoded from its row, replacing the entry of its id.
-// Past the budget it forgets arbitrary entries (Go's map order) until a
-// tenth of the budget is free; an item over a sixteenth of the budget is
-// not kept, as it would push out many.
+// Put keeps it, as decoded from its row, replacing the entry of its id
+// (call it when Get said to keep it). Past the budget the cache becomes
+// selective and forgets arbitrary entries (Go's map order) until a tenth
+// of the budget is free; an item over a sixteenth of the budget is not
+// kept, as it would push out many.
 func (c *Cache) Put(it *h4r.Item) {
 	size := Footprint(it)
 	if c.budget == 0 || size > c.budget/16 {
@@ -118,6 +142,10 @@ func (c *Cache) Put(it *h4r.Item) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sweep()
+	if c.sel.On() {
+		c.sel.Kept(it.ID) // a read must find it in the next period
+	}
 	if old, ok := c.items[it.ID]; ok {
 		c.used -= old.size
 	}
@@ -126,6 +154,7 @@ func (c *Cache) Put(it *h4r.Item) {
 	if c.used <= c.budget {
 		return
 	}
+	c.sel.Begin()
 	for id, e := range c.items {
 		if c.used <= c.budget-c.budget/10 {
 			break
@@ -133,6 +162,19 @@ func (c *Cache) Put(it *h4r.Item) {
 		delete(c.items, id)
 		c.used -= e.size
 	}
+}
+
+// sweep ends a selective cache's period that is over (Get, at the
+// lookup that ends it, or Put): it drops the entries no read found during
+// it and starts the next. The caller holds mu for writing.
+func (c *Cache) sweep() {
+	if !c.sel.Due() {
+		return
+	}
+	c.sel.Sweep(maps.Keys(c.items), func(id string) {
+		c.used -= c.items[id].size
+		delete(c.items, id)
+	})
 }
 
 // Drop forgets the entries of ids (a store's own deletes: their memory
@@ -162,7 +204,7 @@ type Stats struct {
 	Items        int    // items held
 	Bytes        int64  // the estimated memory of what it holds (Footprint)
 	// Selective: the cache keeps only the items reads come back to, as
-	// the embedded store's does once its store outgrows the budget.
+	// it does once it has had to evict (Selection).
 	Selective bool
 }
 
@@ -170,5 +212,5 @@ type Stats struct {
 func (c *Cache) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Items: len(c.items), Bytes: c.used}
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Items: len(c.items), Bytes: c.used, Selective: c.sel.On()}
 }

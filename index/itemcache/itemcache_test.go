@@ -40,7 +40,7 @@ func TestGetChecksTheStamp(t *testing.T) {
 				id = "b"
 			}
 			before := c.Stats()
-			got, ok := c.Get(id, tt.stamp)
+			got, ok, _ := c.Get(id, tt.stamp)
 			if ok != tt.wantHit {
 				t.Fatalf("hit %v, want %v", ok, tt.wantHit)
 			}

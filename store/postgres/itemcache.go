@@ -68,11 +68,20 @@ func (sc *stampScanner) value() stamped {
 func (s *Store) readThrough(ctx context.Context, q querier, rows []stamped) (map[string]*h4r.Item, error) {
 	out := make(map[string]*h4r.Item, len(rows))
 	var missing []string
+	var letGo map[string]bool // missed, not to be kept (a selective cache's first misses)
 	for _, r := range rows {
-		if it, ok := s.items.Get(r.id, r.stamp); ok {
+		it, ok, keep := s.items.Get(r.id, r.stamp)
+		switch {
+		case ok:
 			out[r.id] = it
-		} else {
+		case keep:
 			missing = append(missing, r.id)
+		default:
+			missing = append(missing, r.id)
+			if letGo == nil {
+				letGo = map[string]bool{}
+			}
+			letGo[r.id] = true
 		}
 	}
 	if len(missing) == 0 {
@@ -84,7 +93,9 @@ func (s *Store) readThrough(ctx context.Context, q querier, rows []stamped) (map
 	}
 	for _, it := range items {
 		out[it.ID] = it
-		s.items.Put(it)
+		if !letGo[it.ID] {
+			s.items.Put(it)
+		}
 	}
 	return out, nil
 }

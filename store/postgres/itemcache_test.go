@@ -86,7 +86,8 @@ func searchAll(t *testing.T, s *Store, h *embed.Hash) map[string][]h4r.Hit {
 // stores with the cache and a third without it share one schema, each
 // step first fills both caches with the state before its write, and then
 // every generator of each cached store must answer what the uncached one
-// answers. "delete and re-create with credentials" is the leak a stale cache would cause (a
+// answers. A third cached store keeps selectively: fillers read through
+// it, more than its budget, make it evict before the first step. "delete and re-create with credentials" is the leak a stale cache would cause (a
 // secret delivered, or the harmless item it replaced, from a stale copy).
 func TestItemCacheServesWhatTheTablesHold(t *testing.T) {
 	h, err := embed.NewHash()
@@ -97,8 +98,23 @@ func TestItemCacheServesWhatTheTablesHold(t *testing.T) {
 	s := cacheReplica(t, dsn, h)
 	replica := cacheReplica(t, dsn, h)
 	uncached := cacheReplica(t, dsn, h, WithItemCacheBytes(0))
+	tight := cacheReplica(t, dsn, h, WithItemCacheBytes(64<<10))
 	if _, err := s.Upsert(t.Context(), cacheItems()); err != nil {
 		t.Fatal(err)
+	}
+	fillers := make([]h4r.Item, 300) // about 250 KB of entries by Footprint
+	for i := range fillers {
+		fillers[i] = h4r.Item{ID: fmt.Sprintf("f%03d", i), Kind: "note", Text: fmt.Sprintf("zqfiller note number %d", i)}
+	}
+	if _, err := s.Upsert(t.Context(), fillers); err != nil {
+		t.Fatal(err)
+	}
+	caughtUp(t, tight)
+	if hits, err := tight.FullText().Generate(t.Context(), h4r.CandidateQuery{Text: "zqfiller", Limit: 300}); err != nil || len(hits) != 300 {
+		t.Fatalf("reading the fillers: %d hits, %v", len(hits), err)
+	}
+	if st := tight.ItemCacheStats(); !st.Selective {
+		t.Fatalf("a 64 KiB cache that read 300 fillers is not selective: %+v", st)
 	}
 	exec := func(q string, args ...any) func(ctx context.Context) error {
 		return func(ctx context.Context) error { _, err := s.writes.Exec(ctx, q, args...); return err }
@@ -174,15 +190,17 @@ func TestItemCacheServesWhatTheTablesHold(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			caughtUp(t, s, replica, uncached)
-			searchAll(t, s, h) // fill both caches with the state before the write
+			caughtUp(t, s, replica, uncached, tight)
+			searchAll(t, s, h) // fill the caches with the state before the write
 			searchAll(t, replica, h)
+			searchAll(t, tight, h)
+			searchAll(t, tight, h) // a selective cache keeps an item at its second miss
 			if err := st.write(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			caughtUp(t, s, replica, uncached)
+			caughtUp(t, s, replica, uncached, tight)
 			want := searchAll(t, uncached, h)
-			for store, cached := range map[string]*Store{"this store": s, "the replica": replica} {
+			for store, cached := range map[string]*Store{"this store": s, "the replica": replica, "the selective replica": tight} {
 				got := searchAll(t, cached, h)
 				for name := range want {
 					if len(want[name]) == 0 {
@@ -200,6 +218,9 @@ func TestItemCacheServesWhatTheTablesHold(t *testing.T) {
 	first, second := searchAll(t, s, h)["fulltext"], searchAll(t, s, h)["fulltext"]
 	if s.items.Len() == 0 || len(first) == 0 || first[0].Item != second[0].Item {
 		t.Errorf("the cache holds %d items and did not answer a repeated search", s.items.Len())
+	}
+	if st := tight.ItemCacheStats(); !st.Selective || st.Items == 0 || st.Hits == 0 {
+		t.Errorf("the selective replica's cache %+v: it kept or answered nothing, so the comparison proves nothing of it", st)
 	}
 }
 
