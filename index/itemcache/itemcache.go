@@ -203,8 +203,9 @@ type Stats struct {
 	Hits, Misses uint64 // lookups answered from the cache, and not, since it started
 	Items        int    // items held
 	Bytes        int64  // the estimated memory of what it holds (Footprint)
-	// Selective: the cache keeps only the items reads come back to, as
-	// it does once it has had to evict (Selection).
+	// Selective: the cache keeps only the items reads come back to
+	// (Selection), as it does once it has had to evict, or, on the
+	// embedded store, once warming found the store larger than the budget.
 	Selective bool
 }
 
