@@ -40,28 +40,28 @@ const PeriodLookups = 1 << 18
 // miss is taken for a second about as rarely.
 const selectionBits = 1 << 22
 
-// IDBits is a set of ids by their hash. Marks are atomic, so that readers
-// holding a cache's read lock may set them; Clear needs the write lock.
-type IDBits []atomic.Uint64
+// idBits is a set of ids by their hash. Marks are atomic, so that readers
+// holding a cache's read lock may set them; clear needs the write lock.
+type idBits []atomic.Uint64
 
-// NewIDBits returns an empty set (512 KiB).
-func NewIDBits() IDBits { return make(IDBits, selectionBits/64) }
+// newIDBits returns an empty set (512 KiB).
+func newIDBits() idBits { return make(idBits, selectionBits/64) }
 
-// Mark sets h's bit and reports whether it was set before.
-func (b IDBits) Mark(h uint64) bool {
+// mark sets h's bit and reports whether it was set before.
+func (b idBits) mark(h uint64) bool {
 	h %= selectionBits
 	m := uint64(1) << (h % 64)
 	return b[h/64].Or(m)&m != 0
 }
 
-// Has reports whether h's bit is set.
-func (b IDBits) Has(h uint64) bool {
+// has reports whether h's bit is set.
+func (b idBits) has(h uint64) bool {
 	h %= selectionBits
 	return b[h/64].Load()&(uint64(1)<<(h%64)) != 0
 }
 
-// Clear empties the set.
-func (b IDBits) Clear() {
+// clear empties the set.
+func (b idBits) clear() {
 	for i := range b {
 		b[i].Store(0)
 	}
@@ -69,21 +69,21 @@ func (b IDBits) Clear() {
 
 // Selection is what a selective cache keeps of its reads. Its zero value
 // is a cache that is not selective. Begin and Sweep run under the cache's
-// write lock; the rest may run under its read lock.
+// write lock; Found, Missed and Kept under its read lock at least;
+// On, Counted and Due anywhere.
 type Selection struct {
-	on         bool
+	on         atomic.Bool // set last by Begin
 	seed       maphash.Seed
-	seen, read IDBits
+	seen, read idBits
 	lookups    atomic.Int64 // in this period
 	period     int64        // lookups a period; 0: PeriodLookups
 }
 
 // On reports whether the cache keeps selectively.
-func (s *Selection) On() bool { return s.on }
+func (s *Selection) On() bool { return s.on.Load() }
 
-// Hash is the hash the sets hold id by, for callers that keep sets of
-// their own alongside.
-func (s *Selection) Hash(id string) uint64 { return maphash.String(s.seed, id) }
+// hash is the hash the sets hold id by.
+func (s *Selection) hash(id string) uint64 { return maphash.String(s.seed, id) }
 
 // SetPeriod sets the lookups a period (tests); 0 restores PeriodLookups.
 func (s *Selection) SetPeriod(n int64) { s.period = n }
@@ -97,29 +97,30 @@ func (s *Selection) periodLookups() int64 {
 
 // Begin makes the cache selective.
 func (s *Selection) Begin() {
-	if s.on {
+	if s.on.Load() {
 		return
 	}
-	s.on, s.seed = true, maphash.MakeSeed()
-	s.seen, s.read = NewIDBits(), NewIDBits()
+	s.seed = maphash.MakeSeed()
+	s.seen, s.read = newIDBits(), newIDBits()
+	s.on.Store(true)
 }
 
 // Found records that a lookup found id's entry.
-func (s *Selection) Found(id string) { s.read.Mark(s.Hash(id)) }
+func (s *Selection) Found(id string) { s.read.mark(s.hash(id)) }
 
 // Missed records that a lookup missed id and reports whether to keep it
 // once read: it was missed before in this period.
-func (s *Selection) Missed(id string) bool { return s.seen.Mark(s.Hash(id)) }
+func (s *Selection) Missed(id string) bool { return s.seen.mark(s.hash(id)) }
 
 // Kept records that id's entry was kept in this period, so that the sweep
 // at its end leaves it for reads of the next.
-func (s *Selection) Kept(id string) { s.read.Mark(s.Hash(id)) }
+func (s *Selection) Kept(id string) { s.read.mark(s.hash(id)) }
 
 // Counted adds n lookups to the period.
 func (s *Selection) Counted(n int) { s.lookups.Add(int64(n)) }
 
 // Due reports whether a period has ended, for the cache to sweep.
-func (s *Selection) Due() bool { return s.on && s.lookups.Load() >= s.periodLookups() }
+func (s *Selection) Due() bool { return s.on.Load() && s.lookups.Load() >= s.periodLookups() }
 
 // Sweep ends a period that is over: it calls drop with each id of ids
 // that no read found during it, then starts the next period. ids ranges
@@ -129,11 +130,11 @@ func (s *Selection) Sweep(ids func(yield func(string) bool), drop func(id string
 		return
 	}
 	for id := range ids {
-		if !s.read.Has(s.Hash(id)) {
+		if !s.read.has(s.hash(id)) {
 			drop(id)
 		}
 	}
-	s.seen.Clear()
-	s.read.Clear()
+	s.seen.clear()
+	s.read.clear()
 	s.lookups.Store(0)
 }
