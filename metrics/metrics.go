@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/index/itemcache"
 )
 
 // stageBuckets suit stages that take from a tenth of a millisecond to the
@@ -44,10 +43,18 @@ type Metrics struct {
 // (the policy engine's counters).
 type CacheStats func() (hits, misses uint64)
 
-// ItemCacheStats reports a store's item cache: the lookups it answered
-// and did not since it started, the items it holds, their estimated
-// memory and whether it keeps selectively.
-type ItemCacheStats func() itemcache.Stats
+// ItemCache is what a store's item cache reports (the store's
+// itemcache.Stats; metrics sits below the index layer and does not import
+// it).
+type ItemCache struct {
+	Hits, Misses uint64 // lookups it answered and did not since it started
+	Items        int    // items it holds
+	Bytes        int64  // their estimated memory, the budget's measure
+	Selective    bool   // it keeps only the items reads come back to
+}
+
+// ItemCacheStats reports a store's item cache.
+type ItemCacheStats func() ItemCache
 
 type options struct {
 	opaCache  CacheStats
@@ -86,7 +93,7 @@ func New(opts ...Option) *Metrics {
 		o.inFlight = func() int { return 0 }
 	}
 	if o.itemCache == nil {
-		o.itemCache = func() itemcache.Stats { return itemcache.Stats{} }
+		o.itemCache = func() ItemCache { return ItemCache{} }
 	}
 	reg := prometheus.NewRegistry()
 	m := &Metrics{

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/h4r/h4r"
-	"github.com/h4r/h4r/index/itemcache"
 	"github.com/h4r/h4r/metrics"
 )
 
@@ -13,8 +12,8 @@ import (
 func TestObservePack(t *testing.T) {
 	m := metrics.New(metrics.WithOPACache(func() (uint64, uint64) { return 7, 3 }),
 		metrics.WithPacksInFlight(func() int { return 4 }),
-		metrics.WithItemCache(func() itemcache.Stats {
-			return itemcache.Stats{Hits: 11, Misses: 5, Items: 9, Bytes: 4096, Selective: true}
+		metrics.WithItemCache(func() metrics.ItemCache {
+			return metrics.ItemCache{Hits: 11, Misses: 5, Items: 9, Bytes: 4096, Selective: true}
 		}))
 	p := &h4r.Pack{
 		Status:  h4r.StatusDegraded,

@@ -18,7 +18,6 @@ import (
 	"github.com/h4r/h4r/decision"
 	"github.com/h4r/h4r/demo"
 	"github.com/h4r/h4r/embed"
-	"github.com/h4r/h4r/index/itemcache"
 	"github.com/h4r/h4r/metrics"
 	"github.com/h4r/h4r/server"
 	"github.com/h4r/h4r/tenant"
@@ -241,12 +240,12 @@ func openStack(ctx context.Context, cfg config.Config, spec tenant.Spec, keys *a
 			return 0
 		}
 		return a.Engine.InFlight()
-	}), metrics.WithItemCache(func() itemcache.Stats {
+	}), metrics.WithItemCache(func() metrics.ItemCache {
 		if a == nil {
-			return itemcache.Stats{}
+			return metrics.ItemCache{}
 		}
 		st, _ := a.ItemCacheStats()
-		return st
+		return metrics.ItemCache{Hits: st.Hits, Misses: st.Misses, Items: st.Items, Bytes: st.Bytes, Selective: st.Selective}
 	}))
 	traceMetrics := trace.NewMetrics(m.Registry())
 	aopts := []app.Option{app.WithLogger(log), app.WithEmbeddingObserver(traceMetrics.ObserveEmbedding)}
