@@ -112,7 +112,7 @@ func TestSelectiveKeepsWhatIsReadAgain(t *testing.T) {
 // those.
 func TestSelectiveStaysSmallUnderSpreadReads(t *testing.T) {
 	const items, reads = 20000, 200000
-	c := New(4 << 20) // room for about 6,000 of these items
+	c := New(4 << 20) // room for about 5,000 of these items (740 bytes each by Footprint)
 	c.sel.Begin()
 	c.sel.SetPeriod(20000)
 	hot := 0
