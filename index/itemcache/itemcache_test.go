@@ -93,13 +93,7 @@ func TestStaysWithinItsBudget(t *testing.T) {
 			if c.used > tt.budget {
 				t.Errorf("used %d bytes, budget %d", c.used, tt.budget)
 			}
-			var sum int64
-			for _, e := range c.items {
-				sum += e.size
-			}
-			if sum != c.used {
-				t.Errorf("entries hold %d bytes, the count says %d", sum, c.used)
-			}
+			checkBytes(t, c)
 			if tt.budget > 0 && c.Len() == 0 {
 				t.Error("the cache kept nothing")
 			}
