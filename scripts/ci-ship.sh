@@ -2,7 +2,8 @@
 # Checks what ships beside the binary, as a new user's tools see it: the
 # Compose file (docker-compose config), the Helm chart (helm lint, helm
 # template, and the rendered manifests against the Kubernetes API types),
-# the Prometheus alert rules (promtool check and test rules), the container
+# the Prometheus alert rules (promtool check and test rules) and the metrics
+# a running server exposes (promtool check metrics), the container
 # image (built with buildah; never run here) and the release script.
 # Tools come from Debian's packages and the Go module proxy at pinned
 # versions.
@@ -25,6 +26,28 @@ if [ ! -x "$tools/helm" ]; then
   GOBIN="$tools" go install "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
 fi
 
+# check_served_metrics lints what a running h4r serve --demo exposes on
+# /metrics with promtool check metrics (names, units, help texts, counter
+# suffixes), after a pack and a refused request have filled the labelled
+# series.
+check_served_metrics() {
+  go build -o "$tools/h4r" ./cmd/h4r
+  local port base server status=0
+  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  base="http://127.0.0.1:$port"
+  H4R_LOG_LEVEL=warn "$tools/h4r" serve --demo --addr "127.0.0.1:$port" --data-dir "$tools/metrics-serve" &
+  server=$!
+  for _ in $(seq 1 120); do curl -sf "$base/health/ready" >/dev/null && break; sleep 0.5; done
+  curl -sf "$base/v1/context-pack" -H 'Content-Type: application/json' \
+    -d '{"query": {"type": "hybrid", "text": "deploy rollback"}}' >/dev/null || status=1
+  curl -s "$base/v1/context-pack" -H 'Content-Type: application/json' -d '{"query": 1}' >/dev/null || status=1
+  curl -sf "$base/metrics" > "$tools/metrics.txt" || status=1
+  kill "$server"; wait "$server" 2>/dev/null || true
+  [ "$status" -eq 0 ] || { echo "h4r serve --demo did not answer a pack or /metrics"; return 1; }
+  echo "$(grep -c '^h4r_' "$tools/metrics.txt") h4r samples"
+  promtool check metrics < "$tools/metrics.txt"
+}
+
 echo "-- docker-compose config"
 docker-compose -f compose.yaml config -q
 docker-compose -f compose.yaml --profile qdrant --profile neo4j config -q
@@ -40,6 +63,7 @@ echo "-- helm lint and template"
 echo "-- promtool"
 promtool check rules deploy/prometheus/h4r-alerts.yml
 promtool test rules deploy/prometheus/h4r-alerts_test.yml
+check_served_metrics
 
 echo "-- container image (buildah; built, never run here)"
 scripts/image.sh h4r:ci
