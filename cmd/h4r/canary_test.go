@@ -1338,6 +1338,9 @@ func TestCanaryNoLeakSelectiveItemCache(t *testing.T) {
 	t.Logf("item cache: %+v", st)
 }
 
+// decoyVocabulary holds the words of writeDecoys' texts.
+const decoyVocabulary = "harbour lantern meadow orchard pebble saffron thistle willow amber basalt cobalt dune"
+
 // writeDecoys writes n items to the store vars configure, before any
 // server opens it: texts of about 900 bytes that share no word with the
 // canaries' topic or markers.
@@ -1352,7 +1355,7 @@ func writeDecoys(t *testing.T, vars map[string]string, n int) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	words := strings.Fields("harbour lantern meadow orchard pebble saffron thistle willow amber basalt cobalt dune")
+	words := strings.Fields(decoyVocabulary)
 	items := make([]h4r.Item, n)
 	for i := range items {
 		var b strings.Builder
@@ -1373,6 +1376,54 @@ func TestCanaryNoLeakPostgresTwoReplicas(t *testing.T) {
 	h := runHarness(t, canaryVars(t, t.TempDir(), url), 2, canarySurfaces(), nil)
 	h.probeCLI()
 	report(t, h)
+}
+
+// TestCanaryNoLeakPostgresSelectiveItemCache: two servers over one
+// Postgres whose item caches are selective before the harness begins.
+// The Postgres cache is not warmed: it turns selective at its first
+// eviction, so each replica reads decoys through it (packs on the decoys'
+// words) until they overflow H4R_ITEM_CACHE_MB=1. The canaries then come
+// and go through caches that keep only what reads come back to, and no
+// surface of either replica may leak one. The run proves something only
+// if both caches were selective and answered reads. It does not catch a
+// cache that serves entries whatever their stamp (it passed with one: a
+// deleted canary has no row for a search to stamp, so the cache is never
+// asked for it); store/postgres TestItemCacheServesWhatTheTablesHold is
+// the test of that.
+func TestCanaryNoLeakPostgresSelectiveItemCache(t *testing.T) {
+	url := pgtest.Schema(t, "h4r_canary_sel")
+	vars := canaryVars(t, t.TempDir(), url)
+	vars["H4R_ITEM_CACHE_MB"] = "1"
+	writeDecoys(t, vars, 800)
+	h := runHarness(t, vars, 2, canarySurfaces(), readDecoys(t))
+	report(t, h)
+	for i, r := range h.replicas {
+		st, ok := r.app.ItemCacheStats()
+		if !ok || !st.Selective {
+			t.Fatalf("replica %d: the item cache was not selective (%+v, reported %v): the decoys did not overflow it", i, st, ok)
+		}
+		if st.Hits == 0 {
+			t.Fatalf("replica %d: the selective item cache answered no read (%+v)", i, st)
+		}
+		t.Logf("replica %d item cache: %+v", i, st)
+	}
+}
+
+// readDecoys returns a handler wrapper that, before its replica serves,
+// reads the decoys writeDecoys wrote through the app's packs: decoy i
+// begins with its word i mod 12 followed by 0, so the twelve queries
+// "<word>0" find every decoy between them.
+func readDecoys(t *testing.T) func(*app.App, http.Handler) http.Handler {
+	return func(a *app.App, next http.Handler) http.Handler {
+		spec := h4r.Specialist{ID: "decoy-reader", SecurityLevel: h4r.Restricted}
+		for _, w := range strings.Fields(decoyVocabulary) {
+			q := h4r.Query{Type: h4r.QueryKeyword, Text: w + "0"}
+			if _, err := a.Engine.ContextPack(t.Context(), spec, &h4r.ContextRequest{Query: q, Limit: 5}); err != nil {
+				t.Fatalf("reading the decoys: %v", err)
+			}
+		}
+		return next
+	}
 }
 
 // plantedPath prefixes the self-test's fake routes, registered only by
