@@ -1323,6 +1323,7 @@ func TestCanaryNoLeakVectorFeedback(t *testing.T) {
 // policy. The run proves something only if the cache was selective and
 // answered reads.
 func TestCanaryNoLeakSelectiveItemCache(t *testing.T) {
+	skipUnderRace(t)
 	vars := canaryVars(t, t.TempDir(), "")
 	vars["H4R_ITEM_CACHE_MB"] = "1"
 	writeDecoys(t, vars, 800)
@@ -1340,6 +1341,15 @@ func TestCanaryNoLeakSelectiveItemCache(t *testing.T) {
 
 // decoyVocabulary holds the words of writeDecoys' texts.
 const decoyVocabulary = "harbour lantern meadow orchard pebble saffron thistle willow amber basalt cobalt dune"
+
+// skipUnderRace skips a canary variant under the race detector
+// (race_on_test.go); .ci/run runs the variants that call it without -race.
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("the selective item cache canary variants run without -race (.ci/run)")
+	}
+}
 
 // writeDecoys writes n items to the store vars configure, before any
 // server opens it: texts of about 900 bytes that share no word with the
@@ -1391,6 +1401,7 @@ func TestCanaryNoLeakPostgresTwoReplicas(t *testing.T) {
 // asked for it); store/postgres TestItemCacheServesWhatTheTablesHold is
 // the test of that.
 func TestCanaryNoLeakPostgresSelectiveItemCache(t *testing.T) {
+	skipUnderRace(t)
 	url := pgtest.Schema(t, "h4r_canary_sel")
 	vars := canaryVars(t, t.TempDir(), url)
 	vars["H4R_ITEM_CACHE_MB"] = "1"
