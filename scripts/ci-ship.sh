@@ -42,7 +42,8 @@ check_served_metrics() {
     -d '{"query": {"type": "hybrid", "text": "deploy rollback"}}' >/dev/null || status=1
   curl -s "$base/v1/context-pack" -H 'Content-Type: application/json' -d '{"query": 1}' >/dev/null || status=1
   curl -sf "$base/metrics" > "$tools/metrics.txt" || status=1
-  kill "$server"; wait "$server" 2>/dev/null || true
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
   [ "$status" -eq 0 ] || { echo "h4r serve --demo did not answer a pack or /metrics"; return 1; }
   echo "$(grep -c '^h4r_' "$tools/metrics.txt") h4r samples"
   promtool check metrics < "$tools/metrics.txt"
