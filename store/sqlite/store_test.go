@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/h4r/h4r/store/sqlite"
 	"github.com/h4r/h4r/store/storetest"
@@ -18,14 +17,8 @@ import (
 // sharedCounter loads cl100k_base once for all the stores the tests open.
 var sharedCounter = sync.OnceValues(func() (*tokens.Counter, error) { return tokens.New(tokens.CL100K) })
 
-// testWriteTimeout is the write deadline of the stores openAt opens unless
-// a test sets its own (opts come after it): the contract's bulk writes
-// (1,234 linked items in one Upsert) ran past the default 5 s under -race
-// on a two-core CI machine busy with other packages' tests, and the
-// contract is about what writes leave, not how fast they are.
-const testWriteTimeout = 2 * time.Minute
-
-// openAt opens the store at path and closes it when t ends.
+// openAt opens the store at path and closes it when t ends. Its write
+// deadline is the internal tests' (TestWriteTimeout) unless opts set one.
 func openAt(t testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 	t.Helper()
 	counter, err := sharedCounter()
@@ -33,7 +26,7 @@ func openAt(t testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 		t.Fatal(err)
 	}
 	quiet := sqlite.WithLogger(slog.New(slog.DiscardHandler))
-	s, err := sqlite.Open(context.Background(), path, append([]sqlite.Option{sqlite.WithTokenCounter(counter), quiet, sqlite.WithWriteTimeout(testWriteTimeout)}, opts...)...)
+	s, err := sqlite.Open(context.Background(), path, append([]sqlite.Option{sqlite.WithTokenCounter(counter), quiet, sqlite.WithWriteTimeout(sqlite.TestWriteTimeout)}, opts...)...)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
