@@ -37,7 +37,7 @@ check_served_metrics() {
   base="http://127.0.0.1:$port"
   H4R_LOG_LEVEL=warn "$tools/h4r" serve --demo --addr "127.0.0.1:$port" --data-dir "$tools/metrics-serve" &
   server=$!
-  for _ in $(seq 1 120); do curl -sf "$base/health/ready" >/dev/null && break; sleep 0.5; done
+  for _ in $(seq 1 120); do "$tools/h4r" health --addr "127.0.0.1:$port" --ready 2>/dev/null && break; sleep 0.5; done
   curl -sf "$base/v1/context-pack" -H 'Content-Type: application/json' \
     -d '{"query": {"type": "hybrid", "text": "deploy rollback"}}' >/dev/null || status=1
   curl -s "$base/v1/context-pack" -H 'Content-Type: application/json' -d '{"query": 1}' >/dev/null || status=1
